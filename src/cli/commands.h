@@ -1,0 +1,11 @@
+#pragma once
+// Every `duet` subcommand registers itself here, from one explicit list in main.cpp.
+// A register function adds its CLI11 subcommand and a callback; the callback throws
+// duet::Error for bad input (main prints it and exits 2).
+#include <CLI/CLI.hpp>
+
+namespace duet::cli {
+
+void register_version(CLI::App& app);
+
+}  // namespace duet::cli

@@ -1,0 +1,101 @@
+#pragma once
+// GGUF files (versions 2 and 3), read through a read-only memory map.
+// Spec: https://github.com/ggml-org/ggml/blob/master/docs/gguf.md
+//
+// GgufFile::open validates the whole header before returning: magic, version, counts,
+// every metadata value (including nested arrays), every tensor info (known type, shape
+// a multiple of the block size, offset aligned to general.alignment, data inside the
+// file). Any violation throws duet::Error "<path>: <problem>"; a hostile header never
+// causes a crash or an allocation larger than the file itself.
+//
+// Thread safety: a GgufFile is immutable after open and may be read from any thread.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace duet::format {
+
+enum class GgufType : uint32_t {
+    UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6,
+    BOOL = 7, STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+};
+const char* gguf_type_name(GgufType t);
+
+struct GgufValue;
+struct GgufArray {
+    GgufType elem_type;
+    std::vector<GgufValue> items;
+};
+// One metadata value. Integers of every width are held in int64_t/uint64_t, floats in double,
+// with `type` telling what the file stored.
+struct GgufValue {
+    GgufType type = GgufType::UINT8;
+    std::variant<int64_t, uint64_t, double, bool, std::string, std::shared_ptr<GgufArray>> v;
+};
+
+struct GgufTensorInfo {
+    std::string name;
+    DType dtype;
+    std::vector<int64_t> shape;  // ggml order: shape[0] is the contiguous (row) dimension
+    uint64_t offset = 0;         // from the start of the data section
+    uint64_t n_bytes = 0;
+    const uint8_t* data = nullptr;  // into the mapping
+    int64_t n_elements() const;
+};
+
+class MappedFile;
+
+class GgufFile {
+public:
+    static GgufFile open(const std::string& path);  // throws duet::Error
+    GgufFile(GgufFile&&) noexcept;
+    GgufFile& operator=(GgufFile&&) noexcept;
+    ~GgufFile();
+
+    const std::string& path() const { return path_; }
+    uint32_t version() const { return version_; }
+    uint64_t alignment() const { return alignment_; }
+    uint64_t file_bytes() const;
+
+    const std::map<std::string, GgufValue>& metadata() const { return kv_; }
+    const GgufValue* find(std::string_view key) const;
+    bool has(std::string_view key) const { return find(key) != nullptr; }
+
+    // Typed getters. The required forms throw duet::Error "<path>: metadata key '<key>' ..."
+    // when the key is missing or holds another type; get_int accepts any integer type and
+    // get_float any integer or float type.
+    std::string get_string(std::string_view key) const;
+    int64_t get_int(std::string_view key) const;
+    double get_float(std::string_view key) const;
+    bool get_bool(std::string_view key) const;
+    std::vector<std::string> get_string_array(std::string_view key) const;
+    std::vector<double> get_float_array(std::string_view key) const;
+    std::vector<int64_t> get_int_array(std::string_view key) const;
+    std::optional<std::string> find_string(std::string_view key) const;
+    std::optional<int64_t> find_int(std::string_view key) const;
+    std::optional<double> find_float(std::string_view key) const;
+    std::optional<bool> find_bool(std::string_view key) const;
+
+    const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
+    const GgufTensorInfo* find_tensor(std::string_view name) const;
+    const GgufTensorInfo& tensor(std::string_view name) const;  // throws naming file and tensor
+
+private:
+    GgufFile() = default;
+    std::string path_;
+    uint32_t version_ = 0;
+    uint64_t alignment_ = 32;
+    std::unique_ptr<MappedFile> map_;
+    std::map<std::string, GgufValue> kv_;
+    std::vector<GgufTensorInfo> tensors_;
+    std::map<std::string, size_t, std::less<>> tensor_index_;
+};
+
+}  // namespace duet::format
