@@ -1,0 +1,69 @@
+#pragma once
+// Host CPU kernels: the contract the engine codes against. Each entry point picks the best
+// implementation for this CPU once (core/cpu_features.h: AVX-512, AVX2, scalar) and keeps
+// the scalar reference in kernels/ref/ as the oracle the tests compare against.
+//
+// Conventions: raw pointers, element counts and strides; row-major; activations f32.
+// A weight matrix W has n rows of k elements each, stored in `wtype` (ggml block layout
+// for quantised types: each row is k / block_elems blocks); row r starts at
+// w + r * w_row_stride_bytes. The engine calls these from one thread and passes the
+// pool; kernels split their work over it.
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "core/thread_pool.h"
+
+namespace duet::kernels {
+
+// y[i][j] = sum_l x[i][l] * W[j][l]  for i < m (tokens), j < n (output features).
+// x: [m][k] with row stride x_stride (floats); y: [m][n] with row stride y_stride (floats).
+// m == 1..few runs as GEMV (weights streamed once), larger m as blocked GEMM.
+// Quantised weights are never dequantised as whole matrices: activations are quantised per
+// block (q8) and dot products run on integers where the type allows it.
+void matmul(const float* x, int64_t m, int64_t k, int64_t x_stride, const void* w, DType wtype,
+            size_t w_row_stride_bytes, int64_t n, float* y, int64_t y_stride, ThreadPool& pool);
+
+// y = x / sqrt(mean(x^2) + eps) * weight, over n elements. y may alias x.
+void rmsnorm(const float* x, const float* weight, float* y, int64_t n, float eps);
+
+enum class RopeOrder {
+    NORM,  // rotate adjacent pairs (x[2i], x[2i+1]) — ggml's mode 0, Llama GGUF files
+    NEOX,  // rotate halves (x[i], x[i + n_rot/2]) — mode 2, Qwen2
+};
+// Rotates the first n_rot dims of each of n_head heads of one token at position `pos`, in
+// place: x is [n_head][head_dim]. theta_i = pos * freq_base^(-2i/n_rot) / freq_factors[i]
+// (freq_factors may be null = all 1; Llama-3.1's rope_freqs tensor), times freq_scale.
+void rope(float* x, int64_t n_head, int64_t head_dim, int64_t n_rot, int64_t pos, float freq_base,
+          float freq_scale, const float* freq_factors, RopeOrder order);
+
+// In place softmax over n elements.
+void softmax(float* x, int64_t n);
+
+// out[i] = silu(gate[i]) * up[i]. out may alias gate.
+void swiglu(const float* gate, const float* up, float* out, int64_t n);
+
+// KV cache as a block table: K and V for token t of a sequence live in block
+// blocks[t / block_tokens], row t % block_tokens; each row is [n_head_kv][head_dim] in kv_type
+// (F32 or F16). k_blocks[b] / v_blocks[b] point at block b's first row.
+struct KvView {
+    const void* const* k_blocks;
+    const void* const* v_blocks;
+    int64_t block_tokens;
+    DType kv_type;
+};
+
+// Causal grouped-query attention for n_q query tokens of one sequence whose positions are
+// pos0 .. pos0 + n_q - 1; keys/values for positions 0 .. pos0 + n_q - 1 are already in kv.
+// q: [n_q][n_head][head_dim] (RoPE applied); out: [n_q][n_head][head_dim].
+// Head h reads KV head h / (n_head / n_head_kv). scale is usually 1/sqrt(head_dim).
+void attention(const float* q, int64_t n_q, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+               const KvView& kv, float scale, float* out, ThreadPool& pool);
+
+// Converts one row of n elements of `type` to f32 (used for embedding lookups).
+void dequantize_row(const void* src, DType type, float* dst, int64_t n);
+
+// The implementation chosen for this CPU, for logs ("avx512", "avx2", "scalar").
+const char* kernel_isa();
+
+}  // namespace duet::kernels

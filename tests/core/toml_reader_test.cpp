@@ -1,0 +1,56 @@
+#include "core/toml_reader.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+
+namespace duet {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+TEST(TomlReader, ReadsAndValidates) {
+    auto doc = TomlDoc::parse_string("[timing]\ntCK_ns = 1.25\nCL = 17\nname = \"lpddr5\"\nok = true\n", "mem.toml");
+    auto t = doc.section("timing");
+    EXPECT_DOUBLE_EQ(t.get_double("tCK_ns", 0.1, 10), 1.25);
+    EXPECT_EQ(t.get_int("CL", 1, 100), 17);
+    EXPECT_DOUBLE_EQ(t.get_double("CL", 1, 100), 17.0);  // integers are numbers too
+    EXPECT_EQ(t.get_enum("name", {"lpddr5", "hbm3"}), "lpddr5");
+    EXPECT_TRUE(t.get_bool("ok"));
+    EXPECT_EQ(t.get_int_or("absent", 7, 0, 10), 7);
+    t.finish();
+    doc.finish();
+}
+
+TEST(TomlReader, ErrorsNameFileKeyValueAndAllowed) {
+    auto doc = TomlDoc::parse_string("[t]\nx = 12\ns = \"ddr9\"\nf = \"fast\"\n", "c.toml");
+    auto t = doc.section("t");
+    EXPECT_EQ(error_of([&] { t.get_int("x", 0, 10); }), "c.toml: key 't.x' = 12 is out of range (allowed: 0 to 10)");
+    EXPECT_EQ(error_of([&] { t.get_enum("s", {"lpddr5", "hbm3"}); }),
+              "c.toml: key 't.s' = \"ddr9\" is not allowed (allowed: lpddr5, hbm3)");
+    EXPECT_EQ(error_of([&] { t.get_double("f", 0, 1); }), "c.toml: key 't.f' has type string, expected number");
+    EXPECT_EQ(error_of([&] { t.get_bool("missing"); }), "c.toml: missing key 't.missing' (true or false)");
+    EXPECT_EQ(error_of([&] { doc.section("nope"); }), "c.toml: missing section [nope]");
+}
+
+TEST(TomlReader, UnknownKeyIsAnError) {
+    auto doc = TomlDoc::parse_string("[t]\nalignment = 128\nalignmnet = 64\n", "c.toml");
+    auto t = doc.section("t");
+    t.get_int("alignment", 1, 4096);
+    EXPECT_EQ(error_of([&] { t.finish(); }), "c.toml: unknown key 't.alignmnet' (allowed here: alignment)");
+}
+
+TEST(TomlReader, ParseErrorNamesLine) {
+    EXPECT_EQ(error_of([] { TomlDoc::parse_string("a = 1\nb = = 2\n", "bad.toml"); }).rfind("bad.toml: TOML parse error at line 2", 0),
+              0u);
+}
+
+}  // namespace
+}  // namespace duet
