@@ -1,0 +1,49 @@
+#pragma once
+// The interface placement uses to ask a modelled device about an operator (ggml backends'
+// supports_op, MNN's onMeasure): devices answer, placement does not hard-code them.
+// hw/ never includes model or runtime code: operators arrive as plain shapes.
+#include <cstdint>
+#include <string>
+
+#include "core/dtype.h"
+
+namespace duet::hw {
+
+enum class OpClass {
+    GEMM,         // y[m][n] = x[m][k] · W[n][k]^T with m > 1 (prefill, batched decode)
+    GEMV,         // the same with m == 1
+    ATTENTION,    // m query tokens against n context tokens, k = head_dim, heads in n_head/n_head_kv
+    ELEMENTWISE,  // norms, RoPE, activations, residual adds: bytes_in/bytes_out, flops
+    SOFTMAX,
+    COPY,         // KV cache writes, layout conversions
+};
+
+struct OpShape {
+    OpClass cls = OpClass::ELEMENTWISE;
+    int64_t m = 0, n = 0, k = 0;
+    int64_t n_head = 0, n_head_kv = 0;
+    DType weight_dtype = DType::F16;  // matrix operand (weights or KV cache)
+    DType act_dtype = DType::F16;     // activations as the device holds them
+    uint64_t weight_bytes = 0;        // bytes of the weight / KV operand read
+    uint64_t in_bytes = 0;            // activation bytes read
+    uint64_t out_bytes = 0;           // bytes written
+    double flops = 0;                 // 2 per multiply-add
+};
+
+struct Cost {
+    double t_ns = 0;         // modelled time of the operator on the device, launch included
+    double t_launch_ns = 0;  // part of t_ns spent in launch/dispatch overhead
+    double bytes_moved = 0;  // bytes crossing the device's memory interface
+    double energy_pj = 0;
+    const char* bound = "none";  // "compute", "memory", "launch", "unsupported"
+};
+
+class Device {
+public:
+    virtual ~Device() = default;
+    virtual std::string name() const = 0;
+    virtual bool supports(const OpShape& op) const = 0;
+    virtual Cost estimate(const OpShape& op) const = 0;  // only called when supports(op)
+};
+
+}  // namespace duet::hw
