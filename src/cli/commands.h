@@ -8,4 +8,14 @@ namespace duet::cli {
 
 void register_version(CLI::App& app);
 
+// format branch
+
+// runtime branch
+
+// dram branch
+
+// npu branch
+
+// sim branch
+
 }  // namespace duet::cli

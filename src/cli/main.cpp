@@ -17,6 +17,16 @@ int main(int argc, char** argv) {
         ->trigger_on_parse();
 
     duet::cli::register_version(app);
+    // format branch
+
+    // runtime branch
+
+    // dram branch
+
+    // npu branch
+
+    // sim branch
+
 
     try {
         app.parse(argc, argv);
