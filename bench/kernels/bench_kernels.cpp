@@ -56,7 +56,8 @@ AlignedBuffer<uint8_t> random_weights(DType type, int64_t n, int64_t k) {
         case DType::F16:
         case DType::BF16: {
             auto* p = reinterpret_cast<uint16_t*>(w.data());
-            for (size_t i = 0; i < bytes / 2; ++i) p[i] = uint16_t((type == DType::F16 ? h : b) ^ (next_rand() & 0x80ff));
+            for (size_t i = 0; i < bytes / 2; ++i)
+                p[i] = uint16_t((type == DType::F16 ? h : b) ^ (next_rand() & 0x80ff));
             break;
         }
         case DType::Q8_0:
@@ -74,7 +75,8 @@ AlignedBuffer<uint8_t> random_weights(DType type, int64_t n, int64_t k) {
         case DType::Q6_K:
             for (size_t i = 0; i < nblocks; ++i) reinterpret_cast<BlockQ6_K*>(w.data())[i].d = h;
             break;
-        default: break;
+        default:
+            break;
     }
     return w;
 }
@@ -99,9 +101,8 @@ void BM_Matmul(benchmark::State& state) {
     }
     state.SetLabel(std::string(dtype_name(type)) + " " + kernels::kernel_isa());
     state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(rb) * n);  // weight bytes
-    state.counters["FLOP/s"] =
-        benchmark::Counter(2.0 * double(m) * double(n) * double(k) * double(state.iterations()),
-                           benchmark::Counter::kIsRate);
+    state.counters["FLOP/s"] = benchmark::Counter(2.0 * double(m) * double(n) * double(k) * double(state.iterations()),
+                                                  benchmark::Counter::kIsRate);
 }
 
 void BM_MemoryBandwidth(benchmark::State& state) {
@@ -125,11 +126,15 @@ void BM_OpenBlasSgemm(benchmark::State& state) {
                     int(k), 0.0f, y.data(), int(n));
         benchmark::DoNotOptimize(y.data());
     }
-    state.counters["FLOP/s"] =
-        benchmark::Counter(2.0 * double(m) * double(n) * double(k) * double(state.iterations()),
-                           benchmark::Counter::kIsRate);
+    state.counters["FLOP/s"] = benchmark::Counter(2.0 * double(m) * double(n) * double(k) * double(state.iterations()),
+                                                  benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_OpenBlasSgemm)->Args({512, 4096, 4096})->Args({1, 4096, 4096})->MinTime(0.3)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_OpenBlasSgemm)
+    ->Args({512, 4096, 4096})
+    ->Args({1, 4096, 4096})
+    ->MinTime(0.3)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 #endif
 
 constexpr DType kTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K};

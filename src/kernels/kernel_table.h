@@ -17,8 +17,8 @@ struct KernelTable {
                  float freq_scale, const float* freq_factors, RopeOrder order);
     void (*softmax)(float* x, int64_t n);
     void (*swiglu)(const float* gate, const float* up, float* out, int64_t n);
-    void (*attention)(const float* q, int64_t n_q, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                      int64_t head_dim, const KvView& kv, float scale, float* out, ThreadPool& pool);
+    void (*attention)(const float* q, int64_t n_q, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                      const KvView& kv, float scale, float* out, ThreadPool& pool);
     void (*dequantize_row)(const void* src, DType type, float* dst, int64_t n);
 };
 

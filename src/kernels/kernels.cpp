@@ -9,20 +9,21 @@
 namespace duet::kernels {
 
 const KernelTable& ref_table() {
-    static const KernelTable t{"scalar",     ref::matmul,    ref::rmsnorm,   ref::rope,
-                               ref::softmax, ref::swiglu,    ref::attention, ref::dequantize_row};
+    static const KernelTable t{"scalar",     ref::matmul, ref::rmsnorm,   ref::rope,
+                               ref::softmax, ref::swiglu, ref::attention, ref::dequantize_row};
     return t;
 }
 
 const KernelTable* table_for(IsaLevel level) {
     const auto& f = cpu_features();
     switch (level) {
-        case IsaLevel::SCALAR: return &ref_table();
+        case IsaLevel::SCALAR:
+            return &ref_table();
         case IsaLevel::AVX2:
             return f.avx2 && f.fma && f.f16c ? cpu::avx2_table() : nullptr;
         case IsaLevel::AVX512:
-            return f.avx2 && f.fma && f.f16c && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq &&
-                           f.avx512_vnni && f.avx512_bf16
+            return f.avx2 && f.fma && f.f16c && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512_vnni &&
+                           f.avx512_bf16
                        ? cpu::avx512_table()
                        : nullptr;
     }
@@ -77,7 +78,9 @@ void attention(const float* q, int64_t n_q, int64_t pos0, int64_t n_head, int64_
     active_table().attention(q, n_q, pos0, n_head, n_head_kv, head_dim, kv, scale, out, pool);
 }
 
-void dequantize_row(const void* src, DType type, float* dst, int64_t n) { active_table().dequantize_row(src, type, dst, n); }
+void dequantize_row(const void* src, DType type, float* dst, int64_t n) {
+    active_table().dequantize_row(src, type, dst, n);
+}
 
 const char* kernel_isa() { return active_table().name; }
 

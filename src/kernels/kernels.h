@@ -34,8 +34,8 @@ enum class RopeOrder {
 // Rotates the first n_rot dims of each of n_head heads of one token at position `pos`, in
 // place: x is [n_head][head_dim]. theta_i = pos * freq_base^(-2i/n_rot) / freq_factors[i]
 // (freq_factors may be null = all 1; Llama-3.1's rope_freqs tensor), times freq_scale.
-void rope(float* x, int64_t n_head, int64_t head_dim, int64_t n_rot, int64_t pos, float freq_base,
-          float freq_scale, const float* freq_factors, RopeOrder order);
+void rope(float* x, int64_t n_head, int64_t head_dim, int64_t n_rot, int64_t pos, float freq_base, float freq_scale,
+          const float* freq_factors, RopeOrder order);
 
 // In place softmax over n elements.
 void softmax(float* x, int64_t n);

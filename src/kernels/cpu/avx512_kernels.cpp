@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "core/quant.h"
@@ -26,7 +27,9 @@ inline VF vzero() { return _mm512_setzero_ps(); }
 inline VF vset1(float v) { return _mm512_set1_ps(v); }
 inline VF vload(const float* p) { return _mm512_loadu_ps(p); }
 inline void vstore(float* p, VF v) { _mm512_storeu_ps(p, v); }
-inline VF vload_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline VF vload_f16(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
 inline VF vload_bf16(const uint16_t* p) {
     const __m512i u = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));

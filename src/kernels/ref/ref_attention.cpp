@@ -46,7 +46,8 @@ void attention(const float* q, int64_t n_q, int64_t pos0, int64_t n_head, int64_
             float* o = out + (t * n_head + h) * head_dim;
             for (int64_t i = 0; i < head_dim; ++i) {
                 double acc = 0;
-                for (int64_t s = 0; s < n_ctx; ++s) acc += p[size_t(s)] * double(V[size_t(s * row + kvh * head_dim + i)]);
+                for (int64_t s = 0; s < n_ctx; ++s)
+                    acc += p[size_t(s)] * double(V[size_t(s * row + kvh * head_dim + i)]);
                 o[i] = float(acc / sum);
             }
         }
