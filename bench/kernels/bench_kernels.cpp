@@ -5,10 +5,12 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <vector>
 
 #include "core/aligned_buffer.h"
 #include "core/dtype.h"
+#include "core/timer.h"
 #include "kernels/kernels.h"
 #include "kernels/membw.h"
 #ifdef DUET_HAVE_OPENBLAS
@@ -23,6 +25,16 @@ int bench_threads() {
     if (const char* s = std::getenv("DUET_THREADS"); s && std::atoi(s) > 0) return std::atoi(s);
     return default_thread_count();
 }
+
+// Process CPU seconds (all threads). cpu_util = CPU time / (wall time x threads): near 1 when
+// the benchmark had the cores to itself, lower when other processes took them (the figures
+// are then pessimistic; spinning workers count as busy, so it never overstates).
+double process_cpu_s() {
+    timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+double wall_s() { return double(now_ns()) * 1e-9; }
 
 ThreadPool& pool() {
     static ThreadPool p(bench_threads());
@@ -95,10 +107,12 @@ void BM_Matmul(benchmark::State& state) {
     const auto x = random_x(m, k);
     std::vector<float> y(size_t(m * n));
     const size_t rb = row_bytes(type, k);
+    const double c0 = process_cpu_s(), t0 = wall_s();
     for (auto _ : state) {
         kernels::matmul(x.data(), m, k, k, w.data(), type, rb, n, y.data(), n, pool());
         benchmark::DoNotOptimize(y.data());
     }
+    state.counters["cpu_util"] = (process_cpu_s() - c0) / ((wall_s() - t0) * pool().size());
     state.SetLabel(std::string(dtype_name(type)) + " " + kernels::kernel_isa());
     state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(rb) * n);  // weight bytes
     state.counters["FLOP/s"] = benchmark::Counter(2.0 * double(m) * double(n) * double(k) * double(state.iterations()),
@@ -107,7 +121,9 @@ void BM_Matmul(benchmark::State& state) {
 
 void BM_MemoryBandwidth(benchmark::State& state) {
     kernels::MemBandwidth r{};
+    const double c0 = process_cpu_s(), t0 = wall_s();
     for (auto _ : state) r = kernels::measure_memory_bandwidth(pool(), size_t(256) << 20, 3);
+    state.counters["cpu_util"] = (process_cpu_s() - c0) / ((wall_s() - t0) * pool().size());
     state.counters["read_GB/s"] = r.read_gbps;
     state.counters["triad_GB/s"] = r.triad_gbps;
     state.counters["threads"] = r.threads;
@@ -121,11 +137,14 @@ void BM_OpenBlasSgemm(benchmark::State& state) {
     const auto x = random_x(m, k);
     const auto w = random_x(n, k);
     std::vector<float> y(size_t(m * n));
+    const double c0 = process_cpu_s(), t0 = wall_s();
     for (auto _ : state) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(m), int(n), int(k), 1.0f, x.data(), int(k), w.data(),
                     int(k), 0.0f, y.data(), int(n));
         benchmark::DoNotOptimize(y.data());
     }
+    // OpenBLAS's idle threads sleep, so this can read low when the product is short
+    state.counters["cpu_util"] = (process_cpu_s() - c0) / ((wall_s() - t0) * bench_threads());
     state.counters["FLOP/s"] = benchmark::Counter(2.0 * double(m) * double(n) * double(k) * double(state.iterations()),
                                                   benchmark::Counter::kIsRate);
 }

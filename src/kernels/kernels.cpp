@@ -55,6 +55,17 @@ void check_matmul_args(int64_t m, int64_t k, int64_t x_stride, DType wtype, size
              dtype_name(wtype), k, row_bytes(wtype, k));
 }
 
+void check_attention_args(int64_t n_q, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                          const KvView& kv) {
+    if (n_head_kv <= 0 || n_head <= 0 || n_head % n_head_kv != 0)
+        fail("attention: n_head = {} must be a positive multiple of n_head_kv = {}", n_head, n_head_kv);
+    if (head_dim <= 0) fail("attention: head_dim = {} must be positive", head_dim);
+    if (n_q < 0 || pos0 < 0) fail("attention: n_q = {} and pos0 = {} must not be negative", n_q, pos0);
+    if (kv.block_tokens <= 0) fail("attention: KV block_tokens = {} must be positive", kv.block_tokens);
+    if (kv.kv_type != DType::F32 && kv.kv_type != DType::F16)
+        fail("attention: KV dtype '{}' is not supported (allowed: f32, f16)", dtype_name(kv.kv_type));
+}
+
 void matmul(const float* x, int64_t m, int64_t k, int64_t x_stride, const void* w, DType wtype,
             size_t w_row_stride_bytes, int64_t n, float* y, int64_t y_stride, ThreadPool& pool) {
     active_table().matmul(x, m, k, x_stride, w, wtype, w_row_stride_bytes, n, y, y_stride, pool);

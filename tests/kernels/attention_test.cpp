@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/error.h"
 #include "kernels/ref/ref_kernels.h"
 #include "test_util.h"
 
@@ -125,6 +126,36 @@ TEST(Attention, OptimisedMatchesReference) {
                     ASSERT_NEAR(out[i], ref_out[i], 1e-5)
                         << t->name << " " << dtype_name(type) << " hd=" << c.hd << " pos0=" << c.pos0 << " i=" << i;
             }
+        }
+    }
+}
+
+TEST(Attention, BadShapesAreErrors) {
+    ThreadPool pool(1);
+    const std::vector<float> k(8, 0.0f), v(8, 0.0f);
+    PagedKv kv(k, v, 1, 8, 4, DType::F32);
+    std::vector<float> q(24), out(24);
+    for (const KernelTable* t : all_tables()) {
+        try {
+            t->attention(q.data(), 1, 0, 3, 2, 4, kv.view, 1.0f, out.data(), pool);
+            FAIL() << t->name;
+        } catch (const Error& e) {
+            EXPECT_STREQ(e.what(), "attention: n_head = 3 must be a positive multiple of n_head_kv = 2");
+        }
+        KvView bad = kv.view;
+        bad.kv_type = DType::Q8_0;
+        EXPECT_THROW(t->attention(q.data(), 1, 0, 2, 2, 4, bad, 1.0f, out.data(), pool), Error) << t->name;
+    }
+}
+
+TEST(Rope, BadRotationCountIsAnError) {
+    std::vector<float> x(8);
+    for (const KernelTable* t : all_tables()) {
+        try {
+            t->rope(x.data(), 1, 8, 5, 1, 10000.0f, 1.0f, nullptr, RopeOrder::NORM);
+            FAIL() << t->name;
+        } catch (const Error& e) {
+            EXPECT_STREQ(e.what(), "rope: n_rot = 5 must be even and within 0 .. head_dim = 8");
         }
     }
 }
