@@ -159,7 +159,9 @@ void BM_OpenBlasSgemm(benchmark::State& state) {
         benchmark::DoNotOptimize(y.data());
     }
     // OpenBLAS's idle threads sleep, so this can read low when the product is short
-    state.counters["cpu_util"] = (process_cpu_s() - c0) / ((wall_s() - t0) * bench_threads());
+    const double cpu = process_cpu_s() - c0;
+    state.counters["cpu_util"] = cpu / ((wall_s() - t0) * bench_threads());
+    state.counters["GFLOP/s_cpu"] = 2.0 * double(m * n * k) * double(state.iterations()) / (cpu / bench_threads()) / 1e9;
     state.counters["FLOP/s"] = benchmark::Counter(2.0 * double(m) * double(n) * double(k) * double(state.iterations()),
                                                   benchmark::Counter::kIsRate);
 }
