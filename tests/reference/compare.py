@@ -8,9 +8,10 @@
 3. forward.py DIR/m.gguf --tokens T -o DIR/ref.f32                 exact float64 reference
    (quantised dtypes also: --act-quant ggml -o DIR/ref_q8.f32, emulating the engine's
    8-bit activation blocks)
-4. err = max|duet - ref| / max|ref| must be within the dtype's bound (docs/reference.md), and
-   the argmax must agree at every position unless the reference's top two logits are closer
-   than the bound allows to resolve (then the engine's pick must be one of those near-ties).
+4. err = max|duet - ref| / max|ref| against the exact reference must be within 1e-4 for
+   f32/f16/bf16; for quantised types within 2 x (emulated - exact) + 1e-4, i.e. twice the 8-bit
+   activation noise measured on this model (docs/reference.md). The argmax must agree at every
+   position unless the reference's top two logits are closer than the bound can resolve.
 Exit 0 pass, 1 fail, 77 numpy missing (ctest SKIP_RETURN_CODE).
 """
 
@@ -32,18 +33,17 @@ import forward  # noqa: E402
 # The fixed prompt: BOS then ids spread over a small vocabulary (reduced modulo n_vocab).
 TOKENS = [1, 15, 200, 7, 99, 42, 3, 250, 128, 64, 31, 180]
 
-# max|duet - ref| / max|ref| bounds; derivation in docs/reference.md.
-#   exact:    against the float64 reference with exactly dequantised weights and f32 activations.
-#   emulated: against the reference that quantises activations to 8-bit blocks as the engine does.
-BOUNDS = {
-    "f32": {"exact": 1e-4},
-    "f16": {"exact": 1e-4},
-    "bf16": {"exact": 1e-4},
-    "q8_0": {"exact": 6e-2, "emulated": 2e-3},
-    "q4_0": {"exact": 6e-2, "emulated": 2e-3},
-    "q4_k": {"exact": 6e-2, "emulated": 2e-3},
-    "q6_k": {"exact": 6e-2, "emulated": 2e-3},
-}
+# max|duet - ref| / max|ref| bounds against the exact float64 reference; derivation in
+# docs/reference.md. Plain types: weights are exact in both, so only f32 rounding remains.
+EXACT_BOUND = 1e-4
+QUANTISED = ("q8_0", "q4_0", "q4_k", "q6_k")
+DTYPES = ("f32", "f16", "bf16") + QUANTISED
+# Quantised types: the engine rounds activations to 8-bit blocks. The reference measures the size
+# of that noise on this very model and prompt (emulated reference vs exact reference, `noise`) and
+# the engine may deviate from the exact reference by at most NOISE_FACTOR * noise + EXACT_BOUND.
+NOISE_FACTOR = 2.0
+# Above this the model itself is too sensitive to 8-bit activations for the comparison to mean much.
+NOISE_CAP = 1e-1
 
 
 def run(cmd):
@@ -90,10 +90,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--duet", required=True, help="path of the duet binary")
     ap.add_argument("--arch", required=True, help="gen-model preset, e.g. tiny-llama")
-    ap.add_argument("--dtype", required=True, choices=sorted(BOUNDS))
+    ap.add_argument("--dtype", required=True, choices=DTYPES)
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--model", help="use this GGUF instead of running gen-model")
+    ap.add_argument("--expect-type", help="fail unless the file holds a matrix of this ggml type (e.g. q4_k)")
     args = ap.parse_args(argv)
 
     os.makedirs(args.workdir, exist_ok=True)
@@ -112,15 +113,37 @@ def main(argv=None):
     print(f"{args.arch} {args.dtype} seed {args.seed}: {ref_model.hp.arch}, n_embd {ref_model.hp.n_embd}, "
           f"n_layer {ref_model.hp.n_layer}, n_head {ref_model.hp.n_head}/{ref_model.hp.n_head_kv}, "
           f"n_vocab {n_vocab}, tokens {tok_arg}")
+    types = {}
+    for t in ref_model.g.tensors.values():
+        if len(t.shape) == 2:
+            types[t.type_name] = types.get(t.type_name, 0) + 1
+    print("  matrix types in the file: " + ", ".join(f"{k} x{v}" for k, v in sorted(types.items())))
     failures = []
-    for mode, bound in BOUNDS[args.dtype].items():
-        out = os.path.join(args.workdir, "ref.f32" if mode == "exact" else "ref_q8.f32")
-        act = "none" if mode == "exact" else "ggml"
+    if args.expect_type and args.expect_type.upper() not in types:
+        failures.append(f"gen-model --dtype {args.dtype} wrote no {args.expect_type.upper()} matrix")
+
+    def reference(act):
+        out = os.path.join(args.workdir, "ref.f32" if act == "none" else "ref_q8.f32")
         rc = forward.main([model, "--tokens", tok_arg, "-o", out, "--act-quant", act])
         if rc != 0:
             raise SystemExit(f"FAIL: forward.py exited {rc}")
-        ref = load_logits(out, len(tokens), n_vocab, "reference")
-        failures += check(f"vs {mode} reference", got, ref, bound)
+        return load_logits(out, len(tokens), n_vocab, "reference")
+
+    exact = reference("none")
+    bound = EXACT_BOUND
+    if args.dtype in QUANTISED:
+        emulated = reference("ggml")
+        noise = np.abs(emulated - exact).max() / np.abs(exact).max()
+        bound = NOISE_FACTOR * noise + EXACT_BOUND
+        print(f"  8-bit activation noise of this model (emulated vs exact reference): {noise:.3e}")
+        if noise > NOISE_CAP:
+            failures.append(f"activation noise {noise:.3e} exceeds {NOISE_CAP:.0e}: the generated model is too "
+                            "sensitive for a meaningful comparison")
+        # Informational: positions where the engine reproduces the emulated rounding exactly.
+        per_pos = np.abs(got - emulated).max(axis=1) / np.abs(emulated).max()
+        print(f"  vs emulated reference: max {per_pos.max():.3e}; {int((per_pos < 1e-4).sum())}/{len(tokens)} "
+              "positions within 1e-4 (a rounding flip at one position decorrelates the later ones)")
+    failures += check("vs exact reference", got, exact, bound)
     for f in failures:
         print("FAIL: " + f)
     print("PASS" if not failures else "FAILED")

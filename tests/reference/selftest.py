@@ -368,6 +368,56 @@ class ForwardTest(unittest.TestCase):
         np.testing.assert_array_equal(forward.quantize_activations(np.zeros((2, 32)), 32, True), 0)
 
 
+class HarnessTest(unittest.TestCase):
+    """compare.py against fake_duet.py: passes a correct engine, fails deliberately broken ones."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.duet = os.path.join(self.dir.name, "duet")
+        here = os.path.dirname(os.path.abspath(__file__))
+        with open(self.duet, "w") as f:
+            f.write(f'#!/bin/sh\nexec "{sys.executable}" "{here}/fake_duet.py" "$@"\n')
+        os.chmod(self.duet, 0o755)
+        self.old_bug = os.environ.pop("FAKE_DUET_BUG", None)
+
+    def tearDown(self):
+        os.environ.pop("FAKE_DUET_BUG", None)
+        if self.old_bug is not None:
+            os.environ["FAKE_DUET_BUG"] = self.old_bug
+        self.dir.cleanup()
+
+    def compare(self, arch, dtype, bug="none", expect_type=None):
+        import compare
+        import contextlib
+        import io
+
+        os.environ["FAKE_DUET_BUG"] = bug
+        args = ["--duet", self.duet, "--arch", arch, "--dtype", dtype, "--workdir", self.dir.name]
+        if expect_type:
+            args += ["--expect-type", expect_type]
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rc = compare.main(args)
+        return rc, out.getvalue()
+
+    def test_correct_engine_passes(self):
+        for arch, dtype in (("tiny-qwen2", "f32"), ("tiny-llama", "q8_0"), ("small-llama", "q4_k")):
+            rc, out = self.compare(arch, dtype, expect_type=dtype)
+            self.assertEqual(rc, 0, out)
+            self.assertIn("PASS", out)
+
+    def test_broken_engines_fail(self):
+        for arch, dtype, bug, text in (("tiny-llama", "f32", "rope_order", "exceeds the bound"),
+                                       ("tiny-qwen2", "q8_0", "no_bias", "exceeds the bound"),
+                                       ("small-llama", "q6_k", "rope_order", "argmax differs"),
+                                       ("tiny-qwen2", "bf16", "f16_acts", "exceeds the bound 1e-04")):
+            rc, out = self.compare(arch, dtype, bug=bug)
+            self.assertEqual(rc, 1, f"{arch} {dtype} {bug}: {out}")
+            self.assertIn(text, out)
+        rc, out = self.compare("tiny-llama", "q4_k", expect_type="q4_k")  # the fake falls back: rows of 64
+        self.assertEqual(rc, 1, out)
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 1:
         SHARED_MODELS = sys.argv.pop(1)

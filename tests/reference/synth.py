@@ -110,6 +110,8 @@ def make_model(path, arch, seed=0, dtype="F32", n_embd=64, n_head=4, n_head_kv=2
         else:
             x = rng.standard_normal(shape) / np.sqrt(shape[1])
         t = dtype if len(shape) == 2 else "F32"
+        if t in ("Q4_K", "Q6_K") and shape[1] % 256:
+            t = "Q8_0"  # k-quants need rows of 256; fall back like llama.cpp's quantizer
         tensors.append((name, list(reversed(shape)), t, encode(x, t)))
     if rope_freqs is not None:
         tensors.append(("rope_freqs.weight", [len(rope_freqs)], "F32", encode(np.asarray(rope_freqs), "F32")))
