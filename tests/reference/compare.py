@@ -94,6 +94,8 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--model", help="use this GGUF instead of running gen-model")
+    ap.add_argument("--kv-type", choices=["f32", "f16"], default="f32",
+                    help="KV cache type for duet logits; f16 makes the reference round K and V to f16 too")
     ap.add_argument("--expect-type", help="fail unless the file holds a matrix of this ggml type (e.g. q4_k)")
     args = ap.parse_args(argv)
 
@@ -107,24 +109,36 @@ def main(argv=None):
     tokens = [t % n_vocab for t in TOKENS]
     tok_arg = ",".join(map(str, tokens))
     duet_out = os.path.join(args.workdir, "duet.f32")
-    run([args.duet, "logits", "-m", model, "--tokens", tok_arg, "-o", duet_out])
+    logits_cmd = [args.duet, "logits", "-m", model, "--tokens", tok_arg, "-o", duet_out]
+    if args.kv_type != "f32":
+        logits_cmd += ["--kv-type", args.kv_type]
+    run(logits_cmd)
     got = load_logits(duet_out, len(tokens), n_vocab, "duet")
 
-    print(f"{args.arch} {args.dtype} seed {args.seed}: {ref_model.hp.arch}, n_embd {ref_model.hp.n_embd}, "
+    print(f"{args.arch} {args.dtype} kv {args.kv_type} seed {args.seed}: {ref_model.hp.arch}, n_embd {ref_model.hp.n_embd}, "
           f"n_layer {ref_model.hp.n_layer}, n_head {ref_model.hp.n_head}/{ref_model.hp.n_head_kv}, "
           f"n_vocab {n_vocab}, tokens {tok_arg}")
+    # gen-model must write a self-consistent file with the standard keys.
+    g = ref_model.g
+    failures = []
+    vocab = g.get("tokenizer.ggml.tokens")
+    if g.get("tokenizer.ggml.model") not in ("llama", "gpt2"):
+        failures.append(f"tokenizer.ggml.model is {g.get('tokenizer.ggml.model')!r} (expected llama or gpt2)")
+    if vocab is None or len(vocab) != n_vocab:
+        failures.append(f"tokenizer.ggml.tokens has {None if vocab is None else len(vocab)} entries, "
+                        f"token_embd.weight {n_vocab} rows")
     types = {}
     for t in ref_model.g.tensors.values():
         if len(t.shape) == 2:
             types[t.type_name] = types.get(t.type_name, 0) + 1
     print("  matrix types in the file: " + ", ".join(f"{k} x{v}" for k, v in sorted(types.items())))
-    failures = []
     if args.expect_type and args.expect_type.upper() not in types:
         failures.append(f"gen-model --dtype {args.dtype} wrote no {args.expect_type.upper()} matrix")
 
     def reference(act):
         out = os.path.join(args.workdir, "ref.f32" if act == "none" else "ref_q8.f32")
-        rc = forward.main([model, "--tokens", tok_arg, "-o", out, "--act-quant", act])
+        rc = forward.main([model, "--tokens", tok_arg, "-o", out, "--act-quant", act]
+                          + (["--kv-f16"] if args.kv_type == "f16" else []))
         if rc != 0:
             raise SystemExit(f"FAIL: forward.py exited {rc}")
         return load_logits(out, len(tokens), n_vocab, "reference")

@@ -65,12 +65,13 @@ def main():
     lg.add_argument("-m", required=True)
     lg.add_argument("--tokens", required=True)
     lg.add_argument("-o", required=True)
+    lg.add_argument("--kv-type", default="f32")
     a = ap.parse_args()
     if a.cmd == "gen-model":
         arch, kw = PRESETS[a.arch]
         synth.make_model(a.o, arch, seed=a.seed, dtype=a.dtype.upper(), **kw)
     else:
-        logits = Engine(a.m).forward(forward.parse_tokens(a.tokens))
+        logits = Engine(a.m, kv_f16=a.kv_type == "f16").forward(forward.parse_tokens(a.tokens))
         logits.astype("<f4").tofile(a.o)
     return 0
 

@@ -16,12 +16,14 @@ Written from the model papers and public configs, not from duet's C++:
       x += Wdown (silu(Wgate h) * Wup h)
   logits = Wout (rmsnorm(x) * output_norm)        Wout = output.weight, or token_embd.weight if tied
 
+Optional `kv_f16=True` rounds K (after RoPE) and V to f16, as an f16 KV cache stores them.
 Optional `act_quant="ggml"` emulates the engine's 8-bit activation quantisation before every
 matmul with a quantised weight (see docs/reference.md): per 32 values with an f16 scale for
 Q8_0/Q4_0 weights, per 256 values with an f32 scale for Q4_K/Q6_K, scale = max|x| / 127,
 round to nearest.
 
-CLI: forward.py MODEL.gguf --tokens 1,2,3 -o ref.f32   writes f32 logits [n_tokens][n_vocab].
+CLI: forward.py MODEL.gguf --tokens 1,2,3 -o ref.f32 [--act-quant ggml] [--kv-f16]
+     writes f32 logits [n_tokens][n_vocab].
 """
 
 import argparse
@@ -74,10 +76,11 @@ class Hparams:
 
 
 class Model:
-    def __init__(self, path, act_quant="none"):
+    def __init__(self, path, act_quant="none", kv_f16=False):
         if act_quant not in ("none", "ggml"):
             raise ValueError(f"act_quant must be none or ggml, got {act_quant!r}")
         self.act_quant = act_quant
+        self.kv_f16 = kv_f16
         self.g = GgufFile(path)
         self.hp = Hparams(self.g)
         self._cache = {}
@@ -180,6 +183,9 @@ class Model:
             q = self.rope(q.reshape(T, hp.n_head, hp.head_dim), pos)
             k = self.rope(k.reshape(T, hp.n_head_kv, hp.head_dim), pos)
             v = v.reshape(T, hp.n_head_kv, hp.head_dim)
+            if self.kv_f16:  # an f16 KV cache stores K after RoPE, and V, rounded to half
+                k = k.astype(np.float16).astype(np.float64)
+                v = v.astype(np.float16).astype(np.float64)
             x = x + self.matmul(self.attention(q, k, v), p + "attn_output.weight")
             h = self.rmsnorm(x, p + "ffn_norm.weight")
             gate = self.matmul(h, p + "ffn_gate.weight")
@@ -223,9 +229,10 @@ def main(argv=None):
     ap.add_argument("-o", "--output", required=True, help="f32 logits file [n_tokens][n_vocab]")
     ap.add_argument("--act-quant", choices=["none", "ggml"], default="none",
                     help="emulate the engine's 8-bit activation quantisation (default none)")
+    ap.add_argument("--kv-f16", action="store_true", help="round K and V to f16 as an f16 KV cache does")
     args = ap.parse_args(argv)
     try:
-        m = Model(args.model, act_quant=args.act_quant)
+        m = Model(args.model, act_quant=args.act_quant, kv_f16=args.kv_f16)
         logits = m.forward(parse_tokens(args.tokens))
     except (GgufError, ValueError, OSError) as e:
         print(f"forward.py: {e}", file=sys.stderr)

@@ -386,13 +386,14 @@ class HarnessTest(unittest.TestCase):
             os.environ["FAKE_DUET_BUG"] = self.old_bug
         self.dir.cleanup()
 
-    def compare(self, arch, dtype, bug="none", expect_type=None):
+    def compare(self, arch, dtype, bug="none", expect_type=None, kv_type="f32"):
         import compare
         import contextlib
         import io
 
         os.environ["FAKE_DUET_BUG"] = bug
-        args = ["--duet", self.duet, "--arch", arch, "--dtype", dtype, "--workdir", self.dir.name]
+        args = ["--duet", self.duet, "--arch", arch, "--dtype", dtype, "--workdir", self.dir.name,
+                "--kv-type", kv_type]
         if expect_type:
             args += ["--expect-type", expect_type]
         out = io.StringIO()
@@ -405,6 +406,8 @@ class HarnessTest(unittest.TestCase):
             rc, out = self.compare(arch, dtype, expect_type=dtype)
             self.assertEqual(rc, 0, out)
             self.assertIn("PASS", out)
+        rc, out = self.compare("tiny-qwen2", "f32", kv_type="f16")
+        self.assertEqual(rc, 0, out)
 
     def test_broken_engines_fail(self):
         for arch, dtype, bug, text in (("tiny-llama", "f32", "rope_order", "exceeds the bound"),

@@ -121,6 +121,7 @@ def make_model(path, arch, seed=0, dtype="F32", n_embd=64, n_head=4, n_head_kv=2
           (p + "attention.head_count_kv", UINT32, n_head_kv), (p + "feed_forward_length", UINT32, n_ff),
           (p + "attention.layer_norm_rms_epsilon", FLOAT32, 1e-5), (p + "rope.freq_base", FLOAT32, freq_base),
           (p + "rope.dimension_count", UINT32, hd),
+          ("tokenizer.ggml.model", STRING, "llama"),
           ("tokenizer.ggml.tokens", ARRAY, (STRING, [f"t{i}" for i in range(n_vocab)])),
           ("tokenizer.ggml.token_type", ARRAY, (INT32, [1] * n_vocab))]
     write_gguf(path, md, tensors)
