@@ -64,11 +64,19 @@ class Hparams:
         self.rope_order = SUPPORTED_ARCHS[arch]
         self.sliding_window = int(g.get(p + "attention.sliding_window", 0))
         self.freq_scale = 1.0
+        # Linear position scaling; Llama-3.1's scaling arrives as the rope_freqs.weight tensor.
         scaling = g.get(p + "rope.scaling.type", "none")
         if scaling == "linear":
             self.freq_scale = 1.0 / float(g.require(p + "rope.scaling.factor"))
-        elif scaling not in ("none", "llama3"):
-            raise GgufError(f"{g.path}: {p}rope.scaling.type '{scaling}' is not supported (none, linear, llama3)")
+        elif scaling in ("none", ""):
+            if p + "rope.scale_linear" in g.metadata:  # the older spelling of the same thing
+                self.freq_scale = 1.0 / float(g.metadata[p + "rope.scale_linear"])
+        else:
+            raise GgufError(f"{g.path}: {p}rope.scaling.type '{scaling}' is not supported (none, linear)")
+        value_length = int(g.get(p + "attention.value_length", self.head_dim))
+        if value_length != self.head_dim:
+            raise GgufError(f"{g.path}: {p}attention.value_length {value_length} differs from key_length "
+                            f"{self.head_dim} (not supported)")
         if self.n_head % self.n_head_kv != 0:
             raise GgufError(f"{g.path}: head_count {self.n_head} is not a multiple of head_count_kv {self.n_head_kv}")
         if self.n_rot > self.head_dim or self.n_rot % 2:
