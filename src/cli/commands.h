@@ -11,6 +11,8 @@ void register_version(CLI::App& app);
 // format branch
 
 // runtime branch
+void register_run(CLI::App& app);
+void register_logits(CLI::App& app);
 
 // dram branch
 

@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
     // format branch
 
     // runtime branch
+    duet::cli::register_run(app);
+    duet::cli::register_logits(app);
 
     // dram branch
 
