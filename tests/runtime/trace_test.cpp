@@ -77,7 +77,9 @@ TEST(OpTrace, OneRecordPerOperatorOfARaggedBatch) {
         for (const auto& r : trace) {
             EXPECT_EQ(r.phase, sim::Phase::DECODE);
             EXPECT_EQ(r.n_seq, 1);
-            if (r.kind == OpKind::MATMUL || r.kind == OpKind::ATTENTION) EXPECT_EQ(r.m, 1);
+            if (r.kind == OpKind::MATMUL || r.kind == OpKind::ATTENTION) {
+                EXPECT_EQ(r.m, 1);
+            }
         }
         a.release(e.kv_cache());
         b.release(e.kv_cache());
@@ -143,9 +145,11 @@ TEST(OpTrace, PrefillAttentionCountsCausalPairs) {
     SeqInput in{prompt, &s, false};
     ForwardOutput out;
     ASSERT_EQ(e.forward({&in, 1}, out), ForwardStatus::OK);
-    for (const auto& r : trace)
-        if (r.kind == OpKind::ATTENTION)  // pairs 1 + 2 + 3 + 4 = 10
+    for (const auto& r : trace) {
+        if (r.kind == OpKind::ATTENTION) {  // pairs 1 + 2 + 3 + 4 = 10
             EXPECT_DOUBLE_EQ(r.flops, 4.0 * double(hp.n_head * hp.head_dim) * 10.0);
+        }
+    }
     s.release(e.kv_cache());
 }
 
