@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "format/gguf.h"
+#include "format/gguf_writer.h"
 
 namespace duet::model {
 
@@ -143,6 +144,29 @@ Hparams hparams_from_gguf(const format::GgufFile& f) {
     }
     hp.validate(path);
     return hp;
+}
+
+void write_hparams(format::GgufWriter& w, const Hparams& hp) {
+    const std::string a = hp.arch_name + ".";
+    w.set_string("general.architecture", hp.arch_name);
+    w.set_u32(a + "vocab_size", uint32_t(hp.n_vocab));
+    w.set_u32(a + "context_length", uint32_t(hp.n_ctx_train));
+    w.set_u32(a + "embedding_length", uint32_t(hp.n_embd));
+    w.set_u32(a + "block_count", uint32_t(hp.n_layer));
+    w.set_u32(a + "feed_forward_length", uint32_t(hp.n_ff));
+    w.set_u32(a + "attention.head_count", uint32_t(hp.n_head));
+    w.set_u32(a + "attention.head_count_kv", uint32_t(hp.n_head_kv));
+    if (hp.head_dim * hp.n_head != hp.n_embd) {
+        w.set_u32(a + "attention.key_length", uint32_t(hp.head_dim));
+        w.set_u32(a + "attention.value_length", uint32_t(hp.head_dim));
+    }
+    w.set_f32(a + "attention.layer_norm_rms_epsilon", hp.norm_eps);
+    w.set_f32(a + "rope.freq_base", hp.rope_freq_base);
+    w.set_u32(a + "rope.dimension_count", uint32_t(hp.n_rot));
+    if (hp.rope_freq_scale != 1.0f) {
+        w.set_string(a + "rope.scaling.type", "linear");
+        w.set_f32(a + "rope.scaling.factor", 1.0f / hp.rope_freq_scale);
+    }
 }
 
 }  // namespace duet::model

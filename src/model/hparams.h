@@ -27,6 +27,7 @@
 
 namespace duet::format {
 class GgufFile;
+class GgufWriter;
 }
 
 namespace duet::model {
@@ -79,5 +80,9 @@ bool operator==(const Hparams& a, const Hparams& b);
 // tokenizer's token list or token_embd.weight, and the tensor-dependent flags (output.weight,
 // rope_freqs.weight, blk.0.attn_q.bias). Validates; errors name the file and key.
 Hparams hparams_from_gguf(const format::GgufFile& f);
+
+// Writes general.architecture and the <arch>.* keys above (the inverse of hparams_from_gguf
+// for the metadata side; tied_output, qkv_bias and has_rope_freqs are told by the tensors).
+void write_hparams(format::GgufWriter& w, const Hparams& hp);
 
 }  // namespace duet::model
