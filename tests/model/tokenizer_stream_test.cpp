@@ -97,3 +97,39 @@ TEST(Utf8CompletePrefix, CutsBeforeAnIncompleteTail) {
 
 }  // namespace
 }  // namespace duet::model
+
+namespace duet::model {
+namespace {
+
+TEST(StreamDecoder, ByteLevelBpeEmojiArrivesWhole) {
+    // A byte-level vocabulary with no merges: every byte of 😀 and 中 is its own token.
+    Vocab v;
+    v.kind = TokenizerKind::BPE;
+    v.pre = "llama-bpe";
+    for (int b = 0; b < 256; ++b) {
+        // GPT-2 stand-ins: printable bytes map to themselves, the rest to U+0100 + n.
+        v.tokens.push_back({});
+    }
+    int extra = 0;
+    for (int b = 0; b < 256; ++b) {
+        const bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+        const uint32_t cp = printable ? b : 256 + extra++;
+        std::string s;
+        if (cp < 0x80) s += static_cast<char>(cp);
+        else s += static_cast<char>(0xC0 | (cp >> 6)), s += static_cast<char>(0x80 | (cp & 0x3F));
+        v.tokens[b] = s;
+    }
+    auto t = Tokenizer::from_vocab(v);
+    const std::string text = "x \xF0\x9F\x98\x80\xE4\xB8\xAD!";
+    const auto ids = t->encode(text, false, false);
+    EXPECT_EQ(ids.size(), text.size());
+    StreamDecoder sd(*t);
+    std::vector<std::string> chunks;
+    for (int32_t id : ids)
+        if (auto c = sd.feed(id); !c.empty()) chunks.push_back(c);
+    EXPECT_EQ(sd.flush(), "");
+    EXPECT_EQ(chunks, (std::vector<std::string>{"x", " ", "\xF0\x9F\x98\x80", "\xE4\xB8\xAD", "!"}));
+}
+
+}  // namespace
+}  // namespace duet::model

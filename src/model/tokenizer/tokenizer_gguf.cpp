@@ -10,8 +10,9 @@ namespace {
 int32_t read_id(const format::GgufFile& f, const char* key, int32_t fallback, size_t n_vocab) {
     const std::optional<int64_t> v = f.find_int(key);
     if (!v) return fallback < static_cast<int64_t>(n_vocab) ? fallback : -1;
+    if (*v == 0xFFFFFFFF) return -1;  // -1 written as uint32 (e.g. stories260K's padding_token_id): none
     if (*v < -1 || *v >= static_cast<int64_t>(n_vocab))
-        fail("{}: {} = {} is out of range (allowed: -1 for none, or 0 to {})", f.path(), key, *v, n_vocab - 1);
+        fail("{}: {} = {} is out of range (allowed: -1 or 4294967295 for none, or 0 to {})", f.path(), key, *v, n_vocab - 1);
     return static_cast<int32_t>(*v);
 }
 
