@@ -5,9 +5,15 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
+#include <unistd.h>
+
+#include "core/error.h"
 #include "format/gguf.h"
+#include "format/gguf_writer.h"
+#include "model/tokenizer/bpe_tokenizer.h"
 #include "model/tokenizer/tokenizer.h"
 
 namespace duet::model {
@@ -109,6 +115,88 @@ TEST(TokenizerGguf, Stories260KVocabulary) {
     std::string bytes;
     for (int32_t id : cjk) bytes += tok->token_to_piece(id);
     EXPECT_EQ(bytes, " \xE4\xB8\xAD");
+}
+
+// --- vocabularies written with the GGUF writer (no shared files needed) ---
+
+std::string temp_path(const std::string& name) {
+    return (std::filesystem::temp_directory_path() / ("duet_tok_" + std::to_string(::getpid()) + "_" + name)).string();
+}
+
+// A byte-level BPE vocabulary: the 256 byte symbols, "Ġw", "or", "Ġwor", "ld", "Ġworld", then
+// <|begin_of_text|> (control) and <|eot_id|> (control).
+void write_bpe(const std::string& path, const std::function<void(format::GgufWriter&)>& tweak = nullptr) {
+    const std::string G = "\xC4\xA0";
+    std::vector<std::string> tokens;
+    for (int b = 0; b < 256; ++b) tokens.push_back(BpeTokenizer::byte_symbol(static_cast<uint8_t>(b)));
+    for (const std::string& t : {G + "w", std::string("or"), G + "wor", std::string("ld"), G + "world",
+                                 std::string("<|begin_of_text|>"), std::string("<|eot_id|>")})
+        tokens.push_back(t);
+    std::vector<int32_t> types(tokens.size(), 1);
+    types[261] = types[262] = 3;
+    format::GgufWriter w(path);
+    w.set_string("general.architecture", "llama");
+    w.set_string("tokenizer.ggml.model", "gpt2");
+    w.set_string("tokenizer.ggml.pre", "llama-bpe");
+    w.set_string_array("tokenizer.ggml.tokens", tokens);
+    w.set_i32_array("tokenizer.ggml.token_type", types);
+    w.set_string_array("tokenizer.ggml.merges", {G + " w", "o r", G + "w or", "l d", G + "wor ld"});
+    w.set_u32("tokenizer.ggml.bos_token_id", 261);
+    w.set_u32("tokenizer.ggml.eos_token_id", 262);
+    w.set_u32("tokenizer.ggml.padding_token_id", 4294967295u);
+    if (tweak) tweak(w);
+    w.write();
+}
+
+TEST(TokenizerGguf, BytePairVocabularyFromAWrittenFile) {
+    const std::string path = temp_path("bpe.gguf");
+    write_bpe(path);
+    auto file = format::GgufFile::open(path);
+    auto tok = Tokenizer::from_gguf(file);
+    std::filesystem::remove(path);
+    EXPECT_EQ(tok->kind(), "gpt2");
+    EXPECT_EQ(tok->n_vocab(), 263);
+    EXPECT_EQ(tok->bos(), 261);
+    EXPECT_EQ(tok->eos(), 262);
+    EXPECT_EQ(tok->vocab().pad_id, -1);
+    EXPECT_TRUE(tok->add_bos_default());  // llama-bpe's default
+    EXPECT_TRUE(tok->is_eog(262));
+    EXPECT_EQ(tok->encode("a world<|eot_id|>", true, true), (std::vector<int32_t>{261, 'a', 260, 262}));
+    EXPECT_EQ(tok->decode(tok->encode("a world\xE2\x82\xAC", true, false)), "a world\xE2\x82\xAC");
+}
+
+std::string load_error(const std::function<void(format::GgufWriter&)>& tweak) {
+    const std::string path = temp_path("bad.gguf");
+    write_bpe(path, tweak);
+    std::string msg = "(no error)";
+    try {
+        auto file = format::GgufFile::open(path);
+        Tokenizer::from_gguf(file);
+    } catch (const Error& e) {
+        msg = e.what();
+        const size_t at = msg.find(path);
+        if (at != std::string::npos) msg.replace(at, path.size(), "F");
+    }
+    std::filesystem::remove(path);
+    return msg;
+}
+
+TEST(TokenizerGguf, BadMetadataNamesFileKeyValueAndAllowed) {
+    EXPECT_EQ(load_error([](format::GgufWriter& w) { w.set_string("tokenizer.ggml.model", "bert"); }),
+              "F: tokenizer.ggml.model = \"bert\" is not supported (allowed: llama, gpt2)");
+    EXPECT_EQ(load_error([](format::GgufWriter& w) { w.set_u32("tokenizer.ggml.eos_token_id", 263); }),
+              "F: tokenizer.ggml.eos_token_id = 263 is out of range (allowed: -1 or 4294967295 for none, or 0 to 262)");
+    EXPECT_EQ(load_error([](format::GgufWriter& w) {
+                  std::vector<int32_t> types(263, 1);
+                  types[7] = 9;
+                  w.set_i32_array("tokenizer.ggml.token_type", types);
+              }),
+              "F: tokenizer.ggml.token_type[7] = 9 is not a token type (allowed: 0 to 6)");
+    EXPECT_EQ(load_error([](format::GgufWriter& w) { w.set_f32_array("tokenizer.ggml.scores", {1.0f, 2.0f}); }),
+              "F: tokenizer.ggml.scores has 2 entries but tokenizer.ggml.tokens has 263 (must be equal)");
+    const std::string no_merges = load_error([](format::GgufWriter& w) { w.remove("tokenizer.ggml.merges"); });
+    EXPECT_NE(no_merges.find("tokenizer.ggml.merges"), std::string::npos) << no_merges;
+    EXPECT_EQ(no_merges.rfind("F: ", 0), 0u) << no_merges;
 }
 
 }  // namespace
