@@ -178,3 +178,19 @@ TEST(BpeTokenizer, MalformedMergeIsAnError) {
 
 }  // namespace
 }  // namespace duet::model
+
+namespace duet::model {
+namespace {
+
+TEST(BpePreTokenizer, AliasesShareTheirFamilysPattern) {
+    for (const char* n : {"llama3", "llama-v3", "dbrx", "smaug-bpe"})
+        EXPECT_EQ(BpePreTokenizer::pattern_for(n), BpePreTokenizer::pattern_for("llama-bpe")) << n;
+    for (const char* n : {"deepseek-r1-qwen", "stablelm2", "megrez"})
+        EXPECT_EQ(BpePreTokenizer::pattern_for(n), BpePreTokenizer::pattern_for("qwen2")) << n;
+    EXPECT_NE(BpePreTokenizer::pattern_for("qwen2"), BpePreTokenizer::pattern_for("llama-bpe"));
+    EXPECT_TRUE(BpeTokenizer::is_llama3_pre("llama-v3"));
+    EXPECT_FALSE(BpeTokenizer::is_llama3_pre("qwen2"));
+}
+
+}  // namespace
+}  // namespace duet::model

@@ -24,8 +24,11 @@ struct BpePreTokenizer::Code {
 };
 
 std::string_view BpePreTokenizer::pattern_for(std::string_view pre) {
-    if (pre == "llama-bpe" || pre == "llama3") return kLlama3;
-    if (pre == "qwen2") return kQwen2;
+    // Names llama.cpp runs with the same pattern.
+    for (std::string_view n : {"llama-bpe", "llama3", "llama-v3", "dbrx", "smaug-bpe"})
+        if (pre == n) return kLlama3;
+    for (std::string_view n : {"qwen2", "deepseek-r1-qwen", "stablelm2", "megrez"})
+        if (pre == n) return kQwen2;
     return kGpt2;
 }
 

@@ -2,9 +2,10 @@
 // Pre-tokenizer of GPT-2 byte-level BPE: a regex (PCRE2, UTF + UCP so \p{L}, \p{N}, \s are
 // Unicode-aware) cuts the text into words that BPE merges never cross. The pattern is chosen
 // by tokenizer.ggml.pre:
-//   "llama-bpe" / "llama3": Llama-3 (contractions any case, letters with one leading non-letter,
-//                           digits in groups of 1-3, punctuation runs, newline runs, spaces);
-//   "qwen2":                Qwen2 (as Llama-3 but digits one at a time);
+//   "llama-bpe" (also llama3, llama-v3, dbrx, smaug-bpe): Llama-3 (contractions
+//        in any case, letters with one leading non-letter, digits in groups of 1-3, punctuation
+//        runs, newline runs, spaces);
+//   "qwen2" (also deepseek-r1-qwen, stablelm2, megrez): as Llama-3 but digits one at a time;
 //   anything else:          GPT-2's original pattern.
 // Bytes the regex cannot match (invalid UTF-8) become pieces of their own, so every byte of
 // the input appears in exactly one piece, in order.

@@ -56,7 +56,7 @@ const std::string& BpeTokenizer::byte_symbol(uint8_t b) { return tables().symbol
 int BpeTokenizer::byte_of_codepoint(uint32_t cp) { return cp < tables().byte_of.size() ? tables().byte_of[cp] : -1; }
 
 BpeTokenizer::BpeTokenizer(Vocab vocab)
-    : Tokenizer(std::move(vocab)), pre_(vocab_.pre), ignore_merges_(vocab_.pre == "llama-bpe" || vocab_.pre == "llama3") {
+    : Tokenizer(std::move(vocab)), pre_(vocab_.pre), ignore_merges_(is_llama3_pre(vocab_.pre)) {
     ranks_.reserve(vocab_.merges.size());
     for (size_t i = 0; i < vocab_.merges.size(); ++i) {
         const std::string& m = vocab_.merges[i];

@@ -18,6 +18,8 @@ public:
     // GPT-2's byte -> Unicode character (UTF-8 encoded) table, and its inverse (-1: not a byte symbol).
     static const std::string& byte_symbol(uint8_t b);
     static int byte_of_codepoint(uint32_t cp);
+    // Llama-3's pre-tokenizer names: whole-word tokens bypass merges, BOS added by default.
+    static bool is_llama3_pre(std::string_view pre) { return pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3"; }
 
 protected:
     void encode_text(std::string_view text, bool after_special, std::vector<int32_t>& out) const override;

@@ -1,6 +1,7 @@
 // Tokenizer::from_gguf: the tokenizer.ggml.* keys of a GGUF file -> Vocab.
 #include "core/error.h"
 #include "format/gguf.h"
+#include "model/tokenizer/bpe_tokenizer.h"
 #include "model/tokenizer/tokenizer.h"
 
 namespace duet::model {
@@ -58,7 +59,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const format::GgufFile& f) {
         v.bos_id = read_id(f, "tokenizer.ggml.bos_token_id", -1, n);
         v.eos_id = read_id(f, "tokenizer.ggml.eos_token_id", -1, n);
         v.unk_id = read_id(f, "tokenizer.ggml.unknown_token_id", -1, n);
-        v.add_bos = f.find_bool("tokenizer.ggml.add_bos_token").value_or(v.pre == "llama-bpe" || v.pre == "llama3");
+        v.add_bos = f.find_bool("tokenizer.ggml.add_bos_token").value_or(BpeTokenizer::is_llama3_pre(v.pre));
         v.add_space_prefix = false;
     }
     v.eot_id = read_id(f, "tokenizer.ggml.eot_token_id", -1, n);
