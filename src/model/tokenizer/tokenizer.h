@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "model/arch_presets.h"
+
 namespace duet::format {
 class GgufFile;
 }
@@ -33,7 +35,8 @@ enum class TokenType : int32_t {
     BYTE = 6,
 };
 
-enum class TokenizerKind { SPM, BPE };
+// TokenizerKind { SPM, BPE } is defined once, next to the architecture presets that choose it
+// (model/arch_presets.h), so both headers can be included together.
 
 // Everything a tokenizer is built from; what from_gguf reads, and what tests build by hand.
 struct Vocab {
