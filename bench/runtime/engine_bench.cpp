@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
     }
     try {
         ThreadPool pool(threads);
-        const double bw_gbps = kernels::measure_read_bandwidth_gbps(pool);
+        const double bw_gbps = kernels::measure_memory_bandwidth(pool).read_gbps;
         std::printf("kernels: %s, %d threads, measured read bandwidth %.2f GB/s\n", kernels::kernel_isa(), threads,
                     bw_gbps);
         std::printf("%-24s %8s %14s %13s %12s %14s %9s\n", "model", "GB", "prefill tok/s", "decode tok/s",
