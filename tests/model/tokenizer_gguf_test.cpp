@@ -115,6 +115,32 @@ TEST(TokenizerGguf, Llama2VocabularyRoundTripsRandomBytes) {
     }
 }
 
+TEST(TokenizerGguf, Llama2StreamingHoldsByteFallbackCharacters) {
+    const std::string path = shared_model("ggml-vocab-llama-spm.gguf");
+    if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " absent";
+    auto file = format::GgufFile::open(path);
+    auto tok = Tokenizer::from_gguf(file);
+    // 😀 and 𝄞 are not in the vocabulary: each arrives as four <0xXX> byte tokens.
+    const std::string text = "Hi \xF0\x9F\x98\x80 and \xF0\x9D\x84\x9E!";
+    const auto ids = tok->encode(text, true, false);
+    int n_byte_tokens = 0;
+    for (int32_t id : ids) n_byte_tokens += id >= 3 && id < 259;
+    EXPECT_EQ(n_byte_tokens, 8);
+    StreamDecoder sd(*tok);
+    std::string all;
+    for (int32_t id : ids) {
+        const std::string c = sd.feed(id);
+        EXPECT_EQ(utf8_complete_prefix(c), c.size());
+        if (!c.empty()) {  // never the inside of a character
+            const auto last = static_cast<uint8_t>(c.back());
+            EXPECT_TRUE(last < 0x80 || (last & 0xC0) == 0x80);
+        }
+        all += c;
+    }
+    all += sd.flush();
+    EXPECT_EQ(all, " " + text);  // streaming keeps the SPM prefix space
+}
+
 TEST(TokenizerGguf, Stories260KVocabulary) {
     const std::string path = shared_model("stories260K.gguf");
     if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " absent";
