@@ -17,8 +17,8 @@ struct KernelTable {
                  float freq_scale, const float* freq_factors, RopeOrder order);
     void (*softmax)(float* x, int64_t n);
     void (*swiglu)(const float* gate, const float* up, float* out, int64_t n);
-    void (*attention)(const float* q, int64_t n_q, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                      int64_t head_dim, const KvView& kv, float scale, float* out, ThreadPool& pool);
+    void (*attention)(const float* q, int64_t n_q, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                      const KvView& kv, float scale, float* out, ThreadPool& pool);
     void (*dequantize_row)(const void* src, DType type, float* dst, int64_t n);
 };
 
@@ -34,5 +34,10 @@ const KernelTable& active_table();
 // parameter, its value and what is allowed (e.g. k not a multiple of the weight block size).
 void check_matmul_args(int64_t m, int64_t k, int64_t x_stride, DType wtype, size_t w_row_stride_bytes, int64_t n,
                        int64_t y_stride);
+
+// Same for attention: n_head a positive multiple of n_head_kv, head_dim > 0, n_q >= 0,
+// pos0 >= 0, block_tokens > 0, kv_type F32 or F16.
+void check_attention_args(int64_t n_q, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                          const KvView& kv);
 
 }  // namespace duet::kernels

@@ -9,20 +9,21 @@
 namespace duet::kernels {
 
 const KernelTable& ref_table() {
-    static const KernelTable t{"scalar",     ref::matmul,    ref::rmsnorm,   ref::rope,
-                               ref::softmax, ref::swiglu,    ref::attention, ref::dequantize_row};
+    static const KernelTable t{"scalar",     ref::matmul, ref::rmsnorm,   ref::rope,
+                               ref::softmax, ref::swiglu, ref::attention, ref::dequantize_row};
     return t;
 }
 
 const KernelTable* table_for(IsaLevel level) {
     const auto& f = cpu_features();
     switch (level) {
-        case IsaLevel::SCALAR: return &ref_table();
+        case IsaLevel::SCALAR:
+            return &ref_table();
         case IsaLevel::AVX2:
             return f.avx2 && f.fma && f.f16c ? cpu::avx2_table() : nullptr;
         case IsaLevel::AVX512:
-            return f.avx2 && f.fma && f.f16c && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq &&
-                           f.avx512_vnni && f.avx512_bf16
+            return f.avx2 && f.fma && f.f16c && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512_vnni &&
+                           f.avx512_bf16
                        ? cpu::avx512_table()
                        : nullptr;
     }
@@ -54,6 +55,17 @@ void check_matmul_args(int64_t m, int64_t k, int64_t x_stride, DType wtype, size
              dtype_name(wtype), k, row_bytes(wtype, k));
 }
 
+void check_attention_args(int64_t n_q, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                          const KvView& kv) {
+    if (n_head_kv <= 0 || n_head <= 0 || n_head % n_head_kv != 0)
+        fail("attention: n_head = {} must be a positive multiple of n_head_kv = {}", n_head, n_head_kv);
+    if (head_dim <= 0) fail("attention: head_dim = {} must be positive", head_dim);
+    if (n_q < 0 || pos0 < 0) fail("attention: n_q = {} and pos0 = {} must not be negative", n_q, pos0);
+    if (kv.block_tokens <= 0) fail("attention: KV block_tokens = {} must be positive", kv.block_tokens);
+    if (kv.kv_type != DType::F32 && kv.kv_type != DType::F16)
+        fail("attention: KV dtype '{}' is not supported (allowed: f32, f16)", dtype_name(kv.kv_type));
+}
+
 void matmul(const float* x, int64_t m, int64_t k, int64_t x_stride, const void* w, DType wtype,
             size_t w_row_stride_bytes, int64_t n, float* y, int64_t y_stride, ThreadPool& pool) {
     active_table().matmul(x, m, k, x_stride, w, wtype, w_row_stride_bytes, n, y, y_stride, pool);
@@ -77,7 +89,9 @@ void attention(const float* q, int64_t n_q, int64_t pos0, int64_t n_head, int64_
     active_table().attention(q, n_q, pos0, n_head, n_head_kv, head_dim, kv, scale, out, pool);
 }
 
-void dequantize_row(const void* src, DType type, float* dst, int64_t n) { active_table().dequantize_row(src, type, dst, n); }
+void dequantize_row(const void* src, DType type, float* dst, int64_t n) {
+    active_table().dequantize_row(src, type, dst, n);
+}
 
 const char* kernel_isa() { return active_table().name; }
 

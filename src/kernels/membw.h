@@ -11,8 +11,8 @@
 namespace duet::kernels {
 
 struct MemBandwidth {
-    double read_gbps;   // read-only sum: bytes read per second / 1e9 (best of the repetitions)
-    double triad_gbps;  // a[i] = b[i] + s * c[i]: 3 arrays' bytes (2 read, 1 written) per second / 1e9
+    double read_gbps;     // read-only sum: bytes read per second / 1e9 (best of the repetitions)
+    double triad_gbps;    // a[i] = b[i] + s * c[i]: 3 arrays' bytes (2 read, 1 written) per second / 1e9
     size_t buffer_bytes;  // size of the read buffer (and of each triad array)
     int threads;
 };

@@ -79,8 +79,8 @@ std::optional<ChatTemplate> detect_chat_template(std::string_view src) {
 }
 
 ChatTemplate chat_template_from_name(std::string_view name) {
-    if (name == "llama2") return ChatTemplate::LLAMA2;
-    if (name == "llama3") return ChatTemplate::LLAMA3;
+    if (name == "llama2" || name == "llama-2") return ChatTemplate::LLAMA2;
+    if (name == "llama3" || name == "llama-3") return ChatTemplate::LLAMA3;
     if (name == "chatml" || name == "qwen") return ChatTemplate::CHATML;
     if (name == "mistral") return ChatTemplate::MISTRAL;
     fail("chat template \"{}\" is not known (allowed: llama2, llama3, chatml, mistral)", name);

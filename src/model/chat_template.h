@@ -23,8 +23,8 @@ struct ChatMessage {
 // markers; nullopt when none matches.
 std::optional<ChatTemplate> detect_chat_template(std::string_view jinja_source);
 
-// "llama2", "llama3", "chatml" (alias "qwen"), "mistral"; anything else throws duet::Error
-// listing the allowed names.
+// "llama2", "llama3", "chatml", "mistral" (aliases "llama-2", "llama-3", "qwen"); anything else
+// throws duet::Error listing the allowed names.
 ChatTemplate chat_template_from_name(std::string_view name);
 std::string_view chat_template_name(ChatTemplate t);
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/error.h"
 #include "kernels/ref/ref_kernels.h"
 #include "test_util.h"
 
@@ -36,8 +37,10 @@ struct PagedKv {
             for (int64_t i = 0; i < row; ++i) {
                 const size_t off = size_t((t % block_tokens) * row + i);
                 auto put = [&](std::vector<uint8_t>& dst, float f) {
-                    if (type == DType::F16) reinterpret_cast<uint16_t*>(dst.data())[off] = fp32_to_fp16(f);
-                    else reinterpret_cast<float*>(dst.data())[off] = f;
+                    if (type == DType::F16)
+                        reinterpret_cast<uint16_t*>(dst.data())[off] = fp32_to_fp16(f);
+                    else
+                        reinterpret_cast<float*>(dst.data())[off] = f;
                 };
                 put(k_store[size_t(t / block_tokens)], k[size_t(t * row + i)]);
                 put(v_store[size_t(t / block_tokens)], v[size_t(t * row + i)]);
@@ -102,8 +105,8 @@ TEST(Attention, OptimisedMatchesReference) {
     struct Case {
         int64_t n_q, pos0, n_head, n_kv, hd, block;
     };
-    const Case cases[] = {{1, 0, 1, 1, 8, 16},    {1, 40, 8, 2, 64, 16}, {7, 0, 4, 4, 12, 5},
-                          {5, 13, 6, 3, 33, 4},   {1, 300, 4, 1, 128, 32}, {16, 17, 2, 2, 16, 7}};
+    const Case cases[] = {{1, 0, 1, 1, 8, 16},  {1, 40, 8, 2, 64, 16},   {7, 0, 4, 4, 12, 5},
+                          {5, 13, 6, 3, 33, 4}, {1, 300, 4, 1, 128, 32}, {16, 17, 2, 2, 16, 7}};
     for (const Case& c : cases) {
         const int64_t n_ctx = c.pos0 + c.n_q, row = c.n_kv * c.hd;
         const auto k = random_vec(size_t(n_ctx * row), 21, -2.0f, 2.0f);
@@ -120,9 +123,39 @@ TEST(Attention, OptimisedMatchesReference) {
                 // f32 dot products of hd terms (|q k| <= 4 hd scale) and a weighted mean of
                 // values in [-1, 1]: absolute error well below 1e-5 for these sizes
                 for (size_t i = 0; i < out.size(); ++i)
-                    ASSERT_NEAR(out[i], ref_out[i], 1e-5) << t->name << " " << dtype_name(type) << " hd=" << c.hd
-                                                          << " pos0=" << c.pos0 << " i=" << i;
+                    ASSERT_NEAR(out[i], ref_out[i], 1e-5)
+                        << t->name << " " << dtype_name(type) << " hd=" << c.hd << " pos0=" << c.pos0 << " i=" << i;
             }
+        }
+    }
+}
+
+TEST(Attention, BadShapesAreErrors) {
+    ThreadPool pool(1);
+    const std::vector<float> k(8, 0.0f), v(8, 0.0f);
+    PagedKv kv(k, v, 1, 8, 4, DType::F32);
+    std::vector<float> q(24), out(24);
+    for (const KernelTable* t : all_tables()) {
+        try {
+            t->attention(q.data(), 1, 0, 3, 2, 4, kv.view, 1.0f, out.data(), pool);
+            FAIL() << t->name;
+        } catch (const Error& e) {
+            EXPECT_STREQ(e.what(), "attention: n_head = 3 must be a positive multiple of n_head_kv = 2");
+        }
+        KvView bad = kv.view;
+        bad.kv_type = DType::Q8_0;
+        EXPECT_THROW(t->attention(q.data(), 1, 0, 2, 2, 4, bad, 1.0f, out.data(), pool), Error) << t->name;
+    }
+}
+
+TEST(Rope, BadRotationCountIsAnError) {
+    std::vector<float> x(8);
+    for (const KernelTable* t : all_tables()) {
+        try {
+            t->rope(x.data(), 1, 8, 5, 1, 10000.0f, 1.0f, nullptr, RopeOrder::NORM);
+            FAIL() << t->name;
+        } catch (const Error& e) {
+            EXPECT_STREQ(e.what(), "rope: n_rot = 5 must be even and within 0 .. head_dim = 8");
         }
     }
 }

@@ -109,9 +109,9 @@ void check_type(DType wtype, const std::vector<Shape>& shapes) {
     }
 }
 
-const std::vector<Shape> kFloatShapes = {{1, 1, 1},   {1, 3, 17},  {2, 17, 63},  {5, 7, 100},
+const std::vector<Shape> kFloatShapes = {{1, 1, 1},    {1, 3, 17},  {2, 17, 63},   {5, 7, 100},
                                          {33, 17, 64}, {4, 6, 129}, {1, 64, 1000}, {9, 13, 33}};
-const std::vector<Shape> kBlock32Shapes = {{1, 1, 32}, {1, 3, 96},  {2, 17, 160}, {5, 7, 64},
+const std::vector<Shape> kBlock32Shapes = {{1, 1, 32},   {1, 3, 96},   {2, 17, 160}, {5, 7, 64},
                                            {33, 17, 32}, {4, 8, 1056}, {1, 65, 320}};
 const std::vector<Shape> kSuperShapes = {{1, 1, 256}, {1, 3, 512}, {2, 17, 256}, {5, 7, 768}, {33, 9, 256}};
 
@@ -134,9 +134,7 @@ TEST(Matmul, ReferenceIsTheDefinition) {
     EXPECT_EQ(y[1], 4.5f);
 }
 
-TEST(Matmul, ActiveTableFollowsIsaLevel) {
-    EXPECT_STREQ(kernel_isa(), isa_name(isa_level()));
-}
+TEST(Matmul, ActiveTableFollowsIsaLevel) { EXPECT_STREQ(kernel_isa(), isa_name(isa_level())); }
 
 TEST(Matmul, BadArgumentsAreErrors) {
     ThreadPool pool(1);
@@ -152,8 +150,7 @@ TEST(Matmul, BadArgumentsAreErrors) {
         matmul(x.data(), 1, 32, 32, w.data(), DType::Q8_0, 20, 1, y.data(), 1, pool);
         FAIL();
     } catch (const Error& e) {
-        EXPECT_STREQ(e.what(),
-                     "matmul: w_row_stride_bytes = 20 is smaller than a q8_0 row of 32 elements (34 bytes)");
+        EXPECT_STREQ(e.what(), "matmul: w_row_stride_bytes = 20 is smaller than a q8_0 row of 32 elements (34 bytes)");
     }
     EXPECT_THROW(matmul(x.data(), 1, 8, 4, w.data(), DType::F32, 32, 1, y.data(), 1, pool), Error);
     EXPECT_THROW(matmul(x.data(), 1, 8, 8, w.data(), DType::I32, 32, 1, y.data(), 1, pool), Error);

@@ -43,7 +43,8 @@ TEST(RmsNorm, OptimisedMatchesReferenceInPlace) {
             ref::rmsnorm(x.data(), w.data(), ref.data(), n, 1e-6f);
             t->rmsnorm(x.data(), w.data(), x.data(), n, 1e-6f);  // y aliases x
             // f32 sum of n squares vs double: relative error <= n * 2^-24; 1e-5 covers n = 1000
-            for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(x[size_t(i)], ref[size_t(i)], 1e-5 * std::fabs(ref[size_t(i)]) + 1e-7);
+            for (int64_t i = 0; i < n; ++i)
+                ASSERT_NEAR(x[size_t(i)], ref[size_t(i)], 1e-5 * std::fabs(ref[size_t(i)]) + 1e-7);
         }
     }
 }
@@ -117,7 +118,8 @@ TEST(Softmax, OptimisedMatchesReference) {
             ref::softmax(r.data(), n);
             t->softmax(x.data(), n);
             // the vector exp is within ~2e-7 relative; sums add n * 2^-24
-            for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(x[size_t(i)], r[size_t(i)], 2e-6 * r[size_t(i)] + 1e-12) << t->name;
+            for (int64_t i = 0; i < n; ++i)
+                ASSERT_NEAR(x[size_t(i)], r[size_t(i)], 2e-6 * r[size_t(i)] + 1e-12) << t->name;
         }
     }
 }
@@ -138,7 +140,8 @@ TEST(SwiGlu, ClosedFormAndReference) {
             std::vector<float> r(static_cast<size_t>(n));
             ref::swiglu(gate.data(), up.data(), r.data(), n);
             t->swiglu(gate.data(), up.data(), gate.data(), n);  // out aliases gate
-            for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(gate[size_t(i)], r[size_t(i)], 1e-6 * std::fabs(r[size_t(i)]) + 1e-9);
+            for (int64_t i = 0; i < n; ++i)
+                ASSERT_NEAR(gate[size_t(i)], r[size_t(i)], 1e-6 * std::fabs(r[size_t(i)]) + 1e-9);
         }
     }
 }

@@ -71,6 +71,8 @@ TEST(ChatTemplate, Names) {
     EXPECT_EQ(chat_template_from_name("llama3"), ChatTemplate::LLAMA3);
     EXPECT_EQ(chat_template_from_name("chatml"), ChatTemplate::CHATML);
     EXPECT_EQ(chat_template_from_name("qwen"), ChatTemplate::CHATML);
+    EXPECT_EQ(chat_template_from_name("llama-2"), ChatTemplate::LLAMA2);
+    EXPECT_EQ(chat_template_from_name("llama-3"), ChatTemplate::LLAMA3);
     EXPECT_EQ(chat_template_from_name("mistral"), ChatTemplate::MISTRAL);
     for (auto t : {ChatTemplate::LLAMA2, ChatTemplate::LLAMA3, ChatTemplate::CHATML, ChatTemplate::MISTRAL})
         EXPECT_EQ(chat_template_from_name(chat_template_name(t)), t);

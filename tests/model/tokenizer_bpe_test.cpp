@@ -2,6 +2,8 @@
 // mapping, merges by rank, special tokens, round trips of arbitrary UTF-8 and invalid bytes.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "core/error.h"
 #include "model/tokenizer/bpe_pretokenizer.h"
 #include "model/tokenizer/bpe_tokenizer.h"
@@ -190,6 +192,38 @@ TEST(BpePreTokenizer, AliasesShareTheirFamilysPattern) {
     EXPECT_NE(BpePreTokenizer::pattern_for("qwen2"), BpePreTokenizer::pattern_for("llama-bpe"));
     EXPECT_TRUE(BpeTokenizer::is_llama3_pre("llama-v3"));
     EXPECT_FALSE(BpeTokenizer::is_llama3_pre("qwen2"));
+}
+
+}  // namespace
+}  // namespace duet::model
+
+namespace duet::model {
+namespace {
+
+std::string random_bytes(std::mt19937& g, bool utf8_heavy) {
+    static const char* kPieces[] = {"a", " ", "\n", "'s", "7", "\xC3\xA9", "\xE4\xB8\xAD", "\xF0\x9F\x98\x80",
+                                    "\xCC\x81", "\xE2\x96\x81", "<|im_end|>", "\t"};
+    std::string s;
+    const int n = static_cast<int>(g() % 40);
+    for (int i = 0; i < n; ++i) {
+        if (utf8_heavy && g() % 2) s += kPieces[g() % 12];
+        else s += static_cast<char>(g() & 0xFF);
+    }
+    return s;
+}
+
+TEST(BpeTokenizer, RandomBytesRoundTrip) {
+    const std::string G = "\xC4\xA0";
+    std::vector<std::string> extra = {G + "a", "aa", "<|im_end|>"};
+    Vocab v = bpe_vocab(extra, {G + " a", "a a"}, "qwen2");
+    v.types.assign(v.tokens.size(), TokenType::NORMAL);
+    v.types[258] = TokenType::CONTROL;
+    auto t = Tokenizer::from_vocab(v);
+    std::mt19937 g(5);
+    for (int i = 0; i < 2000; ++i) {
+        const std::string s = random_bytes(g, i % 2 == 0);
+        EXPECT_EQ(t->decode(t->encode(s, false, false)), s);
+    }
 }
 
 }  // namespace

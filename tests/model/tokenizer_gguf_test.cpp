@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <random>
 #include <sstream>
 
 #include <unistd.h>
@@ -88,6 +89,56 @@ TEST(TokenizerGguf, Llama2TinyRandomHasTheFullVocabulary) {
     // With parse_special the control tokens are recognised in text.
     EXPECT_EQ(tok->encode("<s>Hello world</s>", false, true), (std::vector<int32_t>{1, 15043, 3186, 2}));
     EXPECT_EQ(tok->encode("Hello world", true, false), (std::vector<int32_t>{1, 15043, 3186}));
+}
+
+TEST(TokenizerGguf, Llama2VocabularyRoundTripsRandomBytes) {
+    const std::string path = shared_model("ggml-vocab-llama-spm.gguf");
+    if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " absent";
+    auto file = format::GgufFile::open(path);
+    auto tok = Tokenizer::from_gguf(file);
+    static const char* kPieces[] = {"a", " ", "\n", "the", "7", "\xC3\xA9", "\xE4\xB8\xAD", "\xF0\x9F\x98\x80",
+                                    "\xCC\x81", "</s>", "\t", "  "};
+    std::mt19937 g(11);
+    for (int i = 0; i < 2000; ++i) {
+        std::string s;
+        const int n = static_cast<int>(g() % 40);
+        for (int k = 0; k < n; ++k) {
+            if (i % 2 == 0 && g() % 2) s += kPieces[g() % 12];
+            else s += static_cast<char>(g() & 0xFF);
+        }
+        const auto ids = tok->encode(s, true, false);
+        for (int32_t id : ids) ASSERT_TRUE(id >= 0 && id < 32000);
+        // Not for a literal U+2581 in the input, which SentencePiece itself reads as a space.
+        if (s.find("\xE2\x96\x81") == std::string::npos) {
+            EXPECT_EQ(tok->decode(ids), s);
+        }
+    }
+}
+
+TEST(TokenizerGguf, Llama2StreamingHoldsByteFallbackCharacters) {
+    const std::string path = shared_model("ggml-vocab-llama-spm.gguf");
+    if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " absent";
+    auto file = format::GgufFile::open(path);
+    auto tok = Tokenizer::from_gguf(file);
+    // 😀 and 𝄞 are not in the vocabulary: each arrives as four <0xXX> byte tokens.
+    const std::string text = "Hi \xF0\x9F\x98\x80 and \xF0\x9D\x84\x9E!";
+    const auto ids = tok->encode(text, true, false);
+    int n_byte_tokens = 0;
+    for (int32_t id : ids) n_byte_tokens += id >= 3 && id < 259;
+    EXPECT_EQ(n_byte_tokens, 8);
+    StreamDecoder sd(*tok);
+    std::string all;
+    for (int32_t id : ids) {
+        const std::string c = sd.feed(id);
+        EXPECT_EQ(utf8_complete_prefix(c), c.size());
+        if (!c.empty()) {  // never the inside of a character
+            const auto last = static_cast<uint8_t>(c.back());
+            EXPECT_TRUE(last < 0x80 || (last & 0xC0) == 0x80);
+        }
+        all += c;
+    }
+    all += sd.flush();
+    EXPECT_EQ(all, " " + text);  // streaming keeps the SPM prefix space
 }
 
 TEST(TokenizerGguf, Stories260KVocabulary) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "core/quant.h"
@@ -66,13 +67,10 @@ inline __m256i dot_us(__m256i u, __m256i s) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
 inline __m256i dot_us_acc(__m256i acc, __m256i u, __m256i s) { return _mm256_add_epi32(acc, dot_us(u, s)); }
-// Scales for bytes 0-15 (lo) and 16-31 (hi), in the form dot_us_scaled consumes.
-using ScaleV = __m256i;
-inline ScaleV make_scale(int lo, int hi) {
-    return _mm256_setr_m128i(_mm_set1_epi16(int16_t(lo)), _mm_set1_epi16(int16_t(hi)));
-}
-inline __m256i dot_us_scaled(__m256i u, __m256i s, ScaleV sc) {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), sc);
+// acc + sum over pairs of (u * s) products times 16-bit scales: maddubs gives 16 i16 pair sums
+// (|u| <= 63 here, so no saturation), madd multiplies them by sc16 and adds pairs into i32.
+inline __m256i dot_us_scaled_acc(__m256i acc, __m256i u, __m256i s, __m256i sc16) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), sc16));
 }
 inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
 

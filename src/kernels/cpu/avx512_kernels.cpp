@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "core/quant.h"
@@ -26,7 +27,9 @@ inline VF vzero() { return _mm512_setzero_ps(); }
 inline VF vset1(float v) { return _mm512_set1_ps(v); }
 inline VF vload(const float* p) { return _mm512_loadu_ps(p); }
 inline void vstore(float* p, VF v) { _mm512_storeu_ps(p, v); }
-inline VF vload_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline VF vload_f16(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
 inline VF vload_bf16(const uint16_t* p) {
     const __m512i u = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
@@ -59,9 +62,10 @@ inline float hsum8(__m256 v) {
 // VNNI: vpdpbusd multiplies unsigned by signed bytes and adds groups of 4 into i32 lanes.
 inline __m256i dot_us(__m256i u, __m256i s) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s); }
 inline __m256i dot_us_acc(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(acc, u, s); }
-using ScaleV = __m256i;
-inline ScaleV make_scale(int lo, int hi) { return _mm256_setr_m128i(_mm_set1_epi32(lo), _mm_set1_epi32(hi)); }
-inline __m256i dot_us_scaled(__m256i u, __m256i s, ScaleV sc) { return _mm256_mullo_epi32(dot_us(u, s), sc); }
+// vpdpwssd fuses the 16-bit scale multiply and the accumulation of maddubs' pair sums.
+inline __m256i dot_us_scaled_acc(__m256i acc, __m256i u, __m256i s, __m256i sc16) {
+    return _mm256_dpwssd_epi32(acc, _mm256_maddubs_epi16(u, s), sc16);
+}
 inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
 
 // 32 vector registers: 4 x 6 accumulators + 6 weights + 1 x for the float paths.

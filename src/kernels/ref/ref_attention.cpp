@@ -1,6 +1,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/kernel_table.h"
 #include "kernels/ref/ref_kernels.h"
 
 namespace duet::kernels::ref {
@@ -19,6 +20,7 @@ void kv_row(const KvView& kv, bool is_k, int64_t t, int64_t row_elems, float* ds
 
 void attention(const float* q, int64_t n_q, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
                const KvView& kv, float scale, float* out, ThreadPool&) {
+    check_attention_args(n_q, pos0, n_head, n_head_kv, head_dim, kv);
     const int64_t n_kv = pos0 + n_q;
     const int64_t row = n_head_kv * head_dim;
     std::vector<float> K(static_cast<size_t>(n_kv * row)), V(static_cast<size_t>(n_kv * row));
@@ -46,7 +48,8 @@ void attention(const float* q, int64_t n_q, int64_t pos0, int64_t n_head, int64_
             float* o = out + (t * n_head + h) * head_dim;
             for (int64_t i = 0; i < head_dim; ++i) {
                 double acc = 0;
-                for (int64_t s = 0; s < n_ctx; ++s) acc += p[size_t(s)] * double(V[size_t(s * row + kvh * head_dim + i)]);
+                for (int64_t s = 0; s < n_ctx; ++s)
+                    acc += p[size_t(s)] * double(V[size_t(s * row + kvh * head_dim + i)]);
                 o[i] = float(acc / sum);
             }
         }

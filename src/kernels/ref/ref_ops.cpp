@@ -1,6 +1,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/error.h"
 #include "kernels/ref/ref_kernels.h"
 
 namespace duet::kernels::ref {
@@ -14,6 +15,8 @@ void rmsnorm(const float* x, const float* weight, float* y, int64_t n, float eps
 
 void rope(float* x, int64_t n_head, int64_t head_dim, int64_t n_rot, int64_t pos, float freq_base, float freq_scale,
           const float* freq_factors, RopeOrder order) {
+    if (n_rot < 0 || n_rot % 2 != 0 || n_rot > head_dim)
+        fail("rope: n_rot = {} must be even and within 0 .. head_dim = {}", n_rot, head_dim);
     const int64_t half = n_rot / 2;
     // The angles depend on the pair index only, not on the head: compute them once.
     std::vector<double> c(static_cast<size_t>(half)), s(static_cast<size_t>(half));

@@ -3,7 +3,7 @@
 //   - "llama": SentencePiece-style (llama.cpp SPM): leading-space prefix, spaces -> U+2581,
 //     bigram merges by best score, byte fallback <0xXX>;
 //   - "gpt2":  GPT-2 byte-level BPE: pre-tokenizer regex chosen by tokenizer.ggml.pre
-//     ("llama-bpe", "qwen2", anything else = GPT-2's pattern), merges by rank.
+//     ("llama-bpe", "qwen2" and their aliases, anything else = GPT-2's pattern), merges by rank.
 // Special tokens (control, user-defined, unknown) are split out of the text before either
 // algorithm runs; control and unknown tokens only when parse_special is true.
 //
@@ -49,7 +49,7 @@ struct Vocab {
     int32_t bos_id = -1, eos_id = -1, unk_id = -1, eot_id = -1, pad_id = -1;  // -1 = none
     bool add_bos = false;           // tokenizer.ggml.add_bos_token
     bool add_eos = false;           // tokenizer.ggml.add_eos_token (informational)
-    bool add_space_prefix = false;  // SPM only: prepend ' ' to the first text fragment
+    bool add_space_prefix = false;  // SPM only: ' ' before a fragment that starts the text or follows a special token
     std::string source = "vocab";   // used in error messages (the GGUF path)
 };
 
