@@ -9,8 +9,11 @@ namespace duet::cli {
 void register_version(CLI::App& app);
 
 // format branch
+void register_gen_model(CLI::App& app);
 
 // runtime branch
+void register_run(CLI::App& app);
+void register_logits(CLI::App& app);
 
 // dram branch
 

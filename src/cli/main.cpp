@@ -18,8 +18,11 @@ int main(int argc, char** argv) {
 
     duet::cli::register_version(app);
     // format branch
+    duet::cli::register_gen_model(app);
 
     // runtime branch
+    duet::cli::register_run(app);
+    duet::cli::register_logits(app);
 
     // dram branch
 
