@@ -86,11 +86,17 @@ PimLayoutPlan plan_pim_layout(int64_t n_rows, int64_t k, DType dtype, const PimL
     p.base_bytes = uint64_t(n_rows) * uint64_t(p.k_pad) * p.elem_bytes;
     p.padding_bytes = p.base_bytes - p.weight_bytes;
 
+    // Blocks come in at most four shapes (full or tail along rows and along k): count each once.
     uint64_t index_bytes = 0;
-    for (int64_t rb = 0; rb < p.n_row_blocks; ++rb)
-        for (int64_t kb = 0; kb < p.n_k_blocks; ++kb) {
-            const int64_t granules = p.block_rows(rb) * (p.block_kelems(kb) / p.granule_elems);
-            index_bytes += kDescriptorBytes + kAnchorBytes * uint64_t(ceil_div(granules, params.index_granularity));
+    const int64_t rbs[2] = {0, p.n_row_blocks - 1}, kbs[2] = {0, p.n_k_blocks - 1};
+    const int64_t rb_count[2] = {p.n_row_blocks - 1, 1}, kb_count[2] = {p.n_k_blocks - 1, 1};
+    for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 2; ++j) {
+            const int64_t count = rb_count[i] * kb_count[j];
+            if (count == 0) continue;
+            const int64_t granules = p.block_rows(rbs[i]) * (p.block_kelems(kbs[j]) / p.granule_elems);
+            index_bytes += uint64_t(count) *
+                           (kDescriptorBytes + kAnchorBytes * uint64_t(ceil_div(granules, params.index_granularity)));
         }
     p.index_bytes = index_bytes;
     p.index_ratio = double(index_bytes) / double(p.weight_bytes);
