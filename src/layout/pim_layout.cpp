@@ -138,6 +138,33 @@ DramSlot slot_of_granule(const PimLayoutPlan& p, int64_t row, int64_t granule) {
     return slot_of_offset(p, pim_offset(p, row, granule * p.granule_elems));
 }
 
+uint64_t slot_base_offset(const PimLayoutPlan& p, int channel, int bank, int64_t row) {
+    DUET_CHECK(channel >= 0 && channel < p.org.channels && bank >= 0 && bank < p.org.banks && row >= 0,
+               "slot ({}, {}, {}) outside {} channels x {} banks", channel, bank, row, p.org.channels, p.org.banks);
+    const uint64_t slot = (uint64_t(row) * uint64_t(p.org.banks) + uint64_t(bank)) * uint64_t(p.org.channels) +
+                          uint64_t(channel);
+    return slot * uint64_t(p.org.row_bytes);
+}
+
+PimElement element_of_offset(const PimLayoutPlan& p, uint64_t offset) {
+    DUET_CHECK(offset < p.base_bytes && offset % uint64_t(p.elem_bytes) == 0, "offset {} outside base of {} bytes",
+               offset, p.base_bytes);
+    const uint64_t e = uint64_t(p.elem_bytes);
+    const uint64_t row_block_bytes = uint64_t(p.rows_per_block) * uint64_t(p.k_pad) * e;
+    const int64_t rb = int64_t(offset / row_block_bytes);
+    const uint64_t in_rb = offset - uint64_t(rb) * row_block_bytes;
+    const int64_t rows = p.block_rows(rb);
+    // Every k-block but the last is kb_elems wide, so the division finds the block.
+    const int64_t kb = std::min<int64_t>(int64_t(in_rb / (uint64_t(rows) * uint64_t(p.kb_elems) * e)), p.n_k_blocks - 1);
+    const uint64_t in_block = in_rb - uint64_t(rows) * uint64_t(kb) * uint64_t(p.kb_elems) * e;
+    const int64_t width = p.block_kelems(kb);
+    PimElement el;
+    el.row = p.block_row0(rb) + int64_t(in_block / (uint64_t(width) * e));
+    el.col = p.block_k0(kb) + int64_t((in_block / e) % uint64_t(width));
+    el.padding = el.col >= p.k;
+    return el;
+}
+
 void to_pim(const void* nd, const PimLayoutPlan& p, uint8_t* base) {
     const auto* src = static_cast<const uint8_t*>(nd);
     std::memset(base, 0, p.base_bytes);

@@ -104,6 +104,18 @@ DramSlot slot_of_granule(const PimLayoutPlan& plan, int64_t row, int64_t granule
 inline int channel_of(const PimLayoutPlan& p, int64_t row, int64_t granule) { return slot_of_granule(p, row, granule).channel; }
 inline int bank_of(const PimLayoutPlan& p, int64_t row, int64_t granule) { return slot_of_granule(p, row, granule).bank; }
 
+// Inverse maps, for a PIM unit that walks its own DRAM rows:
+// the base offset where DRAM row `row` of (channel, bank) starts (may be >= base_bytes when that
+// slot is beyond the matrix), and which matrix element a base offset holds.
+uint64_t slot_base_offset(const PimLayoutPlan& plan, int channel, int bank, int64_t row);
+struct PimElement {
+    int64_t row = 0;   // matrix row
+    int64_t col = 0;   // element index along k (< k_pad)
+    bool padding = false;  // col >= k: a zero the layout added
+};
+// offset < base_bytes and a multiple of elem_bytes (checked).
+PimElement element_of_offset(const PimLayoutPlan& plan, uint64_t offset);
+
 // ND (row-major [n_rows][k], contiguous) -> PIM base of plan.base_bytes, padding zeroed.
 std::vector<uint8_t> to_pim(const void* nd, const PimLayoutPlan& plan);
 void to_pim(const void* nd, const PimLayoutPlan& plan, uint8_t* base_out);  // base_out: base_bytes

@@ -95,6 +95,28 @@ TEST(PimLayout, EveryGranuleHasItsOwnDramSlot) {
     }
 }
 
+TEST(PimLayout, InverseMapsAgree) {
+    std::mt19937 rng(5);
+    for (int iter = 0; iter < 100; ++iter) {
+        const Case c = random_case(rng);
+        const PimLayoutPlan p = plan_pim_layout(c.n_rows, c.k, c.dtype, c.params, c.org, false);
+        // Every element offset maps back to its (row, col), padding flagged exactly when col >= k.
+        for (int64_t r = 0; r < p.n_rows; ++r)
+            for (int64_t col = 0; col < p.k_pad; ++col) {
+                const PimElement el = element_of_offset(p, pim_offset(p, r, col));
+                ASSERT_EQ(el.row, r);
+                ASSERT_EQ(el.col, col);
+                ASSERT_EQ(el.padding, col >= c.k);
+            }
+        // slot_base_offset inverts slot_of_offset at every DRAM-row start inside the base.
+        for (uint64_t off = 0; off < p.base_bytes; off += uint64_t(c.org.row_bytes)) {
+            const DramSlot s = slot_of_offset(p, off);
+            ASSERT_EQ(s.column_bytes, 0);
+            ASSERT_EQ(slot_base_offset(p, s.channel, s.bank, s.row), off);
+        }
+    }
+}
+
 TEST(PimLayout, InterleaveGoesOverChannelsThenBanks) {
     // 4 channels x 2 banks, 1 KiB rows, f16, k = 512 (one DRAM row per matrix row and block).
     PimLayoutParams prm;
