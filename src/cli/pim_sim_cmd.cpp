@@ -144,7 +144,8 @@ void run_gemv(const GemvArgs& a) {
                 plan.channels, r.host_stream_ns, r.speedup);
     std::printf("bound         %s\n", r.bound);
     if (spec.mem.energy.published)
-        std::printf("energy        %.1f nJ\n", r.energy_pj * 1e-3);
+        std::printf("energy        %.1f nJ (upper bound: unit column reads charged at the base memory's read energy)\n",
+                    r.energy_pj * 1e-3);
     else
         std::printf("energy        not modelled (base memory publishes no energies)\n");
     std::printf("wall time     %.4f s\n", wall);
