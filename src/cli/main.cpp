@@ -25,8 +25,10 @@ int main(int argc, char** argv) {
     duet::cli::register_logits(app);
 
     // dram branch
+    duet::cli::register_pim_sim(app);
 
     // npu branch
+    duet::cli::register_pim_sim_npu(app);
 
     // sim branch
 
