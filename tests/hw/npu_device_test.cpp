@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "hw/npu/npu_device.h"
+#include "hw/npu/npu_memory.h"
 
 using namespace duet;
 using namespace duet::hw;
@@ -152,4 +153,17 @@ TEST(NpuDevice, DispatchNames) {
     EXPECT_EQ(dispatch_from_name("queue2"), DispatchMode::QUEUE2);
     EXPECT_EQ(dispatch_from_name("graph"), DispatchMode::GRAPH);
     EXPECT_FALSE(dispatch_from_name("fast").has_value());
+}
+
+TEST(NpuDevice, MemoryEfficiencyComesFromTheDramModel) {
+    // make_npu_device takes the sustained stream fraction of the preset's memory from hw/dram's
+    // analytical model; a GEMV then takes bytes / min(peak x efficiency, core paths).
+    const double eff = dram_stream_efficiency("hbm2e");
+    EXPECT_GT(eff, 0.5);
+    EXPECT_LT(eff, 1.0);
+    const NpuDevice d = make_npu_device("Ascend910B4", DispatchMode::GRAPH);
+    EXPECT_DOUBLE_EQ(d.options().memory_efficiency, eff);
+    const double bytes = 4096.0 * 4096 * 2 + 4096 * 2 + 4096 * 2;
+    EXPECT_NEAR(d.explain(gemm(1, 4096, 4096)).t_device_ns, bytes / std::min(800.0 * eff, 20 * 32 * 1.5), 1e-6);
+    EXPECT_DOUBLE_EQ(make_npu_device("Ascend310P3").options().memory_efficiency, dram_stream_efficiency("lpddr4x"));
 }
