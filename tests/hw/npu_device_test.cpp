@@ -167,3 +167,23 @@ TEST(NpuDevice, MemoryEfficiencyComesFromTheDramModel) {
     EXPECT_NEAR(d.explain(gemm(1, 4096, 4096)).t_device_ns, bytes / std::min(800.0 * eff, 20 * 32 * 1.5), 1e-6);
     EXPECT_DOUBLE_EQ(make_npu_device("Ascend310P3").options().memory_efficiency, dram_stream_efficiency("lpddr4x"));
 }
+
+TEST(NpuDevice, LargeElementwiseIsBandwidthBound) {
+    // 32 Mi f16 elements in twice (64 MiB), out once (32 MiB) on 910B2: 48 vector cores x 32 B x
+    // 1.8 GHz = 2765 GB/s of core paths, so the 1600 GB/s HBM binds; the vector work (one op per
+    // lane: 32 Mi / (128 lanes x 48 cores x 1.8 GHz) = 3.8 us) hides under it.
+    OpShape add;
+    add.cls = OpClass::ELEMENTWISE;
+    add.in_bytes = 64ull << 20;
+    add.out_bytes = 32ull << 20;
+    const auto b = device("Ascend910B2").explain(add);
+    EXPECT_EQ(b.tiling.active_cores, 48);
+    EXPECT_NEAR(b.t_memory_ns, double(96ull << 20) / 1600.0, 1e-6);
+    EXPECT_NEAR(b.t_vector_ns, double(32ull << 20) / (128.0 * 48 * 1.8), 1e-6);
+    EXPECT_DOUBLE_EQ(b.t_device_ns, b.t_memory_ns);
+    EXPECT_STREQ(b.cost.bound, "memory");
+    // Softmax defaults to 5 vector operations per element.
+    OpShape sm = add;
+    sm.cls = OpClass::SOFTMAX;
+    EXPECT_NEAR(device("Ascend910B2").explain(sm).t_vector_ns, 5 * b.t_vector_ns, 1e-6);
+}
