@@ -187,3 +187,18 @@ TEST(NpuDevice, LargeElementwiseIsBandwidthBound) {
     sm.cls = OpClass::SOFTMAX;
     EXPECT_NEAR(device("Ascend910B2").explain(sm).t_vector_ns, 5 * b.t_vector_ns, 1e-6);
 }
+
+TEST(NpuDevice, CausalPrefillAttentionSkipsMaskedWork) {
+    OpShape a;
+    a.cls = OpClass::ATTENTION;
+    a.m = 2048, a.n = 2048, a.k = 128, a.n_head = 32, a.n_head_kv = 32;
+    const auto dense = device("Ascend910B2").explain(a);
+    a.flops = 4.0 * 2048 * 2048 * 128 * 32 / 2;  // causal: half the score matrix
+    const auto causal = device("Ascend910B2").explain(a);
+    EXPECT_STREQ(dense.cost.bound, "compute");
+    EXPECT_NEAR(causal.t_cube_ns, dense.t_cube_ns / 2, 1e-6 * dense.t_cube_ns);
+    EXPECT_DOUBLE_EQ(causal.fractal_utilisation, dense.fractal_utilisation);
+    // 32 heads x 16 query blocks x 4 KV chunks = 2048 units: 86 waves on 24 cores.
+    EXPECT_EQ(dense.tiling.tiles, 2048);
+    EXPECT_NEAR(dense.t_cube_ns, 86 * (4.0 * 32 * 2048 * 2048 * 128 / 2048) / (4096 * 2 * 1.8), 1e-6 * dense.t_cube_ns);
+}
