@@ -180,3 +180,11 @@ TEST(DramModel, AddressMappingIsMixedRadixFromTheLsb) {
     EXPECT_EQ(d0.bank.row, 0);
     EXPECT_EQ(m.capacity_bytes(), uint64_t(4) * 16 * 65536 * 2048);
 }
+
+TEST(DramModel, StreamBandwidthHelperIsTheLongStreamEstimate) {
+    const DramSpec s = load_memory_preset("hbm2e");
+    const double bw = stream_bandwidth_gbps(s);
+    EXPECT_LT(bw, s.channel_peak_gbps() * s.org.modelled_channels());
+    EXPECT_GT(bw, 0.85 * s.channel_peak_gbps() * s.org.modelled_channels());
+    EXPECT_NEAR(stream_bandwidth_gbps(s, 8) * s.org.modelled_channels() / 8, bw, 0.01 * bw);  // same per-channel rate; refresh phase differs slightly
+}
