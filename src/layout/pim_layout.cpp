@@ -22,6 +22,9 @@ void validate(const PimLayoutParams& p, const MemoryOrganisation& org) {
              p.index_ratio_limit);
     if (org.channels < 1 || org.banks < 1)
         fail("memory organisation: channels = {}, banks = {} (allowed: at least 1 each)", org.channels, org.banks);
+    if (org.row_bytes > 0 && org.base_address_bytes % uint64_t(org.row_bytes) != 0)
+        fail("memory organisation: base_address_bytes = {} is not a multiple of row_bytes = {}",
+             org.base_address_bytes, org.row_bytes);
     const int granule_bytes = p.alignment_bits / 8;
     if (org.row_bytes < granule_bytes || org.row_bytes % granule_bytes != 0)
         fail("memory organisation: row_bytes = {} is not a positive multiple of the {}-byte granule "
@@ -100,8 +103,10 @@ PimLayoutPlan plan_pim_layout(int64_t n_rows, int64_t k, DType dtype, const PimL
         }
     p.index_bytes = index_bytes;
     p.index_ratio = double(index_bytes) / double(p.weight_bytes);
-    const int64_t slots = ceil_div(int64_t(p.base_bytes), org.row_bytes);
-    p.dram_rows_per_bank = ceil_div(slots, int64_t(org.channels) * org.banks);
+    const uint64_t units = uint64_t(org.channels) * uint64_t(org.banks);
+    const uint64_t first_slot = org.base_address_bytes / uint64_t(org.row_bytes);
+    const uint64_t last_slot = (org.base_address_bytes + p.base_bytes - 1) / uint64_t(org.row_bytes);
+    p.dram_rows_per_bank = int64_t(last_slot / units - first_slot / units + 1);
     if (check_ratio) {
         // A matrix smaller than one descriptor and one anchor can never meet the limit on its
         // own; no knob helps, so say that instead of naming knobs.
@@ -125,7 +130,7 @@ uint64_t pim_offset(const PimLayoutPlan& p, int64_t row, int64_t col) {
 }
 
 DramSlot slot_of_offset(const PimLayoutPlan& p, uint64_t offset) {
-    const uint64_t s = offset / uint64_t(p.org.row_bytes);
+    const uint64_t s = (p.org.base_address_bytes + offset) / uint64_t(p.org.row_bytes);
     DramSlot d;
     d.channel = int(s % uint64_t(p.org.channels));
     d.bank = int((s / uint64_t(p.org.channels)) % uint64_t(p.org.banks));
@@ -143,7 +148,9 @@ uint64_t slot_base_offset(const PimLayoutPlan& p, int channel, int bank, int64_t
                "slot ({}, {}, {}) outside {} channels x {} banks", channel, bank, row, p.org.channels, p.org.banks);
     const uint64_t slot = (uint64_t(row) * uint64_t(p.org.banks) + uint64_t(bank)) * uint64_t(p.org.channels) +
                           uint64_t(channel);
-    return slot * uint64_t(p.org.row_bytes);
+    DUET_CHECK(slot * uint64_t(p.org.row_bytes) >= p.org.base_address_bytes, "slot ({}, {}, {}) lies before the base",
+               channel, bank, row);
+    return slot * uint64_t(p.org.row_bytes) - p.org.base_address_bytes;
 }
 
 PimElement element_of_offset(const PimLayoutPlan& p, uint64_t offset) {

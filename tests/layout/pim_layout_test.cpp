@@ -6,7 +6,9 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "layout/nz_format.h"
 #include "layout/pim_layout.h"
+#include "layout/pim_to_nz.h"
 
 using namespace duet;
 using namespace duet::layout;
@@ -41,6 +43,7 @@ Case random_case(std::mt19937& rng) {
     c.org.channels = int(1 + rng() % 5);
     c.org.banks = int(1 + rng() % 6);
     c.org.row_bytes = row_bytes[rng() % 4];
+    c.org.base_address_bytes = uint64_t(rng() % 7) * uint64_t(c.org.row_bytes);
     return c;
 }
 
@@ -82,7 +85,9 @@ TEST(PimLayout, EveryGranuleHasItsOwnDramSlot) {
                 ASSERT_LT(s.channel, c.org.channels);
                 ASSERT_GE(s.bank, 0);
                 ASSERT_LT(s.bank, c.org.banks);
-                ASSERT_LT(s.row, p.dram_rows_per_bank);
+                ASSERT_LT(s.row - int64_t(c.org.base_address_bytes / uint64_t(c.org.row_bytes)) /
+                              (c.org.channels * c.org.banks),
+                          p.dram_rows_per_bank);
                 ASSERT_EQ(s.column_bytes % p.granule_bytes, 0);  // a granule never straddles a DRAM row
                 ASSERT_LE(s.column_bytes + p.granule_bytes, c.org.row_bytes);
                 ASSERT_TRUE(seen.insert({s.channel, s.bank, s.row, s.column_bytes}).second)
@@ -109,7 +114,7 @@ TEST(PimLayout, InverseMapsAgree) {
                 ASSERT_EQ(el.padding, col >= c.k);
             }
         // slot_base_offset inverts slot_of_offset at every DRAM-row start inside the base.
-        for (uint64_t off = 0; off < p.base_bytes; off += uint64_t(c.org.row_bytes)) {
+        for (uint64_t off = 0; off < p.base_bytes; off += uint64_t(c.org.row_bytes)) {  // base is row aligned
             const DramSlot s = slot_of_offset(p, off);
             ASSERT_EQ(s.column_bytes, 0);
             ASSERT_EQ(slot_base_offset(p, s.channel, s.bank, s.row), off);
@@ -133,6 +138,25 @@ TEST(PimLayout, InterleaveGoesOverChannelsThenBanks) {
         EXPECT_EQ(s.column_bytes, 5 * 16);
     }
     EXPECT_EQ(p.dram_rows_per_bank, 8);
+}
+
+TEST(PimLayout, TwoMatricesShareTheChannelsWithoutOverlap) {
+    // A second matrix placed right after the first (rounded up to a DRAM row) uses other slots.
+    MemoryOrganisation org{4, 4, 1024};
+    const PimLayoutPlan a = plan_pim_layout(100, 300, DType::F16, {}, org, false);
+    org.base_address_bytes = (a.base_bytes + 1023) / 1024 * 1024;
+    const PimLayoutPlan b = plan_pim_layout(50, 200, DType::I8, {}, org, false);
+    std::set<std::tuple<int, int, int64_t, int64_t>> seen;
+    for (const PimLayoutPlan* p : {&a, &b})
+        for (int64_t r = 0; r < p->n_rows; ++r)
+            for (int64_t g = 0; g < p->granules_per_row; ++g) {
+                const DramSlot s = slot_of_granule(*p, r, g);
+                ASSERT_TRUE(seen.insert({s.channel, s.bank, s.row, s.column_bytes}).second);
+            }
+    // The first granule of b opens the slot right after a's last one.
+    const DramSlot first = slot_of_granule(b, 0, 0);
+    EXPECT_EQ(first.column_bytes, 0);
+    EXPECT_EQ(slot_base_offset(b, first.channel, first.bank, first.row), 0u);
 }
 
 TEST(PimLayout, IndexReadsEveryTile) {
@@ -238,4 +262,36 @@ TEST(PimLayout, BadParametersNameTheKey) {
     std::vector<uint8_t> base(p.base_bytes), out(4);
     EXPECT_THROW(read_tile_via_index(base.data(), base.size(), build_block_index(p), 7, 2, 0, 1, out.data()), Error);
     EXPECT_THROW(from_pim(base.data(), base.size() - 1, p), Error);
+}
+
+TEST(PimLayout, TilesGatheredStraightIntoNzMatchTheNdTile) {
+    // The NPU prefill path: PIM base -> index gather -> FRACTAL_NZ equals ND tile -> nd_to_nz.
+    std::mt19937 rng(11);
+    for (int iter = 0; iter < 80; ++iter) {
+        const Case c = random_case(rng);
+        const PimLayoutPlan p = plan_pim_layout(c.n_rows, c.k, c.dtype, c.params, c.org, false);
+        const PimBlockIndex idx = build_block_index(p);
+        const auto nd = random_nonzero_bytes(p.weight_bytes, rng);
+        const auto base = to_pim(nd.data(), p);
+        const int e = p.elem_bytes;
+        for (int t = 0; t < 5; ++t) {
+            const int64_t r0 = rng() % p.n_rows, c0 = rng() % p.k;
+            const int64_t rows = 1 + rng() % (p.n_rows - r0), cols = 1 + rng() % (p.k - c0);
+            std::vector<uint8_t> tile(size_t(rows * cols * e));
+            for (int64_t i = 0; i < rows; ++i)
+                std::memcpy(tile.data() + i * cols * e, nd.data() + ((r0 + i) * p.k + c0) * e, size_t(cols * e));
+            const auto expect = nd_to_nz(tile.data(), nz_shape(rows, cols, c.dtype));
+            ASSERT_EQ(pim_tile_to_nz(base.data(), base.size(), idx, c.dtype, r0, rows, c0, cols), expect)
+                << "iter " << iter << " tile " << t;
+        }
+    }
+    const PimLayoutPlan p = plan_pim_layout(4, 40, DType::F16, {}, {}, false);
+    std::vector<uint8_t> base(p.base_bytes);
+    try {
+        pim_tile_to_nz(base.data(), base.size(), build_block_index(p), DType::I8, 0, 1, 0, 1);
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "pim_tile_to_nz: dtype i8 has 1-byte elements but the index was built for 2-byte "
+                               "elements");
+    }
 }
