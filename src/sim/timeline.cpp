@@ -4,6 +4,8 @@
 #include <cmath>
 #include <unordered_map>
 
+#include <fmt/format.h>
+
 #include "core/log.h"
 #include "sim/op_shape.h"
 
@@ -46,10 +48,9 @@ private:
 };
 
 std::string op_label(const OpRecord& r) {
-    std::string s = r.layer >= 0 ? "L" + std::to_string(r.layer) + " " : "";
-    s += op_kind_name(r.kind);
-    if (r.kind == OpKind::MATMUL) s += std::string(" ") + weight_role_name(r.role);
-    return s;
+    const char* role = r.kind == OpKind::MATMUL ? weight_role_name(r.role) : "";
+    if (r.layer < 0) return fmt::format("{} {}", op_kind_name(r.kind), role);
+    return fmt::format("L{} {} {}", r.layer, op_kind_name(r.kind), role);
 }
 
 }  // namespace
