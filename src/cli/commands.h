@@ -17,5 +17,7 @@ void register_version(CLI::App& app);
 // npu branch
 
 // sim branch
+void register_bench(CLI::App& app);
+void register_doctor(CLI::App& app);
 
 }  // namespace duet::cli

@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
     // npu branch
 
     // sim branch
+    duet::cli::register_bench(app);
+    duet::cli::register_doctor(app);
 
 
     try {

@@ -53,12 +53,12 @@ std::vector<F> build() {
     using C = CoopConfig;
     std::vector<F> v;
     v.push_back(one_of(make("pim", "layout", K::ENUM, &C::pim, &PimSection::layout), {"row_major_128bit", "row_major_256bit"}));
-    F align = ranged(make("pim", "alignment", K::INT, &C::pim, &PimSection::alignment_bytes), 16, 4096);
-    align.check = power_of_two;
+    F align = ranged(make("pim", "alignment", K::INT, &C::pim, &PimSection::alignment_bits), 128, 256);
+    align.check = [](const Value& x) { return x.i == 128 || x.i == 256 ? std::string() : std::string("128 or 256 (bits)"); };
     v.push_back(align);
     v.push_back(one_of(make("pim", "compute_unit", K::ENUM, &C::pim, &PimSection::compute_unit), {"gemv", "gemv_attention"}));
     v.push_back(one_of(make("pim", "precision", K::ENUM, &C::pim, &PimSection::precision), {"fp16", "bf16"}));
-    F block = ranged(make("reorder", "block_size_kb", K::INT, &C::reorder, &ReorderSection::block_size_kb), 1, 1024);
+    F block = ranged(make("reorder", "block_size_kb", K::INT, &C::reorder, &ReorderSection::block_size_kb), 1, 4096);
     block.check = power_of_two;
     v.push_back(block);
     v.push_back(one_of(make("reorder", "target_format", K::ENUM, &C::reorder, &ReorderSection::target_format), {"NZ", "ND"}));

@@ -1,7 +1,7 @@
 #pragma once
 // config.toml: PIM layout, weight reorder, scheduling and memory knobs (DESIGN.md
 // "Configuration"; every knob's effect on the report is described in docs/configuration.md).
-//   [pim]        layout, alignment (bytes, power of two), compute_unit, precision
+//   [pim]        layout, alignment (bits: 128 or 256), compute_unit, precision
 //   [reorder]    block_size_kb (power of two), target_format, index_ratio_limit, prefetch_depth
 //   [scheduling] prefill_engine, decode_engine, zero_copy_switch, preconvert_first_token,
 //                npu_only_layers (per-layer override, e.g. "0-1,31"; empty = none)
@@ -21,7 +21,7 @@ namespace duet::config {
 
 struct PimSection {
     std::string layout = "row_major_128bit";
-    int64_t alignment_bytes = 128;    // key `alignment`: start alignment of every weight row in the base
+    int64_t alignment_bits = 128;     // key `alignment`: layout granule in bits (128 or 256), rows padded to it
     std::string compute_unit = "gemv";  // "gemv": PIM runs weight GEMVs; "gemv_attention": also decode attention
     std::string precision = "fp16";
 };

@@ -22,7 +22,7 @@ namespace duet::config {
 
 struct AscendSettings {
     int64_t device_id = 0;
-    std::string soc_version = "Ascend910B2";
+    std::string soc_version = "Ascend910B";
     std::string op_precision_mode = "allow_fp32_to_fp16";
     bool enable_pim_coop = true;
 };

@@ -31,10 +31,10 @@ TEST(CoopConfig, ValuesAndErrors) {
     CoopConfig c = load_coop_config(p, {});
     EXPECT_EQ(c.reorder.prefetch_depth, 8);
     EXPECT_FALSE(c.memory.weight_base_shared);
-    EXPECT_EQ(c.pim.alignment_bytes, 128);
+    EXPECT_EQ(c.pim.alignment_bits, 128);
 
-    auto a = write_test_file("align.toml", "[pim]\nalignment = 96\n");
-    EXPECT_EQ(error_of(a), a + ": key 'pim.alignment' = 96 is not allowed (allowed: a power of two)");
+    auto a = write_test_file("align.toml", "[pim]\nalignment = 192\n");
+    EXPECT_EQ(error_of(a), a + ": key 'pim.alignment' = 192 is not allowed (allowed: 128 or 256 (bits))");
     auto b = write_test_file("unknown.toml", "[pim]\nalign = 128\n");
     EXPECT_EQ(error_of(b), b + ": unknown key 'pim.align' (allowed here: layout, alignment, compute_unit, precision)");
     auto s = write_test_file("section.toml", "[pimm]\n");
@@ -50,7 +50,7 @@ TEST(CoopConfig, ValuesAndErrors) {
 TEST(CoopConfig, EnvironmentOverrides) {
     CoopConfig c = load_coop_config("", {{"DUET_PIM_ALIGNMENT", "256"}, {"DUET_SCHEDULING_ZERO_COPY_SWITCH", "false"},
                                          {"DUET_REORDER_INDEX_RATIO_LIMIT", "0.1"}});
-    EXPECT_EQ(c.pim.alignment_bytes, 256);
+    EXPECT_EQ(c.pim.alignment_bits, 256);
     EXPECT_FALSE(c.scheduling.zero_copy_switch);
     EXPECT_DOUBLE_EQ(c.reorder.index_ratio_limit, 0.1);
     EXPECT_EQ(error_of("", {{"DUET_REORDER_BLOCK_SIZE_KB", "3"}}),
@@ -66,7 +66,7 @@ TEST(CoopConfig, CollectAll) {
     // TOML tables iterate in key order: [memory] before [pim].
     EXPECT_EQ(d.errors()[0],
               p + ": unknown key 'memory.foo' (allowed here: weight_base_shared, index_granularity, cache_limit_mb)");
-    EXPECT_EQ(d.errors()[1], p + ": key 'pim.alignment' = 3 is out of range (allowed: 16 to 4096)");
+    EXPECT_EQ(d.errors()[1], p + ": key 'pim.alignment' = 3 is out of range (allowed: 128 to 256)");
     EXPECT_EQ(d.errors()[2], p + ": key 'pim.precision' = \"fp8\" is not allowed (allowed: fp16, bf16)");
     EXPECT_EQ(d.errors()[3],
               "environment variable DUET_MEMORY_CACHE_LIMIT_MB: key 'memory.cache_limit_mb' = 0 is out of range "

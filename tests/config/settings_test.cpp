@@ -8,7 +8,7 @@
 using namespace duet::config;
 
 namespace {
-const std::vector<std::string> kSocs = {"Ascend910B2", "Ascend310P3"};
+const std::vector<std::string> kSocs = {"Ascend910B", "Ascend910B2", "Ascend310P3"};
 
 std::string error_of(const std::string& path, const EnvMap& env = {}) {
     try {
@@ -33,7 +33,7 @@ TEST(Settings, PartialFileKeepsOtherDefaults) {
     Settings s = load_settings(p, {}, kSocs);
     EXPECT_EQ(s.runtime.seq_len, 512);
     EXPECT_EQ(s.runtime.batch_size, 1);
-    EXPECT_EQ(s.ascend.soc_version, "Ascend910B2");
+    EXPECT_EQ(s.ascend.soc_version, "Ascend910B");
 }
 
 TEST(Settings, UnknownKeyNamesAllowed) {
@@ -57,7 +57,7 @@ TEST(Settings, WrongTypeAndRange) {
 TEST(Settings, UnknownSocListsPresets) {
     auto p = write_test_file("soc.json", R"({"ascend": {"soc_version": "Ascend999"}})");
     EXPECT_EQ(error_of(p),
-              p + ": key 'ascend.soc_version' = \"Ascend999\" is not a known NPU preset (allowed: Ascend910B2, Ascend310P3)");
+              p + ": key 'ascend.soc_version' = \"Ascend999\" is not a known NPU preset (allowed: Ascend910B, Ascend910B2, Ascend310P3)");
 }
 
 TEST(Settings, ParseErrorNamesFile) {
@@ -84,7 +84,7 @@ TEST(Settings, BadEnvironmentValueNamesVariable) {
               "environment variable DUET_BATCH_SIZE: key 'runtime.batch_size' = 0 is out of range (allowed: 1 to 4096)");
     EXPECT_EQ(error_of("", {{"DUET_SOC_VERSION", "X"}}),
               "environment variable DUET_SOC_VERSION: key 'ascend.soc_version' = \"X\" is not a known NPU preset "
-              "(allowed: Ascend910B2, Ascend310P3)");
+              "(allowed: Ascend910B, Ascend910B2, Ascend310P3)");
 }
 
 TEST(Settings, CollectAllReportsEveryError) {
@@ -98,7 +98,7 @@ TEST(Settings, CollectAllReportsEveryError) {
     EXPECT_EQ(d.errors()[1], p + ": key 'runtime.seq_len' = -1 is out of range (allowed: 1 to 1048576)");
     EXPECT_EQ(d.errors()[2], p + ": unknown key 'runtime.x' (allowed here: seq_len, batch_size, dtype, log_level)");
     EXPECT_EQ(d.errors()[3],
-              p + ": key 'ascend.soc_version' = \"Z\" is not a known NPU preset (allowed: Ascend910B2, Ascend310P3)");
+              p + ": key 'ascend.soc_version' = \"Z\" is not a known NPU preset (allowed: Ascend910B, Ascend910B2, Ascend310P3)");
     EXPECT_EQ(s.runtime.seq_len, 2048);
 }
 
