@@ -15,6 +15,8 @@ void register_version(CLI::App& app);
 // dram branch
 
 // npu branch
+// `pim-sim npu`; creates the `pim-sim` parent when the dram branch has not (either order works).
+void register_pim_sim_npu(CLI::App& app);
 
 // sim branch
 void register_bench(CLI::App& app);

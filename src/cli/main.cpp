@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
     // dram branch
 
     // npu branch
+    duet::cli::register_pim_sim_npu(app);
 
     // sim branch
     duet::cli::register_bench(app);

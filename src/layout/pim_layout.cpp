@@ -22,6 +22,9 @@ void validate(const PimLayoutParams& p, const MemoryOrganisation& org) {
              p.index_ratio_limit);
     if (org.channels < 1 || org.banks < 1)
         fail("memory organisation: channels = {}, banks = {} (allowed: at least 1 each)", org.channels, org.banks);
+    if (org.row_bytes > 0 && org.base_address_bytes % uint64_t(org.row_bytes) != 0)
+        fail("memory organisation: base_address_bytes = {} is not a multiple of row_bytes = {}",
+             org.base_address_bytes, org.row_bytes);
     const int granule_bytes = p.alignment_bits / 8;
     if (org.row_bytes < granule_bytes || org.row_bytes % granule_bytes != 0)
         fail("memory organisation: row_bytes = {} is not a positive multiple of the {}-byte granule "
@@ -86,16 +89,24 @@ PimLayoutPlan plan_pim_layout(int64_t n_rows, int64_t k, DType dtype, const PimL
     p.base_bytes = uint64_t(n_rows) * uint64_t(p.k_pad) * p.elem_bytes;
     p.padding_bytes = p.base_bytes - p.weight_bytes;
 
+    // Blocks come in at most four shapes (full or tail along rows and along k): count each once.
     uint64_t index_bytes = 0;
-    for (int64_t rb = 0; rb < p.n_row_blocks; ++rb)
-        for (int64_t kb = 0; kb < p.n_k_blocks; ++kb) {
-            const int64_t granules = p.block_rows(rb) * (p.block_kelems(kb) / p.granule_elems);
-            index_bytes += kDescriptorBytes + kAnchorBytes * uint64_t(ceil_div(granules, params.index_granularity));
+    const int64_t rbs[2] = {0, p.n_row_blocks - 1}, kbs[2] = {0, p.n_k_blocks - 1};
+    const int64_t rb_count[2] = {p.n_row_blocks - 1, 1}, kb_count[2] = {p.n_k_blocks - 1, 1};
+    for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 2; ++j) {
+            const int64_t count = rb_count[i] * kb_count[j];
+            if (count == 0) continue;
+            const int64_t granules = p.block_rows(rbs[i]) * (p.block_kelems(kbs[j]) / p.granule_elems);
+            index_bytes += uint64_t(count) *
+                           (kDescriptorBytes + kAnchorBytes * uint64_t(ceil_div(granules, params.index_granularity)));
         }
     p.index_bytes = index_bytes;
     p.index_ratio = double(index_bytes) / double(p.weight_bytes);
-    const int64_t slots = ceil_div(int64_t(p.base_bytes), org.row_bytes);
-    p.dram_rows_per_bank = ceil_div(slots, int64_t(org.channels) * org.banks);
+    const uint64_t units = uint64_t(org.channels) * uint64_t(org.banks);
+    const uint64_t first_slot = org.base_address_bytes / uint64_t(org.row_bytes);
+    const uint64_t last_slot = (org.base_address_bytes + p.base_bytes - 1) / uint64_t(org.row_bytes);
+    p.dram_rows_per_bank = int64_t(last_slot / units - first_slot / units + 1);
     if (check_ratio) {
         // A matrix smaller than one descriptor and one anchor can never meet the limit on its
         // own; no knob helps, so say that instead of naming knobs.
@@ -119,7 +130,7 @@ uint64_t pim_offset(const PimLayoutPlan& p, int64_t row, int64_t col) {
 }
 
 DramSlot slot_of_offset(const PimLayoutPlan& p, uint64_t offset) {
-    const uint64_t s = offset / uint64_t(p.org.row_bytes);
+    const uint64_t s = (p.org.base_address_bytes + offset) / uint64_t(p.org.row_bytes);
     DramSlot d;
     d.channel = int(s % uint64_t(p.org.channels));
     d.bank = int((s / uint64_t(p.org.channels)) % uint64_t(p.org.banks));
@@ -130,6 +141,35 @@ DramSlot slot_of_offset(const PimLayoutPlan& p, uint64_t offset) {
 
 DramSlot slot_of_granule(const PimLayoutPlan& p, int64_t row, int64_t granule) {
     return slot_of_offset(p, pim_offset(p, row, granule * p.granule_elems));
+}
+
+uint64_t slot_base_offset(const PimLayoutPlan& p, int channel, int bank, int64_t row) {
+    DUET_CHECK(channel >= 0 && channel < p.org.channels && bank >= 0 && bank < p.org.banks && row >= 0,
+               "slot ({}, {}, {}) outside {} channels x {} banks", channel, bank, row, p.org.channels, p.org.banks);
+    const uint64_t slot = (uint64_t(row) * uint64_t(p.org.banks) + uint64_t(bank)) * uint64_t(p.org.channels) +
+                          uint64_t(channel);
+    DUET_CHECK(slot * uint64_t(p.org.row_bytes) >= p.org.base_address_bytes, "slot ({}, {}, {}) lies before the base",
+               channel, bank, row);
+    return slot * uint64_t(p.org.row_bytes) - p.org.base_address_bytes;
+}
+
+PimElement element_of_offset(const PimLayoutPlan& p, uint64_t offset) {
+    DUET_CHECK(offset < p.base_bytes && offset % uint64_t(p.elem_bytes) == 0, "offset {} outside base of {} bytes",
+               offset, p.base_bytes);
+    const uint64_t e = uint64_t(p.elem_bytes);
+    const uint64_t row_block_bytes = uint64_t(p.rows_per_block) * uint64_t(p.k_pad) * e;
+    const int64_t rb = int64_t(offset / row_block_bytes);
+    const uint64_t in_rb = offset - uint64_t(rb) * row_block_bytes;
+    const int64_t rows = p.block_rows(rb);
+    // Every k-block but the last is kb_elems wide, so the division finds the block.
+    const int64_t kb = std::min<int64_t>(int64_t(in_rb / (uint64_t(rows) * uint64_t(p.kb_elems) * e)), p.n_k_blocks - 1);
+    const uint64_t in_block = in_rb - uint64_t(rows) * uint64_t(kb) * uint64_t(p.kb_elems) * e;
+    const int64_t width = p.block_kelems(kb);
+    PimElement el;
+    el.row = p.block_row0(rb) + int64_t(in_block / (uint64_t(width) * e));
+    el.col = p.block_k0(kb) + int64_t((in_block / e) % uint64_t(width));
+    el.padding = el.col >= p.k;
+    return el;
 }
 
 void to_pim(const void* nd, const PimLayoutPlan& p, uint8_t* base) {

@@ -47,6 +47,9 @@ struct MemoryOrganisation {
     int channels = 16;          // channels (or pseudo-channels) holding the base
     int banks = 16;             // banks per channel (all bank groups together)
     int64_t row_bytes = 1024;   // DRAM row (page) size; multiple of the granule
+    // Where the base starts in the PIM memory's address space (a multiple of row_bytes), so that
+    // several matrices can share the channels one after another; offsets stay base-relative.
+    uint64_t base_address_bytes = 0;
 };
 
 struct PimLayoutPlan {
@@ -66,7 +69,7 @@ struct PimLayoutPlan {
     uint64_t padding_bytes = 0;       // base_bytes - weight_bytes
     uint64_t index_bytes = 0;         // serialised block index size
     double index_ratio = 0;           // index_bytes / weight_bytes
-    int64_t dram_rows_per_bank = 0;   // rows used in the fullest bank = ceil(slots / (channels*banks))
+    int64_t dram_rows_per_bank = 0;   // DRAM rows any one bank spans (first to last row touched)
 
     // Geometry of block b: first row, rows, first element of k, elements of k, base offset.
     int64_t block_row0(int64_t rb) const { return rb * rows_per_block; }
@@ -88,10 +91,12 @@ PimLayoutPlan plan_pim_layout(int64_t n_rows, int64_t k, DType dtype, const PimL
 // Use it on model-wide totals: a single tiny matrix may exceed the limit on its own.
 void check_index_ratio(uint64_t index_bytes, uint64_t weight_bytes, const PimLayoutParams& params);
 
-// Byte offset in the base of element (row, col), col < k_pad (padding included).
+// Byte offset in the base of element (row, col), col < k_pad (padding included). Inside one
+// k-block a matrix row is contiguous: elements [block_k0(kb), block_k0(kb) + block_kelems(kb)) of
+// row r start at pim_offset(r, block_k0(kb)), so a kernel can walk a row segment by segment.
 uint64_t pim_offset(const PimLayoutPlan& plan, int64_t row, int64_t col);
 
-// Where a base byte offset lives in DRAM.
+// Where a base byte offset lives in DRAM (absolute: org.base_address_bytes + offset).
 struct DramSlot {
     int channel = 0;
     int bank = 0;
@@ -103,6 +108,19 @@ DramSlot slot_of_offset(const PimLayoutPlan& plan, uint64_t offset);
 DramSlot slot_of_granule(const PimLayoutPlan& plan, int64_t row, int64_t granule);
 inline int channel_of(const PimLayoutPlan& p, int64_t row, int64_t granule) { return slot_of_granule(p, row, granule).channel; }
 inline int bank_of(const PimLayoutPlan& p, int64_t row, int64_t granule) { return slot_of_granule(p, row, granule).bank; }
+
+// Inverse maps, for a PIM unit that walks its own DRAM rows:
+// the base offset where DRAM row `row` of (channel, bank) starts (that slot holds this matrix only
+// when the offset is in [0, base_bytes); throws-by-check when the slot lies before the base), and
+// which matrix element a base offset holds.
+uint64_t slot_base_offset(const PimLayoutPlan& plan, int channel, int bank, int64_t row);
+struct PimElement {
+    int64_t row = 0;   // matrix row
+    int64_t col = 0;   // element index along k (< k_pad)
+    bool padding = false;  // col >= k: a zero the layout added
+};
+// offset < base_bytes and a multiple of elem_bytes (checked).
+PimElement element_of_offset(const PimLayoutPlan& plan, uint64_t offset);
 
 // ND (row-major [n_rows][k], contiguous) -> PIM base of plan.base_bytes, padding zeroed.
 std::vector<uint8_t> to_pim(const void* nd, const PimLayoutPlan& plan);

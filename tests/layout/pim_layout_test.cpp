@@ -41,6 +41,7 @@ Case random_case(std::mt19937& rng) {
     c.org.channels = int(1 + rng() % 5);
     c.org.banks = int(1 + rng() % 6);
     c.org.row_bytes = row_bytes[rng() % 4];
+    c.org.base_address_bytes = uint64_t(rng() % 7) * uint64_t(c.org.row_bytes);
     return c;
 }
 
@@ -82,7 +83,9 @@ TEST(PimLayout, EveryGranuleHasItsOwnDramSlot) {
                 ASSERT_LT(s.channel, c.org.channels);
                 ASSERT_GE(s.bank, 0);
                 ASSERT_LT(s.bank, c.org.banks);
-                ASSERT_LT(s.row, p.dram_rows_per_bank);
+                ASSERT_LT(s.row - int64_t(c.org.base_address_bytes / uint64_t(c.org.row_bytes)) /
+                              (c.org.channels * c.org.banks),
+                          p.dram_rows_per_bank);
                 ASSERT_EQ(s.column_bytes % p.granule_bytes, 0);  // a granule never straddles a DRAM row
                 ASSERT_LE(s.column_bytes + p.granule_bytes, c.org.row_bytes);
                 ASSERT_TRUE(seen.insert({s.channel, s.bank, s.row, s.column_bytes}).second)
@@ -92,6 +95,28 @@ TEST(PimLayout, EveryGranuleHasItsOwnDramSlot) {
             }
         // Granules fill the base densely: count * granule size is the base.
         EXPECT_EQ(seen.size() * uint64_t(p.granule_bytes), p.base_bytes);
+    }
+}
+
+TEST(PimLayout, InverseMapsAgree) {
+    std::mt19937 rng(5);
+    for (int iter = 0; iter < 100; ++iter) {
+        const Case c = random_case(rng);
+        const PimLayoutPlan p = plan_pim_layout(c.n_rows, c.k, c.dtype, c.params, c.org, false);
+        // Every element offset maps back to its (row, col), padding flagged exactly when col >= k.
+        for (int64_t r = 0; r < p.n_rows; ++r)
+            for (int64_t col = 0; col < p.k_pad; ++col) {
+                const PimElement el = element_of_offset(p, pim_offset(p, r, col));
+                ASSERT_EQ(el.row, r);
+                ASSERT_EQ(el.col, col);
+                ASSERT_EQ(el.padding, col >= c.k);
+            }
+        // slot_base_offset inverts slot_of_offset at every DRAM-row start inside the base.
+        for (uint64_t off = 0; off < p.base_bytes; off += uint64_t(c.org.row_bytes)) {  // base is row aligned
+            const DramSlot s = slot_of_offset(p, off);
+            ASSERT_EQ(s.column_bytes, 0);
+            ASSERT_EQ(slot_base_offset(p, s.channel, s.bank, s.row), off);
+        }
     }
 }
 
@@ -111,6 +136,25 @@ TEST(PimLayout, InterleaveGoesOverChannelsThenBanks) {
         EXPECT_EQ(s.column_bytes, 5 * 16);
     }
     EXPECT_EQ(p.dram_rows_per_bank, 8);
+}
+
+TEST(PimLayout, TwoMatricesShareTheChannelsWithoutOverlap) {
+    // A second matrix placed right after the first (rounded up to a DRAM row) uses other slots.
+    MemoryOrganisation org{4, 4, 1024};
+    const PimLayoutPlan a = plan_pim_layout(100, 300, DType::F16, {}, org, false);
+    org.base_address_bytes = (a.base_bytes + 1023) / 1024 * 1024;
+    const PimLayoutPlan b = plan_pim_layout(50, 200, DType::I8, {}, org, false);
+    std::set<std::tuple<int, int, int64_t, int64_t>> seen;
+    for (const PimLayoutPlan* p : {&a, &b})
+        for (int64_t r = 0; r < p->n_rows; ++r)
+            for (int64_t g = 0; g < p->granules_per_row; ++g) {
+                const DramSlot s = slot_of_granule(*p, r, g);
+                ASSERT_TRUE(seen.insert({s.channel, s.bank, s.row, s.column_bytes}).second);
+            }
+    // The first granule of b opens the slot right after a's last one.
+    const DramSlot first = slot_of_granule(b, 0, 0);
+    EXPECT_EQ(first.column_bytes, 0);
+    EXPECT_EQ(slot_base_offset(b, first.channel, first.bank, first.row), 0u);
 }
 
 TEST(PimLayout, IndexReadsEveryTile) {

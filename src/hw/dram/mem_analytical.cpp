@@ -5,7 +5,7 @@
 //   activation   a * max(nRRD_S, nFAW/4) / ranks
 //   bank cycle   a * nRC / banks_touched
 //   command bus  n + 2a                  (RD/WR, and ACT + PRE per row miss)
-// plus the refreshes that fall due, k = floor(T_busy / (tREFI - t_lost)) each costing t_lost, and
+// plus the refreshes that fall due, k = floor((T_busy + k t_lost) / tREFI) each costing t_lost, and
 // fill of the first access. n = requests of the busiest channel, a = its row activations.
 #include <algorithm>
 #include <cmath>
@@ -73,6 +73,19 @@ bool row_filling(const std::string& m) {
 
 }  // namespace
 
+double refreshes_due(double busy_cycles, double lost_per_refresh, double refi_cycles) {
+    if (refi_cycles <= 0) return 0;
+    // Smallest fixed point of k = floor((busy + k * lost) / tREFI): refreshes come due at
+    // tREFI, 2 tREFI, ... of the run that they themselves lengthen.
+    double k = 0;
+    for (int it = 0; it < 64; ++it) {
+        const double next = std::floor((busy_cycles + k * lost_per_refresh) / refi_cycles);
+        if (next == k) break;
+        k = next;
+    }
+    return k;
+}
+
 MemResult estimate_memory(const DramSpec& spec, const MemWorkload& w) {
     validate_workload(spec, w);
     const auto& t = spec.timing;
@@ -125,8 +138,7 @@ MemResult estimate_memory(const DramSpec& spec, const MemWorkload& w) {
         // Row-miss traffic waits nRAS after its latest ACT before PREA and loses the rows it
         // opened meanwhile; row-hit traffic waits nRTP and re-opens its row (nRCD).
         const double lost = double(o.ranks) * t.nRFC + t.nRP + hit * (t.nRTP + t.nRCD) + (1 - hit) * t.nRAS;
-        // Refreshes fall due at fixed multiples of tREFI: k of them fit in the stretched run.
-        n_refresh = std::floor(t_busy / std::max(1.0, t.nREFI - lost));
+        n_refresh = refreshes_due(t_busy, lost, t.nREFI);
         n_refresh_lost = n_refresh * lost;
     }
     const double fill = t.nRCD + t.nCL + t.nBL;

@@ -52,6 +52,10 @@ MemResult simulate_memory(const DramSpec& spec, const MemWorkload& w);
 // Closed-form estimate of the same run (mem_analytical.cpp).
 MemResult estimate_memory(const DramSpec& spec, const MemWorkload& w);
 
+// Refreshes that fall due in a run of `busy_cycles` of work when each costs `lost_per_refresh`
+// cycles: the fixed point of k = floor((busy + k * lost) / tREFI).
+double refreshes_due(double busy_cycles, double lost_per_refresh, double refi_cycles);
+
 // Energy of a finished run from its command counts (0 when the preset has none).
 double memory_energy_pj(const DramSpec& spec, const MemResult& r);
 

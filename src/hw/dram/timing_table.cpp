@@ -77,6 +77,10 @@ std::vector<TimingRule> pim_rules(const DramTiming& t, const PimTimingParams& p)
     add(r, L::CHANNEL, {C::RD_OUT}, {C::RD_OUT}, std::max(t.nBL, t.nCCD_S));
     add(r, L::CHANNEL, {C::RD_OUT}, {C::WR_GB}, std::max(1, t.nCL + t.nBL + 2 - t.nCWL + t.nRTW));
     add(r, L::CHANNEL, {C::WR_GB}, {C::RD_OUT}, t.nCWL + t.nBL + t.nWTR_S);
+    // Mode transitions are ACT/PRE/WR sequences to reserved rows: banks precharged first.
+    add(r, L::CHANNEL, {C::PREA}, {C::MODE}, t.nRP);
+    // All-bank refresh occupies the device: no PIM command of any kind during tRFC.
+    add(r, L::CHANNEL, {C::REFab}, {C::MODE, C::WR_GB, C::RD_OUT, C::MAC_AB}, t.nRFC);
     // A mode transition finishes before anything else is issued.
     for (int c = 0; c < kNumCmds; ++c)
         r.push_back({L::CHANNEL, C::MODE, DramCmd(c), p.mode_switch_cycles, 1});
