@@ -65,7 +65,7 @@ std::unique_ptr<HardwareRig> make_hardware_rig(const config::Settings& settings,
         h.pointer_switch_ns = ps.timing.host_sync_ns + 2 * ps.timing.mode_switch_cycles * ps.mem.timing.tCK_ns;
         h.memory_name = ps.name;
 #ifdef DUET_HAVE_PIM_DEVICE
-        rig->pim = std::make_unique<hw::pim::PimDevice>(ps);
+        rig->pim = std::make_unique<hw::pim::PimDevice>(ps, int(cfg.pim.alignment_bits));
 #else
         rig->pim_unavailable = "the PIM device model (hw::pim::PimDevice) is not in this build yet";
 #endif
