@@ -87,7 +87,16 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
             fail("policy {} needs a PIM model, but PIM preset '{}' is unavailable: {}", sim::policy_name(p),
                  rig->pim_preset, rig->pim_unavailable);
 
-    sim::Plan plan = sim::plan_generation(shape, seq_len, a.gen_len, batch);
+    // [pim] precision: the weight base holds the model in the PIM's operand type
+    auto shape_for = [&](sim::Policy p) {
+        sim::ModelShape s = shape;
+        if (p != sim::Policy::NPU_ONLY) s.weight_dtype = cfg.pim.precision == "bf16" ? DType::BF16 : DType::F16;
+        return s;
+    };
+    const sim::ModelShape shape_b = shape_for(pb), shape_t = shape_for(pt);
+    sim::Plan plan = sim::plan_generation(shape_b, seq_len, a.gen_len, batch);
+    sim::Plan plan_t = shape_t.weight_dtype == shape_b.weight_dtype ? plan
+                                                                     : sim::plan_generation(shape_t, seq_len, a.gen_len, batch);
     const bool events = !a.trace.empty();
     sim::RunOptions ob = sim::run_options_from(cfg, pb), ot = sim::run_options_from(cfg, pt);
     ob.record_events = ot.record_events = events;
@@ -101,8 +110,8 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
     r.pim = rig->hw.pim ? rig->pim_preset : "none";
     r.memory = rig->hw.memory_name;
     r.thresholds = a.th;
-    r.baseline = sim::simulate_run(shape, plan, seq_len + a.gen_len, batch, ob, rig->hw);
-    r.target = sim::simulate_run(shape, plan, seq_len + a.gen_len, batch, ot, rig->hw);
+    r.baseline = sim::simulate_run(shape_b, plan, seq_len + a.gen_len, batch, ob, rig->hw);
+    r.target = sim::simulate_run(shape_t, plan_t, seq_len + a.gen_len, batch, ot, rig->hw);
     if (pt != sim::Policy::NPU_ONLY && r.target.memory.block_index_bytes > 0)
         layout::check_index_ratio(r.target.memory.block_index_bytes, r.target.memory.weights_bytes,
                                   rig->layout->params());

@@ -105,6 +105,11 @@ CoopConfig load_coop_config(const std::string& path, const EnvMap& env, Diagnost
         }
     }
     apply_env(env, fields, c, diag);
+    const int64_t layout_bits = c.pim.layout == "row_major_256bit" ? 256 : 128;
+    if (layout_bits != c.pim.alignment_bits)
+        diag.error(fmt::format("{}: key 'pim.layout' = \"{}\" needs pim.alignment = {} (found {})",
+                               path.empty() ? std::string("built-in config") : path, c.pim.layout, layout_bits,
+                               c.pim.alignment_bits));
     return c;
 }
 

@@ -73,7 +73,7 @@ std::unique_ptr<HardwareRig> make_hardware_rig(const config::Settings& settings,
         if (!pim_preset.empty()) throw;
         rig->pim_unavailable = e.what();
     }
-    rig->layout = std::make_unique<LayoutBinding>(lp, org, path);
+    rig->layout = std::make_unique<LayoutBinding>(lp, org, path, cfg.reorder.target_format == "ND");
     h.layout = rig->layout.get();
     h.pim = rig->pim.get();
     h.conversion_pj_per_byte = 0;  // the load path reads the same DRAM rows; extra bytes priced by the NPU model

@@ -21,7 +21,9 @@ PimMatrixInfo LayoutBinding::pim(int64_t n, int64_t k, DType dtype) const {
     if (it != infos_.end()) return it->second;
     const layout::PimLayoutPlan& p = plan(n, k, dtype);
     layout::ConversionCost c =
-        layout::matrix_conversion_cost(layout::ConversionKind::PIM_TO_NZ, layout::ConversionEngine::LOAD_PATH, p, path_);
+        to_nd_ ? layout::matrix_conversion_cost(layout::ConversionKind::PIM_TO_ND, layout::ConversionEngine::VECTOR, p, path_)
+               : layout::matrix_conversion_cost(layout::ConversionKind::PIM_TO_NZ, layout::ConversionEngine::LOAD_PATH, p,
+                                                path_);
     PimMatrixInfo info;
     info.base_bytes = p.base_bytes;
     info.index_bytes = p.index_bytes;

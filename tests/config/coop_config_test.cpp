@@ -48,7 +48,7 @@ TEST(CoopConfig, ValuesAndErrors) {
 }
 
 TEST(CoopConfig, EnvironmentOverrides) {
-    CoopConfig c = load_coop_config("", {{"DUET_PIM_ALIGNMENT", "256"}, {"DUET_SCHEDULING_ZERO_COPY_SWITCH", "false"},
+    CoopConfig c = load_coop_config("", {{"DUET_PIM_ALIGNMENT", "256"}, {"DUET_PIM_LAYOUT", "row_major_256bit"}, {"DUET_SCHEDULING_ZERO_COPY_SWITCH", "false"},
                                          {"DUET_REORDER_INDEX_RATIO_LIMIT", "0.1"}});
     EXPECT_EQ(c.pim.alignment_bits, 256);
     EXPECT_FALSE(c.scheduling.zero_copy_switch);
@@ -56,6 +56,11 @@ TEST(CoopConfig, EnvironmentOverrides) {
     EXPECT_EQ(error_of("", {{"DUET_REORDER_BLOCK_SIZE_KB", "3"}}),
               "environment variable DUET_REORDER_BLOCK_SIZE_KB: key 'reorder.block_size_kb' = 3 is not allowed "
               "(allowed: a power of two)");
+}
+
+TEST(CoopConfig, LayoutMustMatchAlignment) {
+    auto p = write_test_file("mismatch.toml", "[pim]\nlayout = \"row_major_256bit\"\n");
+    EXPECT_EQ(error_of(p), p + ": key 'pim.layout' = \"row_major_256bit\" needs pim.alignment = 256 (found 128)");
 }
 
 TEST(CoopConfig, CollectAll) {
