@@ -13,6 +13,8 @@ void register_version(CLI::App& app);
 // runtime branch
 
 // dram branch
+// `pim-sim` with `mem` and `gemv`; registered before `pim-sim npu` (which adds itself to it).
+void register_pim_sim(CLI::App& app);
 
 // npu branch
 // `pim-sim npu`; creates the `pim-sim` parent when the dram branch has not (either order works).

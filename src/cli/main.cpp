@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
     // runtime branch
 
     // dram branch
+    duet::cli::register_pim_sim(app);
 
     // npu branch
     duet::cli::register_pim_sim_npu(app);

@@ -51,6 +51,14 @@ GemvPlan plan_gemv(const PimSpec& s, const GemvShape& g) {
     p.wr_gb_bursts_per_chunk = (chunk_bytes + burst - 1) / burst;
     const int acc_bytes = g.dtype == DType::I8 ? 4 : (s.unit.acc == AccPrecision::FP16 ? 2 : 4);
     p.out_bytes_per_task = int64_t(acc_bytes) * (s.unit.reduce_in_unit ? 1 : p.lanes);
+    if (!p.input_once) {
+        const double bcast = double(std::min<int64_t>(p.k_split, p.units_per_channel));
+        const double in_slice = double(p.k_slice) * e_bytes * bcast;
+        const double out_all = double(p.tasks_per_unit) * p.units_per_channel * p.out_bytes_per_task;
+        const double tile_outer = double(p.tiles) * in_slice + out_all;
+        const double chunk_outer = in_slice + double(p.chunks_per_tile) * out_all;
+        p.chunk_outer = chunk_outer < tile_outer;
+    }
     const int64_t tile_tasks = std::min<int64_t>(s.unit.acc_registers, p.tasks_per_unit);
     p.rd_out_bursts_per_tile = (tile_tasks * p.units_per_channel * p.out_bytes_per_task + burst - 1) / burst;
     return p;
@@ -76,7 +84,7 @@ GemvResult finish(const PimSpec& s, const GemvShape& g, const GemvPlan& p, GemvR
     const double e_bytes = p.operand_bits / 8.0;
     const double weight_bytes = double(g.m) * double(g.k) * e_bytes;
     r.internal_gbps = weight_bytes / r.t_ns;
-    r.internal_bytes = double(r.n_mac) * s.mem.org.banks() * s.unit.access_bits / 8.0;
+    r.internal_bytes = double(r.n_mac) * p.units_per_channel * s.unit.access_bits / 8.0;
     const double mac_rate_per_ns = 1.0 / (s.timing.nCCD_AB * mt.tCK_ns);  // MAC_AB per unit per ns
     r.unit_utilisation = double(g.m) * double(g.k) / (r.t_ns * p.units * p.lanes * mac_rate_per_ns);
     r.lane_utilisation = p.lane_utilisation;
@@ -93,7 +101,7 @@ GemvResult finish(const PimSpec& s, const GemvShape& g, const GemvPlan& p, GemvR
     if (e.published) {
         const double bits = s.mem.org.burst_bytes() * 8.0;
         r.energy_pj = double(r.n_act) * s.mem.org.banks() * e.act_pj +
-                      double(r.n_mac) * s.mem.org.banks() * s.unit.access_bits * e.rd_pj_per_bit +
+                      double(r.n_mac) * p.units_per_channel * s.unit.access_bits * e.rd_pj_per_bit +
                       double(r.n_rd) * bits * e.rd_pj_per_bit + double(r.n_wr) * bits * e.wr_pj_per_bit +
                       double(r.n_ref) * e.ref_pj + e.background_mw * r.t_ns * p.channels;
     }

@@ -36,6 +36,10 @@ struct GemvPlan {
     int64_t tiles = 0;             // groups of acc_registers tasks
     int64_t chunks_per_tile = 1;   // input-buffer refills per tile (1 = whole slice fits)
     bool input_once = true;        // the whole slice fits: broadcast once for the run
+    // Loop order when the slice does not fit: tile-outer re-broadcasts the input per tile;
+    // chunk-outer broadcasts each chunk once and reads per-chunk partial sums out (the host adds
+    // them). The plan picks the order with fewer external bytes.
+    bool chunk_outer = false;
     int64_t wr_gb_bursts_per_chunk = 0;
     int64_t rd_out_bursts_per_tile = 0;  // of a full tile
     int64_t out_bytes_per_task = 0;

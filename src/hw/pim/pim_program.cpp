@@ -226,16 +226,31 @@ ProgramStats run_channel_program(const PimSpec& s, const GemvPlan& p, int64_t ta
     const int64_t bcast = std::min<int64_t>(p.k_split, p.units_per_channel);
     b->mode();  // SB -> AB
     b->mode();  // AB -> AB-PIM
-    bool loaded = false;
-    for (int64_t tile = 0; tile < (tasks + acc - 1) / acc; ++tile) {
-        const int64_t r_t = std::min(acc, tasks - tile * acc);
+    const int64_t tiles = (tasks + acc - 1) / acc;
+    auto chunk_elems = [&](int64_t c) { return std::min(buf_elems, p.k_slice - c * buf_elems); };
+    auto chunk_cols = [&](int64_t c) { return (chunk_elems(c) + p.elems_per_col - 1) / p.elems_per_col; };
+    auto chunk_bursts = [&](int64_t c) { return (chunk_elems(c) * e_bytes * bcast + burst - 1) / burst; };
+    auto tile_tasks = [&](int64_t t) { return std::min(acc, tasks - t * acc); };
+    auto out_bursts = [&](int64_t t) { return (tile_tasks(t) * p.units_per_channel * p.out_bytes_per_task + burst - 1) / burst; };
+    if (p.chunk_outer) {
+        // Each input chunk once; every tile's partial sums for that chunk read out.
         for (int64_t c = 0; c < p.chunks_per_tile; ++c) {
-            const int64_t elems = std::min(buf_elems, p.k_slice - c * buf_elems);
-            if (!p.input_once || !loaded) b->wr_gb((elems * e_bytes * bcast + burst - 1) / burst);
-            loaded = true;
-            b->macs(r_t * ((elems + p.elems_per_col - 1) / p.elems_per_col));
+            b->wr_gb(chunk_bursts(c));
+            for (int64_t t = 0; t < tiles; ++t) {
+                b->macs(tile_tasks(t) * chunk_cols(c));
+                b->rd_out(out_bursts(t));
+            }
         }
-        b->rd_out((r_t * p.units_per_channel * p.out_bytes_per_task + burst - 1) / burst);
+    } else {
+        bool loaded = false;
+        for (int64_t t = 0; t < tiles; ++t) {
+            for (int64_t c = 0; c < p.chunks_per_tile; ++c) {
+                if (!p.input_once || !loaded) b->wr_gb(chunk_bursts(c));
+                loaded = true;
+                b->macs(tile_tasks(t) * chunk_cols(c));
+            }
+            b->rd_out(out_bursts(t));
+        }
     }
     b->close();
     b->mode();  // AB-PIM -> AB
