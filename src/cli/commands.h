@@ -9,6 +9,7 @@ namespace duet::cli {
 void register_version(CLI::App& app);
 
 // format branch
+void register_gen_model(CLI::App& app);
 
 // runtime branch
 

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
 
     duet::cli::register_version(app);
     // format branch
+    duet::cli::register_gen_model(app);
 
     // runtime branch
 

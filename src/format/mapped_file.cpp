@@ -41,7 +41,7 @@ std::unique_ptr<MappedFile> MappedFile::open(const std::string& path) {
         m->map_bytes_ = m->size_bytes_;
         m->data_ = static_cast<const uint8_t*>(p);
     } else {
-        static const uint8_t kEmpty[64] alignas(64) = {};
+        alignas(64) static const uint8_t kEmpty[64] = {};
         m->data_ = kEmpty;
     }
     ::close(fd);  // the mapping keeps the file alive
