@@ -5,10 +5,7 @@
 #include "hw/memory_presets.h"
 #include "hw/npu/npu_preset.h"
 #include "hw/pim/pim_spec.h"
-#if __has_include("hw/pim/pim_device.h")
 #include "hw/pim/pim_device.h"
-#define DUET_HAVE_PIM_DEVICE 1
-#endif
 
 namespace duet::sim {
 
@@ -63,12 +60,8 @@ std::unique_ptr<HardwareRig> make_hardware_rig(const config::Settings& settings,
         const double col_ns = ps.timing.nCCD_AB * ps.mem.timing.tCK_ns;
         h.pim_internal_bw_gbps = col_ns > 0 ? double(org.channels) * ps.units_per_channel() * ps.unit.access_bits / 8.0 / col_ns : 0;
         h.pointer_switch_ns = ps.timing.host_sync_ns + 2 * ps.timing.mode_switch_cycles * ps.mem.timing.tCK_ns;
-        h.memory_name = ps.name;
-#ifdef DUET_HAVE_PIM_DEVICE
+        h.memory_name = np.memory_type + " (NPU) + " + ps.name;
         rig->pim = std::make_unique<hw::pim::PimDevice>(ps, int(cfg.pim.alignment_bits));
-#else
-        rig->pim_unavailable = "the PIM device model (hw::pim::PimDevice) is not in this build yet";
-#endif
     } catch (const Error& e) {
         if (!pim_preset.empty()) throw;
         rig->pim_unavailable = e.what();

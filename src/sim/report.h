@@ -20,10 +20,11 @@ struct RunReport {
     double tbt_mean_ns = 0, tbt_p50_ns = 0, tbt_p99_ns = 0;
     double decode_energy_per_token_pj = 0;   // decode steps only (both units + conversion)
     double prefill_energy_pj = 0;
-    double decode_ext_bw_gbps = 0;           // NPU bytes over the external bus / decode wall time
+    double decode_ext_bw_gbps = 0;           // NPU + PIM bytes over the external bus / decode wall time
     double decode_ext_bw_util = 0;           // of SimHardware::mem_bw_gbps
     double pim_util = 0;                     // PIM busy / decode wall time
-    double pim_internal_bw_util = 0;         // PIM bytes / decode wall / pim_internal_bw_gbps
+    double pim_internal_bw_util = 0;         // PIM weight bytes / decode wall / pim_internal_bw_gbps
+    double pim_gemv_gbps = 0;                // PIM weight bytes / PIM busy time: the rate its GEMVs reach
     std::vector<std::string> warnings;
 };
 

@@ -17,13 +17,14 @@ json memory_json(const MemoryBreakdown& m) {
 }
 
 json unit_json(const UnitStats& u) {
-    return {{"busy_ns", u.busy_ns}, {"bytes_moved", u.bytes_moved}, {"energy_pj", u.energy_pj},
+    return {{"busy_ns", u.busy_ns}, {"bytes_moved", u.bytes_moved}, {"weight_bytes", u.weight_bytes}, {"energy_pj", u.energy_pj},
             {"launch_ns", u.launch_ns}, {"ops", u.ops}};
 }
 UnitStats unit_from(const json& j) {
     UnitStats u;
     u.busy_ns = j.at("busy_ns");
     u.bytes_moved = j.at("bytes_moved");
+    u.weight_bytes = j.at("weight_bytes");
     u.energy_pj = j.at("energy_pj");
     u.launch_ns = j.at("launch_ns");
     u.ops = j.at("ops");
@@ -70,6 +71,7 @@ RunReport run_from(const json& j) {
     r.decode_ext_bw_util = j.at("decode_ext_bw_util");
     r.pim_util = j.at("pim_util");
     r.pim_internal_bw_util = j.at("pim_internal_bw_util");
+    r.pim_gemv_gbps = j.at("pim_gemv_gbps");
     r.warnings = j.at("warnings").get<std::vector<std::string>>();
     return r;
 }
@@ -94,6 +96,7 @@ json run_to_json(const RunReport& r) {
             {"decode_ext_bw_util", r.decode_ext_bw_util},
             {"pim_util", r.pim_util},
             {"pim_internal_bw_util", r.pim_internal_bw_util},
+            {"pim_gemv_gbps", r.pim_gemv_gbps},
             {"warnings", r.warnings}};
 }
 
@@ -160,8 +163,9 @@ std::string format_table(const BenchReport& r) {
     row("TTFT", ms(b.timeline.ttft_ns), ms(t.timeline.ttft_ns),
         fmt::format("{:+.3f} ms", (t.timeline.ttft_ns - b.timeline.ttft_ns) / 1e6));
     row("  prefill forward", ms(b.timeline.prefill_ns), ms(t.timeline.prefill_ns));
-    row("  conversion exposed", ms(b.timeline.conversion_exposed_ns), ms(t.timeline.conversion_exposed_ns));
-    row("  prefill->decode switch", ms(b.timeline.switch_ns), ms(t.timeline.switch_ns));
+    auto us = [](double ns) { return fmt::format("{:.1f} us", ns / 1e3); };
+    row("  conversion exposed", us(b.timeline.conversion_exposed_ns), us(t.timeline.conversion_exposed_ns));
+    row("  prefill->decode switch", us(b.timeline.switch_ns), us(t.timeline.switch_ns));
     row("TBT mean", ms(b.tbt_mean_ns), ms(t.tbt_mean_ns), ratio(b.tbt_mean_ns, t.tbt_mean_ns));
     row("TBT p50", ms(b.tbt_p50_ns), ms(t.tbt_p50_ns), ratio(b.tbt_p50_ns, t.tbt_p50_ns));
     row("TBT p99", ms(b.tbt_p99_ns), ms(t.tbt_p99_ns), ratio(b.tbt_p99_ns, t.tbt_p99_ns));
@@ -179,6 +183,7 @@ std::string format_table(const BenchReport& r) {
     row("PIM busy in decode", fmt::format("{:.1f} %", 100 * b.pim_util), fmt::format("{:.1f} %", 100 * t.pim_util));
     row("PIM internal bandwidth used", fmt::format("{:.1f} %", 100 * b.pim_internal_bw_util),
         fmt::format("{:.1f} %", 100 * t.pim_internal_bw_util));
+    row("  PIM GEMV rate while busy", fmt::format("{:.0f} GB/s", b.pim_gemv_gbps), fmt::format("{:.0f} GB/s", t.pim_gemv_gbps));
     row("Energy per decode token", fmt::format("{:.3f} mJ", b.decode_energy_per_token_pj / 1e9),
         fmt::format("{:.3f} mJ", t.decode_energy_per_token_pj / 1e9),
         ratio(b.decode_energy_per_token_pj, t.decode_energy_per_token_pj));

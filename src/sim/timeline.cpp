@@ -101,6 +101,7 @@ Timeline simulate_timeline(const ModelShape& shape, const Plan& plan, const Plac
             UnitStats& us = ps.unit[int(u)];
             us.busy_ns += op_ns;
             us.bytes_moved += c.bytes_moved * repeat;
+            us.weight_bytes += double(s.weight_bytes) * repeat;
             us.energy_pj += c.energy_pj * repeat;
             us.launch_ns += c.t_launch_ns * repeat;
             us.ops += repeat;

@@ -42,7 +42,8 @@ struct TimelineEvent {
 
 struct UnitStats {
     double busy_ns = 0;       // time the unit computed
-    double bytes_moved = 0;   // as reported by the device model
+    double bytes_moved = 0;   // over the external memory interface, as reported by the device model
+    double weight_bytes = 0;  // weight / KV operand bytes of the ops the unit ran (OpShape::weight_bytes)
     double energy_pj = 0;
     double launch_ns = 0;     // part of busy_ns that is launch/dispatch overhead
     int64_t ops = 0;

@@ -62,13 +62,14 @@ TEST(Verdicts, MetAndNotMetWithBindingLimit) {
     RunReport bad = fake_run("npu_pim_coop", 130, 3, 1100);
     bad.timeline.decode.unit[0].busy_ns = 2 * 0.4e6;
     bad.timeline.decode.unit[1].busy_ns = 2 * 2.6e6;
+    bad.pim_gemv_gbps = 3200;
     bad.timeline.conversion_exposed_ns = 30e6;
     bad.memory.block_index_bytes = 80;
     v = judge(b, bad, Thresholds{}, hw);
     EXPECT_FALSE(v[0].met);
     EXPECT_EQ(v[0].binding_limit,
-              "PIM internal/external bandwidth ratio 4.0x: best possible TBT ratio 0.25; PIM work alone takes 0.26 of "
-              "the baseline TBT");
+              "PIM internal/external bandwidth ratio 4.0x: best possible TBT ratio 0.25; PIM GEMVs reach 3200 GB/s (2.0x "
+              "the external 1600 GB/s) and take 0.26 of the baseline TBT");
     EXPECT_FALSE(v[1].met);
     EXPECT_EQ(v[1].binding_limit, "PIM->NZ weight conversion slower than the GEMMs it feeds: 30.00 ms exposed in prefill");
     EXPECT_FALSE(v[2].met);
