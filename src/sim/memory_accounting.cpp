@@ -63,7 +63,8 @@ MemoryBreakdown account_memory(const ModelShape& s, const Plan& plan, int64_t co
     mb.workspace_bytes = largest_out;
 
     if (opts.placement.policy != Policy::NPU_ONLY) {
-        uint64_t preconv = opts.preconvert_first_token ? layer0_nz : 0;
+        // with zero_copy_switch off prefill reads NZ weights directly: nothing to pre-convert
+        uint64_t preconv = opts.preconvert_first_token && opts.zero_copy_switch ? layer0_nz : 0;
         uint64_t buffers = uint64_t(opts.prefetch_depth + 1) * uint64_t(opts.block_size_kb) * 1024;
         uint64_t staging = opts.zero_copy_switch ? 0 : largest_nz;
         mb.conversion_bytes = preconv + buffers + staging;

@@ -7,7 +7,7 @@
 //                tokens * 2 (K,V) * n_layer * n_head_kv * head_dim * sizeof(KV element)
 //   activations  peak of a static plan: the largest operator's inputs + outputs (device
 //                dtype f16) plus the residual stream, over every forward of the plan
-//   conversion   conversion cache: layer 0 in NZ when preconvert_first_token, the prefetch
+//   conversion   conversion cache: layer 0 in NZ when preconvert_first_token (and zero_copy_switch), the prefetch
 //                buffers ((prefetch_depth + 1) blocks), and a staging buffer of the largest
 //                matrix when zero_copy_switch is off. Must fit cache_limit_mb (else throws).
 //   workspace    fp32 accumulation buffer of the largest matmul output (split-K)
