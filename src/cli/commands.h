@@ -12,6 +12,8 @@ void register_version(CLI::App& app);
 void register_gen_model(CLI::App& app);
 
 // runtime branch
+void register_run(CLI::App& app);
+void register_logits(CLI::App& app);
 
 // dram branch
 // `pim-sim` with `mem` and `gemv`; registered before `pim-sim npu` (which adds itself to it).

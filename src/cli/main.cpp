@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
     duet::cli::register_gen_model(app);
 
     // runtime branch
+    duet::cli::register_run(app);
+    duet::cli::register_logits(app);
 
     // dram branch
     duet::cli::register_pim_sim(app);

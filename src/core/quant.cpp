@@ -159,8 +159,7 @@ void quantize_q4_k(const float* x, BlockQ4_K* y, int64_t nb) {
         }
         // 64 values per 32 bytes: low nibbles hold sub-block 2c, high nibbles sub-block 2c + 1
         for (int c = 0; c < 4; ++c)
-            for (int l = 0; l < 32; ++l)
-                y[i].qs[32 * c + l] = uint8_t(L[64 * c + l] | L[64 * c + 32 + l] << 4);
+            for (int l = 0; l < 32; ++l) y[i].qs[32 * c + l] = uint8_t(L[64 * c + l] | L[64 * c + 32 + l] << 4);
     }
 }
 
@@ -247,7 +246,8 @@ void quantize_q6_k(const float* x, BlockQ6_K* y, int64_t nb) {
         for (int j = 0; j < 16; ++j) {
             const float d = fp16_to_fp32(y[i].d) * float(y[i].scales[j]);
             if (d == 0.0f) continue;
-            for (int l = 0; l < 16; ++l) L[16 * j + l] = int8_t(std::clamp(nearest_int(x[16 * j + l] / d), -32, 31) + 32);
+            for (int l = 0; l < 16; ++l)
+                L[16 * j + l] = int8_t(std::clamp(nearest_int(x[16 * j + l] / d), -32, 31) + 32);
         }
         // Per half (128 values): ql[l] low/high nibble = values l / l+64, ql[l+32] = l+32 / l+96;
         // qh[l] holds the top two bits of values l, l+32, l+64, l+96 at bits 0, 2, 4, 6.
@@ -258,7 +258,8 @@ void quantize_q6_k(const float* x, BlockQ6_K* y, int64_t nb) {
             for (int l = 0; l < 32; ++l) {
                 ql[l] = uint8_t((Lh[l] & 0xF) | (Lh[l + 64] & 0xF) << 4);
                 ql[l + 32] = uint8_t((Lh[l + 32] & 0xF) | (Lh[l + 96] & 0xF) << 4);
-                qh[l] = uint8_t((Lh[l] >> 4) | (Lh[l + 32] >> 4) << 2 | (Lh[l + 64] >> 4) << 4 | (Lh[l + 96] >> 4) << 6);
+                qh[l] =
+                    uint8_t((Lh[l] >> 4) | (Lh[l + 32] >> 4) << 2 | (Lh[l + 64] >> 4) << 4 | (Lh[l + 96] >> 4) << 6);
             }
         }
     }
@@ -292,8 +293,13 @@ int nearest_int(float v) { return int(std::nearbyint(v)); }
 
 bool is_supported(DType type) {
     switch (type) {
-        case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0: case DType::Q4_0:
-        case DType::Q4_K: case DType::Q6_K:
+        case DType::F32:
+        case DType::F16:
+        case DType::BF16:
+        case DType::Q8_0:
+        case DType::Q4_0:
+        case DType::Q4_K:
+        case DType::Q6_K:
             return true;
         default:
             return false;
@@ -325,7 +331,9 @@ void quantize_row(const float* src, DType type, void* dst, int64_t n) {
     check_row(type, n, "quantize_row");
     const int64_t nb = n / dtype_info(type).block_elems;
     switch (type) {
-        case DType::F32: std::memcpy(dst, src, size_t(n) * 4); break;
+        case DType::F32:
+            std::memcpy(dst, src, size_t(n) * 4);
+            break;
         case DType::F16: {
             auto* d = static_cast<uint16_t*>(dst);
             for (int64_t i = 0; i < n; ++i) d[i] = fp32_to_fp16(src[i]);
@@ -336,11 +344,20 @@ void quantize_row(const float* src, DType type, void* dst, int64_t n) {
             for (int64_t i = 0; i < n; ++i) d[i] = fp32_to_bf16(src[i]);
             break;
         }
-        case DType::Q8_0: quantize_q8_0(src, static_cast<BlockQ8_0*>(dst), nb); break;
-        case DType::Q4_0: quantize_q4_0(src, static_cast<BlockQ4_0*>(dst), nb); break;
-        case DType::Q4_K: quantize_q4_k(src, static_cast<BlockQ4_K*>(dst), nb); break;
-        case DType::Q6_K: quantize_q6_k(src, static_cast<BlockQ6_K*>(dst), nb); break;
-        default: break;  // rejected by check_row
+        case DType::Q8_0:
+            quantize_q8_0(src, static_cast<BlockQ8_0*>(dst), nb);
+            break;
+        case DType::Q4_0:
+            quantize_q4_0(src, static_cast<BlockQ4_0*>(dst), nb);
+            break;
+        case DType::Q4_K:
+            quantize_q4_k(src, static_cast<BlockQ4_K*>(dst), nb);
+            break;
+        case DType::Q6_K:
+            quantize_q6_k(src, static_cast<BlockQ6_K*>(dst), nb);
+            break;
+        default:
+            break;  // rejected by check_row
     }
 }
 
@@ -348,7 +365,9 @@ void dequantize_row(const void* src, DType type, float* dst, int64_t n) {
     check_row(type, n, "dequantize_row");
     const int64_t nb = n / dtype_info(type).block_elems;
     switch (type) {
-        case DType::F32: std::memcpy(dst, src, size_t(n) * 4); break;
+        case DType::F32:
+            std::memcpy(dst, src, size_t(n) * 4);
+            break;
         case DType::F16: {
             const auto* s = static_cast<const uint16_t*>(src);
             for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(s[i]);
@@ -378,9 +397,14 @@ void dequantize_row(const void* src, DType type, float* dst, int64_t n) {
             }
             break;
         }
-        case DType::Q4_K: dequantize_q4_k(static_cast<const BlockQ4_K*>(src), dst, nb); break;
-        case DType::Q6_K: dequantize_q6_k(static_cast<const BlockQ6_K*>(src), dst, nb); break;
-        default: break;
+        case DType::Q4_K:
+            dequantize_q4_k(static_cast<const BlockQ4_K*>(src), dst, nb);
+            break;
+        case DType::Q6_K:
+            dequantize_q6_k(static_cast<const BlockQ6_K*>(src), dst, nb);
+            break;
+        default:
+            break;
     }
 }
 

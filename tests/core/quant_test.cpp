@@ -51,7 +51,12 @@ TEST(Quant, PlainTypesRoundTripWithinTheirPrecision) {
 TEST(Quant, Q8_0ExactOnAHandComputedBlock) {
     // amax 127 makes d = 1 exactly, so quants are round(x) with halves away from zero.
     std::vector<float> x(32, 0.0f);
-    x[0] = -127.0f; x[1] = 2.5f; x[2] = -2.5f; x[3] = 0.49f; x[4] = 100.2f; x[31] = 126.6f;
+    x[0] = -127.0f;
+    x[1] = 2.5f;
+    x[2] = -2.5f;
+    x[3] = 0.49f;
+    x[4] = 100.2f;
+    x[31] = 126.6f;
     BlockQ8_0 b;
     quantize_row(x.data(), DType::Q8_0, &b, 32);
     EXPECT_EQ(b.d, 0x3c00);
@@ -67,7 +72,13 @@ TEST(Quant, Q8_0ExactOnAHandComputedBlock) {
 TEST(Quant, Q4_0ExactOnAHandComputedBlock) {
     // largest magnitude -8 gives d = 1; q = min(15, trunc(x + 8.5)); element j pairs with j + 16.
     std::vector<float> x(32, 0.0f);
-    x[0] = -8.0f; x[1] = 7.0f; x[2] = 7.6f; x[3] = 0.49f; x[4] = 0.5f; x[16] = -3.2f; x[17] = 1.0f;
+    x[0] = -8.0f;
+    x[1] = 7.0f;
+    x[2] = 7.6f;
+    x[3] = 0.49f;
+    x[4] = 0.5f;
+    x[16] = -3.2f;
+    x[17] = 1.0f;
     BlockQ4_0 b;
     quantize_row(x.data(), DType::Q4_0, &b, 32);
     EXPECT_EQ(b.d, 0x3c00);
