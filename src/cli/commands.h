@@ -24,5 +24,7 @@ void register_pim_sim(CLI::App& app);
 void register_pim_sim_npu(CLI::App& app);
 
 // sim branch
+void register_bench(CLI::App& app);
+void register_doctor(CLI::App& app);
 
 }  // namespace duet::cli

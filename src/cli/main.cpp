@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
     duet::cli::register_pim_sim_npu(app);
 
     // sim branch
+    duet::cli::register_bench(app);
+    duet::cli::register_doctor(app);
 
 
     try {
