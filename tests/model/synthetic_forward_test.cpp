@@ -141,6 +141,7 @@ TEST(SyntheticForward, ActivationsStayFiniteThroughEveryLayer) {
         SyntheticOptions o;
         o.dtype = c.dtype;
         o.seed = 11;
+        o.n_threads = 1;
         o.n_layer = c.layers;
         write_synthetic_model(path, arch_preset(c.preset), o);
         format::GgufFile f = format::GgufFile::open(path);

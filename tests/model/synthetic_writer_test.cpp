@@ -30,7 +30,7 @@ class SyntheticTest : public ::testing::Test {
         fs::create_directories(dir_);
     }
     void TearDown() override { fs::remove_all(dir_); }
-    std::string gen(const std::string& preset, const std::string& dtype, uint64_t seed, int threads = 0,
+    std::string gen(const std::string& preset, const std::string& dtype, uint64_t seed, int threads = 1,
                     int64_t layers = 0) {
         const std::string p =
             (dir_ / (preset + "_" + dtype + "_" + std::to_string(seed) + "_" + std::to_string(threads) + ".gguf"))
