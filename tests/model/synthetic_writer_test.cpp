@@ -331,3 +331,26 @@ TEST_F(SyntheticTest, ChatTemplatesAreTheFamiliesOwn) {
 
 }  // namespace
 }  // namespace duet::model
+
+namespace duet::model {
+namespace {
+
+TEST(SyntheticVocab, EveryPresetHasExactlyNVocabDistinctTokens) {
+    for (const ArchPreset& p : arch_presets()) {
+        SCOPED_TRACE(p.name);
+        const SyntheticVocab v = build_synthetic_vocab(p);
+        ASSERT_EQ(int64_t(v.tokens.size()), p.hparams.n_vocab);
+        ASSERT_EQ(v.token_types.size(), v.tokens.size());
+        EXPECT_EQ(std::unordered_set<std::string>(v.tokens.begin(), v.tokens.end()).size(), v.tokens.size());
+        EXPECT_EQ(v.tokens[size_t(v.bos_id)].front(), '<');
+        EXPECT_EQ(v.token_types[size_t(v.eos_id)], TOKEN_CONTROL);
+        if (p.tokenizer == TokenizerKind::BPE) {
+            EXPECT_FALSE(v.merges.empty());
+        } else {
+            EXPECT_EQ(v.scores.size(), v.tokens.size());
+        }
+    }
+}
+
+}  // namespace
+}  // namespace duet::model
