@@ -68,7 +68,7 @@ std::map<std::string, int64_t> corpus_words() {
 
 struct Trained {
     std::vector<std::pair<std::string, std::string>> merges;  // in rank order
-    std::vector<std::string> new_tokens;                       // distinct merge results, in order
+    std::vector<std::string> new_tokens;                      // distinct merge results, in order
 };
 
 // Plain BPE training: repeatedly merge the most frequent adjacent pair (ties: the
@@ -145,11 +145,11 @@ SyntheticVocab build_spm(const ArchPreset& p) {
     v.model = "llama";
     v.pre = "default";
     v.tokens = {"<unk>", "<s>", "</s>"};
-    v.token_types = {TOKEN_UNKNOWN, TOKEN_CONTROL, TOKEN_CONTROL};
+    v.token_types = {int32_t(TokenType::UNKNOWN), int32_t(TokenType::CONTROL), int32_t(TokenType::CONTROL)};
     v.scores = {0, 0, 0};
     for (int b = 0; b < 256; ++b) {
         v.tokens.push_back(fmt::format("<0x{:02X}>", b));
-        v.token_types.push_back(TOKEN_BYTE);
+        v.token_types.push_back(int32_t(TokenType::BYTE));
         v.scores.push_back(0);
     }
     // Words with spaces as '▁'; every word gets the dummy prefix.
@@ -176,13 +176,13 @@ SyntheticVocab build_spm(const ArchPreset& p) {
     float score = 0;
     for (const auto& piece : t.new_tokens) {
         v.tokens.push_back(piece);
-        v.token_types.push_back(TOKEN_NORMAL);
+        v.token_types.push_back(int32_t(TokenType::NORMAL));
         v.scores.push_back(score);
         score -= 1;
     }
     for (const auto& c : chars) {
         v.tokens.push_back(c);
-        v.token_types.push_back(TOKEN_NORMAL);
+        v.token_types.push_back(int32_t(TokenType::NORMAL));
         v.scores.push_back(score);
         score -= 1;
     }
@@ -201,17 +201,17 @@ SyntheticVocab build_bpe(const ArchPreset& p) {
     if (p.tokenizer_pre == "qwen2") {
         specials = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
     } else {
-        specials = {"<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
-                    "<|eot_id|>"};
+        specials = {"<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"};
     }
     // Real-size vocabularies reserve a block of special tokens, as Llama-3 does.
     const size_t named = specials.size();
     if (!p.tiny)
-        for (size_t i = named; i < 256; ++i) specials.push_back(fmt::format("<|reserved_special_token_{}|>", i - named));
+        for (size_t i = named; i < 256; ++i)
+            specials.push_back(fmt::format("<|reserved_special_token_{}|>", i - named));
     std::unordered_set<std::string> known;
     for (uint8_t b : gpt2_byte_order()) {
         v.tokens.push_back(gpt2_byte_symbol(b));
-        v.token_types.push_back(TOKEN_NORMAL);
+        v.token_types.push_back(int32_t(TokenType::NORMAL));
         known.insert(v.tokens.back());
     }
     std::vector<std::pair<std::vector<std::string>, int64_t>> words;
@@ -221,18 +221,19 @@ SyntheticVocab build_bpe(const ArchPreset& p) {
         words.emplace_back(std::move(syms), n);
     }
     const int64_t n_merged = p.hparams.n_vocab - 256 - int64_t(specials.size());
-    if (n_merged < 0) fail("preset {}: n_vocab {} is too small for a byte-level BPE vocabulary", p.name, p.hparams.n_vocab);
+    if (n_merged < 0)
+        fail("preset {}: n_vocab {} is too small for a byte-level BPE vocabulary", p.name, p.hparams.n_vocab);
     Trained t = train_bpe(std::move(words), size_t(n_merged), known);
     fill_systematic(gpt2_byte_symbol(' '), size_t(n_merged), known, t);
     for (const auto& tok : t.new_tokens) {
         v.tokens.push_back(tok);
-        v.token_types.push_back(TOKEN_NORMAL);
+        v.token_types.push_back(int32_t(TokenType::NORMAL));
     }
     for (const auto& [l, r] : t.merges) v.merges.push_back(l + " " + r);
     const int32_t first_special = int32_t(v.tokens.size());
     for (const auto& s : specials) {
         v.tokens.push_back(s);
-        v.token_types.push_back(TOKEN_CONTROL);
+        v.token_types.push_back(int32_t(TokenType::CONTROL));
     }
     if (p.tokenizer_pre == "qwen2") {
         v.bos_id = first_special;      // <|endoftext|>
