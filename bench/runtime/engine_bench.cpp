@@ -2,7 +2,10 @@
 // For each model: prefill tok/s of one batched forward of --prompt tokens, decode tok/s over
 // --gen single-token steps, the machine's read bandwidth (kernels/membw.h probe, same thread
 // count), bytes read per decode token (summed from the engine's own op records: weights + KV),
-// the decode bound = bandwidth / bytes per token, and decode as a fraction of that bound.
+// the decode bound = bandwidth / bytes per token, decode as a fraction of that bound, and the CPU
+// utilisation of each phase (process CPU time / (wall x threads); low = the machine is shared).
+#include <time.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -22,7 +25,16 @@ namespace {
 struct Result {
     std::string name;
     double size_gb = 0, prefill_tok_s = 0, decode_tok_s = 0, bytes_per_token = 0;
+    double prefill_cpu = 0, decode_cpu = 0;  // process CPU time / (wall time x threads)
 };
+
+// CPU time of the whole process (all threads), ns. On a shared machine, utilisation well below 1
+// means the numbers measure contention, not the engine.
+int64_t cpu_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
 
 Result bench_model(const std::string& path, int threads, int64_t n_prompt, int64_t n_gen) {
     auto model = Model::load(path);
@@ -41,14 +53,16 @@ Result bench_model(const std::string& path, int threads, int64_t n_prompt, int64
     SequenceKv seq;
     ForwardOutput out;
     SeqInput in{prompt, &seq, false};
-    int64_t t0 = now_ns();
+    int64_t t0 = now_ns(), c0 = cpu_ns();
     if (e.forward({&in, 1}, out) != ForwardStatus::OK) fail("bench: prefill did not fit");
     r.prefill_tok_s = double(n_prompt) * 1e9 / double(now_ns() - t0);
+    r.prefill_cpu = double(cpu_ns() - c0) / double(now_ns() - t0) / threads;
 
     // Decode: greedy argmax so the tokens are real continuations; trace the first step for bytes.
     sim::OpTrace trace;
     int32_t next = 0;
     t0 = now_ns();
+    c0 = cpu_ns();
     for (int64_t i = 0; i < n_gen; ++i) {
         const float* l = out.last(0);
         next = 0;
@@ -59,6 +73,7 @@ Result bench_model(const std::string& path, int threads, int64_t n_prompt, int64
         if (e.forward({&step, 1}, out) != ForwardStatus::OK) fail("bench: decode did not fit");
     }
     r.decode_tok_s = double(n_gen) * 1e9 / double(now_ns() - t0);
+    r.decode_cpu = double(cpu_ns() - c0) / double(now_ns() - t0) / threads;
     for (const auto& rec : trace) r.bytes_per_token += double(rec.weight_bytes);
     seq.release(e.kv_cache());
     return r;
@@ -95,14 +110,14 @@ int main(int argc, char** argv) {
         const double bw_gbps = kernels::measure_memory_bandwidth(pool).read_gbps;
         std::printf("kernels: %s, %d threads, measured read bandwidth %.2f GB/s\n", kernels::kernel_isa(), threads,
                     bw_gbps);
-        std::printf("%-24s %8s %14s %13s %12s %14s %9s\n", "model", "GB", "prefill tok/s", "decode tok/s",
-                    "MB/token", "bound tok/s", "of bound");
+        std::printf("%-22s %6s %14s %13s %10s %12s %9s %12s\n", "model", "GB", "prefill tok/s", "decode tok/s",
+                    "MB/token", "bound tok/s", "of bound", "cpu pre/dec");
         for (const auto& m : models) {
             const Result r = bench_model(m, threads, n_prompt, n_gen);
             const double bound = bw_gbps * 1e9 / r.bytes_per_token;
-            std::printf("%-24s %8.2f %14.2f %13.2f %12.1f %14.2f %8.1f%%\n", r.name.c_str(), r.size_gb,
-                        r.prefill_tok_s, r.decode_tok_s, r.bytes_per_token / 1e6, bound,
-                        100.0 * r.decode_tok_s / bound);
+            std::printf("%-22s %6.2f %14.2f %13.2f %10.1f %12.2f %8.1f%% %5.0f%%/%3.0f%%\n", r.name.c_str(),
+                        r.size_gb, r.prefill_tok_s, r.decode_tok_s, r.bytes_per_token / 1e6, bound,
+                        100.0 * r.decode_tok_s / bound, 100.0 * r.prefill_cpu, 100.0 * r.decode_cpu);
             std::fflush(stdout);
         }
     } catch (const Error& e) {
