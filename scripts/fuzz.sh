@@ -32,6 +32,6 @@ echo "fuzz: seed corpus: $(ls "$CORPUS/seeds" | wc -l) files, $(du -sk "$CORPUS/
 export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:allocator_may_return_null=0
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 "$BUILD/gguf_fuzz" -max_total_time="$SECONDS_TO_RUN" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
-    -dict=tests/fuzz/gguf.dict -artifact_prefix="$BUILD/" -print_final_stats=1 \
+    -dict=tests/fuzz/gguf.dict -artifact_prefix="$BUILD/" -print_final_stats=1 -print_funcs=0 \
     "$CORPUS/work" "$CORPUS/seeds"
 echo "fuzz: no crash in ${SECONDS_TO_RUN} s"
