@@ -16,11 +16,8 @@ double dram_stream_efficiency(const std::string& memory_type) {
         if (auto it = cache.find(memory_type); it != cache.end()) return it->second;
     }
     const dram::DramSpec spec = load_memory_preset(memory_type);
-    dram::MemWorkload w;
-    w.pattern = dram::Pattern::STREAM;
-    w.bytes = uint64_t(64) << 20;
-    const dram::MemResult r = dram::estimate_memory(spec, w);
-    const double eff = r.peak_gbps > 0 ? std::min(1.0, r.bw_gbps / r.peak_gbps) : 1.0;
+    const double peak_gbps = spec.channel_peak_gbps() * spec.org.modelled_channels();
+    const double eff = peak_gbps > 0 ? std::min(1.0, dram::stream_bandwidth_gbps(spec) / peak_gbps) : 1.0;
     std::lock_guard<std::mutex> lock(mu);
     cache[memory_type] = eff;
     return eff;

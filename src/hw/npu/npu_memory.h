@@ -9,7 +9,8 @@
 
 namespace duet::hw::npu {
 
-// bw / peak of hw::dram::estimate_memory for a 64 MiB STREAM on the preset's default device.
+// hw::dram::stream_bandwidth_gbps (analytical, long sequential stream, refresh in steady state)
+// over the memory preset's peak (channels x bus width x data rate) on its default device.
 // Throws duet::Error for an unknown memory preset name.
 double dram_stream_efficiency(const std::string& memory_type);
 
