@@ -92,7 +92,7 @@ def check(name, got, ref, bound):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--duet", required=True, help="path of the duet binary")
-    ap.add_argument("--arch", required=True, help="gen-model preset, e.g. tiny-llama")
+    ap.add_argument("--arch", help="gen-model preset, e.g. tiny-llama (required unless --model)")
     ap.add_argument("--dtype", required=True, choices=DTYPES)
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--workdir", required=True)
@@ -102,6 +102,11 @@ def main(argv=None):
     ap.add_argument("--expect-type", help="fail unless the file holds a matrix of this ggml type (e.g. q4_k)")
     args = ap.parse_args(argv)
 
+    if args.model and not os.path.exists(args.model):
+        print(f"compare.py: {args.model} absent, skipping")
+        return 77
+    if not args.model and not args.arch:
+        ap.error("--arch is required without --model")
     os.makedirs(args.workdir, exist_ok=True)
     model = args.model or os.path.join(args.workdir, "m.gguf")
     if not args.model:
@@ -118,7 +123,7 @@ def main(argv=None):
     run(logits_cmd)
     got = load_logits(duet_out, len(tokens), n_vocab, "duet")
 
-    print(f"{args.arch} {args.dtype} kv {args.kv_type} seed {args.seed}: {ref_model.hp.arch}, n_embd {ref_model.hp.n_embd}, "
+    print(f"{args.arch or os.path.basename(model)} {args.dtype} kv {args.kv_type} seed {args.seed}: {ref_model.hp.arch}, n_embd {ref_model.hp.n_embd}, "
           f"n_layer {ref_model.hp.n_layer}, n_head {ref_model.hp.n_head}/{ref_model.hp.n_head_kv}, "
           f"n_vocab {n_vocab}, tokens {tok_arg}")
     # gen-model must write a self-consistent file with the standard keys.
