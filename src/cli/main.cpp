@@ -25,10 +25,14 @@ int main(int argc, char** argv) {
     duet::cli::register_logits(app);
 
     // dram branch
+    duet::cli::register_pim_sim(app);
 
     // npu branch
+    duet::cli::register_pim_sim_npu(app);
 
     // sim branch
+    duet::cli::register_bench(app);
+    duet::cli::register_doctor(app);
 
 
     try {

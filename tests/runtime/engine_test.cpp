@@ -113,6 +113,42 @@ TEST_P(EngineOnPreset, F16KvCloseToF32Kv) {
     EXPECT_GT(d, 0.0);   // the type is really used
 }
 
+TEST_P(EngineOnPreset, SharedPrefixBlocksGiveTheSameLogits) {
+    // Issue 5's prefix cache: B reuses A's KV blocks for a common prefix (no copy, refcounted);
+    // for a prefix ending inside a block, B's first append copies that block (copy on write).
+    const int64_t nv = model_->hparams().n_vocab;
+    const std::vector<int32_t> a = tokens_for(nv, 10, 4);
+    for (int64_t n_shared : {8, 6}) {  // block_tokens = 4: 8 ends on a block boundary, 6 inside one
+        std::vector<int32_t> b(a.begin(), a.begin() + n_shared);
+        for (int i = 0; i < 5; ++i) b.push_back(int32_t((i * 11 + 2) % nv));
+        const std::vector<float> alone = run_alone(model_, b, DType::F32);
+
+        Engine e(model_, opts());
+        SequenceKv sa, sb;
+        ForwardOutput out;
+        SeqInput ia{a, &sa, false};
+        ASSERT_EQ(e.forward({&ia, 1}, out), ForwardStatus::OK);
+        const int64_t used_by_a = e.kv_cache().n_used();
+        sb.share_prefix(e.kv_cache(), sa, n_shared);
+        EXPECT_EQ(e.kv_cache().n_used(), used_by_a);  // nothing copied yet
+        SeqInput ib{std::span<const int32_t>(b.data() + n_shared, b.size() - size_t(n_shared)), &sb, true};
+        ASSERT_EQ(e.forward({&ib, 1}, out), ForwardStatus::OK);
+        for (int64_t i = 0; i < 5; ++i)
+            EXPECT_LT(max_rel_diff(out.row(0, i), alone.data() + (n_shared + i) * nv, size_t(nv)), 1e-5)
+                << "shared " << n_shared << ", position " << n_shared + i;
+        // A is untouched by B's writes: its next token still matches A computed alone.
+        std::vector<int32_t> a2 = a;
+        a2.push_back(3);
+        const std::vector<float> a_alone = run_alone(model_, a2, DType::F32);
+        SeqInput step{std::span<const int32_t>(a2.data() + a.size(), 1), &sa, false};
+        ASSERT_EQ(e.forward({&step, 1}, out), ForwardStatus::OK);
+        EXPECT_LT(max_rel_diff(out.last(0), a_alone.data() + a.size() * nv, size_t(nv)), 1e-5);
+        sa.release(e.kv_cache());
+        sb.release(e.kv_cache());
+        EXPECT_EQ(e.kv_cache().n_used(), 0);
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Presets, EngineOnPreset,
                          ::testing::Values("tiny-llama", "tiny-llama3", "tiny-mistral", "tiny-qwen2"),
                          [](const auto& info) {

@@ -123,11 +123,11 @@ std::vector<Vec> oracle(const Model& m, const std::vector<int32_t>& toks) {
     return logits;
 }
 
-class OracleOnPreset : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(OracleOnPreset, EngineMatchesTheOracle) {
-    const std::string path = test::generated_model(GetParam(), "f32");
-    ASSERT_FALSE(path.empty());
+// Worst relative difference (max |engine - oracle| / max |oracle| per position) over a ragged
+// batch of two sequences on 2-token KV blocks.
+double engine_vs_oracle(const std::string& preset, const std::string& dtype) {
+    const std::string path = test::generated_model(preset, dtype);
+    if (path.empty()) return 1e30;
     auto m = Model::load(path);
     const int64_t nv = m->hparams().n_vocab;
     std::vector<int32_t> a, b;
@@ -143,7 +143,7 @@ TEST_P(OracleOnPreset, EngineMatchesTheOracle) {
     SequenceKv sa, sb;
     std::vector<SeqInput> batch = {{b, &sb, true}, {a, &sa, true}};
     ForwardOutput out;
-    ASSERT_EQ(e.forward(batch, out), ForwardStatus::OK);
+    if (e.forward(batch, out) != ForwardStatus::OK) return 1e30;
     const std::vector<Vec> ra = oracle(*m, a), rb = oracle(*m, b);
     double worst = 0;
     for (size_t s = 0; s < 2; ++s) {
@@ -157,9 +157,28 @@ TEST_P(OracleOnPreset, EngineMatchesTheOracle) {
             worst = std::max(worst, max_abs / max_ref);
         }
     }
-    EXPECT_LT(worst, 1e-4) << GetParam();
     sa.release(e.kv_cache());
     sb.release(e.kv_cache());
+    return worst;
+}
+
+class OracleOnPreset : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OracleOnPreset, EngineMatchesTheOracle) { EXPECT_LT(engine_vs_oracle(GetParam(), "f32"), 1e-4); }
+
+// Quantised and half-precision weights: the oracle reads the same dequantised weights, the engine
+// additionally rounds activations (q8 blocks for integer dot products, or f16), so agreement is
+// bounded by that rounding (q8 activations: 2^-8 relative per element, compounded over the
+// layers), not by 1e-4. Measured: f16/bf16 weights ~1e-6 (f32 activations), q8_0 0.035, q4_0,
+// q4_k, q6_k 0.03-0.035 (all dominated by the q8 activation rounding).
+TEST(Oracle, QuantisedWeightsStayCloseToTheOracle) {
+    const std::pair<const char*, const char*> cases[] = {
+        {"tiny-llama", "f16"}, {"tiny-llama", "bf16"}, {"tiny-llama", "q8_0"}, {"tiny-qwen2", "q4_0"},
+        {"small-llama", "q4_k"}, {"small-llama", "q6_k"}};
+    for (const auto& [preset, dtype] : cases) {
+        if (std::getenv("DUET_PRINT_ORACLE")) std::printf("%s %s: %g\n", preset, dtype, engine_vs_oracle(preset, dtype));
+        EXPECT_LT(engine_vs_oracle(preset, dtype), dtype[0] == 'q' ? 6e-2 : 1e-4) << preset << " " << dtype;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, OracleOnPreset,

@@ -1,6 +1,6 @@
 #pragma once
 // Generated models for runtime tests: written once per build tree by the real `duet gen-model`
-// into build/test-models/, reused by later tests.
+// into build/test-models/, reused by later tests until the binary is rebuilt.
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -17,7 +17,11 @@ inline std::string generated_model(const std::string& preset, const std::string&
     const std::filesystem::path dir = std::filesystem::path(DUET_BINARY_DIR) / "test-models";
     std::filesystem::create_directories(dir);
     const std::filesystem::path file = dir / fmt::format("{}-{}-s{}.gguf", preset, dtype, seed);
-    if (std::filesystem::exists(file)) return file.string();
+    // Reuse a file written by this very binary; a rebuilt `duet` (maybe a changed writer) rewrites it.
+    std::error_code ec;
+    if (std::filesystem::exists(file) &&
+        std::filesystem::last_write_time(file, ec) >= std::filesystem::last_write_time(duet_binary(), ec))
+        return file.string();
     const std::string tmp = file.string() + fmt::format(".{}.tmp.gguf", ::getpid());
     const std::string cmd = fmt::format("'{}' gen-model --arch {} --dtype {} --seed {} -o '{}' > /dev/null", duet_binary(),
                                         preset, dtype, seed, tmp);
