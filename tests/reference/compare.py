@@ -49,6 +49,13 @@ KV_NOISE_FACTOR = 0.5
 NOISE_CAP = 1e-1
 
 
+def prompt_tokens(n, n_vocab):
+    """The fixed 12-id prompt, extended for longer cases by a fixed quadratic sequence (so that
+    prompts cross KV-cache block boundaries), all reduced modulo n_vocab."""
+    ids = list(TOKENS[:n]) + [(7 * i * i + 13 * i + 5) for i in range(len(TOKENS), n)]
+    return [t % n_vocab for t in ids]
+
+
 def run(cmd):
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
@@ -92,16 +99,25 @@ def check(name, got, ref, bound):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--duet", required=True, help="path of the duet binary")
-    ap.add_argument("--arch", required=True, help="gen-model preset, e.g. tiny-llama")
+    ap.add_argument("--arch", help="gen-model preset, e.g. tiny-llama (required unless --model)")
     ap.add_argument("--dtype", required=True, choices=DTYPES)
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--model", help="use this GGUF instead of running gen-model")
+    ap.add_argument("--n-tokens", type=int, default=len(TOKENS),
+                    help=f"prompt length (default {len(TOKENS)}; longer prompts cross KV block boundaries)")
     ap.add_argument("--kv-type", choices=["f32", "f16"], default="f32",
                     help="KV cache type for duet logits; f16 makes the reference round K and V to f16 too")
     ap.add_argument("--expect-type", help="fail unless the file holds a matrix of this ggml type (e.g. q4_k)")
     args = ap.parse_args(argv)
 
+    if args.n_tokens < 1:
+        ap.error("--n-tokens must be at least 1")
+    if args.model and not os.path.exists(args.model):
+        print(f"compare.py: {args.model} absent, skipping")
+        return 77
+    if not args.model and not args.arch:
+        ap.error("--arch is required without --model")
     os.makedirs(args.workdir, exist_ok=True)
     model = args.model or os.path.join(args.workdir, "m.gguf")
     if not args.model:
@@ -109,7 +125,7 @@ def main(argv=None):
              "-o", model])
     ref_model = forward.Model(model)
     n_vocab = ref_model.n_vocab
-    tokens = [t % n_vocab for t in TOKENS]
+    tokens = prompt_tokens(args.n_tokens, n_vocab)
     tok_arg = ",".join(map(str, tokens))
     duet_out = os.path.join(args.workdir, "duet.f32")
     logits_cmd = [args.duet, "logits", "-m", model, "--tokens", tok_arg, "-o", duet_out]
@@ -118,7 +134,7 @@ def main(argv=None):
     run(logits_cmd)
     got = load_logits(duet_out, len(tokens), n_vocab, "duet")
 
-    print(f"{args.arch} {args.dtype} kv {args.kv_type} seed {args.seed}: {ref_model.hp.arch}, n_embd {ref_model.hp.n_embd}, "
+    print(f"{args.arch or os.path.basename(model)} {args.dtype} kv {args.kv_type} seed {args.seed}: {ref_model.hp.arch}, n_embd {ref_model.hp.n_embd}, "
           f"n_layer {ref_model.hp.n_layer}, n_head {ref_model.hp.n_head}/{ref_model.hp.n_head_kv}, "
           f"n_vocab {n_vocab}, tokens {tok_arg}")
     # gen-model must write a self-consistent file with the standard keys.

@@ -355,6 +355,24 @@ class ForwardTest(unittest.TestCase):
                 expect[b] = x[0, 0, a] * np.sin(theta) + x[0, 0, b] * np.cos(theta)
             np.testing.assert_allclose(y, expect, rtol=1e-13, atol=1e-13)
 
+    def test_bad_models_are_errors(self):
+        p = self.path("bad.gguf")
+        make_model(p, "gpt2")
+        with self.assertRaises(gr.GgufError) as cm:
+            forward.Model(p)
+        self.assertIn("general.architecture 'gpt2' is not supported (supported: llama, mistral, qwen2)",
+                      str(cm.exception))
+        make_model(p, "llama", n_head=4, n_head_kv=3)
+        with self.assertRaises(gr.GgufError) as cm:
+            forward.Model(p)
+        self.assertIn("head_count 4 is not a multiple of head_count_kv 3", str(cm.exception))
+        make_model(p, "llama")
+        out = self.path("x.f32")
+        self.assertEqual(forward.main([p, "--tokens", "1,64", "-o", out]), 2)  # n_vocab is 64
+        self.assertFalse(os.path.exists(out))
+        self.assertEqual(forward.main([p, "--tokens", "1,63", "-o", out]), 0)
+        self.assertEqual(os.path.getsize(out), 2 * 64 * 4)
+
     def test_activation_quantisation(self):
         x = np.zeros((1, 32))
         x[0, :4] = [127.0, -63.4, 0.6, -0.4]

@@ -7,7 +7,9 @@
    "Once upon a time" must give the known fluent English continuation: this checks the reference
    forward pass independently of duet (a wrong RoPE, norm or attention gives gibberish).
 2. With --duet: `duet logits` on that whole greedy sequence must match the reference within 1e-4
-   relative (F32 model) with the same argmax at every position.
+   relative (F32 model) with the same argmax at every position, and `duet run --temp 0` (duet's
+   own tokenizer, prefill, then token-by-token decode through the KV cache) must print exactly the
+   reference's greedy continuation.
 Exit 77 (skip) when numpy or the model file is absent.
 """
 
@@ -49,6 +51,18 @@ def spm_greedy_ids(text, vocab):
     return ids
 
 
+def decode_pieces(ids, vocab):
+    """SentencePiece pieces to text: '▁' is a space, <0xNN> pieces are raw bytes."""
+    out = bytearray()
+    for t in ids:
+        p = vocab[t]
+        if len(p) == 6 and p.startswith("<0x") and p.endswith(">"):
+            out.append(int(p[3:5], 16))
+        else:
+            out += p.replace("\u2581", " ").encode("utf-8")
+    return out.decode("utf-8", errors="replace")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("models_dir")
@@ -69,7 +83,7 @@ def main(argv=None):
     tokens = [bos] + prompt
     for _ in range(N_GENERATE):
         tokens.append(int(np.argmax(m.forward(tokens)[-1])))
-    text = "".join(vocab[t] for t in tokens[1:]).replace("\u2581", " ")
+    text = decode_pieces(tokens[1:], vocab)
     print(f"reference greedy: {text!r}")
     if not text.startswith(EXPECTED) or not text.isascii():
         print(f"FAIL: expected the continuation to start with {EXPECTED!r}")
@@ -83,6 +97,12 @@ def main(argv=None):
         compare.run([args.duet, "logits", "-m", path, "--tokens", tok_arg, "-o", out])
         got = compare.load_logits(out, len(tokens), m.n_vocab, "duet")
         failures = compare.check("duet vs reference on stories260K", got, m.forward(tokens), 1e-4)
+        out = compare.run([args.duet, "run", "-m", path, "-p", PROMPT, "-n", str(N_GENERATE), "--temp", "0",
+                           "--kv-type", "f32", "--no-timings"])
+        continuation = decode_pieces(tokens[1 + len(prompt):], vocab)
+        print(f"duet run greedy:  {out!r}")
+        if out.rstrip("\n") != continuation:
+            failures.append(f"duet run printed {out!r}, the reference continues with {continuation!r}")
         for f in failures:
             print("FAIL: " + f)
         if failures:
