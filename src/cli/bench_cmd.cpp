@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "format/gguf.h"
+#include "hw/npu/npu_device.h"
 #include "hw/npu/npu_preset.h"
 #include "layout/pim_layout.h"
 #include "model/arch_presets.h"
@@ -60,7 +61,7 @@ namespace {
 struct BenchArgs {
     std::string baseline = "npu_only", target = "npu_pim_coop";
     int64_t seq_len = 0, gen_len = 256, batch = 0;
-    std::string model, settings_path, config_path, report, trace, svg, pim;
+    std::string model, settings_path, config_path, report, trace, svg, pim, dispatch;
     sim::Thresholds th;
 };
 
@@ -81,7 +82,7 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
              "to true, or --target npu_only)", a.target);
 
     sim::ModelShape shape = bench_model_shape(model, st.runtime.dtype);
-    auto rig = sim::make_hardware_rig(st, cfg, a.pim);
+    auto rig = sim::make_hardware_rig(st, cfg, a.pim, a.dispatch);
     for (sim::Policy p : {pb, pt})
         if (p != sim::Policy::NPU_ONLY && !rig->hw.pim)
             fail("policy {} needs a PIM model, but PIM preset '{}' is unavailable: {}", sim::policy_name(p),
@@ -106,7 +107,7 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
     r.seq_len = seq_len;
     r.gen_len = a.gen_len;
     r.batch = batch;
-    r.npu = rig->npu->name();
+    r.npu = rig->npu->name() + " (" + hw::npu::dispatch_name(rig->npu->options().dispatch) + ")";
     r.pim = rig->hw.pim ? rig->pim_preset : "none";
     r.memory = rig->hw.memory_name;
     r.thresholds = a.th;
@@ -156,6 +157,8 @@ void register_bench(CLI::App& app) {
     c->add_option("--settings", a->settings_path, "settings.json")->capture_default_str();
     c->add_option("--config", a->config_path, "config.toml")->capture_default_str();
     c->add_option("--pim", a->pim, "PIM preset (default: pim_hbm2_fimdram)");
+    c->add_option("--npu-dispatch", a->dispatch,
+                  "NPU host launch mode: eager, queue0, queue1 (default, TASK_QUEUE_ENABLE=1), queue2, graph");
     c->add_option("--report", a->report, "Write the JSON report here (docs/report-schema.md)");
     c->add_option("--trace", a->trace, "Write a Chrome/Perfetto trace of both timelines");
     c->add_option("--svg", a->svg, "Write an SVG chart: TBT per token and memory breakdown");

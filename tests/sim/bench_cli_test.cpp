@@ -92,6 +92,13 @@ TEST(BenchCli, AlignmentAndPrecision) {
     EXPECT_EQ(pim_ops(bf16), 0);
 }
 
+TEST(BenchCli, GraphDispatchRemovesHostLaunchGaps) {
+    Result q1 = run("", kBench), graph = run("", std::string(kBench) + " --npu-dispatch graph");
+    EXPECT_LT(graph.report["baseline"]["tbt_mean_ns"].get<double>(), q1.report["baseline"]["tbt_mean_ns"].get<double>());
+    EXPECT_LE(graph.report["baseline"]["timeline"]["decode"]["npu"]["launch_ns"].get<double>(),
+              q1.report["baseline"]["timeline"]["decode"]["npu"]["launch_ns"].get<double>());
+}
+
 TEST(BenchCli, UnsharedWeightStreamsWarn) {
     Result shared = run("", std::string(kBench) + " --batch 4 --target npu_only");
     Result own = run("DUET_MEMORY_WEIGHT_BASE_SHARED=false", std::string(kBench) + " --batch 4 --target npu_only");
