@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "cli/bench_file_mode.h"
 #include "cli/commands.h"
 #include "config/coop_config.h"
 #include "config/settings.h"
@@ -94,25 +95,58 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
         if (p != sim::Policy::NPU_ONLY) s.weight_dtype = cfg.pim.precision == "bf16" ? DType::BF16 : DType::F16;
         return s;
     };
-    const sim::ModelShape shape_b = shape_for(pb), shape_t = shape_for(pt);
-    sim::Plan plan = sim::plan_generation(shape_b, seq_len, a.gen_len, batch);
-    sim::Plan plan_t = shape_t.weight_dtype == shape_b.weight_dtype ? plan
-                                                                     : sim::plan_generation(shape_t, seq_len, a.gen_len, batch);
+    sim::ModelShape shape_b = shape_for(pb), shape_t = shape_for(pt);
+    const bool file_mode = model::find_arch_preset(model) == nullptr;
+    sim::Plan plan, plan_t;
+    int64_t sim_seq = seq_len;
+    nlohmann::json functional;
+    if (!file_mode) {
+        plan = sim::plan_generation(shape_b, seq_len, a.gen_len, batch);
+        plan_t = shape_t.weight_dtype == shape_b.weight_dtype ? plan : sim::plan_generation(shape_t, seq_len, a.gen_len, batch);
+    } else {
+        if (batch != 1) fail("--batch = {} with a model file: FILE mode runs one sequence (allowed: 1)", batch);
+        const auto& lp = rig->layout->params();
+        const auto& org = rig->layout->organisation();
+        FileRun fb = run_file_engine(model, seq_len, a.gen_len, pb != sim::Policy::NPU_ONLY, lp, org);
+        FileRun ft = run_file_engine(model, seq_len, a.gen_len, pt != sim::Policy::NPU_ONLY, lp, org);
+        plan.ops = std::move(fb.trace);
+        plan.forwards = sim::split_forwards(plan.ops);
+        plan_t.ops = std::move(ft.trace);
+        plan_t.forwards = sim::split_forwards(plan_t.ops);
+        sim_seq = int64_t(fb.prompt.size());
+        for (const auto& rec : plan.ops)  // memory accounting in the file's own weight dtype
+            if (rec.kind == sim::OpKind::MATMUL) {
+                shape_b.weight_dtype = shape_t.weight_dtype = rec.weight_dtype;
+                break;
+            }
+        auto host = [](const FileRun& f) {
+            return nlohmann::json{{"prefill_ms", f.stats.prefill_ms},
+                                  {"ttft_ms", f.stats.ttft_ms},
+                                  {"decode_ms", f.stats.decode_ms},
+                                  {"decode_ms_per_token", f.stats.n_decode > 0 ? f.stats.decode_ms / double(f.stats.n_decode) : 0.0},
+                                  {"pim_layout_matrices", f.pim_matrices},
+                                  {"plain_matrices", f.plain_matrices}};
+        };
+        functional = {{"file", model},         {"n_prompt", sim_seq},           {"identical", fb.tokens == ft.tokens},
+                      {"tokens_baseline", fb.tokens}, {"tokens_target", ft.tokens}, {"baseline", host(fb)},
+                      {"target", host(ft)}};
+    }
     const bool events = !a.trace.empty();
     sim::RunOptions ob = sim::run_options_from(cfg, pb), ot = sim::run_options_from(cfg, pt);
     ob.record_events = ot.record_events = events;
 
     sim::BenchReport r;
     r.model = model;
-    r.seq_len = seq_len;
+    r.seq_len = sim_seq;
     r.gen_len = a.gen_len;
     r.batch = batch;
     r.npu = rig->npu->name() + " (" + hw::npu::dispatch_name(rig->npu->options().dispatch) + ")";
     r.pim = rig->hw.pim ? rig->pim_preset : "none";
     r.memory = rig->hw.memory_name;
     r.thresholds = a.th;
-    r.baseline = sim::simulate_run(shape_b, plan, seq_len + a.gen_len, batch, ob, rig->hw);
-    r.target = sim::simulate_run(shape_t, plan_t, seq_len + a.gen_len, batch, ot, rig->hw);
+    r.functional = functional;
+    r.baseline = sim::simulate_run(shape_b, plan, sim_seq + a.gen_len, batch, ob, rig->hw);
+    r.target = sim::simulate_run(shape_t, plan_t, sim_seq + a.gen_len, batch, ot, rig->hw);
     if (pt != sim::Policy::NPU_ONLY && r.target.memory.block_index_bytes > 0)
         layout::check_index_ratio(r.target.memory.block_index_bytes, r.target.memory.weights_bytes,
                                   rig->layout->params());
@@ -135,6 +169,9 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
         sim::write_file_atomic(a.svg, sim::svg_chart(r));
         std::printf("chart: %s\n", a.svg.c_str());
     }
+    if (file_mode && !functional["identical"].get<bool>())
+        fail("{}: the generated tokens differ between {} and {}: the PIM layout path computed different numbers",
+             model, a.baseline, a.target);
     const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     DUET_LOG_INFO("bench: {} ops per run simulated in {:.1f} ms wall", plan.ops.size(), wall_ms);
 }

@@ -127,6 +127,29 @@ TEST(BenchCli, ErrorsAreExactAndExitTwo) {
               std::string::npos);
 }
 
+TEST(BenchCli, FileModeRunsTheEngineThroughThePimLayout) {
+    const std::string model = std::string(DUET_BINARY_DIR) + "/bench_cli_tiny.gguf";
+    ASSERT_EQ(std::system(("'" + std::string(DUET_BINARY_DIR) + "/duet' gen-model --arch tiny-llama --dtype f16 --seed 7 -o '" +
+                           model + "' > /dev/null")
+                              .c_str()),
+              0);
+    Result r = run("", "bench -m " + model + " --seq-len 12 --gen-len 6");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto& f = r.report["functional"];
+    EXPECT_TRUE(f["identical"].get<bool>());
+    EXPECT_EQ(f["tokens_target"].size(), 6u);
+    EXPECT_EQ(f["tokens_target"], f["tokens_baseline"]);
+    EXPECT_EQ(f["target"]["pim_layout_matrices"].get<int64_t>(), 7 * 2 + 1);  // every matrix of the 2 layers + LM head
+    EXPECT_EQ(f["baseline"]["pim_layout_matrices"].get<int64_t>(), 0);
+    EXPECT_GT(f["target"]["prefill_ms"].get<double>(), 0);
+    EXPECT_EQ(r.report["seq_len"].get<int64_t>(), 12);
+    EXPECT_EQ(r.report["target"]["timeline"]["tbt_ns"].size(), 5u);
+    EXPECT_NE(r.out.find("identical in both runs"), std::string::npos);
+    Result b = run("", "bench -m " + model + " --batch 2", false);
+    EXPECT_EQ(b.code, 2);
+    EXPECT_NE(b.out.find("--batch = 2 with a model file: FILE mode runs one sequence (allowed: 1)"), std::string::npos);
+}
+
 TEST(DoctorCli, ReportsEveryErrorAndNeverTheKey) {
     const std::string cfg = std::string(DUET_BINARY_DIR) + "/doctor_bad.toml";
     std::ofstream(cfg) << "[pim]\nalignment = 3\n[memory]\nfoo = 1\n";
