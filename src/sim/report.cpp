@@ -33,7 +33,7 @@ RunReport simulate_run(const ModelShape& shape, const Plan& plan, int64_t contex
     }
     const double decode_pj = tl.decode.unit[0].energy_pj + tl.decode.unit[1].energy_pj;
     const double tokens = double(tbt.size()) * batch;
-    // conversion energy is attributed to the phase by time share of conversions (prefill unless decode converts)
+    // extra conversion energy is booked to prefill, where the conversions of npu_pim_coop happen
     r.prefill_energy_pj = tl.prefill.unit[0].energy_pj + tl.prefill.unit[1].energy_pj;
     r.decode_energy_per_token_pj = tokens > 0 ? decode_pj / tokens : 0;
     r.prefill_energy_pj += tl.conversion_energy_pj;

@@ -92,6 +92,16 @@ TEST(BenchCli, AlignmentAndPrecision) {
     EXPECT_EQ(pim_ops(bf16), 0);
 }
 
+TEST(BenchCli, AllPoliciesRun) {
+    for (const char* p : {"pim_only", "auto", "npu_pim_coop"}) {
+        Result r = run("", std::string(kBench) + " --target " + p);
+        ASSERT_EQ(r.code, 0) << p << r.out;
+        EXPECT_EQ(r.report["target"]["policy"], p);
+        EXPECT_GT(pim_ops(r), 0) << p;
+        EXPECT_LT(tbt(r), r.report["baseline"]["tbt_mean_ns"].get<double>()) << p;
+    }
+}
+
 TEST(BenchCli, GraphDispatchRemovesHostLaunchGaps) {
     Result q1 = run("", kBench), graph = run("", std::string(kBench) + " --npu-dispatch graph");
     EXPECT_LT(graph.report["baseline"]["tbt_mean_ns"].get<double>(), q1.report["baseline"]["tbt_mean_ns"].get<double>());
@@ -120,6 +130,12 @@ TEST(BenchCli, ErrorsAreExactAndExitTwo) {
                            "\"Ascend999\" is not a known NPU preset (allowed: Ascend310B4, Ascend310P3, Ascend910B, "),
               std::string::npos)
         << soc.out;
+    Result coop_off = run("DUET_ENABLE_PIM_COOP=false", kBench, false);
+    EXPECT_EQ(coop_off.code, 2);
+    EXPECT_NE(coop_off.out.find("duet: error: settings ascend.enable_pim_coop = false but --target = \"npu_pim_coop\" uses "
+                                "the PIM (allowed: set enable_pim_coop to true, or --target npu_only)"),
+              std::string::npos)
+        << coop_off.out;
     Result pol = run("", std::string(kBench) + " --target fast", false);
     EXPECT_EQ(pol.code, 2);
     EXPECT_NE(pol.out.find("duet: error: --target = \"fast\" is not a placement policy (allowed: npu_only, pim_only, "
