@@ -24,14 +24,14 @@ struct GenModelArgs {
 };
 
 void list_presets() {
-    std::printf("%-13s %-6s %-4s %7s %6s %5s %5s %4s %10s  %s\n", "preset", "arch", "tok", "n_vocab", "n_embd",
-                "layer", "head", "kv", "params", "description");
+    std::printf("%-13s %-6s %-4s %7s %6s %5s %5s %4s %10s  %s\n", "preset", "arch", "tok", "n_vocab", "n_embd", "layer",
+                "head", "kv", "params", "description");
     for (const auto& p : model::arch_presets()) {
         const auto& h = p.hparams;
         std::printf("%-13s %-6s %-4s %7lld %6lld %5lld %5lld %4lld %9.4gM  %s\n", p.name.c_str(), h.arch_name.c_str(),
-                    p.tokenizer == model::TokenizerKind::SPM ? "spm" : "bpe", (long long)h.n_vocab,
-                    (long long)h.n_embd, (long long)h.n_layer, (long long)h.n_head, (long long)h.n_head_kv,
-                    double(h.n_params()) / 1e6, p.description.c_str());
+                    p.tokenizer == model::TokenizerKind::SPM ? "spm" : "bpe", (long long)h.n_vocab, (long long)h.n_embd,
+                    (long long)h.n_layer, (long long)h.n_head, (long long)h.n_head_kv, double(h.n_params()) / 1e6,
+                    p.description.c_str());
     }
 }
 
@@ -67,11 +67,12 @@ void run(const GenModelArgs& a) {
     model::SyntheticSummary s = model::write_synthetic_model(a.out, preset, opt, progress);
     if (tty && last_pct >= 0) std::fprintf(stderr, "\n");
     const auto& h = s.hparams;
-    std::printf("wrote %s: preset %s (arch %s), %lld layers, n_embd %lld, n_vocab %lld, %.4g M params, dtype %s, "
-                "seed %llu, %.4g MB in %.1f s\n",
-                a.out.c_str(), preset.name.c_str(), h.arch_name.c_str(), (long long)h.n_layer, (long long)h.n_embd,
-                (long long)h.n_vocab, double(s.n_params) / 1e6, a.dtype.c_str(), (unsigned long long)a.seed,
-                double(s.file_bytes) / 1e6, double(now_ns() - t0_ns) / 1e9);
+    std::printf(
+        "wrote %s: preset %s (arch %s), %lld layers, n_embd %lld, n_vocab %lld, %.4g M params, dtype %s, "
+        "seed %llu, %.4g MB in %.1f s\n",
+        a.out.c_str(), preset.name.c_str(), h.arch_name.c_str(), (long long)h.n_layer, (long long)h.n_embd,
+        (long long)h.n_vocab, double(s.n_params) / 1e6, a.dtype.c_str(), (unsigned long long)a.seed,
+        double(s.file_bytes) / 1e6, double(now_ns() - t0_ns) / 1e9);
     if (s.n_fallback_tensors > 0)
         std::printf("note: %d tensors have rows the %s block size does not divide; they are stored as q8_0/f16\n",
                     s.n_fallback_tensors, a.dtype.c_str());
@@ -81,13 +82,16 @@ void run(const GenModelArgs& a) {
 
 void register_gen_model(CLI::App& app) {
     auto args = std::make_shared<GenModelArgs>();
-    auto* cmd = app.add_subcommand("gen-model", "Write a synthetic GGUF model (seeded random weights, working tokenizer)");
+    auto* cmd =
+        app.add_subcommand("gen-model", "Write a synthetic GGUF model (seeded random weights, working tokenizer)");
     cmd->footer(
         "Examples:\n"
         "  duet gen-model --arch tiny-llama --dtype f16 --seed 1 -o tiny.gguf\n"
         "  duet gen-model --arch llama2-7b --dtype q4_0 --layers 2 -o l2-2layers.gguf\n"
         "  duet gen-model --list\n"
-        "Presets: " + model::arch_preset_list() + "\n"
+        "Presets: " +
+        model::arch_preset_list() +
+        "\n"
         "Same preset, dtype and seed give a byte-identical file.");
     cmd->add_option("--arch", args->arch, "Architecture preset (see --list)");
     cmd->add_option("--dtype", args->dtype, "Weight type: " + model::synthetic_dtype_names() + " (default f32)");

@@ -21,17 +21,26 @@ namespace {
 struct MemArgs {
     std::string memory, pattern = "stream", fidelity = "command", mapping = hw::dram::AddressMapping::kDefault;
     uint64_t bytes = 16 << 20, stride = 0, seed = 1;
-    int channels = 0, queue_depth = 32;
+    int channels = 0, stacks = 0, queue_depth = 32;
     double write_fraction = 0;
 };
 
 struct GemvArgs {
     std::string pim, dtype, fidelity = "command", layout = "row_major_128bit";
     int64_t m = 4096, k = 4096;
-    int alignment = 0, channels = 0;
+    int alignment = 0, channels = 0, stacks = 0;
     bool functional = false;
     uint64_t seed = 1;
 };
+
+// --stacks N: N stacks (HBM) or packages of the preset's per-stack channels; --channels wins.
+int device_channels(const hw::dram::DramOrg& o, int channels, int stacks) {
+    if (channels < 0 || channels > 4096) fail("--channels {} is out of range (allowed: 1 to 4096)", channels);
+    if (stacks < 0 || stacks > 64) fail("--stacks {} is out of range (allowed: 1 to 64)", stacks);
+    if (channels > 0 && stacks > 0) fail("give --channels or --stacks, not both");
+    if (stacks > 0) return stacks * o.channels_per_stack * o.pseudo_channels;
+    return channels;
+}
 
 void check_fidelity(const std::string& f) {
     if (f != "command" && f != "analytical")
@@ -47,7 +56,7 @@ void run_mem(const MemArgs& a) {
     w.stride_bytes = a.stride;
     if (w.pattern == hw::dram::Pattern::STRIDED && a.stride == 0) fail("--pattern strided needs --stride BYTES");
     w.seed = a.seed;
-    w.channels = a.channels;
+    w.channels = device_channels(spec.org, a.channels, a.stacks);
     w.queue_depth = a.queue_depth;
     w.write_fraction = a.write_fraction;
     w.mapping = a.mapping;
@@ -110,7 +119,7 @@ void run_gemv(const GemvArgs& a) {
     g.k = a.k;
     g.dtype = gemv_dtype(spec, a.dtype);
     g.alignment_bits = a.alignment > 0 ? a.alignment : spec.default_alignment_bits;
-    g.channels = a.channels;
+    g.channels = device_channels(spec.mem.org, a.channels, a.stacks);
     const auto plan = hw::pim::plan_gemv(spec, g);
     const auto t0 = std::chrono::steady_clock::now();
     const auto r = a.fidelity == "command" ? hw::pim::simulate_gemv(spec, g) : hw::pim::estimate_gemv(spec, g);
@@ -135,7 +144,8 @@ void run_gemv(const GemvArgs& a) {
                 plan.channels, r.host_stream_ns, r.speedup);
     std::printf("bound         %s\n", r.bound);
     if (spec.mem.energy.published)
-        std::printf("energy        %.1f nJ\n", r.energy_pj * 1e-3);
+        std::printf("energy        %.1f nJ (upper bound: unit column reads charged at the base memory's read energy)\n",
+                    r.energy_pj * 1e-3);
     else
         std::printf("energy        not modelled (base memory publishes no energies)\n");
     std::printf("wall time     %.4f s\n", wall);
@@ -178,6 +188,7 @@ void register_pim_sim(CLI::App& app) {
         "  duet pim-sim mem --memory lpddr5 --pattern stream --bytes 16777216\n"
         "  duet pim-sim mem --memory hbm3 --pattern random --bytes 4194304 --fidelity analytical\n"
         "  duet pim-sim mem --memory lpddr5 --pattern strided --stride 4096 --bytes 1048576 --channels 8\n"
+        "  duet pim-sim mem --memory hbm2e --stacks 8 --bytes 67108864 --fidelity analytical\n"
         "Presets: lpddr4x, lpddr5, lpddr5x, hbm2, hbm2e, hbm3, gddr6 (configs/hw/<name>.toml).");
     mem->add_option("--memory", ma.memory, "Memory preset")->required();
     mem->add_option("--pattern", ma.pattern, "stream | random | strided")->capture_default_str();
@@ -185,6 +196,7 @@ void register_pim_sim(CLI::App& app) {
     mem->add_option("--bytes", ma.bytes, "Bytes requested (whole bursts)")->capture_default_str();
     mem->add_option("--fidelity", ma.fidelity, "command | analytical")->capture_default_str();
     mem->add_option("--channels", ma.channels, "Channels (pseudo channels for HBM); 0 = the preset's device");
+    mem->add_option("--stacks", ma.stacks, "Stacks (HBM) or packages: channels = stacks x the preset's per-stack channels");
     mem->add_option("--write-fraction", ma.write_fraction, "Share of requests that are writes (0..1)");
     mem->add_option("--mapping", ma.mapping, "Address mapping, MSB first, e.g. RoRaBaCoBgCh")->capture_default_str();
     mem->add_option("--queue-depth", ma.queue_depth, "Read and write queue depth per channel")->capture_default_str();
@@ -206,6 +218,7 @@ void register_pim_sim(CLI::App& app) {
     gemv->add_option("--alignment", ga.alignment, "Layout granule in bits, [pim] alignment (default: 128)");
     gemv->add_option("--fidelity", ga.fidelity, "command | analytical")->capture_default_str();
     gemv->add_option("--channels", ga.channels, "Channels; 0 = the preset's device");
+    gemv->add_option("--stacks", ga.stacks, "Copies of the preset's device (HBM stacks, chips) instead of --channels");
     gemv->add_flag("--functional", ga.functional, "Also run the lane-accurate arithmetic on reordered weights");
     gemv->add_option("--layout", ga.layout, "Weight placement for --functional: row_major_128bit | row_per_unit")
         ->capture_default_str();

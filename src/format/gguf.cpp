@@ -1,5 +1,7 @@
 // GGUF parsing: every read is bounds-checked against the mapping, every count is checked
 // against the bytes that remain before anything is allocated.
+#include "format/gguf.h"
+
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -7,13 +9,12 @@
 
 #include "core/error.h"
 #include "format/ggml_types.h"
-#include "format/gguf.h"
 #include "format/mapped_file.h"
 
 namespace duet::format {
 
 class GgufParser {
-public:
+  public:
     GgufParser(GgufFile& f) : f_(f), p_(f.map_->data()), n_(f.map_->size_bytes()), path_(f.path_) {}
 
     void parse() {
@@ -25,9 +26,9 @@ public:
         place_tensors();
     }
 
-private:
+  private:
     // Minimal encoded sizes, used to bound counts by the bytes that remain.
-    static constexpr uint64_t kMinKvBytes = 8 + 1 + 4 + 1;              // key len, 1-char key, type, u8
+    static constexpr uint64_t kMinKvBytes = 8 + 1 + 4 + 1;                  // key len, 1-char key, type, u8
     static constexpr uint64_t kMinTensorInfoBytes = 8 + 1 + 4 + 8 + 4 + 8;  // name, n_dims, 1 dim, type, offset
 
     uint64_t remaining() const { return n_ - pos_; }
@@ -85,12 +86,25 @@ private:
 
     static uint64_t min_value_bytes(GgufType t) {
         switch (t) {
-            case GgufType::UINT8: case GgufType::INT8: case GgufType::BOOL: return 1;
-            case GgufType::UINT16: case GgufType::INT16: return 2;
-            case GgufType::UINT32: case GgufType::INT32: case GgufType::FLOAT32: return 4;
-            case GgufType::UINT64: case GgufType::INT64: case GgufType::FLOAT64: return 8;
-            case GgufType::STRING: return 8;
-            case GgufType::ARRAY: return 12;
+            case GgufType::UINT8:
+            case GgufType::INT8:
+            case GgufType::BOOL:
+                return 1;
+            case GgufType::UINT16:
+            case GgufType::INT16:
+                return 2;
+            case GgufType::UINT32:
+            case GgufType::INT32:
+            case GgufType::FLOAT32:
+                return 4;
+            case GgufType::UINT64:
+            case GgufType::INT64:
+            case GgufType::FLOAT64:
+                return 8;
+            case GgufType::STRING:
+                return 8;
+            case GgufType::ARRAY:
+                return 12;
         }
         return 1;
     }
@@ -106,24 +120,48 @@ private:
         GgufValue v;
         v.type = type;
         switch (type) {
-            case GgufType::UINT8: v.v = uint64_t(read<uint8_t>(ctx)); break;
-            case GgufType::INT8: v.v = int64_t(read<int8_t>(ctx)); break;
-            case GgufType::UINT16: v.v = uint64_t(read<uint16_t>(ctx)); break;
-            case GgufType::INT16: v.v = int64_t(read<int16_t>(ctx)); break;
-            case GgufType::UINT32: v.v = uint64_t(read<uint32_t>(ctx)); break;
-            case GgufType::INT32: v.v = int64_t(read<int32_t>(ctx)); break;
-            case GgufType::UINT64: v.v = read<uint64_t>(ctx); break;
-            case GgufType::INT64: v.v = read<int64_t>(ctx); break;
-            case GgufType::FLOAT32: v.v = double(read<float>(ctx)); break;
-            case GgufType::FLOAT64: v.v = read<double>(ctx); break;
+            case GgufType::UINT8:
+                v.v = uint64_t(read<uint8_t>(ctx));
+                break;
+            case GgufType::INT8:
+                v.v = int64_t(read<int8_t>(ctx));
+                break;
+            case GgufType::UINT16:
+                v.v = uint64_t(read<uint16_t>(ctx));
+                break;
+            case GgufType::INT16:
+                v.v = int64_t(read<int16_t>(ctx));
+                break;
+            case GgufType::UINT32:
+                v.v = uint64_t(read<uint32_t>(ctx));
+                break;
+            case GgufType::INT32:
+                v.v = int64_t(read<int32_t>(ctx));
+                break;
+            case GgufType::UINT64:
+                v.v = read<uint64_t>(ctx);
+                break;
+            case GgufType::INT64:
+                v.v = read<int64_t>(ctx);
+                break;
+            case GgufType::FLOAT32:
+                v.v = double(read<float>(ctx));
+                break;
+            case GgufType::FLOAT64:
+                v.v = read<double>(ctx);
+                break;
             case GgufType::BOOL: {
                 const uint8_t b = read<uint8_t>(ctx);
                 if (b > 1) fail("{}: {} is a bool with value {} (allowed: 0, 1)", path_, ctx, b);
                 v.v = b == 1;
                 break;
             }
-            case GgufType::STRING: v.v = read_string(ctx); break;
-            case GgufType::ARRAY: v.v = read_array(ctx, depth + 1); break;
+            case GgufType::STRING:
+                v.v = read_string(ctx);
+                break;
+            case GgufType::ARRAY:
+                v.v = read_array(ctx, depth + 1);
+                break;
         }
         return v;
     }
@@ -169,8 +207,8 @@ private:
             fail("{}: metadata key 'general.alignment' holds {}, expected uint32", path_, gguf_type_name(v->type));
         }
         if (a == 0 || (a & (a - 1)) != 0 || a > (uint64_t(1) << 30))
-            fail("{}: metadata key 'general.alignment' = {} is not allowed (allowed: a power of two up to 2^30)",
-                 path_, a);
+            fail("{}: metadata key 'general.alignment' = {} is not allowed (allowed: a power of two up to 2^30)", path_,
+                 a);
         f_.alignment_ = a;
     }
 
@@ -206,8 +244,7 @@ private:
         const unsigned __int128 bytes =
             (unsigned __int128)(n_elements / uint64_t(info.block_elems)) * uint64_t(info.block_bytes);
         if (bytes > n_)
-            fail("{}: {} needs {} bytes of data, more than the whole file ({} bytes)", path_, ctx, uint64_t(bytes),
-                 n_);
+            fail("{}: {} needs {} bytes of data, more than the whole file ({} bytes)", path_, ctx, uint64_t(bytes), n_);
         t.n_bytes = uint64_t(bytes);
         if (t.offset % f_.alignment_ != 0)
             fail("{}: {} has offset {}, which is not a multiple of general.alignment = {}", path_, ctx, t.offset,
@@ -228,9 +265,10 @@ private:
         const uint64_t data_bytes = n_ - data_offset;
         for (auto& t : f_.tensors_) {
             if (t.offset > data_bytes || t.n_bytes > data_bytes - t.offset)
-                fail("{}: tensor '{}' (data bytes {}..{}) extends past the end of the file (the data section holds "
-                     "{} bytes)",
-                     path_, t.name, t.offset, uint64_t((unsigned __int128)t.offset + t.n_bytes), data_bytes);
+                fail(
+                    "{}: tensor '{}' (data bytes {}..{}) extends past the end of the file (the data section holds "
+                    "{} bytes)",
+                    path_, t.name, t.offset, uint64_t((unsigned __int128)t.offset + t.n_bytes), data_bytes);
             t.data = p_ + data_offset + t.offset;
         }
         std::vector<size_t> order(f_.tensors_.size());

@@ -28,8 +28,19 @@
 namespace duet::format {
 
 enum class GgufType : uint32_t {
-    UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6,
-    BOOL = 7, STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+    UINT8 = 0,
+    INT8 = 1,
+    UINT16 = 2,
+    INT16 = 3,
+    UINT32 = 4,
+    INT32 = 5,
+    FLOAT32 = 6,
+    BOOL = 7,
+    STRING = 8,
+    ARRAY = 9,
+    UINT64 = 10,
+    INT64 = 11,
+    FLOAT64 = 12,
 };
 const char* gguf_type_name(GgufType t);
 
@@ -58,7 +69,7 @@ struct GgufTensorInfo {
 class MappedFile;
 
 class GgufFile {
-public:
+  public:
     static constexpr int kMaxArrayDepth = 8;
     static constexpr uint32_t kMaxDims = 4;  // GGML_MAX_DIMS
 
@@ -98,7 +109,7 @@ public:
     const GgufTensorInfo* find_tensor(std::string_view name) const;
     const GgufTensorInfo& tensor(std::string_view name) const;  // throws naming file and tensor
 
-private:
+  private:
     GgufFile() = default;
     std::string path_;
     uint32_t version_ = 0;

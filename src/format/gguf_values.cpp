@@ -6,19 +6,32 @@ namespace duet::format {
 
 const char* gguf_type_name(GgufType t) {
     switch (t) {
-        case GgufType::UINT8: return "uint8";
-        case GgufType::INT8: return "int8";
-        case GgufType::UINT16: return "uint16";
-        case GgufType::INT16: return "int16";
-        case GgufType::UINT32: return "uint32";
-        case GgufType::INT32: return "int32";
-        case GgufType::FLOAT32: return "float32";
-        case GgufType::BOOL: return "bool";
-        case GgufType::STRING: return "string";
-        case GgufType::ARRAY: return "array";
-        case GgufType::UINT64: return "uint64";
-        case GgufType::INT64: return "int64";
-        case GgufType::FLOAT64: return "float64";
+        case GgufType::UINT8:
+            return "uint8";
+        case GgufType::INT8:
+            return "int8";
+        case GgufType::UINT16:
+            return "uint16";
+        case GgufType::INT16:
+            return "int16";
+        case GgufType::UINT32:
+            return "uint32";
+        case GgufType::INT32:
+            return "int32";
+        case GgufType::FLOAT32:
+            return "float32";
+        case GgufType::BOOL:
+            return "bool";
+        case GgufType::STRING:
+            return "string";
+        case GgufType::ARRAY:
+            return "array";
+        case GgufType::UINT64:
+            return "uint64";
+        case GgufType::INT64:
+            return "int64";
+        case GgufType::FLOAT64:
+            return "float64";
     }
     return "unknown";
 }

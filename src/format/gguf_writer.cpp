@@ -13,7 +13,7 @@ namespace duet::format {
 namespace {
 
 class Bytes {
-public:
+  public:
     template <typename T>
     void put(T v) {
         const size_t at = s_.size();
@@ -26,18 +26,42 @@ public:
     }
     void put_value(const GgufValue& v) {
         switch (v.type) {
-            case GgufType::UINT8: put<uint8_t>(uint8_t(std::get<uint64_t>(v.v))); break;
-            case GgufType::INT8: put<int8_t>(int8_t(std::get<int64_t>(v.v))); break;
-            case GgufType::UINT16: put<uint16_t>(uint16_t(std::get<uint64_t>(v.v))); break;
-            case GgufType::INT16: put<int16_t>(int16_t(std::get<int64_t>(v.v))); break;
-            case GgufType::UINT32: put<uint32_t>(uint32_t(std::get<uint64_t>(v.v))); break;
-            case GgufType::INT32: put<int32_t>(int32_t(std::get<int64_t>(v.v))); break;
-            case GgufType::UINT64: put<uint64_t>(std::get<uint64_t>(v.v)); break;
-            case GgufType::INT64: put<int64_t>(std::get<int64_t>(v.v)); break;
-            case GgufType::FLOAT32: put<float>(float(std::get<double>(v.v))); break;
-            case GgufType::FLOAT64: put<double>(std::get<double>(v.v)); break;
-            case GgufType::BOOL: put<uint8_t>(std::get<bool>(v.v) ? 1 : 0); break;
-            case GgufType::STRING: put_string(std::get<std::string>(v.v)); break;
+            case GgufType::UINT8:
+                put<uint8_t>(uint8_t(std::get<uint64_t>(v.v)));
+                break;
+            case GgufType::INT8:
+                put<int8_t>(int8_t(std::get<int64_t>(v.v)));
+                break;
+            case GgufType::UINT16:
+                put<uint16_t>(uint16_t(std::get<uint64_t>(v.v)));
+                break;
+            case GgufType::INT16:
+                put<int16_t>(int16_t(std::get<int64_t>(v.v)));
+                break;
+            case GgufType::UINT32:
+                put<uint32_t>(uint32_t(std::get<uint64_t>(v.v)));
+                break;
+            case GgufType::INT32:
+                put<int32_t>(int32_t(std::get<int64_t>(v.v)));
+                break;
+            case GgufType::UINT64:
+                put<uint64_t>(std::get<uint64_t>(v.v));
+                break;
+            case GgufType::INT64:
+                put<int64_t>(std::get<int64_t>(v.v));
+                break;
+            case GgufType::FLOAT32:
+                put<float>(float(std::get<double>(v.v)));
+                break;
+            case GgufType::FLOAT64:
+                put<double>(std::get<double>(v.v));
+                break;
+            case GgufType::BOOL:
+                put<uint8_t>(std::get<bool>(v.v) ? 1 : 0);
+                break;
+            case GgufType::STRING:
+                put_string(std::get<std::string>(v.v));
+                break;
             case GgufType::ARRAY: {
                 const auto& a = *std::get<std::shared_ptr<GgufArray>>(v.v);
                 put<uint32_t>(uint32_t(a.elem_type));
@@ -56,7 +80,7 @@ public:
     }
     const std::string& str() const { return s_; }
 
-private:
+  private:
     std::string s_;
 };
 
@@ -162,8 +186,8 @@ void GgufWriter::add_tensor(std::string name, DType dtype, std::vector<int64_t> 
         n *= d;
     }
     if (shape[0] % info.block_elems != 0)
-        fail("{}: tensor '{}' of type {} has shape[0] = {}, which is not a multiple of its block size {}", path_,
-             name, info.name, shape[0], info.block_elems);
+        fail("{}: tensor '{}' of type {} has shape[0] = {}, which is not a multiple of its block size {}", path_, name,
+             info.name, shape[0], info.block_elems);
     const uint64_t n_bytes = uint64_t(n / info.block_elems) * uint64_t(info.block_bytes);
     tensors_.push_back({std::move(name), dtype, std::move(shape), n_bytes, 0, std::move(fill)});
 }

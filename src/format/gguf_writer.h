@@ -26,7 +26,7 @@
 namespace duet::format {
 
 class GgufWriter {
-public:
+  public:
     static constexpr size_t kChunkBytes = size_t(32) << 20;
 
     // Fills rows [row_begin, row_begin + n_rows) of the tensor into dst (n_rows * row bytes).
@@ -74,7 +74,7 @@ public:
     static GgufValue str(std::string v);
     static GgufValue array(GgufType elem_type, std::vector<GgufValue> items);
 
-private:
+  private:
     struct Tensor {
         std::string name;
         DType dtype;

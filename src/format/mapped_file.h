@@ -12,7 +12,7 @@
 namespace duet::format {
 
 class MappedFile {
-public:
+  public:
     // Throws duet::Error "<path>: cannot open: <reason>" (missing, a directory, unreadable).
     static std::unique_ptr<MappedFile> open(const std::string& path);
     static std::unique_ptr<MappedFile> from_bytes(const void* data, size_t n_bytes);
@@ -26,11 +26,11 @@ public:
     // Hint that [offset, offset + n_bytes) will be read soon (madvise WILLNEED); no-op for buffers.
     void prefetch(size_t offset, size_t n_bytes) const;
 
-private:
+  private:
     MappedFile() = default;
     const uint8_t* data_ = nullptr;
     size_t size_bytes_ = 0;
-    void* map_ = nullptr;     // mmap base when mapped
+    void* map_ = nullptr;  // mmap base when mapped
     size_t map_bytes_ = 0;
     uint8_t* owned_ = nullptr;  // aligned heap copy when from_bytes
 };

@@ -79,7 +79,9 @@ struct PimLayoutPlan {
     uint64_t block_offset(int64_t rb, int64_t kb) const;  // byte offset of block (rb, kb) in the base
 };
 
-// Plans the layout of W[n_rows][k] (dtype F16, BF16 or I8). Throws duet::Error for bad
+// Plans the layout of W[n_rows][k] (dtype F16, BF16 or I8). Quantised ggml rows (q8_0, q4_0 ...)
+// can be stored as raw bytes by planning DType::I8 with k = row_bytes(dtype, k): the layout stays
+// exact, but their blocks straddle granules, so a PIM unit could not compute on them in place. Throws duet::Error for bad
 // parameters (naming the config key) and, when check_ratio is set, for an index above
 // index_ratio_limit with a message naming the knobs to raise (see check_index_ratio).
 PimLayoutPlan plan_pim_layout(int64_t n_rows, int64_t k, DType dtype, const PimLayoutParams& params,

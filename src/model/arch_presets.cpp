@@ -45,22 +45,19 @@ std::vector<ArchPreset> build_table() {
                  make(L, {512, 1024, 128, 2, 4, 2, 352, 32, 1e-5f, 500000.0f}, false, true), BPE, "llama-bpe",
                  "llama-3", true});
     t.push_back({"tiny-mistral", "Mistral style test model (arch llama): SPM vocab, GQA 4:1",
-                 make(L, {384, 1024, 128, 2, 8, 2, 320, 16, 1e-5f, 10000.0f}, false, false), SPM, "", "mistral",
-                 true});
-    t.push_back({"tiny-qwen2",
-                 "Qwen2 style test model: byte-level BPE (qwen2), GQA 3:1, QKV bias, tied embeddings, NEOX RoPE",
-                 make(Q, {448, 1024, 96, 2, 6, 2, 256, 16, 1e-6f, 1000000.0f}, true, false), BPE, "qwen2", "chatml",
-                 true});
-    t.push_back({"small-llama",
-                 "Llama-2 style test model with rows of 256 (k-quants apply): SPM vocab, GQA 2:1",
+                 make(L, {384, 1024, 128, 2, 8, 2, 320, 16, 1e-5f, 10000.0f}, false, false), SPM, "", "mistral", true});
+    t.push_back(
+        {"tiny-qwen2", "Qwen2 style test model: byte-level BPE (qwen2), GQA 3:1, QKV bias, tied embeddings, NEOX RoPE",
+         make(Q, {448, 1024, 96, 2, 6, 2, 256, 16, 1e-6f, 1000000.0f}, true, false), BPE, "qwen2", "chatml", true});
+    t.push_back({"small-llama", "Llama-2 style test model with rows of 256 (k-quants apply): SPM vocab, GQA 2:1",
                  make(L, {512, 512, 256, 2, 4, 2, 768, 64, 1e-5f, 10000.0f}, false, false), SPM, "", "llama-2", true});
     // --- real shapes (Hugging Face config.json of each model) ---
     t.push_back({"llama2-7b", "Llama-2-7B (meta-llama/Llama-2-7b-hf config.json)",
                  make(L, {32000, 4096, 4096, 32, 32, 32, 11008, 128, 1e-5f, 10000.0f}, false, false), SPM, "",
                  "llama-2", false});
     t.push_back({"llama3-8b", "Llama-3-8B (meta-llama/Meta-Llama-3-8B config.json)",
-                 make(L, {128256, 8192, 4096, 32, 32, 8, 14336, 128, 1e-5f, 500000.0f}, false, false), BPE,
-                 "llama-bpe", "llama-3", false});
+                 make(L, {128256, 8192, 4096, 32, 32, 8, 14336, 128, 1e-5f, 500000.0f}, false, false), BPE, "llama-bpe",
+                 "llama-3", false});
     t.push_back({"mistral-7b", "Mistral-7B-v0.1 (mistralai/Mistral-7B-v0.1 config.json; sliding window not modelled)",
                  make(L, {32000, 32768, 4096, 32, 32, 8, 14336, 128, 1e-5f, 10000.0f}, false, false), SPM, "",
                  "mistral", false});
@@ -68,11 +65,11 @@ std::vector<ArchPreset> build_table() {
                  make(Q, {151936, 32768, 896, 24, 14, 2, 4864, 64, 1e-6f, 1000000.0f}, true, false), BPE, "qwen2",
                  "chatml", false});
     t.push_back({"qwen2.5-7b", "Qwen2.5-7B (Qwen/Qwen2.5-7B-Instruct config.json)",
-                 make(Q, {152064, 32768, 3584, 28, 28, 4, 18944, 128, 1e-6f, 1000000.0f}, false, false), BPE,
-                 "qwen2", "chatml", false});
+                 make(Q, {152064, 32768, 3584, 28, 28, 4, 18944, 128, 1e-6f, 1000000.0f}, false, false), BPE, "qwen2",
+                 "chatml", false});
     t.push_back({"bench-1b", "1.1B llama-shaped benchmark model (TinyLlama/TinyLlama-1.1B config.json)",
-                 make(L, {32000, 2048, 2048, 22, 32, 4, 5632, 64, 1e-5f, 10000.0f}, false, false), SPM, "",
-                 "llama-2", false});
+                 make(L, {32000, 2048, 2048, 22, 32, 4, 5632, 64, 1e-5f, 10000.0f}, false, false), SPM, "", "llama-2",
+                 false});
     for (const auto& p : t) p.hparams.validate("architecture preset " + p.name);
     return t;
 }

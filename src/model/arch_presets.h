@@ -26,9 +26,9 @@ struct ArchPreset {
     std::string description;  // one line, with the source of the numbers for real models
     Hparams hparams;
     TokenizerKind tokenizer = TokenizerKind::SPM;
-    std::string tokenizer_pre;   // tokenizer.ggml.pre for BPE: "llama-bpe" or "qwen2"; empty for SPM
-    std::string chat_template;   // template family: "llama-2", "llama-3", "chatml", "mistral"
-    bool tiny = false;           // a test size that gen-model writes quickly
+    std::string tokenizer_pre;  // tokenizer.ggml.pre for BPE: "llama-bpe" or "qwen2"; empty for SPM
+    std::string chat_template;  // template family: "llama-2", "llama-3", "chatml", "mistral"
+    bool tiny = false;          // a test size that gen-model writes quickly
 };
 
 // nullptr when unknown.

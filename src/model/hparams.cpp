@@ -10,8 +10,10 @@ namespace duet::model {
 
 const char* arch_name(Arch a) {
     switch (a) {
-        case Arch::LLAMA: return "llama";
-        case Arch::QWEN2: return "qwen2";
+        case Arch::LLAMA:
+            return "llama";
+        case Arch::QWEN2:
+            return "qwen2";
     }
     return "?";
 }
@@ -19,11 +21,11 @@ const char* arch_name(Arch a) {
 std::string supported_arch_names() { return "llama, qwen2"; }
 
 int64_t Hparams::n_params() const {
-    int64_t per_layer = 2 * n_embd                          // attn_norm, ffn_norm
-                        + n_embd * n_embd_q()               // attn_q
-                        + 2 * n_embd * n_embd_kv()          // attn_k, attn_v
-                        + n_embd_q() * n_embd               // attn_output
-                        + 3 * n_embd * n_ff;                // ffn_gate, ffn_up, ffn_down
+    int64_t per_layer = 2 * n_embd                  // attn_norm, ffn_norm
+                        + n_embd * n_embd_q()       // attn_q
+                        + 2 * n_embd * n_embd_kv()  // attn_k, attn_v
+                        + n_embd_q() * n_embd       // attn_output
+                        + 3 * n_embd * n_ff;        // ffn_gate, ffn_up, ffn_down
     if (qkv_bias) per_layer += n_embd_q() + 2 * n_embd_kv();
     int64_t total = n_vocab * n_embd + n_layer * per_layer + n_embd;  // + output_norm
     if (!tied_output) total += n_vocab * n_embd;
@@ -50,8 +52,8 @@ void Hparams::validate(std::string_view source) const {
     check_range(source, "head_dim", head_dim, 1, 4096);
     check_range(source, "n_rot", n_rot, 2, head_dim);
     if (n_head % n_head_kv != 0)
-        fail("{}: n_head = {} is not a multiple of n_head_kv = {} (grouped-query attention needs whole groups)",
-             source, n_head, n_head_kv);
+        fail("{}: n_head = {} is not a multiple of n_head_kv = {} (grouped-query attention needs whole groups)", source,
+             n_head, n_head_kv);
     if (n_rot % 2 != 0) fail("{}: n_rot = {} must be even (RoPE rotates pairs)", source, n_rot);
     if (!(norm_eps > 0.0f) || !std::isfinite(norm_eps) || norm_eps > 1.0f)
         fail("{}: norm_eps = {} is out of range (allowed: > 0 and <= 1)", source, norm_eps);
@@ -59,17 +61,16 @@ void Hparams::validate(std::string_view source) const {
         fail("{}: rope_freq_base = {} must be a positive finite number", source, rope_freq_base);
     if (!(rope_freq_scale > 0.0f) || !std::isfinite(rope_freq_scale))
         fail("{}: rope_freq_scale = {} must be a positive finite number", source, rope_freq_scale);
-    if (arch == Arch::QWEN2 && !rope_neox)
-        fail("{}: qwen2 uses NEOX-order RoPE (rope_neox must be true)", source);
+    if (arch == Arch::QWEN2 && !rope_neox) fail("{}: qwen2 uses NEOX-order RoPE (rope_neox must be true)", source);
 }
 
 bool operator==(const Hparams& a, const Hparams& b) {
-    return a.arch == b.arch && a.arch_name == b.arch_name && a.n_vocab == b.n_vocab &&
-           a.n_ctx_train == b.n_ctx_train && a.n_embd == b.n_embd && a.n_layer == b.n_layer &&
-           a.n_head == b.n_head && a.n_head_kv == b.n_head_kv && a.n_ff == b.n_ff && a.head_dim == b.head_dim &&
-           a.n_rot == b.n_rot && a.norm_eps == b.norm_eps && a.rope_freq_base == b.rope_freq_base &&
-           a.rope_freq_scale == b.rope_freq_scale && a.rope_neox == b.rope_neox && a.qkv_bias == b.qkv_bias &&
-           a.tied_output == b.tied_output && a.has_rope_freqs == b.has_rope_freqs;
+    return a.arch == b.arch && a.arch_name == b.arch_name && a.n_vocab == b.n_vocab && a.n_ctx_train == b.n_ctx_train &&
+           a.n_embd == b.n_embd && a.n_layer == b.n_layer && a.n_head == b.n_head && a.n_head_kv == b.n_head_kv &&
+           a.n_ff == b.n_ff && a.head_dim == b.head_dim && a.n_rot == b.n_rot && a.norm_eps == b.norm_eps &&
+           a.rope_freq_base == b.rope_freq_base && a.rope_freq_scale == b.rope_freq_scale &&
+           a.rope_neox == b.rope_neox && a.qkv_bias == b.qkv_bias && a.tied_output == b.tied_output &&
+           a.has_rope_freqs == b.has_rope_freqs;
 }
 
 Hparams hparams_from_gguf(const format::GgufFile& f) {
@@ -98,12 +99,12 @@ Hparams hparams_from_gguf(const format::GgufFile& f) {
         hp.head_dim = *kl;
         auto vl = f.find_int(a + "attention.value_length");
         if (vl && *vl != *kl)
-            fail("{}: metadata key '{}attention.value_length' = {} differs from key_length = {} (unsupported)",
-                 path, a, *vl, *kl);
+            fail("{}: metadata key '{}attention.value_length' = {} differs from key_length = {} (unsupported)", path, a,
+                 *vl, *kl);
     } else {
         if (hp.n_embd % hp.n_head != 0)
-            fail("{}: {}embedding_length = {} is not a multiple of {}attention.head_count = {}", path, a, hp.n_embd,
-                 a, hp.n_head);
+            fail("{}: {}embedding_length = {} is not a multiple of {}attention.head_count = {}", path, a, hp.n_embd, a,
+                 hp.n_head);
         hp.head_dim = hp.n_embd / hp.n_head;
     }
     hp.n_rot = f.find_int(a + "rope.dimension_count").value_or(hp.head_dim);

@@ -28,13 +28,13 @@
 namespace duet::format {
 class GgufFile;
 class GgufWriter;
-}
+}  // namespace duet::format
 
 namespace duet::model {
 
 enum class Arch { LLAMA, QWEN2 };
 
-const char* arch_name(Arch a);  // "llama", "qwen2": the general.architecture value
+const char* arch_name(Arch a);       // "llama", "qwen2": the general.architecture value
 std::string supported_arch_names();  // "llama, qwen2"
 
 struct Hparams {
@@ -60,9 +60,9 @@ struct Hparams {
     bool tied_output = false;
     bool has_rope_freqs = false;
 
-    int64_t n_gqa() const { return n_head / n_head_kv; }         // query heads per kv head
-    int64_t n_embd_q() const { return n_head * head_dim; }       // rows of attn_q
-    int64_t n_embd_kv() const { return n_head_kv * head_dim; }   // rows of attn_k / attn_v
+    int64_t n_gqa() const { return n_head / n_head_kv; }        // query heads per kv head
+    int64_t n_embd_q() const { return n_head * head_dim; }      // rows of attn_q
+    int64_t n_embd_kv() const { return n_head_kv * head_dim; }  // rows of attn_k / attn_v
     // Parameters in the weights (all tensors, including norms, biases and rope_freqs).
     int64_t n_params() const;
 

@@ -68,7 +68,7 @@ std::map<std::string, int64_t> corpus_words() {
 
 struct Trained {
     std::vector<std::pair<std::string, std::string>> merges;  // in rank order
-    std::vector<std::string> new_tokens;                       // distinct merge results, in order
+    std::vector<std::string> new_tokens;                      // distinct merge results, in order
 };
 
 // Plain BPE training: repeatedly merge the most frequent adjacent pair (ties: the
@@ -201,13 +201,13 @@ SyntheticVocab build_bpe(const ArchPreset& p) {
     if (p.tokenizer_pre == "qwen2") {
         specials = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
     } else {
-        specials = {"<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
-                    "<|eot_id|>"};
+        specials = {"<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"};
     }
     // Real-size vocabularies reserve a block of special tokens, as Llama-3 does.
     const size_t named = specials.size();
     if (!p.tiny)
-        for (size_t i = named; i < 256; ++i) specials.push_back(fmt::format("<|reserved_special_token_{}|>", i - named));
+        for (size_t i = named; i < 256; ++i)
+            specials.push_back(fmt::format("<|reserved_special_token_{}|>", i - named));
     std::unordered_set<std::string> known;
     for (uint8_t b : gpt2_byte_order()) {
         v.tokens.push_back(gpt2_byte_symbol(b));
@@ -221,7 +221,8 @@ SyntheticVocab build_bpe(const ArchPreset& p) {
         words.emplace_back(std::move(syms), n);
     }
     const int64_t n_merged = p.hparams.n_vocab - 256 - int64_t(specials.size());
-    if (n_merged < 0) fail("preset {}: n_vocab {} is too small for a byte-level BPE vocabulary", p.name, p.hparams.n_vocab);
+    if (n_merged < 0)
+        fail("preset {}: n_vocab {} is too small for a byte-level BPE vocabulary", p.name, p.hparams.n_vocab);
     Trained t = train_bpe(std::move(words), size_t(n_merged), known);
     fill_systematic(gpt2_byte_symbol(' '), size_t(n_merged), known, t);
     for (const auto& tok : t.new_tokens) {

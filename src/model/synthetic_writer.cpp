@@ -17,7 +17,7 @@ struct DtypeChoice {
     uint32_t file_type;  // llama.cpp's llama_ftype for general.file_type
 };
 constexpr DtypeChoice kDtypes[] = {
-    {"f32", DType::F32, 0},   {"f16", DType::F16, 1},   {"bf16", DType::BF16, 32}, {"q8_0", DType::Q8_0, 7},
+    {"f32", DType::F32, 0},   {"f16", DType::F16, 1},    {"bf16", DType::BF16, 32}, {"q8_0", DType::Q8_0, 7},
     {"q4_0", DType::Q4_0, 2}, {"q4_k", DType::Q4_K, 15}, {"q6_k", DType::Q6_K, 18},
 };
 
@@ -91,8 +91,8 @@ std::vector<SyntheticTensor> synthetic_tensor_plan(const Hparams& hp, const std:
     auto vec = [&](std::string name, int64_t n, K kind, float scale) {
         plan.push_back({std::move(name), DType::F32, {n}, kind, scale});
     };
-    plan.push_back({"token_embd.weight", fit(choice.base, hp.n_embd), {hp.n_embd, hp.n_vocab}, K::EMBEDDING,
-                    embd_scale});
+    plan.push_back(
+        {"token_embd.weight", fit(choice.base, hp.n_embd), {hp.n_embd, hp.n_vocab}, K::EMBEDDING, embd_scale});
     if (hp.has_rope_freqs) vec("rope_freqs.weight", hp.n_rot / 2, K::ROPE_FREQS, 0.0f);
     for (int64_t l = 0; l < hp.n_layer; ++l) {
         const std::string b = "blk." + std::to_string(l) + ".";
@@ -114,8 +114,11 @@ std::vector<SyntheticTensor> synthetic_tensor_plan(const Hparams& hp, const std:
     }
     vec("output_norm.weight", hp.n_embd, K::NORM, 0.1f);
     if (!hp.tied_output)
-        plan.push_back({"output.weight", fit(q4k_mix ? DType::Q6_K : choice.base, hp.n_embd), {hp.n_embd, hp.n_vocab},
-                        K::EMBEDDING, embd_scale});
+        plan.push_back({"output.weight",
+                        fit(q4k_mix ? DType::Q6_K : choice.base, hp.n_embd),
+                        {hp.n_embd, hp.n_vocab},
+                        K::EMBEDDING,
+                        embd_scale});
     return plan;
 }
 
@@ -140,7 +143,8 @@ void synthetic_row(const SyntheticTensor& t, const Hparams& hp, uint64_t seed, i
         case K::BIAS:
             for (int64_t i = 0; i < n; ++i) out[i] = t.scale * uniform_pm1(splitmix64(s));
             break;
-        case K::ROPE_FREQS: break;
+        case K::ROPE_FREQS:
+            break;
     }
 }
 
@@ -150,8 +154,7 @@ SyntheticSummary write_synthetic_model(const std::string& path, const ArchPreset
     SyntheticSummary sum;
     Hparams hp = preset.hparams;
     if (opt.n_layer != 0) {
-        if (opt.n_layer < 1 || opt.n_layer > 4096)
-            fail("--layers {} is out of range (allowed: 1..4096)", opt.n_layer);
+        if (opt.n_layer < 1 || opt.n_layer > 4096) fail("--layers {} is out of range (allowed: 1..4096)", opt.n_layer);
         hp.n_layer = opt.n_layer;
     }
     hp.validate("architecture preset " + preset.name);
@@ -171,8 +174,8 @@ SyntheticSummary write_synthetic_model(const std::string& path, const ArchPreset
     const auto plan = std::make_shared<std::vector<SyntheticTensor>>(synthetic_tensor_plan(hp, opt.dtype));
     for (size_t ti = 0; ti < plan->size(); ++ti) {
         const SyntheticTensor& t = (*plan)[ti];
-        const bool intended = t.dtype == choice.base || t.shape.size() == 1 ||
-                              (choice.base == DType::Q4_K && t.dtype == DType::Q6_K);
+        const bool intended =
+            t.dtype == choice.base || t.shape.size() == 1 || (choice.base == DType::Q4_K && t.dtype == DType::Q6_K);
         if (!intended) ++sum.n_fallback_tensors;
         const uint64_t seed = opt.seed;
         w.add_tensor(t.name, t.dtype, t.shape, [pool, plan, ti, hp, seed](int64_t r0, int64_t nr, uint8_t* dst) {

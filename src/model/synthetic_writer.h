@@ -62,8 +62,7 @@ struct SyntheticSummary {
 };
 
 // Writes the model to `path` (via path.tmp, renamed at the end). progress as GgufWriter's.
-SyntheticSummary write_synthetic_model(const std::string& path, const ArchPreset& preset,
-                                       const SyntheticOptions& opt,
+SyntheticSummary write_synthetic_model(const std::string& path, const ArchPreset& preset, const SyntheticOptions& opt,
                                        const format::GgufWriter::Progress& progress = nullptr);
 
 }  // namespace duet::model

@@ -10,7 +10,7 @@
 namespace duet::format::test {
 
 class GgufBytes {
-public:
+  public:
     std::vector<uint8_t> b;
 
     template <typename T>

@@ -190,8 +190,7 @@ TEST(GgufReader, HeaderErrors) {
     EXPECT_EQ(error_of(empty), "mem.gguf: truncated file: the magic at byte offset 0 needs 4 bytes but only 0 remain");
     GgufBytes magic;
     magic.b = {'G', 'G', 'M', 'L', 3, 0, 0, 0};
-    EXPECT_EQ(error_of(magic),
-              "mem.gguf: not a GGUF file: magic bytes are 47 47 4d 4c, expected 47 47 55 46 ('GGUF')");
+    EXPECT_EQ(error_of(magic), "mem.gguf: not a GGUF file: magic bytes are 47 47 4d 4c, expected 47 47 55 46 ('GGUF')");
     GgufBytes v1;
     v1.header(0, 0, 1);
     EXPECT_EQ(error_of(v1), "mem.gguf: unsupported GGUF version 1 (supported: 2, 3)");
@@ -200,8 +199,7 @@ TEST(GgufReader, HeaderErrors) {
     EXPECT_EQ(error_of(v9), "mem.gguf: unsupported GGUF version 9 (supported: 2, 3)");
     GgufBytes be;
     be.header(0, 0, 0x03000000u);
-    EXPECT_EQ(error_of(be),
-              "mem.gguf: big-endian GGUF files are not supported (version field reads 3 byte-swapped)");
+    EXPECT_EQ(error_of(be), "mem.gguf: big-endian GGUF files are not supported (version field reads 3 byte-swapped)");
     GgufBytes short_header;
     short_header.b = {'G', 'G', 'U', 'F', 3, 0, 0, 0, 1, 0};
     EXPECT_EQ(error_of(short_header),
@@ -243,7 +241,8 @@ TEST(GgufReader, AbsurdCountsAreRejectedBeforeAllocating) {
 TEST(GgufReader, BadMetadataValues) {
     GgufBytes type;
     type.header(0, 1).key("k", 13).zeros(8);
-    EXPECT_EQ(error_of(type), "mem.gguf: metadata key 'k' has unknown value type 13 at byte offset 33 (allowed: 0..12)");
+    EXPECT_EQ(error_of(type),
+              "mem.gguf: metadata key 'k' has unknown value type 13 at byte offset 33 (allowed: 0..12)");
     GgufBytes boolean;
     boolean.header(0, 1).key("k", 7).put<uint8_t>(2);
     EXPECT_EQ(error_of(boolean), "mem.gguf: metadata key 'k' is a bool with value 2 (allowed: 0, 1)");

@@ -1,5 +1,7 @@
 // GGUF writer: byte-exact against a hand-built file, round trips of every metadata type and
 // tensor type through the reader, atomic replace, and its errors.
+#include "format/gguf_writer.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -8,7 +10,6 @@
 
 #include "core/error.h"
 #include "format/gguf.h"
-#include "format/gguf_writer.h"
 #include "gguf_bytes.h"
 
 namespace duet::format {
@@ -17,11 +18,10 @@ namespace {
 namespace fs = std::filesystem;
 
 class GgufWriterTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
-        dir_ = fs::temp_directory_path() /
-               ("duet_gguf_writer_" + std::to_string(::getpid()) + "_" +
-                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        dir_ = fs::temp_directory_path() / ("duet_gguf_writer_" + std::to_string(::getpid()) + "_" +
+                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
         fs::create_directories(dir_);
     }
     void TearDown() override { fs::remove_all(dir_); }

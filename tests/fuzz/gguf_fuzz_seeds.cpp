@@ -34,7 +34,14 @@ void tiny_model(const std::string& path, const char* arch, uint32_t version, boo
     w.set_f32(a + ".attention.layer_norm_rms_epsilon", 1e-5f);
     w.set_f32(a + ".rope.freq_base", 10000.0f);
     w.set_u32(a + ".rope.dimension_count", 16);
-    std::vector<std::string> tokens = {"<unk>", "<s>", "</s>", "a", "b", "ab", "\xe2\x96\x81" "the"};
+    std::vector<std::string> tokens = {"<unk>",
+                                       "<s>",
+                                       "</s>",
+                                       "a",
+                                       "b",
+                                       "ab",
+                                       "\xe2\x96\x81"
+                                       "the"};
     w.set_string("tokenizer.ggml.model", "llama");
     w.set_string_array("tokenizer.ggml.tokens", tokens);
     w.set_f32_array("tokenizer.ggml.scores", {0, 0, 0, -1, -2, -3, -4});

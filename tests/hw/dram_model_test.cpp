@@ -180,3 +180,21 @@ TEST(DramModel, AddressMappingIsMixedRadixFromTheLsb) {
     EXPECT_EQ(d0.bank.row, 0);
     EXPECT_EQ(m.capacity_bytes(), uint64_t(4) * 16 * 65536 * 2048);
 }
+
+TEST(DramModel, StreamBandwidthHelperIsTheLongStreamEstimate) {
+    const DramSpec s = load_memory_preset("hbm2e");
+    const double bw = stream_bandwidth_gbps(s);
+    EXPECT_LT(bw, s.channel_peak_gbps() * s.org.modelled_channels());
+    EXPECT_GT(bw, 0.85 * s.channel_peak_gbps() * s.org.modelled_channels());
+    EXPECT_NEAR(stream_bandwidth_gbps(s, 8) * s.org.modelled_channels() / 8, bw, 0.01 * bw);  // same per-channel rate; refresh phase differs slightly
+}
+
+TEST(DramModel, EnergyFollowsCommandCountsWherePublished) {
+    const DramSpec s = load_memory_preset("hbm2");
+    ASSERT_TRUE(s.energy.published);
+    const MemResult r = simulate_memory(s, wl(Pattern::STREAM, 1 << 20));
+    const double expect = double(r.n_act) * 414 + double(r.n_rd) * 256 * 1.57 + double(r.n_ref) * 30420 +
+                          33.0 * r.t_ns * r.channels;
+    EXPECT_NEAR(r.energy_pj, expect, 1e-9 * expect);
+    EXPECT_EQ(simulate_memory(load_memory_preset("lpddr5"), wl(Pattern::STREAM, 4096)).energy_pj, 0.0);
+}

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "hw/npu/npu_device.h"
+#include "hw/npu/npu_memory.h"
 
 using namespace duet;
 using namespace duet::hw;
@@ -152,4 +153,52 @@ TEST(NpuDevice, DispatchNames) {
     EXPECT_EQ(dispatch_from_name("queue2"), DispatchMode::QUEUE2);
     EXPECT_EQ(dispatch_from_name("graph"), DispatchMode::GRAPH);
     EXPECT_FALSE(dispatch_from_name("fast").has_value());
+}
+
+TEST(NpuDevice, MemoryEfficiencyComesFromTheDramModel) {
+    // make_npu_device takes the sustained stream fraction of the preset's memory from hw/dram's
+    // analytical model; a GEMV then takes bytes / min(peak x efficiency, core paths).
+    const double eff = dram_stream_efficiency("hbm2e");
+    EXPECT_GT(eff, 0.5);
+    EXPECT_LT(eff, 1.0);
+    const NpuDevice d = make_npu_device("Ascend910B4", DispatchMode::GRAPH);
+    EXPECT_DOUBLE_EQ(d.options().memory_efficiency, eff);
+    const double bytes = 4096.0 * 4096 * 2 + 4096 * 2 + 4096 * 2;
+    EXPECT_NEAR(d.explain(gemm(1, 4096, 4096)).t_device_ns, bytes / std::min(800.0 * eff, 20 * 32 * 1.5), 1e-6);
+    EXPECT_DOUBLE_EQ(make_npu_device("Ascend310P3").options().memory_efficiency, dram_stream_efficiency("lpddr4x"));
+}
+
+TEST(NpuDevice, LargeElementwiseIsBandwidthBound) {
+    // 32 Mi f16 elements in twice (64 MiB), out once (32 MiB) on 910B2: 48 vector cores x 32 B x
+    // 1.8 GHz = 2765 GB/s of core paths, so the 1600 GB/s HBM binds; the vector work (one op per
+    // lane: 32 Mi / (128 lanes x 48 cores x 1.8 GHz) = 3.8 us) hides under it.
+    OpShape add;
+    add.cls = OpClass::ELEMENTWISE;
+    add.in_bytes = 64ull << 20;
+    add.out_bytes = 32ull << 20;
+    const auto b = device("Ascend910B2").explain(add);
+    EXPECT_EQ(b.tiling.active_cores, 48);
+    EXPECT_NEAR(b.t_memory_ns, double(96ull << 20) / 1600.0, 1e-6);
+    EXPECT_NEAR(b.t_vector_ns, double(32ull << 20) / (128.0 * 48 * 1.8), 1e-6);
+    EXPECT_DOUBLE_EQ(b.t_device_ns, b.t_memory_ns);
+    EXPECT_STREQ(b.cost.bound, "memory");
+    // Softmax defaults to 5 vector operations per element.
+    OpShape sm = add;
+    sm.cls = OpClass::SOFTMAX;
+    EXPECT_NEAR(device("Ascend910B2").explain(sm).t_vector_ns, 5 * b.t_vector_ns, 1e-6);
+}
+
+TEST(NpuDevice, CausalPrefillAttentionSkipsMaskedWork) {
+    OpShape a;
+    a.cls = OpClass::ATTENTION;
+    a.m = 2048, a.n = 2048, a.k = 128, a.n_head = 32, a.n_head_kv = 32;
+    const auto dense = device("Ascend910B2").explain(a);
+    a.flops = 4.0 * 2048 * 2048 * 128 * 32 / 2;  // causal: half the score matrix
+    const auto causal = device("Ascend910B2").explain(a);
+    EXPECT_STREQ(dense.cost.bound, "compute");
+    EXPECT_NEAR(causal.t_cube_ns, dense.t_cube_ns / 2, 1e-6 * dense.t_cube_ns);
+    EXPECT_DOUBLE_EQ(causal.fractal_utilisation, dense.fractal_utilisation);
+    // 32 heads x 16 query blocks x 4 KV chunks = 2048 units: 86 waves on 24 cores.
+    EXPECT_EQ(dense.tiling.tiles, 2048);
+    EXPECT_NEAR(dense.t_cube_ns, 86 * (4.0 * 32 * 2048 * 2048 * 128 / 2048) / (4096 * 2 * 1.8), 1e-6 * dense.t_cube_ns);
 }

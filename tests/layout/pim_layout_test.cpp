@@ -6,7 +6,9 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "layout/nz_format.h"
 #include "layout/pim_layout.h"
+#include "layout/pim_to_nz.h"
 
 using namespace duet;
 using namespace duet::layout;
@@ -260,4 +262,36 @@ TEST(PimLayout, BadParametersNameTheKey) {
     std::vector<uint8_t> base(p.base_bytes), out(4);
     EXPECT_THROW(read_tile_via_index(base.data(), base.size(), build_block_index(p), 7, 2, 0, 1, out.data()), Error);
     EXPECT_THROW(from_pim(base.data(), base.size() - 1, p), Error);
+}
+
+TEST(PimLayout, TilesGatheredStraightIntoNzMatchTheNdTile) {
+    // The NPU prefill path: PIM base -> index gather -> FRACTAL_NZ equals ND tile -> nd_to_nz.
+    std::mt19937 rng(11);
+    for (int iter = 0; iter < 80; ++iter) {
+        const Case c = random_case(rng);
+        const PimLayoutPlan p = plan_pim_layout(c.n_rows, c.k, c.dtype, c.params, c.org, false);
+        const PimBlockIndex idx = build_block_index(p);
+        const auto nd = random_nonzero_bytes(p.weight_bytes, rng);
+        const auto base = to_pim(nd.data(), p);
+        const int e = p.elem_bytes;
+        for (int t = 0; t < 5; ++t) {
+            const int64_t r0 = rng() % p.n_rows, c0 = rng() % p.k;
+            const int64_t rows = 1 + rng() % (p.n_rows - r0), cols = 1 + rng() % (p.k - c0);
+            std::vector<uint8_t> tile(size_t(rows * cols * e));
+            for (int64_t i = 0; i < rows; ++i)
+                std::memcpy(tile.data() + i * cols * e, nd.data() + ((r0 + i) * p.k + c0) * e, size_t(cols * e));
+            const auto expect = nd_to_nz(tile.data(), nz_shape(rows, cols, c.dtype));
+            ASSERT_EQ(pim_tile_to_nz(base.data(), base.size(), idx, c.dtype, r0, rows, c0, cols), expect)
+                << "iter " << iter << " tile " << t;
+        }
+    }
+    const PimLayoutPlan p = plan_pim_layout(4, 40, DType::F16, {}, {}, false);
+    std::vector<uint8_t> base(p.base_bytes);
+    try {
+        pim_tile_to_nz(base.data(), base.size(), build_block_index(p), DType::I8, 0, 1, 0, 1);
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "pim_tile_to_nz: dtype i8 has 1-byte elements but the index was built for 2-byte "
+                               "elements");
+    }
 }

@@ -1,9 +1,10 @@
 // The preset table: names others depend on, and shapes checked against the parameter counts
 // the model publishers state (Hugging Face model cards / safetensors metadata).
+#include "model/arch_presets.h"
+
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "model/arch_presets.h"
 
 namespace duet::model {
 namespace {

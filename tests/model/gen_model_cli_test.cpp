@@ -1,6 +1,5 @@
 // `duet gen-model` end to end through the real binary (skipped when build/duet is not built).
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <array>
@@ -34,7 +33,7 @@ Result run(const std::string& args) {
 }
 
 class GenModelCli : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         if (!fs::exists(std::string(DUET_BINARY_DIR) + "/duet")) GTEST_SKIP() << "duet binary not built";
         dir_ = fs::temp_directory_path() / ("duet_genmodel_cli_" + std::to_string(::getpid()));

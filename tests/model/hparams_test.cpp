@@ -1,4 +1,6 @@
 // hparams_from_gguf on files written by the GGUF writer and on real files; its errors.
+#include "model/hparams.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -8,7 +10,6 @@
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
 #include "model/arch_presets.h"
-#include "model/hparams.h"
 
 namespace duet::model {
 namespace {
@@ -29,7 +30,8 @@ std::string write_file(const Hparams& hp, const std::function<void(GgufWriter&)>
     write_hparams(w, hp);
     w.add_tensor_f32("token_embd.weight", DType::F32, {4}, std::vector<float>(4));
     if (!hp.tied_output) w.add_tensor_f32("output.weight", DType::F32, {4}, std::vector<float>(4));
-    if (hp.has_rope_freqs) w.add_tensor_f32("rope_freqs.weight", DType::F32, {hp.n_rot / 2}, std::vector<float>(hp.n_rot / 2, 1.0f));
+    if (hp.has_rope_freqs)
+        w.add_tensor_f32("rope_freqs.weight", DType::F32, {hp.n_rot / 2}, std::vector<float>(hp.n_rot / 2, 1.0f));
     if (hp.qkv_bias) w.add_tensor_f32("blk.0.attn_q.bias", DType::F32, {4}, std::vector<float>(4));
     if (edit) edit(w);
     w.write();
@@ -122,13 +124,13 @@ TEST(Hparams, Errors) {
         EXPECT_TRUE(w.remove("llama.attention.key_length"));
         EXPECT_TRUE(w.remove("llama.attention.value_length"));
     });
-    EXPECT_EQ(error_of(p),
-              p + ": llama.embedding_length = 64 is not a multiple of llama.attention.head_count = 5");
+    EXPECT_EQ(error_of(p), p + ": llama.embedding_length = 64 is not a multiple of llama.attention.head_count = 5");
 
     h = base;
     h.n_head_kv = 3;
     p = write_file(h);
-    EXPECT_EQ(error_of(p), p + ": n_head = 4 is not a multiple of n_head_kv = 3 (grouped-query attention needs whole groups)");
+    EXPECT_EQ(error_of(p),
+              p + ": n_head = 4 is not a multiple of n_head_kv = 3 (grouped-query attention needs whole groups)");
 
     h = base;
     h.n_head_kv = 8;
@@ -149,7 +151,8 @@ TEST(Hparams, Errors) {
         w.set_string("llama.rope.scaling.type", "yarn");
         w.set_f32("llama.rope.scaling.factor", 4.0f);
     });
-    EXPECT_EQ(error_of(p), p + ": metadata key 'llama.rope.scaling.type' = 'yarn' is not supported (supported: none, linear)");
+    EXPECT_EQ(error_of(p),
+              p + ": metadata key 'llama.rope.scaling.type' = 'yarn' is not supported (supported: none, linear)");
 
     p = write_file(base, [](GgufWriter& w) { w.set_f32("llama.attention.layer_norm_rms_epsilon", 0.0f); });
     EXPECT_EQ(error_of(p), p + ": norm_eps = 0 is out of range (allowed: > 0 and <= 1)");

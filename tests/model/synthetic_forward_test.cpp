@@ -53,7 +53,8 @@ struct Forward {
         for (int64_t h = 0; h < n_heads; ++h) {
             float* p = v.data() + h * hp.head_dim;
             for (int64_t i = 0; i < hp.n_rot / 2; ++i) {
-                double theta = double(pos) * hp.rope_freq_scale * std::pow(double(hp.rope_freq_base), -2.0 * double(i) / double(hp.n_rot));
+                double theta = double(pos) * hp.rope_freq_scale *
+                               std::pow(double(hp.rope_freq_base), -2.0 * double(i) / double(hp.n_rot));
                 if (!rope_freqs.empty()) theta /= rope_freqs[size_t(i)];
                 const int64_t a = hp.rope_neox ? i : 2 * i, b = hp.rope_neox ? i + hp.n_rot / 2 : 2 * i + 1;
                 const float x0 = p[a], x1 = p[b], c = float(std::cos(theta)), s = float(std::sin(theta));
@@ -93,14 +94,16 @@ struct Forward {
                     for (size_t t = 0; t <= pos; ++t) {
                         double d = 0;
                         for (int64_t i = 0; i < hp.head_dim; ++i)
-                            d += double(q[size_t(h * hp.head_dim + i)]) * kc[size_t(l)][t][size_t(kvh * hp.head_dim + i)];
+                            d += double(q[size_t(h * hp.head_dim + i)]) *
+                                 kc[size_t(l)][t][size_t(kvh * hp.head_dim + i)];
                         sc[t] = d / std::sqrt(double(hp.head_dim));
                         mx = std::max(mx, sc[t]);
                     }
                     for (double& s : sc) sum += (s = std::exp(s - mx));
                     for (size_t t = 0; t <= pos; ++t)
                         for (int64_t i = 0; i < hp.head_dim; ++i)
-                            att[size_t(h * hp.head_dim + i)] += float(sc[t] / sum) * vc[size_t(l)][t][size_t(kvh * hp.head_dim + i)];
+                            att[size_t(h * hp.head_dim + i)] +=
+                                float(sc[t] / sum) * vc[size_t(l)][t][size_t(kvh * hp.head_dim + i)];
                 }
                 const auto o = matvec(load(b + "attn_output.weight"), att);
                 for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
@@ -138,6 +141,7 @@ TEST(SyntheticForward, ActivationsStayFiniteThroughEveryLayer) {
         SyntheticOptions o;
         o.dtype = c.dtype;
         o.seed = 11;
+        o.n_threads = 1;
         o.n_layer = c.layers;
         write_synthetic_model(path, arch_preset(c.preset), o);
         format::GgufFile f = format::GgufFile::open(path);

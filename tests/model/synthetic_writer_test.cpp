@@ -1,5 +1,7 @@
 // Synthetic models: every tiny preset x every dtype reads back with the right hparams,
 // tensors, values and a consistent tokenizer; same seed gives the same bytes.
+#include "model/synthetic_writer.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,7 +15,6 @@
 #include "format/gguf.h"
 #include "model/arch_presets.h"
 #include "model/synthetic_vocab.h"
-#include "model/synthetic_writer.h"
 
 namespace duet::model {
 namespace {
@@ -22,18 +23,18 @@ namespace fs = std::filesystem;
 using format::GgufFile;
 
 class SyntheticTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         dir_ = fs::temp_directory_path() / ("duet_synth_" + std::to_string(::getpid()) + "_" +
                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
         fs::create_directories(dir_);
     }
     void TearDown() override { fs::remove_all(dir_); }
-    std::string gen(const std::string& preset, const std::string& dtype, uint64_t seed, int threads = 0,
+    std::string gen(const std::string& preset, const std::string& dtype, uint64_t seed, int threads = 1,
                     int64_t layers = 0) {
-        const std::string p = (dir_ / (preset + "_" + dtype + "_" + std::to_string(seed) + "_" +
-                                      std::to_string(threads) + ".gguf"))
-                                  .string();
+        const std::string p =
+            (dir_ / (preset + "_" + dtype + "_" + std::to_string(seed) + "_" + std::to_string(threads) + ".gguf"))
+                .string();
         SyntheticOptions o;
         o.dtype = dtype;
         o.seed = seed;
@@ -55,14 +56,22 @@ const char* const kDtypes[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6
 // Largest |error| a dtype may introduce on a row whose largest magnitude is amax.
 float tolerance(DType t, float amax) {
     switch (t) {
-        case DType::F32: return 0.0f;
-        case DType::F16: return amax * 1e-3f;
-        case DType::BF16: return amax * 8e-3f;
-        case DType::Q8_0: return amax / 127.0f * 0.51f + amax * 1e-3f;
-        case DType::Q6_K: return amax / 31.0f * 1.1f;
-        case DType::Q4_0: return amax / 8.0f * 1.1f;
-        case DType::Q4_K: return amax / 7.0f * 1.2f;
-        default: return amax;
+        case DType::F32:
+            return 0.0f;
+        case DType::F16:
+            return amax * 1e-3f;
+        case DType::BF16:
+            return amax * 8e-3f;
+        case DType::Q8_0:
+            return amax / 127.0f * 0.51f + amax * 1e-3f;
+        case DType::Q6_K:
+            return amax / 31.0f * 1.1f;
+        case DType::Q4_0:
+            return amax / 8.0f * 1.1f;
+        case DType::Q4_K:
+            return amax / 7.0f * 1.2f;
+        default:
+            return amax;
     }
 }
 
@@ -146,9 +155,12 @@ TEST_F(SyntheticTest, Llama31RopeFreqs) {
     // Independent: wavelength 2 pi base^(2i/32) vs Llama-3.1's 2048 / 8192 thresholds.
     for (int i = 0; i < 16; ++i) {
         const double wavelen = 2 * M_PI * std::pow(500000.0, 2.0 * i / 32.0);
-        if (wavelen < 2048) EXPECT_EQ(v[i], 1.0f) << i;
-        else if (wavelen > 8192) EXPECT_EQ(v[i], 8.0f) << i;
-        else EXPECT_TRUE(v[i] > 1.0f && v[i] < 8.0f) << i;
+        if (wavelen < 2048)
+            EXPECT_EQ(v[i], 1.0f) << i;
+        else if (wavelen > 8192)
+            EXPECT_EQ(v[i], 8.0f) << i;
+        else
+            EXPECT_TRUE(v[i] > 1.0f && v[i] < 8.0f) << i;
     }
     EXPECT_EQ(v[0], 1.0f);
     EXPECT_EQ(v[15], 8.0f);
@@ -158,11 +170,11 @@ TEST_F(SyntheticTest, Q4kIsAQ4KMStyleMixAndTinyRowsFallBack) {
     GgufFile f = GgufFile::open(gen("small-llama", "q4_k", 1));
     EXPECT_EQ(f.tensor("blk.0.attn_q.weight").dtype, DType::Q4_K);
     EXPECT_EQ(f.tensor("blk.0.attn_v.weight").dtype, DType::Q4_K);
-    EXPECT_EQ(f.tensor("blk.1.attn_v.weight").dtype, DType::Q6_K);   // more-bits layer (last 1/8)
+    EXPECT_EQ(f.tensor("blk.1.attn_v.weight").dtype, DType::Q6_K);  // more-bits layer (last 1/8)
     EXPECT_EQ(f.tensor("blk.1.ffn_down.weight").dtype, DType::Q6_K);
     EXPECT_EQ(f.tensor("output.weight").dtype, DType::Q6_K);
     EXPECT_EQ(f.tensor("token_embd.weight").dtype, DType::Q4_K);
-    EXPECT_EQ(f.get_int("general.file_type"), 15);  // LLAMA_FTYPE_MOSTLY_Q4_K_M
+    EXPECT_EQ(f.get_int("general.file_type"), 15);              // LLAMA_FTYPE_MOSTLY_Q4_K_M
     GgufFile t = GgufFile::open(gen("tiny-llama", "q4_k", 1));  // rows of 64: no K-quant fits
     EXPECT_EQ(t.tensor("blk.0.attn_q.weight").dtype, DType::Q8_0);
     EXPECT_EQ(t.tensor("blk.0.ffn_down.weight").dtype, DType::Q8_0);  // 192 % 256 != 0
@@ -241,7 +253,13 @@ TEST_F(SyntheticTest, SpmVocabulary) {
             EXPECT_EQ(types[size_t(3 + b)], TOKEN_BYTE);
         }
         const std::unordered_set<std::string> vocab(tokens.begin(), tokens.end());
-        for (const char* w : {"\xe2\x96\x81" "the", "\xe2\x96\x81" "a", "\xe2\x96\x81" "and", "e", "\xe2\x96\x81"})
+        for (const char* w : {"\xe2\x96\x81"
+                              "the",
+                              "\xe2\x96\x81"
+                              "a",
+                              "\xe2\x96\x81"
+                              "and",
+                              "e", "\xe2\x96\x81"})
             EXPECT_TRUE(vocab.count(w)) << w;
         // Scores strictly decrease over the normal pieces (merge priority), and every
         // multi-character piece can be built from two shorter pieces (SPM merges bigrams).
@@ -250,7 +268,8 @@ TEST_F(SyntheticTest, SpmVocabulary) {
             const std::string& t = tokens[i];
             if (t.size() <= 3) continue;
             bool split = false;
-            for (size_t k = 1; k < t.size() && !split; ++k) split = vocab.count(t.substr(0, k)) && vocab.count(t.substr(k));
+            for (size_t k = 1; k < t.size() && !split; ++k)
+                split = vocab.count(t.substr(0, k)) && vocab.count(t.substr(k));
             EXPECT_TRUE(split) << t;
         }
     }
@@ -267,8 +286,8 @@ TEST_F(SyntheticTest, BpeVocabulary) {
         const auto types = f.get_int_array("tokenizer.ggml.token_type");
         EXPECT_EQ(tokens[0], "!");
         EXPECT_EQ(tokens[93], "~");
-        EXPECT_EQ(tokens[94], "\xc2\xa1");   // U+00A1
-        EXPECT_EQ(tokens[188], "\xc4\x80");  // byte 0 -> U+0100
+        EXPECT_EQ(tokens[94], "\xc2\xa1");        // U+00A1
+        EXPECT_EQ(tokens[188], "\xc4\x80");       // byte 0 -> U+0100
         EXPECT_EQ(tokens[188 + 32], "\xc4\xa0");  // space -> U+0120 'Ġ'
         EXPECT_EQ(gpt2_byte_symbol(' '), "\xc4\xa0");
         const std::unordered_set<std::string> vocab(tokens.begin(), tokens.end());
@@ -307,6 +326,29 @@ TEST_F(SyntheticTest, ChatTemplatesAreTheFamiliesOwn) {
         FAIL();
     } catch (const Error& e) {
         EXPECT_STREQ(e.what(), "unknown chat template family 'vicuna' (known: chatml, llama-2, llama-3, mistral)");
+    }
+}
+
+}  // namespace
+}  // namespace duet::model
+
+namespace duet::model {
+namespace {
+
+TEST(SyntheticVocab, EveryPresetHasExactlyNVocabDistinctTokens) {
+    for (const ArchPreset& p : arch_presets()) {
+        SCOPED_TRACE(p.name);
+        const SyntheticVocab v = build_synthetic_vocab(p);
+        ASSERT_EQ(int64_t(v.tokens.size()), p.hparams.n_vocab);
+        ASSERT_EQ(v.token_types.size(), v.tokens.size());
+        EXPECT_EQ(std::unordered_set<std::string>(v.tokens.begin(), v.tokens.end()).size(), v.tokens.size());
+        EXPECT_EQ(v.tokens[size_t(v.bos_id)].front(), '<');
+        EXPECT_EQ(v.token_types[size_t(v.eos_id)], TOKEN_CONTROL);
+        if (p.tokenizer == TokenizerKind::BPE) {
+            EXPECT_FALSE(v.merges.empty());
+        } else {
+            EXPECT_EQ(v.scores.size(), v.tokens.size());
+        }
     }
 }
 

@@ -171,3 +171,15 @@ MemResult estimate_memory(const DramSpec& spec, const MemWorkload& w) {
 }
 
 }  // namespace duet::hw::dram
+
+namespace duet::hw::dram {
+
+double stream_bandwidth_gbps(const DramSpec& spec, int channels) {
+    MemWorkload w;
+    w.pattern = Pattern::STREAM;
+    w.channels = channels;
+    w.bytes = uint64_t(256) << 20;  // long enough for refresh to be in steady state
+    return estimate_memory(spec, w).bw_gbps;
+}
+
+}  // namespace duet::hw::dram

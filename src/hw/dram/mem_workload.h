@@ -52,6 +52,11 @@ MemResult simulate_memory(const DramSpec& spec, const MemWorkload& w);
 // Closed-form estimate of the same run (mem_analytical.cpp).
 MemResult estimate_memory(const DramSpec& spec, const MemWorkload& w);
 
+// Sustained bandwidth (GB/s) of a long sequential read over `channels` (0 = the preset's
+// device) with the default mapping, from the analytical model: what a host or NPU streaming
+// weights from this memory sees (refresh and row switches included). Microseconds to evaluate.
+double stream_bandwidth_gbps(const DramSpec& spec, int channels = 0);
+
 // Refreshes that fall due in a run of `busy_cycles` of work when each costs `lost_per_refresh`
 // cycles: the fixed point of k = floor((busy + k * lost) / tREFI).
 double refreshes_due(double busy_cycles, double lost_per_refresh, double refi_cycles);

@@ -170,8 +170,12 @@ NpuBreakdown NpuDevice::attention_op(const OpShape& op) const {
     const int64_t rows = op.m * (n_head / n_head_kv);
     const int64_t mp = round_up(rows, f.m0), np = round_up(op.n, f.n0), kp = round_up(op.k, f.k0);
     NpuBreakdown b;
-    b.useful_flops = op.flops > 0 ? op.flops : 4.0 * double(op.m) * double(op.n) * double(op.k) * double(n_head);
-    b.padded_flops = 4.0 * double(n_head_kv) * double(mp) * double(np) * double(kp);
+    const double dense_flops = 4.0 * double(op.m) * double(op.n) * double(op.k) * double(n_head);
+    b.useful_flops = op.flops > 0 ? op.flops : dense_flops;
+    // A causal prefill does about half the dense work (op.flops says how much); the kernel skips
+    // the masked blocks, so the padded work and the softmax shrink by the same factor.
+    const double work_fraction = std::min(1.0, b.useful_flops / dense_flops);
+    b.padded_flops = 4.0 * double(n_head_kv) * double(mp) * double(np) * double(kp) * work_fraction;
     b.fractal_utilisation = std::min(1.0, b.useful_flops / b.padded_flops);
     const int64_t units = n_head_kv * ceil_div(mp, 128) * ceil_div(op.n, 512);
     const int64_t waves = ceil_div(units, p.cube_cores);
@@ -181,7 +185,7 @@ NpuBreakdown NpuDevice::attention_op(const OpShape& op) const {
     const double per_core_flops = double(f.macs_per_cycle()) * 2.0 * p.cube_clock_mhz * 1e6;
     b.t_cube_ns = double(waves) * (b.padded_flops / double(units)) / per_core_flops * 1e9;
     const double lanes = p.vector_bytes_per_cycle / 2;  // fp16 lanes
-    const double softmax_flops = kSoftmaxFlopsPerElem * double(op.m) * double(op.n) * double(n_head);
+    const double softmax_flops = kSoftmaxFlopsPerElem * double(op.m) * double(op.n) * double(n_head) * work_fraction;
     b.t_vector_ns = softmax_flops / (lanes * p.vector_cores * p.vector_clock_mhz * 1e6) * 1e9;
     const double e = elem_bytes(op.act_dtype);
     const double kv = op.weight_bytes ? double(op.weight_bytes) : 2.0 * double(op.n * op.k * n_head_kv) * elem_bytes(op.weight_dtype);

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/toml_reader.h"
+#include "hw/memory_presets.h"
 
 namespace duet::hw::npu {
 namespace fs = std::filesystem;
@@ -40,13 +41,7 @@ double NpuPreset::peak_cube_flops(bool int8) const {
     return double(cube_cores) * f.macs_per_cycle() * 2.0 * cube_clock_mhz * 1e6;
 }
 
-std::string default_preset_dir() {
-#ifdef DUET_CONFIG_DIR
-    return std::string(DUET_CONFIG_DIR) + "/hw";
-#else
-    return "configs/hw";
-#endif
-}
+std::string default_preset_dir() { return config_dir() + "/hw"; }
 
 NpuPreset load_npu_preset_file(const std::string& path) {
     TomlDoc doc = TomlDoc::parse_file(path);

@@ -66,7 +66,7 @@ struct NpuPreset {
     double peak_cube_flops(bool int8) const;
 };
 
-// Directory of the shipped presets (configs/hw).
+// Directory of the presets: hw::config_dir() + "/hw" ($DUET_CONFIG_DIR/hw if set, else configs/hw).
 std::string default_preset_dir();
 
 // Loads and validates one preset file.
