@@ -56,6 +56,7 @@ void plan_forward(const ModelShape& s, int32_t n_seq, int64_t n_past, int64_t n_
     Emitter e{s, n_seq, phase, out};
     const int64_t T = int64_t(n_seq) * n_new;
     const int64_t E = s.n_embd, q_dim = s.n_head * s.head_dim, kv_dim = s.n_head_kv * s.head_dim;
+    const uint64_t kv_row = row_bytes(s.kv_dtype, kv_dim);
 
     OpRecord emb = e.base(OpKind::EMBED, -1, T, E);
     emb.weight_bytes = uint64_t(T) * row_bytes(s.weight_dtype, E);
@@ -68,56 +69,46 @@ void plan_forward(const ModelShape& s, int32_t n_seq, int64_t n_past, int64_t n_
         e.matmul(l, WeightRole::ATTN_Q, T, q_dim, E);
         e.matmul(l, WeightRole::ATTN_K, T, kv_dim, E);
         e.matmul(l, WeightRole::ATTN_V, T, kv_dim, E);
-        if (s.qkv_bias) {
-            for (auto [role, n] : {std::pair{WeightRole::ATTN_Q, q_dim}, {WeightRole::ATTN_K, kv_dim}, {WeightRole::ATTN_V, kv_dim}}) {
-                OpRecord b = e.base(OpKind::ADD, l, T, n);
-                b.role = role;
-                b.weight_dtype = DType::F32;
-                b.weight_bytes = 4 * uint64_t(n);
-                b.in_bytes = b.out_bytes = 4 * uint64_t(T * n);
-                b.flops = double(T) * double(n);
-                out.push_back(b);
-            }
-        }
-        for (int64_t heads : {s.n_head, s.n_head_kv}) {
-            OpRecord r = e.base(OpKind::ROPE, l, T, heads * s.head_dim);
-            r.weight_dtype = DType::F32;
-            r.k = s.head_dim;
-            r.n_head = heads;
-            r.in_bytes = r.out_bytes = 4 * uint64_t(T * heads * s.head_dim);
-            r.flops = 3.0 * double(T) * double(heads) * double(s.head_dim);  // n_rot == head_dim
-            out.push_back(r);
-        }
-        OpRecord kv = e.base(OpKind::KV_WRITE, l, T, kv_dim);
+        OpRecord rope = e.base(OpKind::ROPE, l, T, q_dim + kv_dim);
+        rope.weight_dtype = DType::F32;
+        rope.k = s.head_dim;
+        rope.n_head = s.n_head;
+        rope.n_head_kv = s.n_head_kv;
+        rope.in_bytes = rope.out_bytes = 4 * uint64_t(T * (q_dim + kv_dim));
+        rope.flops = 3.0 * double(T) * double(q_dim + kv_dim);
+        out.push_back(rope);
+        OpRecord kv = e.base(OpKind::KV_WRITE, l, T, 2 * kv_dim);
         kv.weight_dtype = s.kv_dtype;
-        kv.in_bytes = 8 * uint64_t(T * kv_dim);
-        kv.out_bytes = 2 * uint64_t(T) * row_bytes(s.kv_dtype, kv_dim);
+        kv.in_bytes = 4 * uint64_t(T * 2 * kv_dim);
+        kv.out_bytes = uint64_t(T) * 2 * kv_row;
         out.push_back(kv);
-        for (int32_t q = 0; q < n_seq; ++q) {  // attention runs per sequence
-            OpRecord at = e.base(OpKind::ATTENTION, l, n_new, n_past + n_new);
-            at.n_seq = 1;
-            at.phase = n_new > 1 ? Phase::PREFILL : Phase::DECODE;
-            at.k = s.head_dim;
-            at.n_head = s.n_head;
-            at.n_head_kv = s.n_head_kv;
-            at.weight_dtype = s.kv_dtype;
-            at.weight_bytes = 2 * uint64_t(n_past + n_new) * row_bytes(s.kv_dtype, kv_dim);
-            at.in_bytes = at.out_bytes = 4 * uint64_t(n_new * q_dim);
-            const double pairs = double(n_new) * double(n_past) + double(n_new) * double(n_new + 1) / 2;
-            at.flops = 4.0 * double(s.n_head) * double(s.head_dim) * pairs;
-            out.push_back(at);
-        }
+        OpRecord at = e.base(OpKind::ATTENTION, l, T, n_past + n_new);
+        at.k = s.head_dim;
+        at.n_head = s.n_head;
+        at.n_head_kv = s.n_head_kv;
+        at.weight_dtype = s.kv_dtype;
+        at.weight_bytes = uint64_t(n_seq) * 2 * uint64_t(n_past + n_new) * kv_row;
+        at.in_bytes = at.out_bytes = 4 * uint64_t(T * q_dim);
+        const double pairs = double(n_new) * double(n_past) + double(n_new) * double(n_new + 1) / 2;
+        at.flops = 4.0 * double(s.n_head) * double(s.head_dim) * double(n_seq) * pairs;
+        out.push_back(at);
         e.matmul(l, WeightRole::ATTN_OUT, T, E, q_dim);
         e.elementwise(OpKind::ADD, l, T, E, 2, 1);
         e.norm(l, T);
         e.matmul(l, WeightRole::FFN_GATE, T, s.n_ff, E);
         e.matmul(l, WeightRole::FFN_UP, T, s.n_ff, E);
-        e.elementwise(OpKind::SWIGLU, l, T, s.n_ff, 2, 5);
+        e.elementwise(OpKind::SWIGLU, l, T, s.n_ff, 2, 4);
         e.matmul(l, WeightRole::FFN_DOWN, T, E, s.n_ff);
         e.elementwise(OpKind::ADD, l, T, E, 2, 1);
     }
     e.norm(-1, n_seq);
     e.matmul(-1, WeightRole::LM_HEAD, n_seq, s.n_vocab, E);
+    OpRecord o = e.base(OpKind::OUTPUT, -1, n_seq, s.n_vocab);
+    o.weight_dtype = DType::F32;
+    o.in_bytes = 4 * uint64_t(n_seq * s.n_vocab);
+    o.out_bytes = 4 * uint64_t(n_seq);
+    o.flops = double(n_seq) * double(s.n_vocab);
+    out.push_back(o);
 }
 
 Plan plan_generation(const ModelShape& s, int64_t seq_len, int64_t gen_len, int32_t batch) {
@@ -130,7 +121,7 @@ Plan plan_generation(const ModelShape& s, int64_t seq_len, int64_t gen_len, int3
              "n_vocab {})",
              s.name, s.n_layer, s.n_embd, s.n_head, s.n_head_kv, s.head_dim, s.n_ff, s.n_vocab);
     Plan p;
-    const size_t per_forward = 3 + (15 + size_t(batch) + (s.qkv_bias ? 3 : 0)) * size_t(s.n_layer);
+    const size_t per_forward = 4 + 15 * size_t(s.n_layer);
     p.ops.reserve(per_forward * size_t(gen_len));
     plan_forward(s, batch, 0, seq_len, Phase::PREFILL, p.ops);
     p.forwards.push_back({Phase::PREFILL, 0, seq_len, 0, p.ops.size()});
@@ -154,7 +145,7 @@ std::vector<ForwardSpan> split_forwards(const OpTrace& ops) {
             f.begin = i;
             out.push_back(f);
         }
-        if (ops[i].kind == OpKind::ATTENTION && ops[i].layer == 0) out.back().n_past = ops[i].n - ops[i].m;
+        if (ops[i].kind == OpKind::ATTENTION && ops[i].layer == 0) out.back().n_past = ops[i].n - out.back().n_new;
     }
     if (!out.empty()) out.back().end = ops.size();
     return out;

@@ -12,14 +12,14 @@ TEST(Planner, RecordCountsAndOrder) {
     ModelShape s = fake::small_shape();
     Plan p = plan_generation(s, 10, 3, 1);
     ASSERT_EQ(p.forwards.size(), 3u);
-    const size_t per = 3 + 16 * size_t(s.n_layer);
+    const size_t per = 4 + 15 * size_t(s.n_layer);
     EXPECT_EQ(p.ops.size(), 3 * per);
     EXPECT_EQ(p.ops[0].kind, OpKind::EMBED);
     EXPECT_EQ(p.ops[2].role, WeightRole::ATTN_Q);
-    EXPECT_EQ(p.ops[per - 1].role, WeightRole::LM_HEAD);
+    EXPECT_EQ(p.ops[per - 1].kind, OpKind::OUTPUT);
+    EXPECT_EQ(p.ops[per - 2].role, WeightRole::LM_HEAD);
     EXPECT_EQ(p.ops[5].kind, OpKind::ROPE);
-    EXPECT_EQ(p.ops[5].n_head, s.n_head);
-    EXPECT_EQ(p.ops[6].n_head, s.n_head_kv);
+    EXPECT_EQ(p.ops[5].n, (s.n_head + s.n_head_kv) * s.head_dim);
     EXPECT_EQ(p.forwards[1].n_past, 10);
     EXPECT_EQ(p.forwards[2].n_past, 11);
     EXPECT_EQ(p.ops[per].phase, Phase::DECODE);
@@ -37,12 +37,12 @@ TEST(Planner, MatmulFlopsAndBytesClosedForm) {
     const int64_t per_layer_params = 2 * q * s.n_embd + 2 * kv * s.n_embd + 3 * s.n_ff * s.n_embd;
     EXPECT_DOUBLE_EQ(flops, 2.0 * double(B * T) * double(per_layer_params * s.n_layer));
     EXPECT_EQ(wbytes, uint64_t(per_layer_params * s.n_layer) * 2);
-    const OpRecord& lm = p.ops.back();
+    const OpRecord& lm = p.ops[p.ops.size() - 2];
     EXPECT_EQ(lm.role, WeightRole::LM_HEAD);
     EXPECT_EQ(lm.m, B);  // logits of the last token per sequence only
     size_t attention = 0;
     for (const auto& r : p.ops) attention += r.kind == OpKind::ATTENTION;
-    EXPECT_EQ(attention, size_t(B * s.n_layer));  // one per sequence per layer
+    EXPECT_EQ(attention, size_t(s.n_layer));  // one per layer for the whole batch
 }
 
 TEST(Planner, AttentionCausalFlopsAndKvBytes) {

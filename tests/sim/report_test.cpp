@@ -120,7 +120,7 @@ TEST(Report, AtomicWriteAndTraceParses) {
         tids.insert(e["tid"].get<int>());
         EXPECT_GE(e["dur"].get<double>(), 0);
     }
-    EXPECT_GT(complete, 2 * (3 + 16 * 4u));
+    EXPECT_GT(complete, 2 * (4 + 15 * 4u));
     EXPECT_EQ(pids.size(), 2u);
     EXPECT_TRUE(tids.count(int(Track::PIM)));
     EXPECT_TRUE(tids.count(int(Track::CONVERT)));
