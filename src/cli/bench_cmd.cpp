@@ -182,9 +182,13 @@ void register_bench(CLI::App& app) {
     auto a = std::make_shared<BenchArgs>();
     CLI::App* c = app.add_subcommand(
         "bench",
-        "Compare a baseline and a target placement on the modelled NPU + PIM (trace-only: shapes, no weights)\n"
-        "Example:\n  duet bench --baseline npu_only --target npu_pim_coop --seq-len 2048 --gen-len 256 \\\n"
-        "             --model llama2-7b --report reports/coop_2k.json --trace timeline.json --svg chart.svg");
+        "Compare a baseline and a target placement on the modelled NPU + PIM. A preset runs trace-only (shapes,\n"
+        "no weights); a GGUF file also runs the engine for real in both policies and checks the tokens agree.\n"
+        "Examples:\n  duet bench --baseline npu_only --target npu_pim_coop --seq-len 2048 --gen-len 256 \\\n"
+        "             --model llama2-7b --report reports/coop_2k.json --trace timeline.json --svg chart.svg\n"
+        "  duet bench -m model.gguf --seq-len 64 --gen-len 32");
+    a->settings_path = std::string(DUET_DEFAULT_CONFIG_DIR) + "/settings.json";
+    a->config_path = std::string(DUET_DEFAULT_CONFIG_DIR) + "/config.toml";
     c->add_option("--baseline", a->baseline, "Baseline policy: npu_only, pim_only, npu_pim_coop, auto")->capture_default_str();
     c->add_option("--target", a->target, "Target policy")->capture_default_str();
     c->add_option("--seq-len", a->seq_len, "Prompt tokens (default: settings runtime.seq_len)");
@@ -205,8 +209,6 @@ void register_bench(CLI::App& app) {
         ->capture_default_str();
     c->add_option("--memory-increase-max", a->th.memory_increase_max, "Verdict: allowed memory increase (fraction)")
         ->capture_default_str();
-    a->settings_path = std::string(DUET_DEFAULT_CONFIG_DIR) + "/settings.json";
-    a->config_path = std::string(DUET_DEFAULT_CONFIG_DIR) + "/config.toml";
     c->callback([a, &app]() { run_bench(*a, app); });
 }
 

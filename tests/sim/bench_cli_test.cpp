@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <string>
 
 namespace {
@@ -52,6 +53,25 @@ TEST(BenchCli, DefaultRunPrintsTableAndVerdicts) {
     EXPECT_EQ(r.report["verdicts"].size(), 3u);
     EXPECT_LT(tbt(r), r.report["baseline"]["tbt_mean_ns"].get<double>());
     EXPECT_GT(pim_ops(r), 0);
+}
+
+TEST(BenchCli, TraceAndSvgFiles) {
+    const std::string trace = std::string(DUET_BINARY_DIR) + "/bench_cli_trace.json";
+    const std::string svg = std::string(DUET_BINARY_DIR) + "/bench_cli_chart.svg";
+    std::remove(trace.c_str());
+    std::remove(svg.c_str());
+    Result r = run("", std::string(kBench) + " --seq-len 64 --trace " + trace + " --svg " + svg);
+    ASSERT_EQ(r.code, 0) << r.out;
+    std::ifstream t(trace);
+    nlohmann::json j = nlohmann::json::parse(t);
+    std::set<std::string> tracks;
+    for (const auto& e : j["traceEvents"])
+        if (e["name"] == "thread_name") tracks.insert(e["args"]["name"].get<std::string>());
+    EXPECT_EQ(tracks, (std::set<std::string>{"NPU", "PIM", "NPU conversion (PIM->NZ)", "host launch"}));
+    std::ifstream g(svg);
+    std::string text((std::istreambuf_iterator<char>(g)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text.rfind("<svg", 0), 0u);
+    EXPECT_NE(text.find("npu_pim_coop"), std::string::npos);
 }
 
 TEST(BenchCli, PrefetchDepthAndPreconvertAtShortPrompts) {
