@@ -89,6 +89,12 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
             fail("policy {} needs a PIM model, but PIM preset '{}' is unavailable: {}", sim::policy_name(p),
                  rig->pim_preset, rig->pim_unavailable);
 
+    const bool file_mode = model::find_arch_preset(model) == nullptr;
+    const std::string want = cfg.pim.precision == "bf16" ? "bfloat16" : "float16";
+    if (!file_mode && (pb != sim::Policy::NPU_ONLY || pt != sim::Policy::NPU_ONLY) && st.runtime.dtype != want)
+        fail("settings runtime.dtype = \"{}\" but config.toml pim.precision = \"{}\": the baseline and the PIM base "
+             "would hold different weights (allowed: runtime.dtype float16 with pim.precision fp16, bfloat16 with bf16)",
+             st.runtime.dtype, cfg.pim.precision);
     // [pim] precision: the weight base holds the model in the PIM's operand type
     auto shape_for = [&](sim::Policy p) {
         sim::ModelShape s = shape;
@@ -96,7 +102,6 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
         return s;
     };
     sim::ModelShape shape_b = shape_for(pb), shape_t = shape_for(pt);
-    const bool file_mode = model::find_arch_preset(model) == nullptr;
     sim::Plan plan, plan_t;
     int64_t sim_seq = seq_len;
     nlohmann::json functional;

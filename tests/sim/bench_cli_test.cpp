@@ -108,8 +108,14 @@ TEST(BenchCli, AlignmentAndPrecision) {
     Result base = run("", kBench);
     Result wide = run("DUET_PIM_ALIGNMENT=256 DUET_PIM_LAYOUT=row_major_256bit", kBench);
     EXPECT_LT(tbt(wide), tbt(base));  // the units' 256-bit columns are used in full
-    Result bf16 = run("DUET_PIM_PRECISION=bf16", kBench);  // FIMDRAM has fp16 units only
+    Result bf16 = run("DUET_PIM_PRECISION=bf16 DUET_DTYPE=bfloat16", kBench);  // FIMDRAM has fp16 units only
+    ASSERT_EQ(bf16.code, 0) << bf16.out;
     EXPECT_EQ(pim_ops(bf16), 0);
+    Result mixed = run("DUET_DTYPE=float32", kBench, false);
+    EXPECT_EQ(mixed.code, 2);
+    EXPECT_NE(mixed.out.find("duet: error: settings runtime.dtype = \"float32\" but config.toml pim.precision = \"fp16\""),
+              std::string::npos)
+        << mixed.out;
 }
 
 TEST(BenchCli, AllPoliciesRun) {
