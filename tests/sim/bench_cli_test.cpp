@@ -187,6 +187,9 @@ TEST(BenchCli, FileModeRunsTheEngineThroughThePimLayout) {
     EXPECT_EQ(r.report["seq_len"].get<int64_t>(), 12);
     EXPECT_EQ(r.report["target"]["timeline"]["tbt_ns"].size(), 5u);
     EXPECT_NE(r.out.find("identical in both runs"), std::string::npos);
+    Result d = run("", "doctor -m " + model, false);
+    EXPECT_EQ(d.code, 0) << d.out;
+    EXPECT_NE(d.out.find("model " + model + ": loaded in"), std::string::npos) << d.out;
     Result b = run("", "bench -m " + model + " --batch 2", false);
     EXPECT_EQ(b.code, 2);
     EXPECT_NE(b.out.find("--batch = 2 with a model file: FILE mode runs one sequence (allowed: 1)"), std::string::npos);
@@ -208,5 +211,10 @@ TEST(DoctorCli, ReportsEveryErrorAndNeverTheKey) {
     EXPECT_NE(r.out.find("PIM pim_hbm2_fimdram: internal bandwidth"), std::string::npos);
     Result ok = run("", "doctor -m llama2-7b", false);
     EXPECT_EQ(ok.code, 0) << ok.out;
-    EXPECT_NE(ok.out.find("model llama2-7b: loads (32 layers"), std::string::npos);
+    EXPECT_NE(ok.out.find("model llama2-7b: 32 layers, n_embd 4096"), std::string::npos) << ok.out;
+    Result missing = run("", "doctor -m /nonexistent/model.gguf", false);
+    EXPECT_EQ(missing.code, 2);
+    EXPECT_NE(missing.out.find("model /nonexistent/model.gguf: ERROR /nonexistent/model.gguf: cannot open"),
+              std::string::npos)
+        << missing.out;
 }
