@@ -21,6 +21,8 @@ RunReport simulate_run(const ModelShape& shape, const Plan& plan, int64_t contex
                        const RunOptions& opts, const SimHardware& hw) {
     RunReport r;
     r.policy = policy_name(opts.placement.policy);
+    r.batch = batch;
+    r.weight_base_shared = opts.weight_base_shared;
     Placer placer(opts.placement, hw);
     r.memory = account_memory(shape, plan, context, batch, placer, opts, hw);
     r.timeline = simulate_timeline(shape, plan, placer, opts, hw);
@@ -78,7 +80,12 @@ std::vector<Verdict> judge(const RunReport& b, const RunReport& t, const Thresho
             const double npu_rest = t.timeline.decode.unit[0].busy_ns / steps / b.tbt_mean_ns;
             const double pim_part = t.timeline.decode.unit[1].busy_ns / steps / b.tbt_mean_ns;
             const double ratio = hw.mem_bw_gbps > 0 ? hw.pim_internal_bw_gbps / hw.mem_bw_gbps : 0;
-            if (t.policy != "npu_only" && t.timeline.decode.unit[1].ops == 0)
+            if (t.policy != "npu_only" && t.timeline.decode.unit[1].ops == 0 && t.batch > 1 && t.weight_base_shared)
+                v.binding_limit = fmt::format("the PIM ran no decode operator: with batch {} and "
+                                              "memory.weight_base_shared = true every decode matmul has {} rows, and the "
+                                              "PIM model runs single-vector GEMVs",
+                                              t.batch, t.batch);
+            else if (t.policy != "npu_only" && t.timeline.decode.unit[1].ops == 0)
                 v.binding_limit = "the PIM ran no decode operator: its model supports none of them (check [pim] "
                                   "precision and [scheduling] decode_engine against the PIM preset)";
             else if (pim_part >= npu_rest && ratio > 0)

@@ -15,6 +15,8 @@ namespace duet::sim {
 
 struct RunReport {
     std::string policy;
+    int32_t batch = 1;
+    bool weight_base_shared = true;
     Timeline timeline;
     MemoryBreakdown memory;
     double tbt_mean_ns = 0, tbt_p50_ns = 0, tbt_p99_ns = 0;

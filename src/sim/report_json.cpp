@@ -42,6 +42,8 @@ PhaseStats phase_from(const json& j) {
 RunReport run_from(const json& j) {
     RunReport r;
     r.policy = j.at("policy");
+    r.batch = j.at("batch");
+    r.weight_base_shared = j.at("weight_base_shared");
     const json& t = j.at("timeline");
     Timeline& tl = r.timeline;
     tl.prefill_ns = t.at("prefill_ns");
@@ -81,6 +83,8 @@ RunReport run_from(const json& j) {
 json run_to_json(const RunReport& r) {
     const Timeline& tl = r.timeline;
     return {{"policy", r.policy},
+            {"batch", r.batch},
+            {"weight_base_shared", r.weight_base_shared},
             {"timeline",
              {{"prefill_ns", tl.prefill_ns}, {"switch_ns", tl.switch_ns}, {"ttft_ns", tl.ttft_ns}, {"tbt_ns", tl.tbt_ns},
               {"conversion_ns", tl.conversion_ns}, {"conversion_exposed_ns", tl.conversion_exposed_ns},

@@ -99,6 +99,11 @@ TEST(Verdicts, NpuSideWorkBinds) {
     EXPECT_EQ(v[0].binding_limit,
               "the PIM ran no decode operator: its model supports none of them (check [pim] precision and [scheduling] "
               "decode_engine against the PIM preset)");
+    t.batch = 4;
+    v = judge(b, t, Thresholds{}, rig.hw());
+    EXPECT_EQ(v[0].binding_limit,
+              "the PIM ran no decode operator: with batch 4 and memory.weight_base_shared = true every decode matmul has "
+              "4 rows, and the PIM model runs single-vector GEMVs");
 }
 
 TEST(Report, JsonRoundTrip) {
