@@ -10,7 +10,8 @@ namespace {
 using nlohmann::json;
 
 json memory_json(const MemoryBreakdown& m) {
-    return {{"weights_bytes", m.weights_bytes},       {"block_index_bytes", m.block_index_bytes},
+    return {{"weights_bytes", m.weights_bytes},       {"weights_pim_base_bytes", m.weights_pim_base_bytes},
+            {"block_index_bytes", m.block_index_bytes},
             {"kv_cache_bytes", m.kv_cache_bytes},     {"activations_bytes", m.activations_bytes},
             {"conversion_bytes", m.conversion_bytes}, {"workspace_bytes", m.workspace_bytes},
             {"total_bytes", m.total_bytes()}};
@@ -59,6 +60,7 @@ RunReport run_from(const json& j) {
     tl.decode = phase_from(t.at("decode"));
     const json& m = j.at("memory");
     r.memory.weights_bytes = m.at("weights_bytes");
+    r.memory.weights_pim_base_bytes = m.at("weights_pim_base_bytes");
     r.memory.block_index_bytes = m.at("block_index_bytes");
     r.memory.kv_cache_bytes = m.at("kv_cache_bytes");
     r.memory.activations_bytes = m.at("activations_bytes");
@@ -179,6 +181,7 @@ std::string format_table(const BenchReport& r) {
     row("Peak memory", mib(b.memory.total_bytes()), mib(t.memory.total_bytes()),
         fmt::format("{:+.2f} %", 100 * (double(t.memory.total_bytes()) / double(b.memory.total_bytes()) - 1)));
     row("  weights", mib(b.memory.weights_bytes), mib(t.memory.weights_bytes));
+    row("    of which in the PIM layout", mib(b.memory.weights_pim_base_bytes), mib(t.memory.weights_pim_base_bytes));
     row("  block index", mib(b.memory.block_index_bytes), mib(t.memory.block_index_bytes));
     row("  KV cache (paged)", mib(b.memory.kv_cache_bytes), mib(t.memory.kv_cache_bytes));
     row("  activations (static plan)", mib(b.memory.activations_bytes), mib(t.memory.activations_bytes));

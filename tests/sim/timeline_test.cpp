@@ -177,6 +177,8 @@ TEST(Timeline, NpuOnlyLayersOverride) {
     EXPECT_LT(some.timeline.decode.unit[1].ops, all.timeline.decode.unit[1].ops);
     EXPECT_GT(some.tbt_mean_ns, all.tbt_mean_ns);
     EXPECT_LT(some.memory.block_index_bytes, all.memory.block_index_bytes);
+    EXPECT_LT(some.memory.weights_pim_base_bytes, all.memory.weights_pim_base_bytes);
+    EXPECT_EQ(c.run(baseline()).memory.weights_pim_base_bytes, 0u);
 }
 
 TEST(Timeline, AttentionOnPimByConfig) {
