@@ -145,11 +145,11 @@ SyntheticVocab build_spm(const ArchPreset& p) {
     v.model = "llama";
     v.pre = "default";
     v.tokens = {"<unk>", "<s>", "</s>"};
-    v.token_types = {TOKEN_UNKNOWN, TOKEN_CONTROL, TOKEN_CONTROL};
+    v.token_types = {int32_t(TokenType::UNKNOWN), int32_t(TokenType::CONTROL), int32_t(TokenType::CONTROL)};
     v.scores = {0, 0, 0};
     for (int b = 0; b < 256; ++b) {
         v.tokens.push_back(fmt::format("<0x{:02X}>", b));
-        v.token_types.push_back(TOKEN_BYTE);
+        v.token_types.push_back(int32_t(TokenType::BYTE));
         v.scores.push_back(0);
     }
     // Words with spaces as '▁'; every word gets the dummy prefix.
@@ -176,13 +176,13 @@ SyntheticVocab build_spm(const ArchPreset& p) {
     float score = 0;
     for (const auto& piece : t.new_tokens) {
         v.tokens.push_back(piece);
-        v.token_types.push_back(TOKEN_NORMAL);
+        v.token_types.push_back(int32_t(TokenType::NORMAL));
         v.scores.push_back(score);
         score -= 1;
     }
     for (const auto& c : chars) {
         v.tokens.push_back(c);
-        v.token_types.push_back(TOKEN_NORMAL);
+        v.token_types.push_back(int32_t(TokenType::NORMAL));
         v.scores.push_back(score);
         score -= 1;
     }
@@ -211,7 +211,7 @@ SyntheticVocab build_bpe(const ArchPreset& p) {
     std::unordered_set<std::string> known;
     for (uint8_t b : gpt2_byte_order()) {
         v.tokens.push_back(gpt2_byte_symbol(b));
-        v.token_types.push_back(TOKEN_NORMAL);
+        v.token_types.push_back(int32_t(TokenType::NORMAL));
         known.insert(v.tokens.back());
     }
     std::vector<std::pair<std::vector<std::string>, int64_t>> words;
@@ -227,13 +227,13 @@ SyntheticVocab build_bpe(const ArchPreset& p) {
     fill_systematic(gpt2_byte_symbol(' '), size_t(n_merged), known, t);
     for (const auto& tok : t.new_tokens) {
         v.tokens.push_back(tok);
-        v.token_types.push_back(TOKEN_NORMAL);
+        v.token_types.push_back(int32_t(TokenType::NORMAL));
     }
     for (const auto& [l, r] : t.merges) v.merges.push_back(l + " " + r);
     const int32_t first_special = int32_t(v.tokens.size());
     for (const auto& s : specials) {
         v.tokens.push_back(s);
-        v.token_types.push_back(TOKEN_CONTROL);
+        v.token_types.push_back(int32_t(TokenType::CONTROL));
     }
     if (p.tokenizer_pre == "qwen2") {
         v.bos_id = first_special;      // <|endoftext|>

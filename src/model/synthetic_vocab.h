@@ -19,22 +19,13 @@
 #include <vector>
 
 #include "model/arch_presets.h"
+#include "model/tokenizer/tokenizer.h"  // TokenType: tokenizer.ggml.token_type values
 
 namespace duet::format {
 class GgufWriter;
 }
 
 namespace duet::model {
-
-// tokenizer.ggml.token_type values (llama.cpp's llama_token_type).
-enum TokenType : int32_t {
-    TOKEN_NORMAL = 1,
-    TOKEN_UNKNOWN = 2,
-    TOKEN_CONTROL = 3,
-    TOKEN_USER_DEFINED = 4,
-    TOKEN_UNUSED = 5,
-    TOKEN_BYTE = 6,
-};
 
 struct SyntheticVocab {
     std::string model;  // "llama" or "gpt2"

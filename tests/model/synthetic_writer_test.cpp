@@ -227,8 +227,8 @@ void check_vocab_common(const GgufFile& f, const ArchPreset& p) {
     EXPECT_EQ(std::set<std::string>(tokens.begin(), tokens.end()).size(), tokens.size()) << "duplicate tokens";
     EXPECT_EQ(f.get_string("tokenizer.chat_template"), chat_template_text(p.chat_template));
     const int64_t bos = f.get_int("tokenizer.ggml.bos_token_id"), eos = f.get_int("tokenizer.ggml.eos_token_id");
-    EXPECT_EQ(types[size_t(bos)], TOKEN_CONTROL);
-    EXPECT_EQ(types[size_t(eos)], TOKEN_CONTROL);
+    EXPECT_EQ(types[size_t(bos)], int32_t(TokenType::CONTROL));
+    EXPECT_EQ(types[size_t(eos)], int32_t(TokenType::CONTROL));
 }
 
 TEST_F(SyntheticTest, SpmVocabulary) {
@@ -250,7 +250,7 @@ TEST_F(SyntheticTest, SpmVocabulary) {
             char want[8];
             std::snprintf(want, sizeof(want), "<0x%02X>", b);
             EXPECT_EQ(tokens[size_t(3 + b)], want);
-            EXPECT_EQ(types[size_t(3 + b)], TOKEN_BYTE);
+            EXPECT_EQ(types[size_t(3 + b)], int32_t(TokenType::BYTE));
         }
         const std::unordered_set<std::string> vocab(tokens.begin(), tokens.end());
         for (const char* w : {"\xe2\x96\x81"
@@ -300,7 +300,7 @@ TEST_F(SyntheticTest, BpeVocabulary) {
         EXPECT_TRUE(vocab.count("\xc4\xa0the"));  // "Ġthe"
         std::vector<std::string> specials;
         for (size_t i = 0; i < tokens.size(); ++i)
-            if (types[i] == TOKEN_CONTROL) specials.push_back(tokens[i]);
+            if (types[i] == int32_t(TokenType::CONTROL)) specials.push_back(tokens[i]);
         if (p.tokenizer_pre == "qwen2") {
             EXPECT_EQ(specials, (std::vector<std::string>{"<|endoftext|>", "<|im_start|>", "<|im_end|>"}));
             EXPECT_EQ(tokens[size_t(f.get_int("tokenizer.ggml.eos_token_id"))], "<|im_end|>");
@@ -343,7 +343,7 @@ TEST(SyntheticVocab, EveryPresetHasExactlyNVocabDistinctTokens) {
         ASSERT_EQ(v.token_types.size(), v.tokens.size());
         EXPECT_EQ(std::unordered_set<std::string>(v.tokens.begin(), v.tokens.end()).size(), v.tokens.size());
         EXPECT_EQ(v.tokens[size_t(v.bos_id)].front(), '<');
-        EXPECT_EQ(v.token_types[size_t(v.eos_id)], TOKEN_CONTROL);
+        EXPECT_EQ(v.token_types[size_t(v.eos_id)], int32_t(TokenType::CONTROL));
         if (p.tokenizer == TokenizerKind::BPE) {
             EXPECT_FALSE(v.merges.empty());
         } else {
