@@ -19,9 +19,9 @@ echo "== engine: prefill 512 tokens, decode 128 tokens, $THREADS threads"
 args=()
 for dtype in ${DUET_BENCH_DTYPES:-f16 q8_0}; do args+=("$MODELS/bench-1b-$dtype.gguf"); done
 "$BUILD/bench_engine" --threads "$THREADS" --prompt 512 --gen 128 "${args[@]}"
-for b in "$BUILD"/bench_*; do
-    [ -x "$b" ] || continue
-    [ "$(basename "$b")" = bench_engine ] && continue
-    echo "== $(basename "$b")"
-    "$b"
-done
+# Every other benchmark binary of the build (kernels, hardware models, ...).
+find "$BUILD" -type f -name 'bench_*' -perm -u+x ! -name bench_engine ! -path '*/CMakeFiles/*' | sort |
+    while read -r b; do
+        echo "== $(basename "$b")"
+        "$b"
+    done

@@ -10,12 +10,13 @@
 #include "runtime/engine.h"
 #include "runtime/generator.h"
 #include "runtime/model.h"
+#include "runtime/trace_csv.h"
 
 namespace duet::cli {
 namespace {
 
 struct RunArgs {
-    std::string model_path, prompt, chat_template, system, kv_type = "f16";
+    std::string model_path, prompt, chat_template, system, kv_type = "f16", op_trace;
     int64_t n_predict = 128, ctx = 0;
     bool chat = false, echo = false, no_timings = false;
     int threads = 0;
@@ -60,6 +61,8 @@ void run(const RunArgs& a) {
     eo.n_ctx = a.ctx;
     eo.kv_type = *kv;
     runtime::Engine engine(model, eo);
+    sim::OpTrace trace;
+    if (!a.op_trace.empty()) engine.set_trace(&trace);
     runtime::Generator gen(engine);
 
     runtime::GenerateOptions go;
@@ -82,6 +85,7 @@ void run(const RunArgs& a) {
     }, &st);
     std::fputc('\n', stdout);
     std::fflush(stdout);
+    if (!a.op_trace.empty()) runtime::write_op_trace_csv(trace, a.op_trace);
     if (!a.no_timings)
         std::fprintf(stderr, "\nduet: %s, %d threads, kv %s, seed %llu\n%s", model->path().c_str(),
                      engine.pool().size(), a.kv_type.c_str(), (unsigned long long)sp.seed, st.format().c_str());
@@ -96,7 +100,8 @@ void register_run(CLI::App& app) {
         "Examples:\n"
         "  duet gen-model --arch tiny-llama --seed 42 -o build/tiny.gguf\n"
         "  duet run -m build/tiny.gguf -p \"Once upon a time\" -n 32 --temp 0\n"
-        "  duet run -m qwen.gguf --chat --system \"Be brief.\" -p \"What is PIM?\" --seed 1\n");
+        "  duet run -m qwen.gguf --chat --system \"Be brief.\" -p \"What is PIM?\" --seed 1\n"
+        "  duet run -m build/tiny.gguf -p \"Hi\" -n 4 --temp 0 --op-trace ops.csv\n");
     cmd->add_option("-m,--model", args->model_path, "GGUF model file")->required();
     cmd->add_option("-p,--prompt", args->prompt, "Prompt text")->required();
     cmd->add_option("-n,--n-predict", args->n_predict, "Tokens to generate at most (-1: until end of text)")
@@ -122,6 +127,8 @@ void register_run(CLI::App& app) {
     cmd->add_option("--kv-type", args->kv_type, "KV cache type: f16 or f32")->capture_default_str();
     cmd->add_flag("--echo", args->echo, "Print the prompt before the generated text");
     cmd->add_flag("--no-timings", args->no_timings, "Do not print the timing block on stderr");
+    cmd->add_option("--op-trace", args->op_trace,
+                    "Write every operator the engine ran (kind, shapes, bytes, FLOPs) to this CSV file");
     cmd->callback([args] { run(*args); });
 }
 

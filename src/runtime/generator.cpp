@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "core/error.h"
@@ -14,7 +15,7 @@ namespace {
 double ms_since(int64_t t0_ns) { return double(now_ns() - t0_ns) / 1e6; }
 
 std::vector<int32_t> run_generation(Engine& engine, SequenceKv& seq, const std::vector<int32_t>& prompt,
-                                    const GenerateOptions& opts, const std::function<void(std::string_view)>& on_text,
+                                    int64_t n_cached, const GenerateOptions& opts, const std::function<void(std::string_view)>& on_text,
                                     GenerateStats& st, const std::function<void(int32_t)>& on_token, int64_t t0_ns) {
     const Model& model = engine.model();
     if (prompt.empty()) fail("generate: the prompt is empty (no tokens)");
@@ -29,9 +30,11 @@ std::vector<int32_t> run_generation(Engine& engine, SequenceKv& seq, const std::
 
     st.load_ms = model.load_ms();
     st.n_prompt = int64_t(prompt.size());
+    st.n_prompt_cached = n_cached;
+    DUET_CHECK(n_cached < st.n_prompt && seq.n_tokens() == n_cached);
     ForwardOutput out;
     int64_t t = now_ns();
-    SeqInput in{std::span<const int32_t>(prompt), &seq, false};
+    SeqInput in{std::span<const int32_t>(prompt).subspan(size_t(n_cached)), &seq, false};
     ForwardStatus fs = engine.forward({&in, 1}, out);
     if (fs == ForwardStatus::KV_FULL)
         fail("generate: the KV cache ({} blocks of {} tokens) cannot hold the {}-token prompt",
@@ -86,8 +89,10 @@ std::vector<int32_t> run_generation(Engine& engine, SequenceKv& seq, const std::
 std::string GenerateStats::format() const {
     std::string s;
     s += fmt::format("duet: load time        = {:10.2f} ms\n", load_ms);
+    const int64_t n_eval = n_prompt - n_prompt_cached;
     s += fmt::format("duet: prompt eval time = {:10.2f} ms / {:5} tokens ({:8.2f} ms per token, {:8.2f} tokens per second)\n",
-                     prefill_ms, n_prompt, n_prompt ? prefill_ms / double(n_prompt) : 0.0, prefill_tok_per_s());
+                     prefill_ms, n_eval, n_eval ? prefill_ms / double(n_eval) : 0.0, prefill_tok_per_s());
+    if (n_prompt_cached > 0) s += fmt::format("duet: prompt tokens reused from the cache = {}\n", n_prompt_cached);
     s += fmt::format("duet: time to first token = {:7.2f} ms\n", ttft_ms);
     s += fmt::format("duet:        eval time = {:10.2f} ms / {:5} runs   ({:8.2f} ms per token, {:8.2f} tokens per second)\n",
                      decode_ms, n_decode, n_decode ? decode_ms / double(n_decode) : 0.0, decode_tok_per_s());
@@ -97,7 +102,36 @@ std::string GenerateStats::format() const {
 
 Generator::Generator(Engine& engine) : engine_(engine) {}
 Generator::~Generator() { seq_.release(engine_.kv_cache()); }
-void Generator::reset() { seq_.release(engine_.kv_cache()); }
+
+void Generator::reset() {
+    seq_.release(engine_.kv_cache());
+    cached_.clear();
+}
+
+std::vector<int32_t> Generator::run(const std::vector<int32_t>& prompt, const GenerateOptions& opts,
+                                    const std::function<void(std::string_view)>& on_text, GenerateStats* stats,
+                                    const std::function<void(int32_t)>& on_token, int64_t t0_ns) {
+    int64_t keep = 0;
+    if (opts.reuse_prefix) {
+        // At least the last prompt token is always forwarded: its logits give the first token.
+        const size_t limit = std::min(cached_.size(), prompt.empty() ? 0 : prompt.size() - 1);
+        while (size_t(keep) < limit && cached_[size_t(keep)] == prompt[size_t(keep)]) ++keep;
+    }
+    seq_.truncate(engine_.kv_cache(), keep);
+    cached_.resize(size_t(keep));
+    GenerateStats local;
+    std::vector<int32_t> generated;
+    try {
+        generated = run_generation(engine_, seq_, prompt, keep, opts, on_text, stats ? *stats : local, on_token, t0_ns);
+    } catch (...) {
+        reset();
+        throw;
+    }
+    cached_ = prompt;
+    cached_.insert(cached_.end(), generated.begin(), generated.end());
+    cached_.resize(size_t(seq_.n_tokens()));
+    return generated;
+}
 
 std::vector<int32_t> Generator::generate(std::string_view prompt, const GenerateOptions& opts,
                                          const std::function<void(std::string_view)>& on_text, GenerateStats* stats,
@@ -105,18 +139,13 @@ std::vector<int32_t> Generator::generate(std::string_view prompt, const Generate
     const int64_t t0 = now_ns();
     const model::Tokenizer& tok = engine_.model().tokenizer();
     const bool bos = opts.add_bos && tok.add_bos_default() && tok.bos() >= 0;
-    const std::vector<int32_t> ids = tok.encode(prompt, bos, opts.parse_special);
-    GenerateStats local;
-    reset();
-    return run_generation(engine_, seq_, ids, opts, on_text, stats ? *stats : local, on_token, t0);
+    return run(tok.encode(prompt, bos, opts.parse_special), opts, on_text, stats, on_token, t0);
 }
 
 std::vector<int32_t> Generator::generate_tokens(const std::vector<int32_t>& prompt, const GenerateOptions& opts,
                                                 const std::function<void(std::string_view)>& on_text,
                                                 GenerateStats* stats, const std::function<void(int32_t)>& on_token) {
-    GenerateStats local;
-    reset();
-    return run_generation(engine_, seq_, prompt, opts, on_text, stats ? *stats : local, on_token, now_ns());
+    return run(prompt, opts, on_text, stats, on_token, now_ns());
 }
 
 }  // namespace duet::runtime

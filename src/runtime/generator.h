@@ -22,11 +22,17 @@ struct GenerateOptions {
     model::SamplerParams sampling;    // temperature 0 = greedy
     bool parse_special = false;       // text like "<|im_start|>" becomes control tokens (chat)
     bool add_bos = true;              // prepend BOS when the tokenizer's metadata asks for it
+    // Keep the KV of the longest common prefix of this prompt and the tokens already cached by
+    // this Generator (a multi-turn conversation resending its history) and prefill only the
+    // rest. Off by default: a shorter prefill is a different GEMM shape, so logits may differ
+    // from a full prefill in the last float bits.
+    bool reuse_prefix = false;
 };
 
 struct GenerateStats {
     double load_ms = 0;         // model load (from Model::load_ms)
     int64_t n_prompt = 0;       // prompt tokens
+    int64_t n_prompt_cached = 0;  // of which reused from the cache (reuse_prefix), not prefilled
     double prefill_ms = 0;      // the prefill forward
     double ttft_ms = 0;         // prompt in → first generated token out (tokenize + prefill + sample)
     int64_t n_decode = 0;       // decode forwards (generated tokens after the first)
@@ -34,7 +40,9 @@ struct GenerateStats {
     int64_t n_generated = 0;    // tokens generated, including the first
     std::string stop_reason;    // "eog", "length", "context"
 
-    double prefill_tok_per_s() const { return prefill_ms > 0 ? double(n_prompt) * 1e3 / prefill_ms : 0; }
+    double prefill_tok_per_s() const {
+        return prefill_ms > 0 ? double(n_prompt - n_prompt_cached) * 1e3 / prefill_ms : 0;
+    }
     double decode_tok_per_s() const { return decode_ms > 0 ? double(n_decode) * 1e3 / decode_ms : 0; }
     // The llama.cpp-style timing block ("load time = ... ms" etc.), several lines.
     std::string format() const;
@@ -64,10 +72,17 @@ public:
     // Forgets the sequence (frees its KV blocks).
     void reset();
     SequenceKv& sequence() { return seq_; }
+    // The tokens whose K/V the sequence holds (prompt + generated, as far as forwarded).
+    const std::vector<int32_t>& cached_tokens() const { return cached_; }
 
 private:
+    std::vector<int32_t> run(const std::vector<int32_t>& prompt, const GenerateOptions& opts,
+                             const std::function<void(std::string_view)>& on_text, GenerateStats* stats,
+                             const std::function<void(int32_t)>& on_token, int64_t t0_ns);
+
     Engine& engine_;
     SequenceKv seq_;
+    std::vector<int32_t> cached_;
 };
 
 }  // namespace duet::runtime

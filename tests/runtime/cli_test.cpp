@@ -142,3 +142,32 @@ TEST(CliRun, ChatWrapsThePromptInTheTemplate) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CliRun, OpTraceCsvHasOneLinePerOperator) {
+    const std::string model = test::generated_model("tiny-llama");
+    ASSERT_FALSE(model.empty());
+    const std::string csv = std::string(DUET_BINARY_DIR) + "/test-models/cli_ops." + std::to_string(::getpid()) + ".csv";
+    const Result r = run_duet(fmt::format("run -m '{}' -p 'The sky' -n 4 --temp 0 --no-timings --op-trace '{}'", model, csv));
+    ASSERT_EQ(r.rc, 0) << r.err;
+    std::ifstream f(csv);
+    std::vector<std::string> lines;
+    for (std::string l; std::getline(f, l);) lines.push_back(l);
+    std::remove(csv.c_str());
+    ASSERT_GE(lines.size(), 2u);
+    EXPECT_EQ(lines[0],
+              "index,kind,role,phase,layer,n_seq,m,n,k,n_head,n_head_kv,weight_dtype,weight_bytes,in_bytes,out_bytes,flops");
+    int forwards = 0;
+    for (const auto& l : lines) forwards += l.find(",embed,") != std::string::npos;
+    const int n_layer = 2;  // tiny-llama
+    EXPECT_EQ(lines.size(), size_t(1 + forwards * (4 + 15 * n_layer)));
+    EXPECT_GE(forwards, 1);
+    EXPECT_EQ(lines[1].rfind("0,embed,none,prefill,-1,1,", 0), 0u) << lines[1];
+    EXPECT_NE(lines[3].find(",matmul,attn_q,prefill,0,1,"), std::string::npos) << lines[3];
+    if (forwards > 1) {
+        EXPECT_NE(lines[1 + 4 + 15 * n_layer].find(",embed,none,decode,-1,1,1,"), std::string::npos);
+    }
+}
+
+}  // namespace

@@ -128,3 +128,35 @@ TEST(Generation, Stories260KWritesEnglishDeterministically) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Generation, ReusedPrefixGivesTheSameContinuation) {
+    const std::string path = test::generated_model("tiny-mistral", "f32", 42);
+    ASSERT_FALSE(path.empty());
+    Engine e(Model::load(path), small_engine());
+    Generator g(e);
+    GenerateOptions o = greedy(8);
+    o.reuse_prefix = true;
+    const std::vector<int32_t> turn1 = {1, 20, 30, 40, 50, 60};
+    const auto out1 = g.generate_tokens(turn1, o, {});
+    EXPECT_EQ(int64_t(g.cached_tokens().size()), g.sequence().n_tokens());
+    // Turn 2 resends turn 1 and its answer, plus new tokens: only the new part is prefilled.
+    std::vector<int32_t> turn2 = turn1;
+    turn2.insert(turn2.end(), out1.begin(), out1.end());
+    for (int32_t t : {70, 80, 90}) turn2.push_back(t);
+    GenerateStats st;
+    const auto out2 = g.generate_tokens(turn2, o, {}, &st);
+    EXPECT_EQ(st.n_prompt, int64_t(turn2.size()));
+    EXPECT_EQ(st.n_prompt_cached, int64_t(turn1.size() + out1.size() - 1));  // the last answer token was never forwarded
+    Engine fresh_engine(Model::load(path), small_engine());
+    Generator fresh(fresh_engine);
+    EXPECT_EQ(out2, fresh.generate_tokens(turn2, greedy(8), {}));
+    // A diverging prompt keeps only the common prefix.
+    std::vector<int32_t> turn3 = {1, 20, 31};
+    GenerateStats st3;
+    g.generate_tokens(turn3, o, {}, &st3);
+    EXPECT_EQ(st3.n_prompt_cached, 2);
+}
+
+}  // namespace

@@ -30,8 +30,11 @@ inline std::string generated_model(const std::string& preset, const std::string&
     return file.string();
 }
 
+// A file of the shared models folder: $DUET_SHARED_DIR/models when set, else the build's
+// DUET_SHARED_DIR. Empty when absent (the test then skips).
 inline std::string shared_model(const std::string& name) {
-    const std::filesystem::path p = std::filesystem::path(DUET_SHARED_DIR) / "models" / name;
+    const char* env = std::getenv("DUET_SHARED_DIR");
+    const std::filesystem::path p = std::filesystem::path(env && *env ? env : DUET_SHARED_DIR) / "models" / name;
     return std::filesystem::exists(p) ? p.string() : "";
 }
 

@@ -5,8 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
-#include <vector>
+#include <new>
 
 #include "core/quant.h"
 #include "kernels/cpu/cpu_tables.h"

@@ -3,14 +3,17 @@
 // blocks (one ggml block of 32 quants per instruction). Shared code: matmul_impl.inc, ops_impl.inc.
 // GCC 12's avx512fintrin.h seeds "undefined" vectors from uninitialised locals, which -Wall
 // reports at every use of _mm512_reduce_* / cvtph; the values are never read.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
-#include <vector>
+#include <new>
 
 #include "core/quant.h"
 #include "kernels/cpu/cpu_tables.h"
