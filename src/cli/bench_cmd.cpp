@@ -61,7 +61,7 @@ namespace {
 
 struct BenchArgs {
     std::string baseline = "npu_only", target = "npu_pim_coop";
-    int64_t seq_len = 0, gen_len = 256, batch = 0;
+    int64_t seq_len = -1, gen_len = 256, batch = -1;  // -1: from settings.json
     std::string model, settings_path, config_path, report, trace, svg, pim, dispatch;
     sim::Thresholds th;
 };
@@ -73,8 +73,10 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
     config::CoopConfig cfg = config::load_coop_config(a.config_path, env);
     if (root.get_option("--log-level")->count() == 0) set_log_level(st.runtime.log_level, "settings runtime.log_level");
 
-    const int64_t seq_len = a.seq_len > 0 ? a.seq_len : st.runtime.seq_len;
-    const int32_t batch = int32_t(a.batch > 0 ? a.batch : st.runtime.batch_size);
+    const int64_t seq_len = a.seq_len != -1 ? a.seq_len : st.runtime.seq_len;
+    if (a.batch != -1 && (a.batch < 1 || a.batch > 4096)) fail("--batch = {} is not allowed (allowed: 1 to 4096)", a.batch);
+    if (seq_len < 1) fail("--seq-len = {} is not allowed (allowed: 1 or more)", seq_len);
+    const int32_t batch = int32_t(a.batch != -1 ? a.batch : st.runtime.batch_size);
     const std::string model = a.model.empty() ? st.api.model : a.model;
     sim::Policy pb = sim::policy_from_name(a.baseline, "--baseline");
     sim::Policy pt = sim::policy_from_name(a.target, "--target");

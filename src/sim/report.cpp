@@ -99,6 +99,7 @@ std::vector<Verdict> judge(const RunReport& b, const RunReport& t, const Thresho
                                               "launch) take {:.2f} of the baseline TBT; PIM work {:.2f}",
                                               npu_rest, pim_part);
         }
+        if (b.timeline.tbt_ns.empty()) v.binding_limit = "no decode step to measure (--gen-len 1)";
         v.line = fmt::format("TBT reduction     {:6.1f} %   (required >= {:.0f} %)   {}", 100 * v.value,
                              100 * v.threshold, v.met ? "MET" : "NOT MET: " + v.binding_limit);
         out.push_back(v);

@@ -162,6 +162,12 @@ TEST(BenchCli, ErrorsAreExactAndExitTwo) {
                                 "the PIM (allowed: set enable_pim_coop to true, or --target npu_only)"),
               std::string::npos)
         << coop_off.out;
+    Result zero = run("", std::string(kBench) + " --seq-len 0", false);
+    EXPECT_EQ(zero.code, 2);
+    EXPECT_NE(zero.out.find("duet: error: --seq-len = 0 is not allowed (allowed: 1 or more)"), std::string::npos) << zero.out;
+    Result one = run("", "bench --gen-len 1");
+    EXPECT_EQ(one.code, 0);
+    EXPECT_NE(one.out.find("NOT MET: no decode step to measure (--gen-len 1)"), std::string::npos) << one.out;
     Result pol = run("", std::string(kBench) + " --target fast", false);
     EXPECT_EQ(pol.code, 2);
     EXPECT_NE(pol.out.find("duet: error: --target = \"fast\" is not a placement policy (allowed: npu_only, pim_only, "
