@@ -123,8 +123,11 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
         sim_seq = int64_t(fb.prompt.size());
         for (const auto& rec : plan.ops)  // memory accounting in the file's own weight dtype
             if (rec.kind == sim::OpKind::MATMUL) {
+                if (rec.weight_dtype != DType::F16 && rec.weight_dtype != DType::BF16)
+                    fail("{}: weight {} of layer {} is {}: the NZ and PIM layouts hold 16-bit float weights (allowed: "
+                         "a model with f16 or bf16 matrices, e.g. duet gen-model --dtype f16)",
+                         model, sim::weight_role_name(rec.role), rec.layer, dtype_name(rec.weight_dtype));
                 shape_b.weight_dtype = shape_t.weight_dtype = rec.weight_dtype;
-                break;
             }
         auto host = [](const FileRun& f) {
             return nlohmann::json{{"prefill_ms", f.stats.prefill_ms},

@@ -208,6 +208,9 @@ std::string format_table(const BenchReport& r) {
         s += fmt::format("Generated tokens (greedy, {} prompt ids): {}\n", f["n_prompt"].get<int64_t>(),
                          f["identical"].get<bool>() ? "identical in both runs" : "DIFFERENT between the runs");
         s += "  " + f["tokens_target"].dump() + "\n";
+        s += fmt::format("  target read {} matrices through the PIM layout and its block index ({} left in place: a dtype "
+                         "the layout does not take)\n",
+                         f["target"]["pim_layout_matrices"].get<int64_t>(), f["target"]["plain_matrices"].get<int64_t>());
     }
     s += "Verdicts:\n";
     for (const Verdict& v : r.verdicts) s += "  " + v.line + "\n";

@@ -193,6 +193,17 @@ TEST(BenchCli, FileModeRunsTheEngineThroughThePimLayout) {
     EXPECT_EQ(r.report["seq_len"].get<int64_t>(), 12);
     EXPECT_EQ(r.report["target"]["timeline"]["tbt_ns"].size(), 5u);
     EXPECT_NE(r.out.find("identical in both runs"), std::string::npos);
+    const std::string q4 = std::string(DUET_BINARY_DIR) + "/bench_cli_tiny_q4.gguf";
+    ASSERT_EQ(std::system(("'" + std::string(DUET_BINARY_DIR) + "/duet' gen-model --arch tiny-llama --dtype q4_0 --seed 7 -o '" +
+                           q4 + "' > /dev/null")
+                              .c_str()),
+              0);
+    Result rq = run("", "bench -m " + q4 + " --seq-len 8 --gen-len 2", false);
+    EXPECT_EQ(rq.code, 2);
+    EXPECT_NE(rq.out.find(": the NZ and PIM layouts hold 16-bit float weights (allowed: a model with f16 or bf16 "
+                          "matrices, e.g. duet gen-model --dtype f16)"),
+              std::string::npos)
+        << rq.out;
     Result d = run("", "doctor -m " + model, false);
     EXPECT_EQ(d.code, 0) << d.out;
     EXPECT_NE(d.out.find("model " + model + ": loaded in"), std::string::npos) << d.out;
