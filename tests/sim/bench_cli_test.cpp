@@ -150,6 +150,9 @@ TEST(BenchCli, ErrorsAreExactAndExitTwo) {
                              "cache of 387 MiB"),
               std::string::npos)
         << cache.out;
+    Result ratio = run("DUET_REORDER_INDEX_RATIO_LIMIT=0.001", kBench, false);
+    EXPECT_EQ(ratio.code, 2);
+    EXPECT_NE(ratio.out.find("above [reorder] index_ratio_limit = 0.001"), std::string::npos) << ratio.out;
     Result soc = run("DUET_SOC_VERSION=Ascend999", kBench, false);
     EXPECT_EQ(soc.code, 2);
     EXPECT_NE(soc.out.find("duet: error: environment variable DUET_SOC_VERSION: key 'ascend.soc_version' = "

@@ -199,6 +199,17 @@ TEST(Timeline, DecodeEngineNpuKeepsDecodeOffPim) {
     EXPECT_GE(r.tbt_mean_ns, b.tbt_mean_ns - 1e-6);  // reading the PIM base through conversion costs more
 }
 
+TEST(Timeline, PrefillEngineOnPim) {
+    Case c;
+    c.seq = 4;  // the fake PIM takes up to 8 rows
+    RunOptions o = coop();
+    o.placement.prefill_on_npu = false;
+    RunReport npu = c.run(coop()), pim = c.run(o);
+    EXPECT_EQ(npu.timeline.prefill.unit[1].ops, 0);
+    EXPECT_EQ(pim.timeline.prefill.unit[1].ops, 7 * c.shape.n_layer + 1);  // every matmul incl. the LM head
+    EXPECT_EQ(pim.timeline.conversions, 0);  // nothing converted for the NPU in prefill
+}
+
 TEST(Timeline, AutoPicksTheFasterUnit) {
     Case c;
     RunOptions o;
