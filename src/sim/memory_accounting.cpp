@@ -37,6 +37,7 @@ MemoryBreakdown account_memory(const ModelShape& s, const Plan& plan, int64_t co
         if (placer.pim_layout(m.layer)) {
             PimMatrixInfo p = lay.pim(m.n, m.k, s.weight_dtype);
             mb.weights_bytes += p.base_bytes;
+            mb.weights_pim_base_bytes += p.base_bytes;
             mb.block_index_bytes += p.index_bytes;
             if (m.layer == 0) layer0_nz += nz;
         } else {

@@ -23,7 +23,8 @@
 namespace duet::sim {
 
 struct MemoryBreakdown {
-    uint64_t weights_bytes = 0;
+    uint64_t weights_bytes = 0;            // all weights, every layout
+    uint64_t weights_pim_base_bytes = 0;   // part of weights_bytes held in the PIM layout (rest: NZ, plain)
     uint64_t block_index_bytes = 0;
     uint64_t kv_cache_bytes = 0;
     uint64_t activations_bytes = 0;

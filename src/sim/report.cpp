@@ -21,6 +21,8 @@ RunReport simulate_run(const ModelShape& shape, const Plan& plan, int64_t contex
                        const RunOptions& opts, const SimHardware& hw) {
     RunReport r;
     r.policy = policy_name(opts.placement.policy);
+    r.batch = batch;
+    r.weight_base_shared = opts.weight_base_shared;
     Placer placer(opts.placement, hw);
     r.memory = account_memory(shape, plan, context, batch, placer, opts, hw);
     r.timeline = simulate_timeline(shape, plan, placer, opts, hw);
@@ -33,7 +35,7 @@ RunReport simulate_run(const ModelShape& shape, const Plan& plan, int64_t contex
     }
     const double decode_pj = tl.decode.unit[0].energy_pj + tl.decode.unit[1].energy_pj;
     const double tokens = double(tbt.size()) * batch;
-    // conversion energy is attributed to the phase by time share of conversions (prefill unless decode converts)
+    // extra conversion energy is booked to prefill, where the conversions of npu_pim_coop happen
     r.prefill_energy_pj = tl.prefill.unit[0].energy_pj + tl.prefill.unit[1].energy_pj;
     r.decode_energy_per_token_pj = tokens > 0 ? decode_pj / tokens : 0;
     r.prefill_energy_pj += tl.conversion_energy_pj;
@@ -78,7 +80,15 @@ std::vector<Verdict> judge(const RunReport& b, const RunReport& t, const Thresho
             const double npu_rest = t.timeline.decode.unit[0].busy_ns / steps / b.tbt_mean_ns;
             const double pim_part = t.timeline.decode.unit[1].busy_ns / steps / b.tbt_mean_ns;
             const double ratio = hw.mem_bw_gbps > 0 ? hw.pim_internal_bw_gbps / hw.mem_bw_gbps : 0;
-            if (pim_part >= npu_rest && ratio > 0)
+            if (t.policy != "npu_only" && t.timeline.decode.unit[1].ops == 0 && t.batch > 1 && t.weight_base_shared)
+                v.binding_limit = fmt::format("the PIM ran no decode operator: with batch {} and "
+                                              "memory.weight_base_shared = true every decode matmul has {} rows, and the "
+                                              "PIM model runs single-vector GEMVs",
+                                              t.batch, t.batch);
+            else if (t.policy != "npu_only" && t.timeline.decode.unit[1].ops == 0)
+                v.binding_limit = "the PIM ran no decode operator: its model supports none of them (check [pim] "
+                                  "precision and [scheduling] decode_engine against the PIM preset)";
+            else if (pim_part >= npu_rest && ratio > 0)
                 v.binding_limit = fmt::format("PIM internal/external bandwidth ratio {:.1f}x: best possible TBT ratio "
                                               "{:.2f}; PIM GEMVs reach {:.0f} GB/s ({:.1f}x the external {:.0f} GB/s) "
                                               "and take {:.2f} of the baseline TBT",
@@ -89,6 +99,7 @@ std::vector<Verdict> judge(const RunReport& b, const RunReport& t, const Thresho
                                               "launch) take {:.2f} of the baseline TBT; PIM work {:.2f}",
                                               npu_rest, pim_part);
         }
+        if (b.timeline.tbt_ns.empty()) v.binding_limit = "no decode step to measure (--gen-len 1)";
         v.line = fmt::format("TBT reduction     {:6.1f} %   (required >= {:.0f} %)   {}", 100 * v.value,
                              100 * v.threshold, v.met ? "MET" : "NOT MET: " + v.binding_limit);
         out.push_back(v);

@@ -15,6 +15,8 @@ namespace duet::sim {
 
 struct RunReport {
     std::string policy;
+    int32_t batch = 1;
+    bool weight_base_shared = true;
     Timeline timeline;
     MemoryBreakdown memory;
     double tbt_mean_ns = 0, tbt_p50_ns = 0, tbt_p99_ns = 0;
@@ -58,6 +60,7 @@ struct BenchReport {
     RunReport baseline, target;
     std::vector<Verdict> verdicts;
     nlohmann::json config;         // the effective settings + config knobs, for reproduction
+    nlohmann::json functional;     // FILE mode only (null otherwise): real tokens and host times
 };
 
 std::string format_table(const BenchReport& r);  // side-by-side table, verdicts, warnings

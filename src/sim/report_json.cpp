@@ -10,7 +10,8 @@ namespace {
 using nlohmann::json;
 
 json memory_json(const MemoryBreakdown& m) {
-    return {{"weights_bytes", m.weights_bytes},       {"block_index_bytes", m.block_index_bytes},
+    return {{"weights_bytes", m.weights_bytes},       {"weights_pim_base_bytes", m.weights_pim_base_bytes},
+            {"block_index_bytes", m.block_index_bytes},
             {"kv_cache_bytes", m.kv_cache_bytes},     {"activations_bytes", m.activations_bytes},
             {"conversion_bytes", m.conversion_bytes}, {"workspace_bytes", m.workspace_bytes},
             {"total_bytes", m.total_bytes()}};
@@ -42,6 +43,8 @@ PhaseStats phase_from(const json& j) {
 RunReport run_from(const json& j) {
     RunReport r;
     r.policy = j.at("policy");
+    r.batch = j.at("batch");
+    r.weight_base_shared = j.at("weight_base_shared");
     const json& t = j.at("timeline");
     Timeline& tl = r.timeline;
     tl.prefill_ns = t.at("prefill_ns");
@@ -57,6 +60,7 @@ RunReport run_from(const json& j) {
     tl.decode = phase_from(t.at("decode"));
     const json& m = j.at("memory");
     r.memory.weights_bytes = m.at("weights_bytes");
+    r.memory.weights_pim_base_bytes = m.at("weights_pim_base_bytes");
     r.memory.block_index_bytes = m.at("block_index_bytes");
     r.memory.kv_cache_bytes = m.at("kv_cache_bytes");
     r.memory.activations_bytes = m.at("activations_bytes");
@@ -81,6 +85,8 @@ RunReport run_from(const json& j) {
 json run_to_json(const RunReport& r) {
     const Timeline& tl = r.timeline;
     return {{"policy", r.policy},
+            {"batch", r.batch},
+            {"weight_base_shared", r.weight_base_shared},
             {"timeline",
              {{"prefill_ns", tl.prefill_ns}, {"switch_ns", tl.switch_ns}, {"ttft_ns", tl.ttft_ns}, {"tbt_ns", tl.tbt_ns},
               {"conversion_ns", tl.conversion_ns}, {"conversion_exposed_ns", tl.conversion_exposed_ns},
@@ -105,7 +111,7 @@ json report_to_json(const BenchReport& r) {
     for (const Verdict& v : r.verdicts)
         verdicts.push_back({{"name", v.name}, {"value", v.value}, {"threshold", v.threshold}, {"met", v.met},
                             {"binding_limit", v.binding_limit}, {"line", v.line}});
-    return {{"schema", "duet.bench/1"},
+    nlohmann::json j = {{"schema", "duet.bench/1"},
             {"model", r.model},
             {"seq_len", r.seq_len},
             {"gen_len", r.gen_len},
@@ -119,6 +125,8 @@ json report_to_json(const BenchReport& r) {
             {"baseline", run_to_json(r.baseline)},
             {"target", run_to_json(r.target)},
             {"verdicts", verdicts}};
+    if (!r.functional.is_null()) j["functional"] = r.functional;
+    return j;
 }
 
 BenchReport report_from_json(const json& j) {
@@ -136,6 +144,7 @@ BenchReport report_from_json(const json& j) {
         r.thresholds.ttft_increase_max_ms = j.at("thresholds").at("ttft_increase_max_ms");
         r.thresholds.memory_increase_max = j.at("thresholds").at("memory_increase_max");
         r.config = j.at("config");
+        if (j.contains("functional")) r.functional = j.at("functional");
         r.baseline = run_from(j.at("baseline"));
         r.target = run_from(j.at("target"));
         for (const json& v : j.at("verdicts"))
@@ -172,6 +181,7 @@ std::string format_table(const BenchReport& r) {
     row("Peak memory", mib(b.memory.total_bytes()), mib(t.memory.total_bytes()),
         fmt::format("{:+.2f} %", 100 * (double(t.memory.total_bytes()) / double(b.memory.total_bytes()) - 1)));
     row("  weights", mib(b.memory.weights_bytes), mib(t.memory.weights_bytes));
+    row("    of which in the PIM layout", mib(b.memory.weights_pim_base_bytes), mib(t.memory.weights_pim_base_bytes));
     row("  block index", mib(b.memory.block_index_bytes), mib(t.memory.block_index_bytes));
     row("  KV cache (paged)", mib(b.memory.kv_cache_bytes), mib(t.memory.kv_cache_bytes));
     row("  activations (static plan)", mib(b.memory.activations_bytes), mib(t.memory.activations_bytes));
@@ -189,6 +199,19 @@ std::string format_table(const BenchReport& r) {
         ratio(b.decode_energy_per_token_pj, t.decode_energy_per_token_pj));
     row("Energy of prefill", fmt::format("{:.3f} mJ", b.prefill_energy_pj / 1e9),
         fmt::format("{:.3f} mJ", t.prefill_energy_pj / 1e9));
+    if (!r.functional.is_null()) {
+        const auto& f = r.functional;
+        row("Host prefill (CPU, real)", fmt::format("{:.2f} ms", f["baseline"]["prefill_ms"].get<double>()),
+            fmt::format("{:.2f} ms", f["target"]["prefill_ms"].get<double>()));
+        row("Host decode per token", fmt::format("{:.3f} ms", f["baseline"]["decode_ms_per_token"].get<double>()),
+            fmt::format("{:.3f} ms", f["target"]["decode_ms_per_token"].get<double>()));
+        s += fmt::format("Generated tokens (greedy, {} prompt ids): {}\n", f["n_prompt"].get<int64_t>(),
+                         f["identical"].get<bool>() ? "identical in both runs" : "DIFFERENT between the runs");
+        s += "  " + f["tokens_target"].dump() + "\n";
+        s += fmt::format("  target read {} matrices through the PIM layout and its block index ({} left in place: a dtype "
+                         "the layout does not take)\n",
+                         f["target"]["pim_layout_matrices"].get<int64_t>(), f["target"]["plain_matrices"].get<int64_t>());
+    }
     s += "Verdicts:\n";
     for (const Verdict& v : r.verdicts) s += "  " + v.line + "\n";
     for (const RunReport* run : {&b, &t})

@@ -71,7 +71,9 @@ Timeline simulate_timeline(const ModelShape& shape, const Plan& plan, const Plac
     CostCache costs(hw);
     const int64_t D = opts.prefetch_depth;
     const bool coop_layout = opts.placement.policy != Policy::NPU_ONLY;
-    double t = 0;          // completion of the previous op (the dependency chain)
+    double t = 0;          // completion of everything issued so far (the dependency chain)
+    double unit_free[kUnits] = {0, 0};
+    double group_ready = 0;  // inputs of the current sibling group (Q/K/V, gate/up) ready
     double conv_free = 0;  // converter available (finished its last block)
     double gate = 0;       // first prefetch buffer of the next matmul frees up
     double prev_forward_end = 0;
@@ -109,7 +111,15 @@ Timeline simulate_timeline(const ModelShape& shape, const Plan& plan, const Plac
             const bool converts = u == Unit::NPU && r.kind == OpKind::MATMUL && coop_layout &&
                                   placer.pim_layout(r.layer) && !(opts.preconvert_first_token && r.layer == 0) &&
                                   !(r.phase == Phase::PREFILL && !opts.zero_copy_switch);
-            const double T0 = t;
+            // Q, K, V (and gate, up) read the same normed input and are independent of each
+            // other: on different units they overlap; everything else waits for all before it.
+            const bool sibling = r.kind == OpKind::MATMUL && i > fw.begin && plan.ops[i - 1].kind == OpKind::MATMUL &&
+                                 plan.ops[i - 1].layer == r.layer &&
+                                 ((r.role == WeightRole::ATTN_K && plan.ops[i - 1].role == WeightRole::ATTN_Q) ||
+                                  (r.role == WeightRole::ATTN_V && plan.ops[i - 1].role == WeightRole::ATTN_K) ||
+                                  (r.role == WeightRole::FFN_UP && plan.ops[i - 1].role == WeightRole::FFN_GATE));
+            if (!sibling) group_ready = t;
+            const double T0 = std::max(group_ready, unit_free[int(u)]);
             double end = T0 + op_ns;
             if (converts) {
                 const PimMatrixInfo pm = hw.layout->pim(r.n, r.k, r.weight_dtype);
@@ -149,7 +159,8 @@ Timeline simulate_timeline(const ModelShape& shape, const Plan& plan, const Plac
             }
             emit(u == Unit::NPU ? Track::NPU : Track::PIM, op_label(r), end - op_ns, op_ns, r.phase);
             if (c.t_launch_ns > 0) emit(Track::HOST, "launch " + op_label(r), end - op_ns, c.t_launch_ns * repeat, r.phase);
-            t = end;
+            unit_free[int(u)] = end;
+            t = std::max(t, end);
         }
         ps.wall_ns += t - fw_start;
         if (fw.phase == Phase::PREFILL) {

@@ -3,8 +3,10 @@
 // units (NPU, PIM), a conversion stream beside the NPU, and the prefill->decode switch.
 //
 // Model (docs/co-inference.md has the derivation):
-//  - Operators of a forward depend on their predecessor; an op starts when its input is ready
-//    and its unit is free; its duration is the unit's hw::Device estimate.
+//  - Operators of a forward depend on everything before them, except that Q/K/V and gate/up
+//    (same input, independent outputs) may overlap when placed on different units; an op
+//    starts when its inputs are ready and its unit is free; its duration is the unit's
+//    hw::Device estimate.
 //  - An NPU MATMUL whose weights live in the PIM layout converts them PIM->NZ block by block
 //    on the load path while the cube computes. With c = conversion and p = compute time per
 //    block, N blocks, compute free at T0 and the converter able to start at S:

@@ -177,6 +177,8 @@ TEST(Timeline, NpuOnlyLayersOverride) {
     EXPECT_LT(some.timeline.decode.unit[1].ops, all.timeline.decode.unit[1].ops);
     EXPECT_GT(some.tbt_mean_ns, all.tbt_mean_ns);
     EXPECT_LT(some.memory.block_index_bytes, all.memory.block_index_bytes);
+    EXPECT_LT(some.memory.weights_pim_base_bytes, all.memory.weights_pim_base_bytes);
+    EXPECT_EQ(c.run(baseline()).memory.weights_pim_base_bytes, 0u);
 }
 
 TEST(Timeline, AttentionOnPimByConfig) {
@@ -195,6 +197,17 @@ TEST(Timeline, DecodeEngineNpuKeepsDecodeOffPim) {
     RunReport r = c.run(o), b = c.run(baseline());
     EXPECT_EQ(r.timeline.decode.unit[1].ops, 0);
     EXPECT_GE(r.tbt_mean_ns, b.tbt_mean_ns - 1e-6);  // reading the PIM base through conversion costs more
+}
+
+TEST(Timeline, PrefillEngineOnPim) {
+    Case c;
+    c.seq = 4;  // the fake PIM takes up to 8 rows
+    RunOptions o = coop();
+    o.placement.prefill_on_npu = false;
+    RunReport npu = c.run(coop()), pim = c.run(o);
+    EXPECT_EQ(npu.timeline.prefill.unit[1].ops, 0);
+    EXPECT_EQ(pim.timeline.prefill.unit[1].ops, 7 * c.shape.n_layer + 1);  // every matmul incl. the LM head
+    EXPECT_EQ(pim.timeline.conversions, 0);  // nothing converted for the NPU in prefill
 }
 
 TEST(Timeline, AutoPicksTheFasterUnit) {
@@ -238,4 +251,36 @@ TEST(Memory, BlockSizeChangesIndexAndBuffers) {
     RunReport big = c.run(o);
     EXPECT_LT(big.memory.block_index_bytes, small.memory.block_index_bytes);
     EXPECT_EQ(big.memory.conversion_bytes - small.memory.conversion_bytes, uint64_t(5) * 48 * 1024);
+}
+
+namespace {
+// A PIM that only takes the narrow K/V projections: Q on the NPU overlaps K and V on the PIM.
+struct NarrowPim : fake::Pim {
+    bool supports(const hw::OpShape& s) const override { return fake::Pim::supports(s) && s.n <= 256; }
+};
+}  // namespace
+
+TEST(Timeline, SiblingMatmulsOnDifferentUnitsOverlap) {
+    Case c;
+    c.shape.n_layer = 1;
+    c.gen = 2;
+    NarrowPim pim;
+    SimHardware hw = c.rig.hw();
+    hw.pim = &pim;
+    Plan p = plan_generation(c.shape, c.seq, c.gen, 1);
+    RunReport r = simulate_run(c.shape, p, c.seq + c.gen, 1, coop(), hw);
+    const PhaseStats& d = r.timeline.decode;
+    ASSERT_EQ(d.unit[1].ops, 2);  // K and V
+    // wall time < work of both units: Q ran while K, V ran
+    EXPECT_LT(d.wall_ns, d.unit[0].busy_ns + d.unit[1].busy_ns - 1);
+    // and exactly: Q and (K then V) overlap, so the saving is min(Q, K + V)
+    Plan one = plan_generation(c.shape, c.seq, c.gen, 1);
+    double q = 0, kv = 0;
+    for (size_t i = one.forwards[1].begin; i < one.forwards[1].end; ++i) {
+        const OpRecord& rec = one.ops[i];
+        if (rec.kind != OpKind::MATMUL || rec.layer != 0) continue;
+        if (rec.role == WeightRole::ATTN_Q) q = c.rig.npu.estimate(to_op_shape(rec)).t_ns;
+        if (rec.role == WeightRole::ATTN_K || rec.role == WeightRole::ATTN_V) kv += pim.estimate(to_op_shape(rec)).t_ns;
+    }
+    EXPECT_NEAR(d.unit[0].busy_ns + d.unit[1].busy_ns - d.wall_ns, std::min(q, kv), 1e-6 * q);
 }
