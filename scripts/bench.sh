@@ -1,9 +1,27 @@
 #!/usr/bin/env bash
-# `make bench`: microbenchmarks and end-to-end throughput; numbers go to docs/performance.md.
+# `make bench`: end-to-end engine throughput on generated >= 1 GB models (f16 and q8_0, cached
+# in $BUILD/bench-models/), then every other bench_* binary. Numbers: docs/performance.md.
 set -euo pipefail
 BUILD=${1:-build}
+DUET="$BUILD/duet"
+THREADS=${DUET_BENCH_THREADS:-2}
+MODELS="$BUILD/bench-models"
+mkdir -p "$MODELS"
+for dtype in ${DUET_BENCH_DTYPES:-f16 q8_0}; do
+    f="$MODELS/bench-1b-$dtype.gguf"
+    if [ ! -f "$f" ]; then
+        echo "== generating $f (once; cached)"
+        "$DUET" gen-model --arch bench-1b --dtype "$dtype" --seed 1 -o "$f.tmp.gguf"
+        mv "$f.tmp.gguf" "$f"
+    fi
+done
+echo "== engine: prefill 512 tokens, decode 128 tokens, $THREADS threads"
+args=()
+for dtype in ${DUET_BENCH_DTYPES:-f16 q8_0}; do args+=("$MODELS/bench-1b-$dtype.gguf"); done
+"$BUILD/bench_engine" --threads "$THREADS" --prompt 512 --gen 128 "${args[@]}"
 for b in "$BUILD"/bench_*; do
     [ -x "$b" ] || continue
+    [ "$(basename "$b")" = bench_engine ] && continue
     echo "== $(basename "$b")"
     "$b"
 done

@@ -9,13 +9,22 @@ namespace duet::cli {
 void register_version(CLI::App& app);
 
 // format branch
+void register_gen_model(CLI::App& app);
 
 // runtime branch
+void register_run(CLI::App& app);
+void register_logits(CLI::App& app);
 
 // dram branch
+// `pim-sim` with `mem` and `gemv`; registered before `pim-sim npu` (which adds itself to it).
+void register_pim_sim(CLI::App& app);
 
 // npu branch
+// `pim-sim npu`; creates the `pim-sim` parent when the dram branch has not (either order works).
+void register_pim_sim_npu(CLI::App& app);
 
 // sim branch
+void register_bench(CLI::App& app);
+void register_doctor(CLI::App& app);
 
 }  // namespace duet::cli

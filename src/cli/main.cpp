@@ -18,14 +18,21 @@ int main(int argc, char** argv) {
 
     duet::cli::register_version(app);
     // format branch
+    duet::cli::register_gen_model(app);
 
     // runtime branch
+    duet::cli::register_run(app);
+    duet::cli::register_logits(app);
 
     // dram branch
+    duet::cli::register_pim_sim(app);
 
     // npu branch
+    duet::cli::register_pim_sim_npu(app);
 
     // sim branch
+    duet::cli::register_bench(app);
+    duet::cli::register_doctor(app);
 
 
     try {

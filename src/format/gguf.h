@@ -5,8 +5,13 @@
 // GgufFile::open validates the whole header before returning: magic, version, counts,
 // every metadata value (including nested arrays), every tensor info (known type, shape
 // a multiple of the block size, offset aligned to general.alignment, data inside the
-// file). Any violation throws duet::Error "<path>: <problem>"; a hostile header never
-// causes a crash or an allocation larger than the file itself.
+// file, no duplicate keys or tensor names, no overlapping tensors). Any violation throws one
+// duet::Error "<path>: <problem>"; a hostile header never causes a crash, and every count is
+// bounded by the bytes that remain before anything is allocated, so memory use stays
+// proportional to the file's size (metadata values cost ~50 bytes of memory per element).
+// Nested arrays are accepted to a depth of kMaxArrayDepth.
+//
+// docs/gguf.md lists what the reader accepts and rejects.
 //
 // Thread safety: a GgufFile is immutable after open and may be read from any thread.
 #include <cstdint>
@@ -23,8 +28,19 @@
 namespace duet::format {
 
 enum class GgufType : uint32_t {
-    UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6,
-    BOOL = 7, STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+    UINT8 = 0,
+    INT8 = 1,
+    UINT16 = 2,
+    INT16 = 3,
+    UINT32 = 4,
+    INT32 = 5,
+    FLOAT32 = 6,
+    BOOL = 7,
+    STRING = 8,
+    ARRAY = 9,
+    UINT64 = 10,
+    INT64 = 11,
+    FLOAT64 = 12,
 };
 const char* gguf_type_name(GgufType t);
 
@@ -53,8 +69,13 @@ struct GgufTensorInfo {
 class MappedFile;
 
 class GgufFile {
-public:
+  public:
+    static constexpr int kMaxArrayDepth = 8;
+    static constexpr uint32_t kMaxDims = 4;  // GGML_MAX_DIMS
+
     static GgufFile open(const std::string& path);  // throws duet::Error
+    // Parses a copy of n_bytes at data; `name` stands for the path in error messages.
+    static GgufFile open_memory(const void* data, size_t n_bytes, const std::string& name);
     GgufFile(GgufFile&&) noexcept;
     GgufFile& operator=(GgufFile&&) noexcept;
     ~GgufFile();
@@ -63,6 +84,7 @@ public:
     uint32_t version() const { return version_; }
     uint64_t alignment() const { return alignment_; }
     uint64_t file_bytes() const;
+    uint64_t data_offset() const { return data_offset_; }  // start of the tensor data section
 
     const std::map<std::string, GgufValue>& metadata() const { return kv_; }
     const GgufValue* find(std::string_view key) const;
@@ -87,11 +109,13 @@ public:
     const GgufTensorInfo* find_tensor(std::string_view name) const;
     const GgufTensorInfo& tensor(std::string_view name) const;  // throws naming file and tensor
 
-private:
+  private:
     GgufFile() = default;
     std::string path_;
     uint32_t version_ = 0;
     uint64_t alignment_ = 32;
+    uint64_t data_offset_ = 0;
+    friend class GgufParser;
     std::unique_ptr<MappedFile> map_;
     std::map<std::string, GgufValue> kv_;
     std::vector<GgufTensorInfo> tensors_;

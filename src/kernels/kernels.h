@@ -3,6 +3,9 @@
 // implementation for this CPU once (core/cpu_features.h: AVX-512, AVX2, scalar) and keeps
 // the scalar reference in kernels/ref/ as the oracle the tests compare against.
 //
+// Per-ISA tables (scalar reference, AVX2, AVX-512) are in kernels/kernel_table.h; kernels/membw.h
+// measures the memory bandwidth the decode GEMV is judged against.
+//
 // Conventions: raw pointers, element counts and strides; row-major; activations f32.
 // A weight matrix W has n rows of k elements each, stored in `wtype` (ggml block layout
 // for quantised types: each row is k / block_elems blocks); row r starts at
@@ -21,6 +24,13 @@ namespace duet::kernels {
 // m == 1..few runs as GEMV (weights streamed once), larger m as blocked GEMM.
 // Quantised weights are never dequantised as whole matrices: activations are quantised per
 // block (q8) and dot products run on integers where the type allows it.
+// Accuracy: f32/f16/bf16 weights give the exact product up to f32 summation order. For
+// q8_0/q4_0 the optimised paths quantise x in blocks of 32 (scale amax/127) and for q4_k/q6_k
+// in ggml's Q8_K blocks of 256, so each x element moves by at most half its block's step:
+// |y - y_exact| <= sum_l (step_l / 2) |w_l| (about 0.4 % of sum |x w| in the worst case, far
+// less on average); the scalar path (DUET_ISA=scalar) dequantises and is exact up to rounding.
+// Errors: throws duet::Error for an unsupported wtype, k not a multiple of its block size,
+// strides smaller than the rows. Thread safety: concurrent calls must use different pools.
 void matmul(const float* x, int64_t m, int64_t k, int64_t x_stride, const void* w, DType wtype,
             size_t w_row_stride_bytes, int64_t n, float* y, int64_t y_stride, ThreadPool& pool);
 
@@ -31,11 +41,11 @@ enum class RopeOrder {
     NORM,  // rotate adjacent pairs (x[2i], x[2i+1]) — ggml's mode 0, Llama GGUF files
     NEOX,  // rotate halves (x[i], x[i + n_rot/2]) — mode 2, Qwen2
 };
-// Rotates the first n_rot dims of each of n_head heads of one token at position `pos`, in
-// place: x is [n_head][head_dim]. theta_i = pos * freq_base^(-2i/n_rot) / freq_factors[i]
+// Rotates the first n_rot dims (n_rot even, <= head_dim, else duet::Error) of each of n_head heads of one token at
+// position `pos`, in place: x is [n_head][head_dim]. theta_i = pos * freq_base^(-2i/n_rot) / freq_factors[i]
 // (freq_factors may be null = all 1; Llama-3.1's rope_freqs tensor), times freq_scale.
-void rope(float* x, int64_t n_head, int64_t head_dim, int64_t n_rot, int64_t pos, float freq_base,
-          float freq_scale, const float* freq_factors, RopeOrder order);
+void rope(float* x, int64_t n_head, int64_t head_dim, int64_t n_rot, int64_t pos, float freq_base, float freq_scale,
+          const float* freq_factors, RopeOrder order);
 
 // In place softmax over n elements.
 void softmax(float* x, int64_t n);
@@ -57,6 +67,8 @@ struct KvView {
 // pos0 .. pos0 + n_q - 1; keys/values for positions 0 .. pos0 + n_q - 1 are already in kv.
 // q: [n_q][n_head][head_dim] (RoPE applied); out: [n_q][n_head][head_dim].
 // Head h reads KV head h / (n_head / n_head_kv). scale is usually 1/sqrt(head_dim).
+// Work is split over the pool by (query token, KV head); throws duet::Error on shapes that do
+// not fit (kernel_table.h check_attention_args).
 void attention(const float* q, int64_t n_q, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
                const KvView& kv, float scale, float* out, ThreadPool& pool);
 

@@ -1,0 +1,229 @@
+// `duet pim-sim mem` and `duet pim-sim gemv`: one memory pattern on the DRAM model, one GEMV on
+// a PIM device model (hw/dram, hw/pim). `pim-sim npu` is added by the npu branch's file.
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "hw/dram/mem_workload.h"
+#include "hw/memory_presets.h"
+#include "hw/pim/layout_placement.h"
+#include "hw/pim/pim_functional.h"
+#include "hw/pim/pim_gemv.h"
+
+namespace duet::cli {
+namespace {
+
+struct MemArgs {
+    std::string memory, pattern = "stream", fidelity = "command", mapping = hw::dram::AddressMapping::kDefault;
+    uint64_t bytes = 16 << 20, stride = 0, seed = 1;
+    int channels = 0, stacks = 0, queue_depth = 32;
+    double write_fraction = 0;
+};
+
+struct GemvArgs {
+    std::string pim, dtype, fidelity = "command", layout = "row_major_128bit";
+    int64_t m = 4096, k = 4096;
+    int alignment = 0, channels = 0, stacks = 0;
+    bool functional = false;
+    uint64_t seed = 1;
+};
+
+// --stacks N: N stacks (HBM) or packages of the preset's per-stack channels; --channels wins.
+int device_channels(const hw::dram::DramOrg& o, int channels, int stacks) {
+    if (channels < 0 || channels > 4096) fail("--channels {} is out of range (allowed: 1 to 4096)", channels);
+    if (stacks < 0 || stacks > 64) fail("--stacks {} is out of range (allowed: 1 to 64)", stacks);
+    if (channels > 0 && stacks > 0) fail("give --channels or --stacks, not both");
+    if (stacks > 0) return stacks * o.channels_per_stack * o.pseudo_channels;
+    return channels;
+}
+
+void check_fidelity(const std::string& f) {
+    if (f != "command" && f != "analytical")
+        fail("--fidelity '{}' is not allowed (allowed: command, analytical)", f);
+}
+
+void run_mem(const MemArgs& a) {
+    check_fidelity(a.fidelity);
+    const auto spec = hw::load_memory_preset(a.memory);
+    hw::dram::MemWorkload w;
+    w.pattern = hw::dram::pattern_from_name(a.pattern);
+    w.bytes = a.bytes;
+    w.stride_bytes = a.stride;
+    if (w.pattern == hw::dram::Pattern::STRIDED && a.stride == 0) fail("--pattern strided needs --stride BYTES");
+    w.seed = a.seed;
+    w.channels = device_channels(spec.org, a.channels, a.stacks);
+    w.queue_depth = a.queue_depth;
+    w.write_fraction = a.write_fraction;
+    w.mapping = a.mapping;
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto r = a.fidelity == "command" ? hw::dram::simulate_memory(spec, w) : hw::dram::estimate_memory(spec, w);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("memory        %s (%s), %d channels, mapping %s\n", spec.name.c_str(), spec.standard.c_str(),
+                r.channels, w.mapping.c_str());
+    std::printf("pattern       %s%s, %llu requests of %d B, fidelity %s\n", a.pattern.c_str(),
+                w.pattern == hw::dram::Pattern::STRIDED ? fmt::format(" (stride {} B)", a.stride).c_str() : "",
+                (unsigned long long)r.requests, spec.org.burst_bytes(), r.fidelity.c_str());
+    std::printf("bytes         requested %llu, served %llu\n", (unsigned long long)r.bytes_requested,
+                (unsigned long long)r.bytes_served);
+    std::printf("time          %.1f ns\n", r.t_ns);
+    std::printf("bandwidth     %.2f GB/s of %.2f GB/s peak (%.1f %%)\n", r.bw_gbps, r.peak_gbps,
+                100.0 * r.bw_gbps / r.peak_gbps);
+    std::printf("latency       average %.1f ns (loaded, queue %d), unloaded %.1f ns\n", r.avg_latency_ns,
+                w.queue_depth, r.unloaded_latency_ns);
+    std::printf("row hit rate  %.3f\n", r.row_hit_rate);
+    std::printf("commands      ACT %llu  PRE %llu  RD %llu  WR %llu  REF %llu\n", (unsigned long long)r.n_act,
+                (unsigned long long)r.n_pre, (unsigned long long)r.n_rd, (unsigned long long)r.n_wr,
+                (unsigned long long)r.n_ref);
+    if (spec.energy.published)
+        std::printf("energy        %.1f nJ\n", r.energy_pj * 1e-3);
+    else
+        std::printf("energy        not modelled (preset publishes no energies)\n");
+    std::printf("wall time     %.3f s\n", wall);
+}
+
+DType gemv_dtype(const hw::pim::PimSpec& s, const std::string& name) {
+    if (name.empty()) return s.unit.fp16 ? DType::F16 : (s.unit.bf16 ? DType::BF16 : DType::I8);
+    if (name == "fp16") return DType::F16;
+    if (name == "bf16") return DType::BF16;
+    if (name == "int8") return DType::I8;
+    fail("--dtype '{}' is not allowed (allowed: fp16, bf16, int8)", name);
+}
+
+// Random operands in the dtype's raw encoding.
+std::vector<uint8_t> random_operands(DType t, int64_t n, std::mt19937_64& rng) {
+    const int e = t == DType::I8 ? 1 : 2;
+    std::vector<uint8_t> v(size_t(n * e));
+    std::uniform_real_distribution<float> uf(-1.0f, 1.0f);
+    std::uniform_int_distribution<int> ui(-127, 127);
+    for (int64_t i = 0; i < n; ++i) {
+        if (t == DType::I8) {
+            v[size_t(i)] = uint8_t(int8_t(ui(rng)));
+        } else {
+            const uint16_t h = t == DType::F16 ? fp32_to_fp16(uf(rng)) : fp32_to_bf16(uf(rng));
+            std::memcpy(&v[size_t(i * 2)], &h, 2);
+        }
+    }
+    return v;
+}
+
+void run_gemv(const GemvArgs& a) {
+    check_fidelity(a.fidelity);
+    const auto spec = hw::load_pim_preset(a.pim);
+    hw::pim::GemvShape g;
+    g.m = a.m;
+    g.k = a.k;
+    g.dtype = gemv_dtype(spec, a.dtype);
+    g.alignment_bits = a.alignment > 0 ? a.alignment : spec.default_alignment_bits;
+    g.channels = device_channels(spec.mem.org, a.channels, a.stacks);
+    const auto plan = hw::pim::plan_gemv(spec, g);
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto r = a.fidelity == "command" ? hw::pim::simulate_gemv(spec, g) : hw::pim::estimate_gemv(spec, g);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("device        %s (%s), base %s, %d channels x %d units (%d banks per unit)\n", spec.name.c_str(),
+                spec.device.c_str(), spec.mem.name.c_str(), plan.channels, plan.units_per_channel,
+                spec.unit.banks_per_unit);
+    std::printf("gemv          y[%lld] = W[%lld][%lld] x, %s, alignment %d bits, fidelity %s\n", (long long)g.m,
+                (long long)g.m, (long long)g.k, a.dtype.empty() ? dtype_name(g.dtype) : a.dtype.c_str(),
+                g.alignment_bits, r.fidelity.c_str());
+    std::printf("time          %.1f ns (%.3f us)\n", r.t_ns, r.t_ns * 1e-3);
+    std::printf("commands      ACT_AB %llu  MAC_AB %llu  RD %llu  WR %llu  REF %llu  PRE %llu  mode switches %llu\n",
+                (unsigned long long)r.n_act, (unsigned long long)r.n_mac, (unsigned long long)r.n_rd,
+                (unsigned long long)r.n_wr, (unsigned long long)r.n_ref, (unsigned long long)r.n_pre,
+                (unsigned long long)r.n_mode);
+    std::printf("internal bw   %.1f GB/s of weights (%.1f MB read by the units incl. unused lanes)\n", r.internal_gbps,
+                r.internal_bytes * 1e-6);
+    std::printf("utilisation   units %.1f %%, lanes %.1f %% (%d of %d useful bits per column command)\n",
+                100 * r.unit_utilisation, 100 * r.lane_utilisation, plan.useful_bits_per_col, spec.unit.access_bits);
+    std::printf("external      %.1f KB (input broadcast + result readout)\n", r.external_bytes * 1e-3);
+    std::printf("vs host       streaming the weights over the same %d channels: %.1f ns -> PIM speedup %.2fx\n",
+                plan.channels, r.host_stream_ns, r.speedup);
+    std::printf("bound         %s\n", r.bound);
+    if (spec.mem.energy.published)
+        std::printf("energy        %.1f nJ (upper bound: unit column reads charged at the base memory's read energy)\n",
+                    r.energy_pj * 1e-3);
+    else
+        std::printf("energy        not modelled (base memory publishes no energies)\n");
+    std::printf("wall time     %.4f s\n", wall);
+    if (!a.functional) return;
+
+    std::mt19937_64 rng(a.seed);
+    const auto w = random_operands(g.dtype, g.m * g.k, rng);
+    const auto x = random_operands(g.dtype, g.k, rng);
+    hw::pim::FunctionalResult f;
+    if (a.layout == "row_major_128bit") {
+        const auto lp = hw::pim::plan_for_device(spec, g, plan);
+        const auto base = layout::to_pim(w.data(), lp);
+        f = hw::pim::run_gemv_functional(spec, g, hw::pim::layout_placement(lp, base), w.data(), x.data());
+    } else if (a.layout == "row_per_unit") {
+        std::vector<uint8_t> storage;
+        const auto pl = hw::pim::row_per_unit_placement(spec, g, w.data(), storage);
+        f = hw::pim::run_gemv_functional(spec, g, pl, w.data(), x.data());
+    } else {
+        fail("--layout '{}' is not allowed (allowed: row_major_128bit, row_per_unit)", a.layout);
+    }
+    const char* acc = g.dtype == DType::I8 ? "int32" : (spec.unit.acc == hw::pim::AccPrecision::FP16 ? "fp16" : "fp32");
+    std::printf("functional    layout %s, %s operands, %s accumulators, lane reduction in %s\n", a.layout.c_str(),
+                dtype_name(g.dtype), acc, spec.unit.reduce_in_unit ? "unit" : "host");
+    std::printf("              %llu column commands, %llu partial sums reduced on the host\n",
+                (unsigned long long)f.column_commands, (unsigned long long)f.partials);
+    std::printf("error vs f64  max %.3g, mean %.3g, max relative to sum|w x| %.3g\n", f.max_abs_err, f.mean_abs_err,
+                f.max_rel_err);
+}
+
+}  // namespace
+
+void register_pim_sim(CLI::App& app) {
+    auto* ps = app.add_subcommand("pim-sim", "Run one kernel on a modelled device (NPU, PIM, DRAM)");
+    ps->require_subcommand(1);
+
+    static MemArgs ma;
+    auto* mem = ps->add_subcommand("mem", "One access pattern on a DRAM preset (command-level or analytical)");
+    mem->footer(
+        "Examples:\n"
+        "  duet pim-sim mem --memory lpddr5 --pattern stream --bytes 16777216\n"
+        "  duet pim-sim mem --memory hbm3 --pattern random --bytes 4194304 --fidelity analytical\n"
+        "  duet pim-sim mem --memory lpddr5 --pattern strided --stride 4096 --bytes 1048576 --channels 8\n"
+        "  duet pim-sim mem --memory hbm2e --stacks 8 --bytes 67108864 --fidelity analytical\n"
+        "Presets: lpddr4x, lpddr5, lpddr5x, hbm2, hbm2e, hbm3, gddr6 (configs/hw/<name>.toml).");
+    mem->add_option("--memory", ma.memory, "Memory preset")->required();
+    mem->add_option("--pattern", ma.pattern, "stream | random | strided")->capture_default_str();
+    mem->add_option("--stride", ma.stride, "Bytes between consecutive bursts (strided)");
+    mem->add_option("--bytes", ma.bytes, "Bytes requested (whole bursts)")->capture_default_str();
+    mem->add_option("--fidelity", ma.fidelity, "command | analytical")->capture_default_str();
+    mem->add_option("--channels", ma.channels, "Channels (pseudo channels for HBM); 0 = the preset's device");
+    mem->add_option("--stacks", ma.stacks, "Stacks (HBM) or packages: channels = stacks x the preset's per-stack channels");
+    mem->add_option("--write-fraction", ma.write_fraction, "Share of requests that are writes (0..1)");
+    mem->add_option("--mapping", ma.mapping, "Address mapping, MSB first, e.g. RoRaBaCoBgCh")->capture_default_str();
+    mem->add_option("--queue-depth", ma.queue_depth, "Read and write queue depth per channel")->capture_default_str();
+    mem->add_option("--seed", ma.seed, "Random pattern seed")->capture_default_str();
+    mem->callback([] { run_mem(ma); });
+
+    static GemvArgs ga;
+    auto* gemv = ps->add_subcommand("gemv", "One all-bank GEMV y = W x on a PIM preset");
+    gemv->footer(
+        "Examples:\n"
+        "  duet pim-sim gemv --pim pim_hbm2_fimdram --m 4096 --k 4096\n"
+        "  duet pim-sim gemv --pim pim_lpddr5x_bank --m 4096 --k 4096 --dtype int8 --alignment 256 --functional\n"
+        "  duet pim-sim gemv --pim pim_gddr6_aim --m 1024 --k 1024 --fidelity analytical\n"
+        "Presets: pim_hbm2_fimdram, pim_gddr6_aim, pim_lpddr5x_bank, pim_hbm3_bank (configs/hw/<name>.toml).");
+    gemv->add_option("--pim", ga.pim, "PIM preset")->required();
+    gemv->add_option("--m", ga.m, "Output rows")->capture_default_str();
+    gemv->add_option("--k", ga.k, "Input length")->capture_default_str();
+    gemv->add_option("--dtype", ga.dtype, "fp16 | bf16 | int8 (default: the preset's first)");
+    gemv->add_option("--alignment", ga.alignment, "Layout granule in bits, [pim] alignment (default: 128)");
+    gemv->add_option("--fidelity", ga.fidelity, "command | analytical")->capture_default_str();
+    gemv->add_option("--channels", ga.channels, "Channels; 0 = the preset's device");
+    gemv->add_option("--stacks", ga.stacks, "Copies of the preset's device (HBM stacks, chips) instead of --channels");
+    gemv->add_flag("--functional", ga.functional, "Also run the lane-accurate arithmetic on reordered weights");
+    gemv->add_option("--layout", ga.layout, "Weight placement for --functional: row_major_128bit | row_per_unit")
+        ->capture_default_str();
+    gemv->add_option("--seed", ga.seed, "Seed of the random weights and input")->capture_default_str();
+    gemv->callback([] { run_gemv(ga); });
+}
+
+}  // namespace duet::cli

@@ -1,0 +1,128 @@
+// `duet run`: generate text from a GGUF model, streaming it to stdout; timings on stderr.
+#include <cstdio>
+#include <random>
+#include <string>
+
+#include "cli/commands.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "model/chat_template.h"
+#include "runtime/engine.h"
+#include "runtime/generator.h"
+#include "runtime/model.h"
+
+namespace duet::cli {
+namespace {
+
+struct RunArgs {
+    std::string model_path, prompt, chat_template, system, kv_type = "f16";
+    int64_t n_predict = 128, ctx = 0;
+    bool chat = false, echo = false, no_timings = false;
+    int threads = 0;
+    int64_t seed = -1;
+    model::SamplerParams sampling;
+};
+
+std::string chat_prompt(const runtime::Model& m, const RunArgs& a) {
+    model::ChatTemplate tmpl;
+    if (!a.chat_template.empty()) {
+        tmpl = model::chat_template_from_name(a.chat_template);
+    } else if (m.chat_template()) {
+        tmpl = *m.chat_template();
+    } else {
+        fail("{}: no recognised tokenizer.chat_template; choose one with --chat-template (allowed: llama2, llama3, "
+             "chatml, mistral)",
+             m.path());
+    }
+    std::vector<model::ChatMessage> msgs;
+    if (!a.system.empty()) msgs.push_back({"system", a.system});
+    msgs.push_back({"user", a.prompt});
+    const model::Tokenizer& tok = m.tokenizer();
+    const std::string bos = tok.bos() >= 0 ? tok.token_text(tok.bos()) : "";
+    const std::string eos = tok.eos() >= 0 ? tok.token_text(tok.eos()) : "";
+    return model::render_chat(tmpl, msgs, true, bos, eos);
+}
+
+void run(const RunArgs& a) {
+    if (a.prompt.empty()) fail("-p/--prompt is empty (allowed: any non-empty text)");
+    if (!a.chat && (!a.system.empty() || !a.chat_template.empty()))
+        fail("--system and --chat-template need --chat");
+    const auto kv = dtype_from_name(a.kv_type);
+    if (!kv || (*kv != DType::F32 && *kv != DType::F16))
+        fail("--kv-type '{}' is not supported (allowed: f32, f16)", a.kv_type);
+    model::SamplerParams sp = a.sampling;
+    sp.seed = a.seed >= 0 ? uint64_t(a.seed) : std::random_device{}();
+    model::validate(sp);
+
+    auto model = runtime::Model::load(a.model_path);
+    runtime::EngineOptions eo;
+    eo.n_threads = a.threads;
+    eo.n_ctx = a.ctx;
+    eo.kv_type = *kv;
+    runtime::Engine engine(model, eo);
+    runtime::Generator gen(engine);
+
+    runtime::GenerateOptions go;
+    go.n_predict = a.n_predict;
+    go.sampling = sp;
+    std::string text = a.prompt;
+    if (a.chat) {
+        text = chat_prompt(*model, a);
+        go.parse_special = true;
+        go.add_bos = false;  // the template writes BOS itself when the family wants it
+    }
+    if (a.echo) {
+        std::fwrite(a.prompt.data(), 1, a.prompt.size(), stdout);
+        std::fflush(stdout);
+    }
+    runtime::GenerateStats st;
+    gen.generate(text, go, [](std::string_view piece) {
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+    }, &st);
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+    if (!a.no_timings)
+        std::fprintf(stderr, "\nduet: %s, %d threads, kv %s, seed %llu\n%s", model->path().c_str(),
+                     engine.pool().size(), a.kv_type.c_str(), (unsigned long long)sp.seed, st.format().c_str());
+}
+
+}  // namespace
+
+void register_run(CLI::App& app) {
+    auto args = std::make_shared<RunArgs>();
+    auto* cmd = app.add_subcommand("run", "Generate text from a GGUF model (streams to stdout, timings on stderr)");
+    cmd->footer(
+        "Examples:\n"
+        "  duet gen-model --arch tiny-llama --seed 42 -o build/tiny.gguf\n"
+        "  duet run -m build/tiny.gguf -p \"Once upon a time\" -n 32 --temp 0\n"
+        "  duet run -m qwen.gguf --chat --system \"Be brief.\" -p \"What is PIM?\" --seed 1\n");
+    cmd->add_option("-m,--model", args->model_path, "GGUF model file")->required();
+    cmd->add_option("-p,--prompt", args->prompt, "Prompt text")->required();
+    cmd->add_option("-n,--n-predict", args->n_predict, "Tokens to generate at most (-1: until end of text)")
+        ->capture_default_str();
+    cmd->add_flag("--chat", args->chat, "Wrap the prompt in the model's chat template");
+    cmd->add_option("--chat-template", args->chat_template, "Chat template: llama2, llama3, chatml, mistral");
+    cmd->add_option("--system", args->system, "System message (with --chat)");
+    cmd->add_option("--temp", args->sampling.temperature, "Temperature (0 = greedy)")->capture_default_str();
+    cmd->add_option("--top-k", args->sampling.top_k, "Top-k (0 = off)")->capture_default_str();
+    cmd->add_option("--top-p", args->sampling.top_p, "Top-p (1 = off)")->capture_default_str();
+    cmd->add_option("--min-p", args->sampling.min_p, "Min-p (0 = off)")->capture_default_str();
+    cmd->add_option("--repeat-penalty", args->sampling.repeat_penalty, "Repetition penalty (1 = off)")
+        ->capture_default_str();
+    cmd->add_option("--repeat-last-n", args->sampling.repeat_last_n, "Tokens the penalties look back (-1 = all)")
+        ->capture_default_str();
+    cmd->add_option("--frequency-penalty", args->sampling.frequency_penalty, "Frequency penalty")
+        ->capture_default_str();
+    cmd->add_option("--presence-penalty", args->sampling.presence_penalty, "Presence penalty")->capture_default_str();
+    cmd->add_option("--seed", args->seed, "Random seed (-1: random); the same seed gives the same text")
+        ->capture_default_str();
+    cmd->add_option("-t,--threads", args->threads, "Threads (0: all hardware threads)")->capture_default_str();
+    cmd->add_option("-c,--ctx", args->ctx, "Context positions (0: min(trained context, 4096))")->capture_default_str();
+    cmd->add_option("--kv-type", args->kv_type, "KV cache type: f16 or f32")->capture_default_str();
+    cmd->add_flag("--echo", args->echo, "Print the prompt before the generated text");
+    cmd->add_flag("--no-timings", args->no_timings, "Do not print the timing block on stderr");
+    cmd->callback([args] { run(*args); });
+}
+
+}  // namespace duet::cli

@@ -1,0 +1,60 @@
+#pragma once
+// A table-driven schema for the two user configuration files (settings.json, config.toml):
+// one Field per key with its type, range or allowed values and a setter. The JSON reader,
+// the TOML reader and the DUET_* environment overrides share this table, so the three
+// sources validate identically and produce the same error wording:
+//   "<file>: key '<section.key>' = <value> is out of range (allowed: <min> to <max>)"
+// Thread safety: plain values; the tables are immutable after construction.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace duet::config {
+
+enum class FieldKind { INT, DOUBLE, BOOL, STRING, ENUM };
+
+// A parsed value before validation against the field's range.
+struct Value {
+    FieldKind kind = FieldKind::STRING;
+    int64_t i = 0;
+    double d = 0;
+    bool b = false;
+    std::string s;
+};
+
+template <class T>
+struct Field {
+    std::string section;  // "runtime", "pim", ...
+    std::string key;      // "seq_len"
+    FieldKind kind = FieldKind::STRING;
+    double min = 0, max = 0;            // INT / DOUBLE range, inclusive
+    std::vector<std::string> allowed;   // ENUM values
+    std::string env;                    // environment override variable: DUET_SEQ_LEN
+    std::function<void(T&, const Value&)> set;
+    std::function<std::string(const T&)> show;  // the current value as written in the file
+    // Extra rule beyond type and range; returns "" when fine, else what is allowed
+    // (e.g. "a power of two"). Used for alignment, block sizes, URLs, variable names.
+    std::function<std::string(const Value&)> check;
+
+    std::string dotted() const { return section + "." + key; }
+};
+
+// "an integer from 1 to 1048576", "one of: a, b", "true or false", "a string".
+std::string describe_allowed(FieldKind kind, double min, double max, const std::vector<std::string>& allowed);
+
+// Range/enum/extra validation of an already typed value. Returns "" when valid, otherwise the
+// full message "<where>: key '<dotted>' = <value> is ... (allowed: ...)".
+template <class T>
+std::string validate_value(const Field<T>& f, const Value& v, const std::string& where);
+
+std::string show_value(const Value& v);  // 42, 0.05, true, "text"
+
+// Parses the text of an environment variable as `kind`; false when it does not parse.
+bool parse_env_value(FieldKind kind, const std::string& text, Value& out);
+
+std::string join_names(const std::vector<std::string>& names);  // "a, b, c"
+
+}  // namespace duet::config
+
+#include "config/field_impl.h"

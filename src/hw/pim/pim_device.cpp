@@ -1,0 +1,60 @@
+#include "hw/pim/pim_device.h"
+
+#include "core/error.h"
+
+namespace duet::hw::pim {
+
+PimDevice::PimDevice(PimSpec spec, int alignment_bits, int channels)
+    : spec_(std::move(spec)), alignment_bits_(alignment_bits), channels_(channels) {
+    GemvShape probe;  // validate the knobs once, so estimate() cannot fail on them later
+    probe.m = probe.k = 64;
+    probe.dtype = spec_.supports(DType::F16) ? DType::F16 : (spec_.supports(DType::BF16) ? DType::BF16 : DType::I8);
+    probe.alignment_bits = alignment_bits;
+    probe.channels = channels;
+    plan_gemv(spec_, probe);
+}
+
+GemvResult PimDevice::estimate_gemv(int64_t rows, int64_t k, DType dtype) const {
+    GemvShape g;
+    g.m = rows;
+    g.k = k;
+    g.dtype = dtype;
+    g.alignment_bits = alignment_bits_;
+    g.channels = channels_;
+    return pim::estimate_gemv(spec_, g);
+}
+
+bool PimDevice::supports(const OpShape& op) const {
+    if (!spec_.supports(op.weight_dtype) || op.n < 1 || op.k < 1) return false;
+    if (op.cls == OpClass::GEMV || (op.cls == OpClass::GEMM && op.m == 1)) return true;
+    // Decode attention: scores q.K^T (n context rows of k = head_dim) and p.V, per head.
+    return op.cls == OpClass::ATTENTION && op.m == 1 && op.n_head > 0;
+}
+
+Cost PimDevice::estimate(const OpShape& op) const {
+    Cost c;
+    if (!supports(op)) {
+        c.bound = "unsupported";
+        return c;
+    }
+    if (op.cls != OpClass::ATTENTION) {
+        const GemvResult r = estimate_gemv(op.n, op.k, op.weight_dtype);
+        c.t_ns = r.t_ns;
+        c.bytes_moved = r.external_bytes;
+        c.energy_pj = r.energy_pj;
+        c.bound = r.bound;
+        return c;
+    }
+    // Each query head's score GEMV runs over its KV head's K rows: n_head GEMVs of n x k, then
+    // n_head GEMVs over V^T (k rows of n). Modelled as two GEMVs of n_head * n and n_head * k rows,
+    // which keeps every unit busy across heads (the heads' rows are spread like matrix rows).
+    const GemvResult s = estimate_gemv(op.n_head * op.n, op.k, op.weight_dtype);
+    const GemvResult v = estimate_gemv(op.n_head * op.k, op.n, op.weight_dtype);
+    c.t_ns = s.t_ns + v.t_ns;
+    c.bytes_moved = s.external_bytes + v.external_bytes;
+    c.energy_pj = s.energy_pj + v.energy_pj;
+    c.bound = s.bound;
+    return c;
+}
+
+}  // namespace duet::hw::pim

@@ -1,0 +1,261 @@
+#include "hw/pim/pim_program.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "hw/dram/dram_channel.h"
+#include "hw/dram/mem_workload.h"
+#include "hw/dram/timing_table.h"
+
+namespace duet::hw::pim {
+
+namespace {
+
+using dram::BankAddr;
+using dram::refreshes_due;
+using dram::DramCmd;
+
+dram::PimTimingParams pim_params(const PimSpec& s) {
+    return {s.timing.nCCD_AB, s.timing.nACT_AB, s.timing.nMAC_RD_OUT, s.timing.mode_switch_cycles};
+}
+
+// Interface both fidelities implement; the program below drives it.
+class Backend {
+public:
+    virtual ~Backend() = default;
+    virtual void mode() = 0;
+    virtual void wr_gb(int64_t bursts) = 0;
+    virtual void macs(int64_t n) = 0;
+    virtual void rd_out(int64_t bursts) = 0;
+    virtual void close() = 0;
+    virtual ProgramStats finish() = 0;
+};
+
+// Every command through the DRAM command engine.
+class CommandBackend final : public Backend {
+public:
+    CommandBackend(const PimSpec& s, const GemvPlan& p)
+        : t_(s.mem.timing), cpa_(p.cols_per_act), rows_(s.mem.org.rows), mode_cycles_(s.timing.mode_switch_cycles) {
+        auto rules = dram::dram_rules(t_);
+        auto extra = dram::pim_rules(t_, pim_params(s));
+        rules.insert(rules.end(), extra.begin(), extra.end());
+        ch_ = std::make_unique<dram::DramChannel>(s.mem.org, std::move(rules));
+        next_ref_ = t_.nREFI > 0 ? t_.nREFI : INT64_MAX;
+        col_ = cpa_;
+    }
+    void mode() override {
+        refresh_if_due();
+        close();
+        last_mode_ = issue(DramCmd::MODE);
+        ++st_.n_mode;
+    }
+    void wr_gb(int64_t b) override {
+        for (int64_t i = 0; i < b; ++i) {
+            refresh_if_due();
+            issue(DramCmd::WR_GB);
+        }
+        st_.n_wr += uint64_t(b);
+    }
+    void macs(int64_t n) override {
+        for (int64_t i = 0; i < n; ++i) {
+            refresh_if_due();
+            if (!open_ || col_ == cpa_) {
+                if (col_ == cpa_) {
+                    row_ = (row_ + 1) % rows_;
+                    col_ = 0;
+                }
+                close();
+                issue(DramCmd::ACT_AB, row_);
+                ++st_.n_act;
+                open_ = true;
+            }
+            issue(DramCmd::MAC_AB, row_);
+            ++col_;
+        }
+        st_.n_mac += uint64_t(n);
+    }
+    void rd_out(int64_t b) override {
+        for (int64_t i = 0; i < b; ++i) {
+            refresh_if_due();
+            last_rd_ = issue(DramCmd::RD_OUT);
+        }
+        st_.n_rd += uint64_t(b);
+    }
+    void close() override {
+        if (!open_) return;
+        issue(DramCmd::PREA);
+        ++st_.n_pre;
+        open_ = false;
+    }
+    ProgramStats finish() override {
+        int64_t end = now_;
+        if (last_rd_ >= 0) end = std::max(end, last_rd_ + t_.nCL + t_.nBL);
+        if (last_mode_ >= 0) end = std::max(end, last_mode_ + mode_cycles_);
+        st_.end_cycle = double(end);
+        return st_;
+    }
+
+private:
+    int64_t issue(DramCmd c, int64_t row = 0) {
+        BankAddr a{0, 0, 0, row};
+        const int64_t t = std::max(now_, ch_->earliest(c, a));
+        ch_->issue(c, a, t);
+        now_ = t + 1;
+        return t;
+    }
+    void refresh_if_due() {
+        if (now_ < next_ref_) return;
+        close();
+        issue(DramCmd::REFab);
+        ++st_.n_ref;
+        next_ref_ += t_.nREFI;
+    }
+
+    dram::DramTiming t_;
+    int64_t cpa_, rows_;
+    int mode_cycles_;
+    std::unique_ptr<dram::DramChannel> ch_;
+    ProgramStats st_;
+    int64_t now_ = 0, next_ref_ = 0, last_rd_ = -1, last_mode_ = -1;
+    int64_t row_ = -1, col_ = 0;
+    bool open_ = false;
+};
+
+// The same program in closed form per segment: a run of c MACs in one open row takes
+// first + (c - 1) * nCCD_AB; a row change costs PREA at max(last MAC + nRTP, ACT + nRAS), ACT_AB
+// at max(PREA + nRP, previous ACT + max(nRC, nACT_AB)), first MAC at ACT + nRCD. Refresh is
+// added at the end: k = floor((T + k lost) / tREFI) refreshes, each losing
+// lost = f (nRTP + nRP + nRFC + nRCD - nCCD_AB) + (1 - f)(nRP + nRFC), f = MAC share of the time.
+class ClosedFormBackend final : public Backend {
+public:
+    ClosedFormBackend(const PimSpec& s, const GemvPlan& p)
+        : t_(s.mem.timing), cpa_(p.cols_per_act), ccd_(s.timing.nCCD_AB),
+          rc_(std::max(s.timing.nACT_AB, s.mem.timing.nRC)), mac_rd_(s.timing.nMAC_RD_OUT),
+          mode_cycles_(s.timing.mode_switch_cycles) {
+        sp_ = std::max(t_.nBL, t_.nCCD_S);
+        t_mw_ = std::max(1, t_.nCL + t_.nBL + 2 - t_.nCWL + t_.nRTW);
+        t_wm_ = t_.nCWL + t_.nBL + t_.nWTR_S;
+        col_ = cpa_;
+    }
+    void mode() override {
+        close();
+        const double t = std::max({bus_ + 1, prea_ + t_.nRP, mode_ + mode_cycles_});
+        mode_ = bus_ = t;
+        ++st_.n_mode;
+    }
+    void wr_gb(int64_t b) override {
+        if (b <= 0) return;
+        const double first = std::max({bus_ + 1, mac_ + t_mw_, rd_ + t_mw_, wr_ + sp_, mode_ + mode_cycles_});
+        wr_ = bus_ = first + double(b - 1) * sp_;
+        st_.n_wr += uint64_t(b);
+    }
+    void macs(int64_t n) override {
+        st_.n_mac += uint64_t(n);
+        while (n > 0) {
+            if (!open_ || col_ == cpa_) {
+                if (col_ == cpa_) col_ = 0;
+                close();
+                const double act = std::max({bus_ + 1, prea_ + t_.nRP, act_ + rc_, mode_ + mode_cycles_});
+                act_ = bus_ = act;
+                open_ = true;
+                ++st_.n_act;
+            }
+            const int64_t c = std::min(n, cpa_ - col_);
+            const double first =
+                std::max({bus_ + 1, act_ + t_.nRCD, mac_ + ccd_, wr_ + t_wm_, rd_ + 1, mode_ + mode_cycles_});
+            mac_ = bus_ = first + double(c - 1) * ccd_;
+            col_ += c;
+            n -= c;
+        }
+    }
+    void rd_out(int64_t b) override {
+        if (b <= 0) return;
+        const double first = std::max({bus_ + 1, mac_ + mac_rd_, wr_ + t_wm_, rd_ + sp_, mode_ + mode_cycles_});
+        rd_ = bus_ = first + double(b - 1) * sp_;
+        st_.n_rd += uint64_t(b);
+    }
+    void close() override {
+        if (!open_) return;
+        prea_ = bus_ = std::max({bus_ + 1, mac_ + t_.nRTP, act_ + t_.nRAS});
+        open_ = false;
+        ++st_.n_pre;
+    }
+    ProgramStats finish() override {
+        double end = bus_ + 1;
+        end = std::max({end, rd_ + t_.nCL + t_.nBL, mode_ + mode_cycles_});
+        if (t_.nREFI > 0) {
+            // A refresh inside a MAC run closes the row and re-opens it; one during I/O or
+            // between rows only waits for the precharge and tRFC.
+            const double f_mac = std::min(1.0, double(st_.n_mac) * ccd_ / end);
+            const double lost = f_mac * (t_.nRTP + t_.nRP + t_.nRFC + t_.nRCD - ccd_) + (1 - f_mac) * (t_.nRP + t_.nRFC);
+            const double k = refreshes_due(end, lost, t_.nREFI);
+            end += k * lost;
+            st_.n_ref = uint64_t(k);
+            st_.n_act += uint64_t(std::llround(k * f_mac));
+            st_.n_pre += uint64_t(std::llround(k * f_mac));
+        }
+        st_.end_cycle = end;
+        return st_;
+    }
+
+private:
+    static constexpr double kNever = -1e18;
+    dram::DramTiming t_;
+    int64_t cpa_;
+    double ccd_, rc_, mac_rd_, mode_cycles_, sp_ = 0, t_mw_ = 0, t_wm_ = 0;
+    double bus_ = -1, mac_ = kNever, act_ = kNever, prea_ = kNever, wr_ = kNever, rd_ = kNever, mode_ = kNever;
+    int64_t col_ = 0;
+    bool open_ = false;
+    ProgramStats st_;
+};
+
+}  // namespace
+
+ProgramStats run_channel_program(const PimSpec& s, const GemvPlan& p, int64_t tasks, bool command_level) {
+    std::unique_ptr<Backend> b;
+    if (command_level)
+        b = std::make_unique<CommandBackend>(s, p);
+    else
+        b = std::make_unique<ClosedFormBackend>(s, p);
+    const int64_t acc = s.unit.acc_registers;
+    const int64_t e_bytes = p.operand_bits / 8;
+    int64_t buf_elems = s.unit.input_buffer_bytes / e_bytes / p.elems_per_col * p.elems_per_col;
+    buf_elems = std::max<int64_t>(buf_elems, p.elems_per_col);
+    const int64_t burst = s.mem.org.burst_bytes();
+    const int64_t bcast = std::min<int64_t>(p.k_split, p.units_per_channel);
+    b->mode();  // SB -> AB
+    b->mode();  // AB -> AB-PIM
+    const int64_t tiles = (tasks + acc - 1) / acc;
+    auto chunk_elems = [&](int64_t c) { return std::min(buf_elems, p.k_slice - c * buf_elems); };
+    auto chunk_cols = [&](int64_t c) { return (chunk_elems(c) + p.elems_per_col - 1) / p.elems_per_col; };
+    auto chunk_bursts = [&](int64_t c) { return (chunk_elems(c) * e_bytes * bcast + burst - 1) / burst; };
+    auto tile_tasks = [&](int64_t t) { return std::min(acc, tasks - t * acc); };
+    auto out_bursts = [&](int64_t t) { return (tile_tasks(t) * p.units_per_channel * p.out_bytes_per_task + burst - 1) / burst; };
+    if (p.chunk_outer) {
+        // Each input chunk once; every tile's partial sums for that chunk read out.
+        for (int64_t c = 0; c < p.chunks_per_tile; ++c) {
+            b->wr_gb(chunk_bursts(c));
+            for (int64_t t = 0; t < tiles; ++t) {
+                b->macs(tile_tasks(t) * chunk_cols(c));
+                b->rd_out(out_bursts(t));
+            }
+        }
+    } else {
+        bool loaded = false;
+        for (int64_t t = 0; t < tiles; ++t) {
+            for (int64_t c = 0; c < p.chunks_per_tile; ++c) {
+                if (!p.input_once || !loaded) b->wr_gb(chunk_bursts(c));
+                loaded = true;
+                b->macs(tile_tasks(t) * chunk_cols(c));
+            }
+            b->rd_out(out_bursts(t));
+        }
+    }
+    b->close();
+    b->mode();  // AB-PIM -> AB
+    b->mode();  // AB -> SB
+    return b->finish();
+}
+
+}  // namespace duet::hw::pim

@@ -1,0 +1,23 @@
+#pragma once
+// The command program one PIM channel runs for an all-bank GEMV (internal to hw/pim):
+//   MODE x2 (SB->AB->AB-PIM); per tile of acc_registers tasks: per input chunk, WR_GB bursts
+//   (broadcast, skipped after the first when the whole slice fits) then MAC_AB columns, opening
+//   rows with PREA/ACT_AB as they run out; RD_OUT bursts of the tile's results; PREA; MODE x2.
+// Refresh is inserted when due (PREA, REFab, re-ACT_AB of the interrupted row).
+// command_level = true issues every command through dram::DramChannel; false evaluates the same
+// program segment by segment in closed form (one MAC run per row, not per command).
+#include <cstdint>
+
+#include "hw/pim/pim_gemv.h"
+#include "hw/pim/pim_spec.h"
+
+namespace duet::hw::pim {
+
+struct ProgramStats {
+    double end_cycle = 0;
+    uint64_t n_act = 0, n_mac = 0, n_rd = 0, n_wr = 0, n_ref = 0, n_pre = 0, n_mode = 0;
+};
+
+ProgramStats run_channel_program(const PimSpec& s, const GemvPlan& p, int64_t tasks, bool command_level);
+
+}  // namespace duet::hw::pim

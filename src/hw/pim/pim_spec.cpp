@@ -1,0 +1,89 @@
+#include "hw/pim/pim_spec.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "core/toml_reader.h"
+#include "hw/memory_presets.h"
+
+namespace duet::hw::pim {
+
+bool PimSpec::supports(DType t) const { return lanes(t) > 0; }
+
+int PimSpec::lanes(DType t) const {
+    switch (t) {
+        case DType::F16: return unit.fp16 ? unit.lanes_16bit : 0;
+        case DType::BF16: return unit.bf16 ? unit.lanes_16bit : 0;
+        case DType::I8: return unit.lanes_int8;
+        default: return 0;
+    }
+}
+
+std::string PimSpec::dtype_list() const {
+    std::string s;
+    if (unit.fp16) s += "fp16";
+    if (unit.bf16) s += std::string(s.empty() ? "" : ", ") + "bf16";
+    if (unit.lanes_int8 > 0) s += std::string(s.empty() ? "" : ", ") + "int8";
+    return s;
+}
+
+PimSpec load_pim_spec_file(const std::string& path, const std::string& name, const std::string& config_dir) {
+    auto doc = TomlDoc::parse_file(path);
+    auto& root = doc.root();
+    root.get_enum("kind", {"pim"});
+    PimSpec s;
+    s.name = name;
+    s.file = path;
+    s.device = root.get_string("device");
+    const std::string base = root.get_enum("base_memory", memory_preset_names());
+    s.mem = load_memory_preset(base, config_dir);
+    if (root.has("channels")) {
+        // The device's channel count as published (modelled channels = pseudo channels for HBM).
+        const int ch = int(root.get_int("channels", 1, 4096));
+        const auto& o = s.mem.org;
+        s.mem.org.stacks = 1;
+        s.mem.org.channels_per_stack = ch / o.pseudo_channels;
+        if (ch % o.pseudo_channels != 0)
+            fail("{}: channels = {} is not a multiple of the base memory's pseudo_channels ({})", path, ch,
+                 o.pseudo_channels);
+    }
+
+    auto u = doc.section("unit");
+    s.unit.banks_per_unit = int(u.get_int("banks_per_unit", 1, 16));
+    s.unit.access_bits = int(u.get_int("access_bits", 32, 4096));
+    s.unit.lanes_16bit = int(u.get_int("lanes_16bit", 1, 1024));
+    s.unit.lanes_int8 = int(u.get_int("lanes_int8", 0, 2048));
+    s.unit.fp16 = u.get_bool("fp16");
+    s.unit.bf16 = u.get_bool("bf16");
+    s.unit.acc = u.get_enum("float_accumulator", {"fp16", "fp32"}) == "fp16" ? AccPrecision::FP16 : AccPrecision::FP32;
+    s.unit.reduce_in_unit = u.get_enum("lane_reduction", {"unit", "host"}) == "unit";
+    s.unit.input_buffer_bytes = int(u.get_int("input_buffer_bytes", 32, 1 << 24));
+    s.unit.acc_registers = int(u.get_int("acc_registers", 1, 4096));
+    s.unit.unit_clock_mhz = u.get_double("unit_clock_mhz", 0, 10000);
+    u.finish();
+    if (s.mem.org.banks() % s.unit.banks_per_unit != 0)
+        fail("{}: unit.banks_per_unit = {} does not divide the {} banks of a channel", path, s.unit.banks_per_unit,
+             s.mem.org.banks());
+    if (s.unit.access_bits % 16 != 0 || s.unit.lanes_16bit * 16 > s.unit.access_bits * 4)
+        fail("{}: unit.access_bits = {} and unit.lanes_16bit = {} are inconsistent", path, s.unit.access_bits,
+             s.unit.lanes_16bit);
+
+    auto t = doc.section("timing");
+    const auto& mt = s.mem.timing;
+    int ccd_unit = 0;  // cycles of the base memory per unit operation
+    if (s.unit.unit_clock_mhz > 0) ccd_unit = int(std::ceil(1000.0 / s.unit.unit_clock_mhz / mt.tCK_ns - 1e-9));
+    s.timing.nCCD_AB = int(t.get_int_or("nCCD_AB", std::max(mt.nCCD_L, ccd_unit), 1, 1 << 16));
+    s.timing.nACT_AB = int(t.get_int_or("nACT_AB", mt.nRC, 1, 1 << 20));
+    s.timing.nMAC_RD_OUT = int(t.get_int("nMAC_RD_OUT", 0, 1 << 16));
+    s.timing.mode_switch_cycles = int(t.get_int("mode_switch_cycles", 0, 1 << 20));
+    s.timing.host_sync_ns = t.get_double("host_sync_ns", 0, 1e9);
+    t.finish();
+
+    s.pim_normal_overlap = root.get_bool("pim_normal_overlap");
+    s.power_limit_w = root.get_double_or("power_limit_w", 0, 0, 1e4);
+    s.default_alignment_bits = int(root.get_int_or("default_alignment_bits", 128, 8, 4096));
+    doc.finish();
+    return s;
+}
+
+}  // namespace duet::hw::pim

@@ -1,0 +1,54 @@
+#pragma once
+// A PIM device preset (configs/hw/pim_*.toml): a base memory preset plus the processing units
+// beside its banks. Plain data. Units: cycles are tCK of the base memory; _bits, _bytes, _mhz,
+// _ns, _w as named.
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "hw/dram/dram_spec.h"
+
+namespace duet::hw::pim {
+
+enum class AccPrecision { FP16, FP32 };  // float accumulators; int8 always accumulates in int32
+
+struct PimUnit {
+    int banks_per_unit = 1;         // FIMDRAM: one unit per 2 banks
+    int access_bits = 256;          // bits a unit consumes per column command (per bank)
+    int lanes_16bit = 16;           // MAC lanes for 16-bit operands
+    int lanes_int8 = 0;             // MAC lanes for int8 (0: int8 not supported)
+    bool fp16 = true, bf16 = false; // supported float operand types
+    AccPrecision acc = AccPrecision::FP16;
+    bool reduce_in_unit = false;    // lane adder tree in the unit (else the host sums the lanes)
+    int input_buffer_bytes = 0;     // input-vector capacity visible to one unit (GRF or global buffer)
+    int acc_registers = 1;          // output rows a unit accumulates at once
+    double unit_clock_mhz = 0;      // 0: the unit keeps up with the column rate
+};
+
+struct PimTiming {
+    int nCCD_AB = 0;             // all-bank MAC to MAC, cycles (unit rate and/or power limit)
+    int nACT_AB = 0;             // all-bank ACT to ACT minimum, cycles (power limit; >= nRC)
+    int nMAC_RD_OUT = 0;         // last MAC to first result read, cycles (unit pipeline)
+    int mode_switch_cycles = 0;  // one SB->AB->AB-PIM (or back) transition, cycles
+    double host_sync_ns = 0;     // host/NPU fence before reading results
+};
+
+struct PimSpec {
+    std::string name, file, device;
+    dram::DramSpec mem;          // base memory (organisation and timings)
+    PimUnit unit;
+    PimTiming timing;
+    bool pim_normal_overlap = false;  // normal accesses can proceed while units compute
+    double power_limit_w = 0;         // 0: not published
+    int default_alignment_bits = 128; // layout granule assumed when none is given
+
+    int units_per_channel() const { return mem.org.banks() / unit.banks_per_unit; }
+    bool supports(DType t) const;
+    int lanes(DType t) const;  // 0 when unsupported
+    std::string dtype_list() const;  // "fp16, int8" for errors
+};
+
+// Reads a PIM preset; its `base_memory` is loaded from `config_dir`/hw/<base>.toml.
+PimSpec load_pim_spec_file(const std::string& path, const std::string& name, const std::string& config_dir);
+
+}  // namespace duet::hw::pim

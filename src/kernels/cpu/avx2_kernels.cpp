@@ -1,0 +1,90 @@
+// AVX2 + FMA + F16C kernels. Compiled with -mavx2 -mfma -mf16c (duet_isa_source); only reached
+// through kernels::table_for(), which checks the CPU first. The ISA-specific primitives are
+// defined here; matmul_impl.inc and ops_impl.inc hold the code shared with the AVX-512 file.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/quant.h"
+#include "kernels/cpu/cpu_tables.h"
+#include "kernels/ref/ref_kernels.h"
+
+namespace duet::kernels::cpu {
+namespace avx2 {
+
+constexpr const char* kIsaName = "avx2";
+
+// ---- float vectors: 8 lanes ----
+using VF = __m256;
+constexpr int kW = 8;
+inline VF vzero() { return _mm256_setzero_ps(); }
+inline VF vset1(float v) { return _mm256_set1_ps(v); }
+inline VF vload(const float* p) { return _mm256_loadu_ps(p); }
+inline void vstore(float* p, VF v) { _mm256_storeu_ps(p, v); }
+inline VF vload_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline VF vload_bf16(const uint16_t* p) {
+    const __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));  // bf16 is the top half of an f32
+}
+inline VF vfma(VF a, VF b, VF c) { return _mm256_fmadd_ps(a, b, c); }
+inline VF vadd(VF a, VF b) { return _mm256_add_ps(a, b); }
+inline VF vsub(VF a, VF b) { return _mm256_sub_ps(a, b); }
+inline VF vmul(VF a, VF b) { return _mm256_mul_ps(a, b); }
+inline VF vdiv(VF a, VF b) { return _mm256_div_ps(a, b); }
+inline VF vmax(VF a, VF b) { return _mm256_max_ps(a, b); }
+inline VF vmin(VF a, VF b) { return _mm256_min_ps(a, b); }
+// v where x >= lo, else 0
+inline VF vkeep_ge(VF x, float lo, VF v) { return _mm256_and_ps(_mm256_cmp_ps(x, _mm256_set1_ps(lo), _CMP_GE_OQ), v); }
+inline VF vround(VF a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+// 2^n for integral n in [-126, 127] given as floats
+inline VF vpow2i(VF n) {
+    const __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));
+}
+inline float vhsum(VF v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+inline float vhmax(VF v) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// ---- 8-lane f32 helpers for the integer paths (shared width with AVX-512) ----
+inline float hsum8(__m256 v) { return vhsum(v); }
+
+// ---- int8 dot products on 32 bytes: u (unsigned, <= 128) x s (signed, |s| <= 127) ----
+// maddubs forms pairwise i16 sums (no saturation for these ranges: 2 * 128 * 127 < 32768),
+// madd with ones widens to 8 i32 lanes (lane t = bytes 4t .. 4t+3).
+inline __m256i dot_us(__m256i u, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+inline __m256i dot_us_acc(__m256i acc, __m256i u, __m256i s) { return _mm256_add_epi32(acc, dot_us(u, s)); }
+// acc + sum over pairs of (u * s) products times 16-bit scales: maddubs gives 16 i16 pair sums
+// (|u| <= 63 here, so no saturation), madd multiplies them by sc16 and adds pairs into i32.
+inline __m256i dot_us_scaled_acc(__m256i acc, __m256i u, __m256i s, __m256i sc16) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), sc16));
+}
+inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
+
+// Register blocking: x rows per tile; weight rows per tile for float and integer paths
+// (16 ymm registers: 4 x 3 accumulators + 3 weights + 1 x).
+constexpr int kMR = 4;
+constexpr int kNRF = 3;
+constexpr int kNRQ = 2;
+
+#include "kernels/cpu/matmul_impl.inc"
+#include "kernels/cpu/ops_impl.inc"
+
+}  // namespace avx2
+
+const KernelTable* avx2_table() { return &avx2::kTable; }
+
+}  // namespace duet::kernels::cpu

@@ -1,0 +1,12 @@
+#pragma once
+// Per-ISA kernel tables, defined in avx2_kernels.cpp / avx512_kernels.cpp (compiled with
+// those ISAs' flags). On builds without them (non-x86) these return nullptr. Call only
+// through kernels::table_for(), which first checks the CPU.
+#include "kernels/kernel_table.h"
+
+namespace duet::kernels::cpu {
+
+const KernelTable* avx2_table();
+const KernelTable* avx512_table();
+
+}  // namespace duet::kernels::cpu

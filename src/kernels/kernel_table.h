@@ -1,0 +1,43 @@
+#pragma once
+// One implementation of every kernel of kernels.h per instruction-set level. kernels.cpp picks
+// one table at start-up (core/cpu_features.h isa_level(), which honours DUET_ISA); tests reach
+// every table this CPU can run and compare it with the scalar reference table.
+// Tables are immutable statics; calling through them is as thread-safe as the kernels.
+#include "core/cpu_features.h"
+#include "kernels/kernels.h"
+
+namespace duet::kernels {
+
+struct KernelTable {
+    const char* name;  // "scalar", "avx2", "avx512"
+    void (*matmul)(const float* x, int64_t m, int64_t k, int64_t x_stride, const void* w, DType wtype,
+                   size_t w_row_stride_bytes, int64_t n, float* y, int64_t y_stride, ThreadPool& pool);
+    void (*rmsnorm)(const float* x, const float* weight, float* y, int64_t n, float eps);
+    void (*rope)(float* x, int64_t n_head, int64_t head_dim, int64_t n_rot, int64_t pos, float freq_base,
+                 float freq_scale, const float* freq_factors, RopeOrder order);
+    void (*softmax)(float* x, int64_t n);
+    void (*swiglu)(const float* gate, const float* up, float* out, int64_t n);
+    void (*attention)(const float* q, int64_t n_q, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                      const KvView& kv, float scale, float* out, ThreadPool& pool);
+    void (*dequantize_row)(const void* src, DType type, float* dst, int64_t n);
+};
+
+// The scalar reference (kernels/ref/): always available, the oracle of the tests.
+const KernelTable& ref_table();
+// The table of `level` when this build has it and this CPU can run it, else nullptr
+// (ignores DUET_ISA, so tests can run every path the hardware supports).
+const KernelTable* table_for(IsaLevel level);
+// The table the public entry points use: the best level allowed by isa_level().
+const KernelTable& active_table();
+
+// Checks the arguments every matmul implementation shares; throws duet::Error naming the
+// parameter, its value and what is allowed (e.g. k not a multiple of the weight block size).
+void check_matmul_args(int64_t m, int64_t k, int64_t x_stride, DType wtype, size_t w_row_stride_bytes, int64_t n,
+                       int64_t y_stride);
+
+// Same for attention: n_head a positive multiple of n_head_kv, head_dim > 0, n_q >= 0,
+// pos0 >= 0, block_tokens > 0, kv_type F32 or F16.
+void check_attention_args(int64_t n_q, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                          const KvView& kv);
+
+}  // namespace duet::kernels

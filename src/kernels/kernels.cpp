@@ -1,0 +1,98 @@
+#include "kernels/kernels.h"
+
+#include "core/error.h"
+#include "core/quant.h"
+#include "kernels/cpu/cpu_tables.h"
+#include "kernels/kernel_table.h"
+#include "kernels/ref/ref_kernels.h"
+
+namespace duet::kernels {
+
+const KernelTable& ref_table() {
+    static const KernelTable t{"scalar",     ref::matmul, ref::rmsnorm,   ref::rope,
+                               ref::softmax, ref::swiglu, ref::attention, ref::dequantize_row};
+    return t;
+}
+
+const KernelTable* table_for(IsaLevel level) {
+    const auto& f = cpu_features();
+    switch (level) {
+        case IsaLevel::SCALAR:
+            return &ref_table();
+        case IsaLevel::AVX2:
+            return f.avx2 && f.fma && f.f16c ? cpu::avx2_table() : nullptr;
+        case IsaLevel::AVX512:
+            return f.avx2 && f.fma && f.f16c && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512_vnni &&
+                           f.avx512_bf16
+                       ? cpu::avx512_table()
+                       : nullptr;
+    }
+    return nullptr;
+}
+
+const KernelTable& active_table() {
+    static const KernelTable* t = [] {
+        for (int l = int(isa_level()); l >= 0; --l)
+            if (const KernelTable* tab = table_for(IsaLevel(l))) return tab;
+        return &ref_table();
+    }();
+    return *t;
+}
+
+void check_matmul_args(int64_t m, int64_t k, int64_t x_stride, DType wtype, size_t w_row_stride_bytes, int64_t n,
+                       int64_t y_stride) {
+    if (!quant::is_supported(wtype))
+        fail("matmul: weight dtype '{}' is not supported (allowed: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)",
+             dtype_name(wtype));
+    const int be = dtype_info(wtype).block_elems;
+    if (k <= 0 || k % be != 0)
+        fail("matmul: k = {} must be a positive multiple of the {} block size {}", k, dtype_name(wtype), be);
+    if (m < 0 || n < 0) fail("matmul: m = {} and n = {} must not be negative", m, n);
+    if (x_stride < k) fail("matmul: x_stride = {} is smaller than k = {}", x_stride, k);
+    if (y_stride < n) fail("matmul: y_stride = {} is smaller than n = {}", y_stride, n);
+    if (w_row_stride_bytes < row_bytes(wtype, k))
+        fail("matmul: w_row_stride_bytes = {} is smaller than a {} row of {} elements ({} bytes)", w_row_stride_bytes,
+             dtype_name(wtype), k, row_bytes(wtype, k));
+}
+
+void check_attention_args(int64_t n_q, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                          const KvView& kv) {
+    if (n_head_kv <= 0 || n_head <= 0 || n_head % n_head_kv != 0)
+        fail("attention: n_head = {} must be a positive multiple of n_head_kv = {}", n_head, n_head_kv);
+    if (head_dim <= 0) fail("attention: head_dim = {} must be positive", head_dim);
+    if (n_q < 0 || pos0 < 0) fail("attention: n_q = {} and pos0 = {} must not be negative", n_q, pos0);
+    if (kv.block_tokens <= 0) fail("attention: KV block_tokens = {} must be positive", kv.block_tokens);
+    if (kv.kv_type != DType::F32 && kv.kv_type != DType::F16)
+        fail("attention: KV dtype '{}' is not supported (allowed: f32, f16)", dtype_name(kv.kv_type));
+}
+
+void matmul(const float* x, int64_t m, int64_t k, int64_t x_stride, const void* w, DType wtype,
+            size_t w_row_stride_bytes, int64_t n, float* y, int64_t y_stride, ThreadPool& pool) {
+    active_table().matmul(x, m, k, x_stride, w, wtype, w_row_stride_bytes, n, y, y_stride, pool);
+}
+
+void rmsnorm(const float* x, const float* weight, float* y, int64_t n, float eps) {
+    active_table().rmsnorm(x, weight, y, n, eps);
+}
+
+void rope(float* x, int64_t n_head, int64_t head_dim, int64_t n_rot, int64_t pos, float freq_base, float freq_scale,
+          const float* freq_factors, RopeOrder order) {
+    active_table().rope(x, n_head, head_dim, n_rot, pos, freq_base, freq_scale, freq_factors, order);
+}
+
+void softmax(float* x, int64_t n) { active_table().softmax(x, n); }
+
+void swiglu(const float* gate, const float* up, float* out, int64_t n) { active_table().swiglu(gate, up, out, n); }
+
+void attention(const float* q, int64_t n_q, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+               const KvView& kv, float scale, float* out, ThreadPool& pool) {
+    active_table().attention(q, n_q, pos0, n_head, n_head_kv, head_dim, kv, scale, out, pool);
+}
+
+void dequantize_row(const void* src, DType type, float* dst, int64_t n) {
+    active_table().dequantize_row(src, type, dst, n);
+}
+
+const char* kernel_isa() { return active_table().name; }
+
+}  // namespace duet::kernels

@@ -1,0 +1,115 @@
+#include "model/arch_presets.h"
+
+#include "core/error.h"
+
+namespace duet::model {
+namespace {
+
+struct Shape {
+    int64_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, n_ff, head_dim;
+    float norm_eps, rope_freq_base;
+};
+
+Hparams make(Arch arch, const Shape& s, bool tied, bool rope_freqs) {
+    Hparams hp;
+    hp.arch = arch;
+    hp.arch_name = arch_name(arch);
+    hp.n_vocab = s.n_vocab;
+    hp.n_ctx_train = s.n_ctx_train;
+    hp.n_embd = s.n_embd;
+    hp.n_layer = s.n_layer;
+    hp.n_head = s.n_head;
+    hp.n_head_kv = s.n_head_kv;
+    hp.n_ff = s.n_ff;
+    hp.head_dim = s.head_dim;
+    hp.n_rot = s.head_dim;
+    hp.norm_eps = s.norm_eps;
+    hp.rope_freq_base = s.rope_freq_base;
+    hp.rope_freq_scale = 1.0f;
+    hp.rope_neox = arch == Arch::QWEN2;
+    hp.qkv_bias = arch == Arch::QWEN2;
+    hp.tied_output = tied;
+    hp.has_rope_freqs = rope_freqs;
+    return hp;
+}
+
+std::vector<ArchPreset> build_table() {
+    const auto L = Arch::LLAMA, Q = Arch::QWEN2;
+    const auto SPM = TokenizerKind::SPM, BPE = TokenizerKind::BPE;
+    std::vector<ArchPreset> t;
+    // --- tiny test sizes: every variant, odd-ish sizes to exercise kernel tails ---
+    t.push_back({"tiny-llama", "Llama-2 style test model: SPM vocab, MHA, separate output matrix",
+                 make(L, {512, 512, 64, 2, 4, 4, 192, 16, 1e-5f, 10000.0f}, false, false), SPM, "", "llama-2", true});
+    t.push_back({"tiny-llama3",
+                 "Llama-3.1 style test model: byte-level BPE (llama-bpe), GQA 2:1, rope_freqs tensor, base 500000",
+                 make(L, {512, 1024, 128, 2, 4, 2, 352, 32, 1e-5f, 500000.0f}, false, true), BPE, "llama-bpe",
+                 "llama-3", true});
+    t.push_back({"tiny-mistral", "Mistral style test model (arch llama): SPM vocab, GQA 4:1",
+                 make(L, {384, 1024, 128, 2, 8, 2, 320, 16, 1e-5f, 10000.0f}, false, false), SPM, "", "mistral", true});
+    t.push_back(
+        {"tiny-qwen2", "Qwen2 style test model: byte-level BPE (qwen2), GQA 3:1, QKV bias, tied embeddings, NEOX RoPE",
+         make(Q, {448, 1024, 96, 2, 6, 2, 256, 16, 1e-6f, 1000000.0f}, true, false), BPE, "qwen2", "chatml", true});
+    t.push_back({"small-llama", "Llama-2 style test model with rows of 256 (k-quants apply): SPM vocab, GQA 2:1",
+                 make(L, {512, 512, 256, 2, 4, 2, 768, 64, 1e-5f, 10000.0f}, false, false), SPM, "", "llama-2", true});
+    // --- real shapes (Hugging Face config.json of each model) ---
+    t.push_back({"llama2-7b", "Llama-2-7B (meta-llama/Llama-2-7b-hf config.json)",
+                 make(L, {32000, 4096, 4096, 32, 32, 32, 11008, 128, 1e-5f, 10000.0f}, false, false), SPM, "",
+                 "llama-2", false});
+    t.push_back({"llama3-8b", "Llama-3-8B (meta-llama/Meta-Llama-3-8B config.json)",
+                 make(L, {128256, 8192, 4096, 32, 32, 8, 14336, 128, 1e-5f, 500000.0f}, false, false), BPE, "llama-bpe",
+                 "llama-3", false});
+    t.push_back({"mistral-7b", "Mistral-7B-v0.1 (mistralai/Mistral-7B-v0.1 config.json; sliding window not modelled)",
+                 make(L, {32000, 32768, 4096, 32, 32, 8, 14336, 128, 1e-5f, 10000.0f}, false, false), SPM, "",
+                 "mistral", false});
+    t.push_back({"qwen2.5-0.5b", "Qwen2.5-0.5B (Qwen/Qwen2.5-0.5B-Instruct config.json)",
+                 make(Q, {151936, 32768, 896, 24, 14, 2, 4864, 64, 1e-6f, 1000000.0f}, true, false), BPE, "qwen2",
+                 "chatml", false});
+    t.push_back({"qwen2.5-7b", "Qwen2.5-7B (Qwen/Qwen2.5-7B-Instruct config.json)",
+                 make(Q, {152064, 32768, 3584, 28, 28, 4, 18944, 128, 1e-6f, 1000000.0f}, false, false), BPE, "qwen2",
+                 "chatml", false});
+    t.push_back({"bench-1b", "1.1B llama-shaped benchmark model (TinyLlama/TinyLlama-1.1B config.json)",
+                 make(L, {32000, 2048, 2048, 22, 32, 4, 5632, 64, 1e-5f, 10000.0f}, false, false), SPM, "", "llama-2",
+                 false});
+    for (const auto& p : t) p.hparams.validate("architecture preset " + p.name);
+    return t;
+}
+
+}  // namespace
+
+const std::vector<ArchPreset>& arch_presets() {
+    static const std::vector<ArchPreset> table = build_table();
+    return table;
+}
+
+const ArchPreset* find_arch_preset_info(std::string_view name) {
+    for (const auto& p : arch_presets())
+        if (p.name == name) return &p;
+    return nullptr;
+}
+
+const Hparams* find_arch_preset(std::string_view name) {
+    const ArchPreset* p = find_arch_preset_info(name);
+    return p ? &p->hparams : nullptr;
+}
+
+std::vector<std::string> arch_preset_names() {
+    std::vector<std::string> names;
+    for (const auto& p : arch_presets()) names.push_back(p.name);
+    return names;
+}
+
+std::string arch_preset_list() {
+    std::string s;
+    for (const auto& p : arch_presets()) {
+        if (!s.empty()) s += ", ";
+        s += p.name;
+    }
+    return s;
+}
+
+const ArchPreset& arch_preset(std::string_view name, std::string_view what) {
+    if (const ArchPreset* p = find_arch_preset_info(name)) return *p;
+    fail("unknown {} '{}' (known: {})", what, name, arch_preset_list());
+}
+
+}  // namespace duet::model

@@ -1,0 +1,173 @@
+#include "model/hparams.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "format/gguf.h"
+#include "format/gguf_writer.h"
+
+namespace duet::model {
+
+const char* arch_name(Arch a) {
+    switch (a) {
+        case Arch::LLAMA:
+            return "llama";
+        case Arch::QWEN2:
+            return "qwen2";
+    }
+    return "?";
+}
+
+std::string supported_arch_names() { return "llama, qwen2"; }
+
+int64_t Hparams::n_params() const {
+    int64_t per_layer = 2 * n_embd                  // attn_norm, ffn_norm
+                        + n_embd * n_embd_q()       // attn_q
+                        + 2 * n_embd * n_embd_kv()  // attn_k, attn_v
+                        + n_embd_q() * n_embd       // attn_output
+                        + 3 * n_embd * n_ff;        // ffn_gate, ffn_up, ffn_down
+    if (qkv_bias) per_layer += n_embd_q() + 2 * n_embd_kv();
+    int64_t total = n_vocab * n_embd + n_layer * per_layer + n_embd;  // + output_norm
+    if (!tied_output) total += n_vocab * n_embd;
+    if (has_rope_freqs) total += n_rot / 2;
+    return total;
+}
+
+namespace {
+
+void check_range(std::string_view source, const char* name, int64_t v, int64_t lo, int64_t hi) {
+    if (v < lo || v > hi) fail("{}: {} = {} is out of range (allowed: {}..{})", source, name, v, lo, hi);
+}
+
+}  // namespace
+
+void Hparams::validate(std::string_view source) const {
+    check_range(source, "n_vocab", n_vocab, 1, int64_t(1) << 24);
+    check_range(source, "n_ctx_train", n_ctx_train, 1, int64_t(1) << 26);
+    check_range(source, "n_embd", n_embd, 1, int64_t(1) << 20);
+    check_range(source, "n_layer", n_layer, 1, 4096);
+    check_range(source, "n_head", n_head, 1, 4096);
+    check_range(source, "n_head_kv", n_head_kv, 1, n_head);
+    check_range(source, "n_ff", n_ff, 1, int64_t(1) << 22);
+    check_range(source, "head_dim", head_dim, 1, 4096);
+    check_range(source, "n_rot", n_rot, 2, head_dim);
+    if (n_head % n_head_kv != 0)
+        fail("{}: n_head = {} is not a multiple of n_head_kv = {} (grouped-query attention needs whole groups)", source,
+             n_head, n_head_kv);
+    if (n_rot % 2 != 0) fail("{}: n_rot = {} must be even (RoPE rotates pairs)", source, n_rot);
+    if (!(norm_eps > 0.0f) || !std::isfinite(norm_eps) || norm_eps > 1.0f)
+        fail("{}: norm_eps = {} is out of range (allowed: > 0 and <= 1)", source, norm_eps);
+    if (!(rope_freq_base > 0.0f) || !std::isfinite(rope_freq_base))
+        fail("{}: rope_freq_base = {} must be a positive finite number", source, rope_freq_base);
+    if (!(rope_freq_scale > 0.0f) || !std::isfinite(rope_freq_scale))
+        fail("{}: rope_freq_scale = {} must be a positive finite number", source, rope_freq_scale);
+    if (arch == Arch::QWEN2 && !rope_neox) fail("{}: qwen2 uses NEOX-order RoPE (rope_neox must be true)", source);
+}
+
+bool operator==(const Hparams& a, const Hparams& b) {
+    return a.arch == b.arch && a.arch_name == b.arch_name && a.n_vocab == b.n_vocab && a.n_ctx_train == b.n_ctx_train &&
+           a.n_embd == b.n_embd && a.n_layer == b.n_layer && a.n_head == b.n_head && a.n_head_kv == b.n_head_kv &&
+           a.n_ff == b.n_ff && a.head_dim == b.head_dim && a.n_rot == b.n_rot && a.norm_eps == b.norm_eps &&
+           a.rope_freq_base == b.rope_freq_base && a.rope_freq_scale == b.rope_freq_scale &&
+           a.rope_neox == b.rope_neox && a.qkv_bias == b.qkv_bias && a.tied_output == b.tied_output &&
+           a.has_rope_freqs == b.has_rope_freqs;
+}
+
+Hparams hparams_from_gguf(const format::GgufFile& f) {
+    const std::string& path = f.path();
+    Hparams hp;
+    hp.arch_name = f.get_string("general.architecture");
+    if (hp.arch_name == "llama") {
+        hp.arch = Arch::LLAMA;
+    } else if (hp.arch_name == "qwen2") {
+        hp.arch = Arch::QWEN2;
+    } else {
+        fail("{}: architecture '{}' is not supported (supported: {})", path, hp.arch_name, supported_arch_names());
+    }
+    const std::string a = hp.arch_name + ".";
+    hp.n_ctx_train = f.get_int(a + "context_length");
+    hp.n_embd = f.get_int(a + "embedding_length");
+    hp.n_layer = f.get_int(a + "block_count");
+    hp.n_ff = f.get_int(a + "feed_forward_length");
+    hp.n_head = f.get_int(a + "attention.head_count");
+    hp.n_head_kv = f.find_int(a + "attention.head_count_kv").value_or(hp.n_head);
+    hp.norm_eps = float(f.get_float(a + "attention.layer_norm_rms_epsilon"));
+    hp.rope_freq_base = float(f.find_float(a + "rope.freq_base").value_or(10000.0));
+    if (hp.n_head <= 0) fail("{}: metadata key '{}attention.head_count' = {} must be positive", path, a, hp.n_head);
+
+    if (auto kl = f.find_int(a + "attention.key_length")) {
+        hp.head_dim = *kl;
+        auto vl = f.find_int(a + "attention.value_length");
+        if (vl && *vl != *kl)
+            fail("{}: metadata key '{}attention.value_length' = {} differs from key_length = {} (unsupported)", path, a,
+                 *vl, *kl);
+    } else {
+        if (hp.n_embd % hp.n_head != 0)
+            fail("{}: {}embedding_length = {} is not a multiple of {}attention.head_count = {}", path, a, hp.n_embd, a,
+                 hp.n_head);
+        hp.head_dim = hp.n_embd / hp.n_head;
+    }
+    hp.n_rot = f.find_int(a + "rope.dimension_count").value_or(hp.head_dim);
+
+    // RoPE scaling: "none" and "linear" are plain arithmetic; Llama-3.1's scaling reaches us
+    // as the rope_freqs.weight tensor; YaRN and others change the attention itself.
+    std::string scaling = f.find_string(a + "rope.scaling.type").value_or("none");
+    if (scaling == "linear") {
+        double factor = f.get_float(a + "rope.scaling.factor");
+        if (!(factor > 0.0) || !std::isfinite(factor))
+            fail("{}: metadata key '{}rope.scaling.factor' = {} must be a positive number", path, a, factor);
+        hp.rope_freq_scale = float(1.0 / factor);
+    } else if (scaling == "none" || scaling.empty()) {
+        if (auto old = f.find_float(a + "rope.scale_linear")) hp.rope_freq_scale = float(1.0 / *old);
+    } else {
+        fail("{}: metadata key '{}rope.scaling.type' = '{}' is not supported (supported: none, linear)", path, a,
+             scaling);
+    }
+
+    hp.rope_neox = hp.arch == Arch::QWEN2;
+    hp.tied_output = f.find_tensor("output.weight") == nullptr;
+    hp.has_rope_freqs = f.find_tensor("rope_freqs.weight") != nullptr;
+    hp.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
+
+    if (auto nv = f.find_int(a + "vocab_size")) {
+        hp.n_vocab = *nv;
+    } else if (f.has("tokenizer.ggml.tokens")) {
+        const format::GgufValue* v = f.find("tokenizer.ggml.tokens");
+        if (v->type != format::GgufType::ARRAY)
+            fail("{}: metadata key 'tokenizer.ggml.tokens' holds {}, expected an array of strings", path,
+                 format::gguf_type_name(v->type));
+        hp.n_vocab = int64_t(std::get<std::shared_ptr<format::GgufArray>>(v->v)->items.size());
+    } else if (const auto* te = f.find_tensor("token_embd.weight"); te && te->shape.size() == 2) {
+        hp.n_vocab = te->shape[1];
+    } else {
+        fail("{}: cannot tell the vocabulary size (no '{}vocab_size', 'tokenizer.ggml.tokens' or token_embd.weight)",
+             path, a);
+    }
+    hp.validate(path);
+    return hp;
+}
+
+void write_hparams(format::GgufWriter& w, const Hparams& hp) {
+    const std::string a = hp.arch_name + ".";
+    w.set_string("general.architecture", hp.arch_name);
+    w.set_u32(a + "vocab_size", uint32_t(hp.n_vocab));
+    w.set_u32(a + "context_length", uint32_t(hp.n_ctx_train));
+    w.set_u32(a + "embedding_length", uint32_t(hp.n_embd));
+    w.set_u32(a + "block_count", uint32_t(hp.n_layer));
+    w.set_u32(a + "feed_forward_length", uint32_t(hp.n_ff));
+    w.set_u32(a + "attention.head_count", uint32_t(hp.n_head));
+    w.set_u32(a + "attention.head_count_kv", uint32_t(hp.n_head_kv));
+    if (hp.head_dim * hp.n_head != hp.n_embd) {
+        w.set_u32(a + "attention.key_length", uint32_t(hp.head_dim));
+        w.set_u32(a + "attention.value_length", uint32_t(hp.head_dim));
+    }
+    w.set_f32(a + "attention.layer_norm_rms_epsilon", hp.norm_eps);
+    w.set_f32(a + "rope.freq_base", hp.rope_freq_base);
+    w.set_u32(a + "rope.dimension_count", uint32_t(hp.n_rot));
+    if (hp.rope_freq_scale != 1.0f) {
+        w.set_string(a + "rope.scaling.type", "linear");
+        w.set_f32(a + "rope.scaling.factor", 1.0f / hp.rope_freq_scale);
+    }
+}
+
+}  // namespace duet::model

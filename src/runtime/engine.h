@@ -1,0 +1,116 @@
+#pragma once
+// The forward pass of Llama / Mistral / Qwen2 over a ragged batch of sequences.
+//
+// forward(batch) takes any number of sequences, each with its own new tokens and its own
+// block table (SequenceKv); sequence s's new tokens sit at positions kv.n_tokens() ..
+// kv.n_tokens() + n - 1. All new tokens of the batch go through the weight matmuls together
+// (one GEMM streams each weight once for the whole batch); attention runs per sequence over
+// its own KV blocks. Single-prompt generation is a batch of one, prefill is a batch entry with
+// many tokens, decode one with one token, and continuous batching (issue 5) mixes both in one
+// call — no other forward exists.
+//
+// Every operator goes through the Dispatcher (runtime/dispatch.h), which records a
+// sim::OpRecord per operator when a trace is set; every weight matmul goes through the
+// WeightSource (runtime/weight_source.h), replaceable for another weight layout.
+//
+// Ownership: the engine shares the Model, owns one ThreadPool, the KvCache and the scratch
+// buffers. Sequences (SequenceKv) are owned by the caller but hold blocks of this engine's
+// cache: release them through kv_cache() before the engine goes away.
+// Thread safety: none; one thread drives an engine.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/thread_pool.h"
+#include "runtime/dispatch.h"
+#include "runtime/kv_cache.h"
+#include "runtime/model.h"
+#include "runtime/weight_source.h"
+#include "sim/op_trace.h"
+
+namespace duet::runtime {
+
+struct EngineOptions {
+    int n_threads = 0;              // <= 0: all hardware threads
+    DType kv_type = DType::F16;     // F32 or F16
+    int64_t n_ctx = 0;              // positions per sequence; 0: min(n_ctx_train, 4096)
+    int64_t n_seq_max = 1;          // sequences the KV pool is sized for
+    int64_t block_tokens = 16;      // positions per KV block
+    int64_t kv_blocks = 0;          // 0: enough for n_seq_max sequences of n_ctx positions
+};
+
+// One sequence of a batch.
+struct SeqInput {
+    std::span<const int32_t> tokens;  // new tokens, at least one
+    SequenceKv* kv = nullptr;         // its block table; the engine reserves, writes and commits
+    bool all_logits = false;          // logits for every new token; default only the last
+};
+
+enum class ForwardStatus {
+    OK,
+    KV_FULL,       // the block pool cannot hold the new tokens: nothing was computed or changed
+    CTX_EXCEEDED,  // a sequence would pass n_ctx positions: nothing was computed or changed
+};
+
+// Logits of one forward: rows [n_rows][n_vocab]; sequence s owns rows
+// row_begin[s] .. row_begin[s] + (all_logits ? n_tokens : 1) - 1.
+struct ForwardOutput {
+    int64_t n_vocab = 0;
+    std::vector<float> logits;
+    std::vector<int64_t> row_begin;
+    const float* row(size_t seq, int64_t i = 0) const { return logits.data() + (row_begin[seq] + i) * n_vocab; }
+    // The last row of sequence seq (its next-token distribution).
+    const float* last(size_t seq) const {
+        const int64_t end = seq + 1 < row_begin.size() ? row_begin[seq + 1] : int64_t(logits.size()) / n_vocab;
+        return logits.data() + (end - 1) * n_vocab;
+    }
+};
+
+class Engine {
+public:
+    Engine(std::shared_ptr<const Model> model, const EngineOptions& opts);  // throws duet::Error on bad options
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    // Runs the batch. Token ids out of range throw duet::Error (bad input); a full pool or
+    // context is a ForwardStatus. On OK every sequence's kv has advanced by its tokens.
+    ForwardStatus forward(std::span<const SeqInput> batch, ForwardOutput& out);
+
+    const Model& model() const { return *model_; }
+    const std::shared_ptr<const Model>& model_ptr() const { return model_; }
+    const model::Hparams& hparams() const { return model_->hparams(); }
+    KvCache& kv_cache() { return *kv_; }
+    ThreadPool& pool() { return pool_; }
+    const EngineOptions& options() const { return opts_; }
+    int64_t n_ctx() const { return opts_.n_ctx; }
+
+    // Tracing: records of every operator of every following forward are appended to `trace`
+    // (nullptr: off). The trace must outlive its use.
+    void set_trace(sim::OpTrace* trace) { dispatch_.set_trace(trace); }
+    Dispatcher& dispatcher() { return dispatch_; }
+    // Replaces the weight layout (nullptr: back to the plain GGUF tensors). Not owned.
+    void set_weight_source(const WeightSource* w) { dispatch_.set_weight_source(w ? w : &plain_); }
+
+private:
+    void layer_forward(int32_t il, int64_t n_tok, std::span<const SeqInput> batch);
+    void ensure_scratch(int64_t n_tok);
+
+    std::shared_ptr<const Model> model_;
+    EngineOptions opts_;
+    ThreadPool pool_;
+    std::unique_ptr<KvCache> kv_;
+    PlainWeightSource plain_;
+    Dispatcher dispatch_;
+    kernels::RopeOrder rope_order_;
+
+    // Scratch, [n_tok][width] each, grown on demand.
+    int64_t scratch_tokens_ = 0;
+    std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_;
+    std::vector<int64_t> pos_;
+    std::vector<const void*> kptr_, vptr_;
+};
+
+}  // namespace duet::runtime

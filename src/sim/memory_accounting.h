@@ -1,0 +1,43 @@
+#pragma once
+// Device memory of one run (DESIGN.md "Memory accounting"), in bytes:
+//   weights      every matrix in its layout (NZ fractals for NPU-only layers, the PIM base
+//                with granule padding otherwise) + embedding table and norms in plain form
+//   block_index  the PIM base's block index
+//   kv_cache     paged: batch * ceil(context / kv_block_tokens) blocks of kv_block_tokens
+//                tokens * 2 (K,V) * n_layer * n_head_kv * head_dim * sizeof(KV element)
+//   activations  peak of a static plan: the largest operator's inputs + outputs (device
+//                dtype f16) plus the residual stream, over every forward of the plan
+//   conversion   conversion cache: layer 0 in NZ when preconvert_first_token (and zero_copy_switch), the prefetch
+//                buffers ((prefetch_depth + 1) blocks), and a staging buffer of the largest
+//                matrix when zero_copy_switch is off. Must fit cache_limit_mb (else throws).
+//   workspace    fp32 accumulation buffer of the largest matmul output (split-K)
+// Thread safety: pure function.
+#include <cstdint>
+#include <string>
+
+#include "sim/hardware.h"
+#include "sim/model_shape.h"
+#include "sim/planner.h"
+#include "sim/run_options.h"
+
+namespace duet::sim {
+
+struct MemoryBreakdown {
+    uint64_t weights_bytes = 0;
+    uint64_t block_index_bytes = 0;
+    uint64_t kv_cache_bytes = 0;
+    uint64_t activations_bytes = 0;
+    uint64_t conversion_bytes = 0;
+    uint64_t workspace_bytes = 0;
+    uint64_t total_bytes() const {
+        return weights_bytes + block_index_bytes + kv_cache_bytes + activations_bytes + conversion_bytes +
+               workspace_bytes;
+    }
+};
+
+// `context` = seq_len + gen_len tokens per sequence. Throws duet::Error when the conversion
+// cache exceeds opts.cache_limit_mb, naming the knob and what fills the cache.
+MemoryBreakdown account_memory(const ModelShape& shape, const Plan& plan, int64_t context, int32_t batch,
+                               const Placer& placer, const RunOptions& opts, const SimHardware& hw);
+
+}  // namespace duet::sim

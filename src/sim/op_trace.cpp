@@ -1,0 +1,37 @@
+#include "sim/op_trace.h"
+
+namespace duet::sim {
+
+const char* op_kind_name(OpKind k) {
+    switch (k) {
+        case OpKind::EMBED: return "embed";
+        case OpKind::RMSNORM: return "rmsnorm";
+        case OpKind::MATMUL: return "matmul";
+        case OpKind::ROPE: return "rope";
+        case OpKind::KV_WRITE: return "kv_write";
+        case OpKind::ATTENTION: return "attention";
+        case OpKind::SWIGLU: return "swiglu";
+        case OpKind::ADD: return "add";
+        case OpKind::OUTPUT: return "output";
+    }
+    return "?";
+}
+
+const char* weight_role_name(WeightRole r) {
+    switch (r) {
+        case WeightRole::NONE: return "none";
+        case WeightRole::ATTN_Q: return "attn_q";
+        case WeightRole::ATTN_K: return "attn_k";
+        case WeightRole::ATTN_V: return "attn_v";
+        case WeightRole::ATTN_OUT: return "attn_out";
+        case WeightRole::FFN_GATE: return "ffn_gate";
+        case WeightRole::FFN_UP: return "ffn_up";
+        case WeightRole::FFN_DOWN: return "ffn_down";
+        case WeightRole::LM_HEAD: return "lm_head";
+    }
+    return "?";
+}
+
+const char* phase_name(Phase p) { return p == Phase::PREFILL ? "prefill" : "decode"; }
+
+}  // namespace duet::sim

@@ -1,0 +1,40 @@
+#pragma once
+// Trace-only planner: the OpRecords the engine's dispatch point emits for a generation,
+// computed from the architecture shape alone (no weights). Record semantics are the ones
+// documented in sim/op_trace.h; tests compare planner and engine on a generated model.
+//
+// A generation of `batch` equal sequences: one PREFILL forward of seq_len tokens each, then
+// gen_len - 1 DECODE forwards of one token each (the prefill's logits give the first
+// generated token). Thread safety: pure functions.
+#include <cstdint>
+#include <vector>
+
+#include "sim/model_shape.h"
+#include "sim/op_trace.h"
+
+namespace duet::sim {
+
+// One forward pass inside a trace: records [begin, end).
+struct ForwardSpan {
+    Phase phase = Phase::PREFILL;
+    int64_t n_past = 0;  // context tokens already cached per sequence before this forward
+    int64_t n_new = 0;   // tokens per sequence processed by this forward
+    size_t begin = 0, end = 0;
+};
+
+struct Plan {
+    OpTrace ops;
+    std::vector<ForwardSpan> forwards;
+};
+
+// Appends the records of one forward over `n_seq` sequences, each with n_past cached and
+// n_new new tokens; logits (and sampling) for the last token of each sequence only.
+void plan_forward(const ModelShape& shape, int32_t n_seq, int64_t n_past, int64_t n_new, Phase phase, OpTrace& out);
+
+// Whole generation; throws duet::Error for non-positive lengths or an invalid shape.
+Plan plan_generation(const ModelShape& shape, int64_t seq_len, int64_t gen_len, int32_t batch);
+
+// Splits an engine trace into forwards at each EMBED record (each forward starts with one).
+std::vector<ForwardSpan> split_forwards(const OpTrace& ops);
+
+}  // namespace duet::sim

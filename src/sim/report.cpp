@@ -1,0 +1,146 @@
+#include "sim/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace duet::sim {
+
+double percentile(std::vector<double> v, double q) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    size_t rank = size_t(std::ceil(q * double(v.size())));
+    return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
+}
+
+RunReport simulate_run(const ModelShape& shape, const Plan& plan, int64_t context, int32_t batch,
+                       const RunOptions& opts, const SimHardware& hw) {
+    RunReport r;
+    r.policy = policy_name(opts.placement.policy);
+    Placer placer(opts.placement, hw);
+    r.memory = account_memory(shape, plan, context, batch, placer, opts, hw);
+    r.timeline = simulate_timeline(shape, plan, placer, opts, hw);
+    const Timeline& tl = r.timeline;
+    const auto& tbt = tl.tbt_ns;
+    if (!tbt.empty()) {
+        r.tbt_mean_ns = std::accumulate(tbt.begin(), tbt.end(), 0.0) / double(tbt.size());
+        r.tbt_p50_ns = percentile(tbt, 0.50);
+        r.tbt_p99_ns = percentile(tbt, 0.99);
+    }
+    const double decode_pj = tl.decode.unit[0].energy_pj + tl.decode.unit[1].energy_pj;
+    const double tokens = double(tbt.size()) * batch;
+    // conversion energy is attributed to the phase by time share of conversions (prefill unless decode converts)
+    r.prefill_energy_pj = tl.prefill.unit[0].energy_pj + tl.prefill.unit[1].energy_pj;
+    r.decode_energy_per_token_pj = tokens > 0 ? decode_pj / tokens : 0;
+    r.prefill_energy_pj += tl.conversion_energy_pj;
+    const double wall = tl.decode.wall_ns;
+    if (wall > 0) {
+        r.decode_ext_bw_gbps = (tl.decode.unit[0].bytes_moved + tl.decode.unit[1].bytes_moved) / wall;  // B/ns == GB/s
+        r.decode_ext_bw_util = hw.mem_bw_gbps > 0 ? r.decode_ext_bw_gbps / hw.mem_bw_gbps : 0;
+        r.pim_util = tl.decode.unit[1].busy_ns / wall;
+        r.pim_internal_bw_util =
+            hw.pim_internal_bw_gbps > 0 ? tl.decode.unit[1].weight_bytes / wall / hw.pim_internal_bw_gbps : 0;
+        if (tl.decode.unit[1].busy_ns > 0) r.pim_gemv_gbps = tl.decode.unit[1].weight_bytes / tl.decode.unit[1].busy_ns;
+    }
+    if (r.decode_ext_bw_util > 0.9)
+        r.warnings.push_back(fmt::format(
+            "{}: decode external bandwidth at {:.0f} % of peak ({:.0f} of {:.0f} GB/s){}", r.policy,
+            100 * r.decode_ext_bw_util, r.decode_ext_bw_gbps, hw.mem_bw_gbps,
+            (!opts.weight_base_shared && batch > 1) ? ": every request streams its own weights (weight_base_shared = false)"
+                                                    : ": the bus is saturated"));
+    if (r.pim_internal_bw_util > 0.9)
+        r.warnings.push_back(fmt::format("{}: PIM internal bandwidth at {:.0f} % of peak{}", r.policy,
+                                         100 * r.pim_internal_bw_util,
+                                         (!opts.weight_base_shared && batch > 1)
+                                             ? ": every request streams its own weights (weight_base_shared = false)"
+                                             : ""));
+    if (hw.mem_capacity_bytes > 0 && r.memory.total_bytes() > hw.mem_capacity_bytes)
+        r.warnings.push_back(fmt::format("{}: peak memory {:.2f} GiB exceeds the device's {:.2f} GiB", r.policy,
+                                         double(r.memory.total_bytes()) / (1 << 30),
+                                         double(hw.mem_capacity_bytes) / (1 << 30)));
+    return r;
+}
+
+std::vector<Verdict> judge(const RunReport& b, const RunReport& t, const Thresholds& th, const SimHardware& hw) {
+    std::vector<Verdict> out;
+    {  // TBT
+        Verdict v;
+        v.name = "tbt_reduction";
+        v.threshold = th.tbt_reduction_min;
+        v.value = b.tbt_mean_ns > 0 ? 1 - t.tbt_mean_ns / b.tbt_mean_ns : 0;
+        v.met = v.value >= v.threshold;
+        if (!v.met && b.tbt_mean_ns > 0) {
+            const double steps = double(std::max<size_t>(1, t.timeline.tbt_ns.size()));
+            const double npu_rest = t.timeline.decode.unit[0].busy_ns / steps / b.tbt_mean_ns;
+            const double pim_part = t.timeline.decode.unit[1].busy_ns / steps / b.tbt_mean_ns;
+            const double ratio = hw.mem_bw_gbps > 0 ? hw.pim_internal_bw_gbps / hw.mem_bw_gbps : 0;
+            if (pim_part >= npu_rest && ratio > 0)
+                v.binding_limit = fmt::format("PIM internal/external bandwidth ratio {:.1f}x: best possible TBT ratio "
+                                              "{:.2f}; PIM GEMVs reach {:.0f} GB/s ({:.1f}x the external {:.0f} GB/s) "
+                                              "and take {:.2f} of the baseline TBT",
+                                              ratio, 1 / ratio, t.pim_gemv_gbps, t.pim_gemv_gbps / hw.mem_bw_gbps,
+                                              hw.mem_bw_gbps, pim_part);
+            else
+                v.binding_limit = fmt::format("operators that stay on the NPU (norms, RoPE, attention, sampling, "
+                                              "launch) take {:.2f} of the baseline TBT; PIM work {:.2f}",
+                                              npu_rest, pim_part);
+        }
+        v.line = fmt::format("TBT reduction     {:6.1f} %   (required >= {:.0f} %)   {}", 100 * v.value,
+                             100 * v.threshold, v.met ? "MET" : "NOT MET: " + v.binding_limit);
+        out.push_back(v);
+    }
+    {  // TTFT
+        Verdict v;
+        v.name = "ttft_increase_ms";
+        v.threshold = th.ttft_increase_max_ms;
+        v.value = (t.timeline.ttft_ns - b.timeline.ttft_ns) / 1e6;
+        v.met = v.value < v.threshold;
+        if (!v.met) {
+            const double exposed = t.timeline.conversion_exposed_ns / 1e6, sw = t.timeline.switch_ns / 1e6;
+            const double prefill_delta = (t.timeline.prefill_ns - b.timeline.prefill_ns) / 1e6 - exposed;
+            if (sw >= exposed && sw >= prefill_delta)
+                v.binding_limit = fmt::format("layout conversion at the prefill->decode switch {:.2f} ms "
+                                              "(zero_copy_switch = false)", sw);
+            else if (exposed >= prefill_delta)
+                v.binding_limit = fmt::format("PIM->NZ weight conversion slower than the GEMMs it feeds: {:.2f} ms "
+                                              "exposed in prefill", exposed);
+            else
+                v.binding_limit = fmt::format("prefill operators placed off the NPU's matrix units add {:.2f} ms",
+                                              prefill_delta);
+        }
+        v.line = fmt::format("TTFT increase     {:6.2f} ms  (required < {:.0f} ms)    {}", v.value, v.threshold,
+                             v.met ? "MET" : "NOT MET: " + v.binding_limit);
+        out.push_back(v);
+    }
+    {  // memory
+        Verdict v;
+        v.name = "memory_increase";
+        v.threshold = th.memory_increase_max;
+        const double bt = double(b.memory.total_bytes());
+        v.value = bt > 0 ? double(t.memory.total_bytes()) / bt - 1 : 0;
+        v.met = v.value < v.threshold;
+        if (!v.met) {
+            const double mib = 1 << 20;
+            const double dw = (double(t.memory.weights_bytes) - double(b.memory.weights_bytes)) / mib;
+            const double di = (double(t.memory.block_index_bytes) - double(b.memory.block_index_bytes)) / mib;
+            const double dc = (double(t.memory.conversion_bytes) - double(b.memory.conversion_bytes)) / mib;
+            if (di >= dw && di >= dc)
+                v.binding_limit = fmt::format("block index adds {:.1f} MiB", di);
+            else if (dc >= dw)
+                v.binding_limit = fmt::format("conversion cache adds {:.1f} MiB (preconvert_first_token, prefetch "
+                                              "buffers, switch staging)", dc);
+            else
+                v.binding_limit = fmt::format("PIM layout padding adds {:.1f} MiB of weights", dw);
+        }
+        v.line = fmt::format("Memory increase   {:6.2f} %   (required < {:.0f} %)     {}", 100 * v.value,
+                             100 * v.threshold, v.met ? "MET" : "NOT MET: " + v.binding_limit);
+        out.push_back(v);
+    }
+    return out;
+}
+
+}  // namespace duet::sim

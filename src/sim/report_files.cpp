@@ -1,0 +1,121 @@
+#include "sim/report_files.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace duet::sim {
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        if (!out) fail("{}: cannot write file", path);
+        out << text;
+        out.flush();
+        if (!out) {
+            std::remove(tmp.c_str());
+            fail("{}: write failed", path);
+        }
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::remove(tmp.c_str());
+        fail("{}: cannot rename {} to it", path, tmp);
+    }
+}
+
+std::string chrome_trace_json(const BenchReport& r) {
+    nlohmann::json events = nlohmann::json::array();
+    int pid = 1;
+    for (const RunReport* run : {&r.baseline, &r.target}) {
+        events.push_back({{"ph", "M"}, {"pid", pid}, {"name", "process_name"},
+                          {"args", {{"name", (pid == 1 ? "baseline " : "target ") + run->policy}}}});
+        for (int t = 0; t < kTracks; ++t)
+            events.push_back({{"ph", "M"}, {"pid", pid}, {"tid", t}, {"name", "thread_name"},
+                              {"args", {{"name", track_name(Track(t))}}}});
+        for (const TimelineEvent& e : run->timeline.events)
+            events.push_back({{"ph", "X"}, {"pid", pid}, {"tid", int(e.track)}, {"name", e.name},
+                              {"cat", phase_name(e.phase)}, {"ts", e.start_ns / 1e3}, {"dur", e.dur_ns / 1e3}});
+        ++pid;
+    }
+    return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}.dump();
+}
+
+std::string svg_chart(const BenchReport& r) {
+    const double W = 900, H = 420, left = 70, plot_w = 520, top = 40, plot_h = 300;
+    std::string s = fmt::format(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
+        "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+        "<text x=\"{}\" y=\"20\" font-size=\"14\">{}: TBT per token (ms), prompt {}</text>\n",
+        W, H, left, r.model, r.seq_len);
+    double max_tbt = 0;
+    size_t n = 0;
+    for (const RunReport* run : {&r.baseline, &r.target}) {
+        for (double v : run->timeline.tbt_ns) max_tbt = std::max(max_tbt, v);
+        n = std::max(n, run->timeline.tbt_ns.size());
+    }
+    if (max_tbt <= 0) max_tbt = 1;
+    s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", left, top, top + plot_h);
+    s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/>\n", left, top + plot_h,
+                     left + plot_w);
+    for (int i = 0; i <= 4; ++i) {
+        double v = max_tbt * i / 4, y = top + plot_h - plot_h * i / 4;
+        s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{:.3f}</text>\n", left - 4, y + 4, v / 1e6);
+    }
+    s += fmt::format("<text x=\"{}\" y=\"{}\">decode token</text>\n", left + plot_w / 2 - 30, top + plot_h + 30);
+    const char* colors[2] = {"#1f77b4", "#d62728"};
+    int ci = 0;
+    for (const RunReport* run : {&r.baseline, &r.target}) {
+        std::string pts;
+        const auto& v = run->timeline.tbt_ns;
+        for (size_t i = 0; i < v.size(); ++i) {
+            double x = left + (n > 1 ? plot_w * double(i) / double(n - 1) : 0);
+            double y = top + plot_h - plot_h * v[i] / max_tbt;
+            pts += fmt::format("{:.1f},{:.1f} ", x, y);
+        }
+        s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/>\n", colors[ci], pts);
+        s += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\">{}</text>\n", left + 10, top + 15 + 15 * ci, colors[ci],
+                         run->policy);
+        ++ci;
+    }
+    // memory breakdown: one stacked bar per run
+    const double bx = 660, bw = 70, max_mem = double(std::max(r.baseline.memory.total_bytes(), r.target.memory.total_bytes()));
+    s += fmt::format("<text x=\"{}\" y=\"20\" font-size=\"14\">Peak memory (MiB)</text>\n", bx);
+    const char* part_colors[6] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948"};
+    const char* part_names[6] = {"weights", "block index", "KV cache", "activations", "conversion", "workspace"};
+    int bi = 0;
+    for (const RunReport* run : {&r.baseline, &r.target}) {
+        const MemoryBreakdown& m = run->memory;
+        const uint64_t parts[6] = {m.weights_bytes, m.block_index_bytes, m.kv_cache_bytes, m.activations_bytes,
+                                   m.conversion_bytes, m.workspace_bytes};
+        double y = top + plot_h, x = bx + bi * (bw + 30);
+        for (int p = 0; p < 6; ++p) {
+            double h = max_mem > 0 ? plot_h * double(parts[p]) / max_mem : 0;
+            y -= h;
+            s += fmt::format("<rect x=\"{}\" y=\"{:.1f}\" width=\"{}\" height=\"{:.1f}\" fill=\"{}\"><title>{} {:.1f} "
+                             "MiB</title></rect>\n",
+                             x, y, bw, h, part_colors[p], part_names[p], double(parts[p]) / (1 << 20));
+        }
+        s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", x, top + plot_h + 15, run->policy);
+        s += fmt::format("<text x=\"{}\" y=\"{:.1f}\">{:.0f}</text>\n", x, y - 4, double(m.total_bytes()) / (1 << 20));
+        ++bi;
+    }
+    for (int p = 0; p < 6; ++p)
+        s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n",
+                         bx + (p % 3) * 80, top + plot_h + 35 + (p / 3) * 15, part_colors[p], bx + (p % 3) * 80 + 14,
+                         top + plot_h + 44 + (p / 3) * 15, part_names[p]);
+    s += "</svg>\n";
+    return s;
+}
+
+}  // namespace duet::sim

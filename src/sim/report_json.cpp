@@ -1,0 +1,199 @@
+// JSON form of the bench report (docs/report-schema.md, schema "duet.bench/1") and the table.
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "sim/report.h"
+
+namespace duet::sim {
+namespace {
+
+using nlohmann::json;
+
+json memory_json(const MemoryBreakdown& m) {
+    return {{"weights_bytes", m.weights_bytes},       {"block_index_bytes", m.block_index_bytes},
+            {"kv_cache_bytes", m.kv_cache_bytes},     {"activations_bytes", m.activations_bytes},
+            {"conversion_bytes", m.conversion_bytes}, {"workspace_bytes", m.workspace_bytes},
+            {"total_bytes", m.total_bytes()}};
+}
+
+json unit_json(const UnitStats& u) {
+    return {{"busy_ns", u.busy_ns}, {"bytes_moved", u.bytes_moved}, {"weight_bytes", u.weight_bytes}, {"energy_pj", u.energy_pj},
+            {"launch_ns", u.launch_ns}, {"ops", u.ops}};
+}
+UnitStats unit_from(const json& j) {
+    UnitStats u;
+    u.busy_ns = j.at("busy_ns");
+    u.bytes_moved = j.at("bytes_moved");
+    u.weight_bytes = j.at("weight_bytes");
+    u.energy_pj = j.at("energy_pj");
+    u.launch_ns = j.at("launch_ns");
+    u.ops = j.at("ops");
+    return u;
+}
+json phase_json(const PhaseStats& p) { return {{"wall_ns", p.wall_ns}, {"npu", unit_json(p.unit[0])}, {"pim", unit_json(p.unit[1])}}; }
+PhaseStats phase_from(const json& j) {
+    PhaseStats p;
+    p.wall_ns = j.at("wall_ns");
+    p.unit[0] = unit_from(j.at("npu"));
+    p.unit[1] = unit_from(j.at("pim"));
+    return p;
+}
+
+RunReport run_from(const json& j) {
+    RunReport r;
+    r.policy = j.at("policy");
+    const json& t = j.at("timeline");
+    Timeline& tl = r.timeline;
+    tl.prefill_ns = t.at("prefill_ns");
+    tl.switch_ns = t.at("switch_ns");
+    tl.ttft_ns = t.at("ttft_ns");
+    tl.tbt_ns = t.at("tbt_ns").get<std::vector<double>>();
+    tl.conversion_ns = t.at("conversion_ns");
+    tl.conversion_exposed_ns = t.at("conversion_exposed_ns");
+    tl.conversion_bytes_read = t.at("conversion_bytes_read");
+    tl.conversion_energy_pj = t.at("conversion_energy_pj");
+    tl.conversions = t.at("conversions");
+    tl.prefill = phase_from(t.at("prefill"));
+    tl.decode = phase_from(t.at("decode"));
+    const json& m = j.at("memory");
+    r.memory.weights_bytes = m.at("weights_bytes");
+    r.memory.block_index_bytes = m.at("block_index_bytes");
+    r.memory.kv_cache_bytes = m.at("kv_cache_bytes");
+    r.memory.activations_bytes = m.at("activations_bytes");
+    r.memory.conversion_bytes = m.at("conversion_bytes");
+    r.memory.workspace_bytes = m.at("workspace_bytes");
+    r.tbt_mean_ns = j.at("tbt_mean_ns");
+    r.tbt_p50_ns = j.at("tbt_p50_ns");
+    r.tbt_p99_ns = j.at("tbt_p99_ns");
+    r.decode_energy_per_token_pj = j.at("decode_energy_per_token_pj");
+    r.prefill_energy_pj = j.at("prefill_energy_pj");
+    r.decode_ext_bw_gbps = j.at("decode_ext_bw_gbps");
+    r.decode_ext_bw_util = j.at("decode_ext_bw_util");
+    r.pim_util = j.at("pim_util");
+    r.pim_internal_bw_util = j.at("pim_internal_bw_util");
+    r.pim_gemv_gbps = j.at("pim_gemv_gbps");
+    r.warnings = j.at("warnings").get<std::vector<std::string>>();
+    return r;
+}
+
+}  // namespace
+
+json run_to_json(const RunReport& r) {
+    const Timeline& tl = r.timeline;
+    return {{"policy", r.policy},
+            {"timeline",
+             {{"prefill_ns", tl.prefill_ns}, {"switch_ns", tl.switch_ns}, {"ttft_ns", tl.ttft_ns}, {"tbt_ns", tl.tbt_ns},
+              {"conversion_ns", tl.conversion_ns}, {"conversion_exposed_ns", tl.conversion_exposed_ns},
+              {"conversion_bytes_read", tl.conversion_bytes_read}, {"conversion_energy_pj", tl.conversion_energy_pj},
+              {"conversions", tl.conversions}, {"prefill", phase_json(tl.prefill)}, {"decode", phase_json(tl.decode)}}},
+            {"memory", memory_json(r.memory)},
+            {"tbt_mean_ns", r.tbt_mean_ns},
+            {"tbt_p50_ns", r.tbt_p50_ns},
+            {"tbt_p99_ns", r.tbt_p99_ns},
+            {"decode_energy_per_token_pj", r.decode_energy_per_token_pj},
+            {"prefill_energy_pj", r.prefill_energy_pj},
+            {"decode_ext_bw_gbps", r.decode_ext_bw_gbps},
+            {"decode_ext_bw_util", r.decode_ext_bw_util},
+            {"pim_util", r.pim_util},
+            {"pim_internal_bw_util", r.pim_internal_bw_util},
+            {"pim_gemv_gbps", r.pim_gemv_gbps},
+            {"warnings", r.warnings}};
+}
+
+json report_to_json(const BenchReport& r) {
+    json verdicts = json::array();
+    for (const Verdict& v : r.verdicts)
+        verdicts.push_back({{"name", v.name}, {"value", v.value}, {"threshold", v.threshold}, {"met", v.met},
+                            {"binding_limit", v.binding_limit}, {"line", v.line}});
+    return {{"schema", "duet.bench/1"},
+            {"model", r.model},
+            {"seq_len", r.seq_len},
+            {"gen_len", r.gen_len},
+            {"batch", r.batch},
+            {"devices", {{"npu", r.npu}, {"pim", r.pim}, {"memory", r.memory}}},
+            {"thresholds",
+             {{"tbt_reduction_min", r.thresholds.tbt_reduction_min},
+              {"ttft_increase_max_ms", r.thresholds.ttft_increase_max_ms},
+              {"memory_increase_max", r.thresholds.memory_increase_max}}},
+            {"config", r.config},
+            {"baseline", run_to_json(r.baseline)},
+            {"target", run_to_json(r.target)},
+            {"verdicts", verdicts}};
+}
+
+BenchReport report_from_json(const json& j) {
+    try {
+        if (j.at("schema") != "duet.bench/1") fail("report schema {} is not duet.bench/1", j.at("schema").dump());
+        BenchReport r;
+        r.model = j.at("model");
+        r.seq_len = j.at("seq_len");
+        r.gen_len = j.at("gen_len");
+        r.batch = j.at("batch");
+        r.npu = j.at("devices").at("npu");
+        r.pim = j.at("devices").at("pim");
+        r.memory = j.at("devices").at("memory");
+        r.thresholds.tbt_reduction_min = j.at("thresholds").at("tbt_reduction_min");
+        r.thresholds.ttft_increase_max_ms = j.at("thresholds").at("ttft_increase_max_ms");
+        r.thresholds.memory_increase_max = j.at("thresholds").at("memory_increase_max");
+        r.config = j.at("config");
+        r.baseline = run_from(j.at("baseline"));
+        r.target = run_from(j.at("target"));
+        for (const json& v : j.at("verdicts"))
+            r.verdicts.push_back({v.at("name"), v.at("value"), v.at("threshold"), v.at("met"), v.at("binding_limit"),
+                                  v.at("line")});
+        return r;
+    } catch (const nlohmann::json::exception& e) {
+        fail("bench report: {}", e.what());
+    }
+}
+
+std::string format_table(const BenchReport& r) {
+    const RunReport& b = r.baseline;
+    const RunReport& t = r.target;
+    std::string s;
+    auto row = [&](const std::string& name, const std::string& a, const std::string& c, const std::string& note = "") {
+        s += fmt::format("  {:<30} {:>16} {:>16}  {}\n", name, a, c, note);
+    };
+    auto ms = [](double ns) { return fmt::format("{:.3f} ms", ns / 1e6); };
+    auto mib = [](uint64_t bytes) { return fmt::format("{:.1f} MiB", double(bytes) / (1 << 20)); };
+    auto ratio = [](double a, double c) { return a > 0 ? fmt::format("x{:.2f}", c / a) : std::string(); };
+    s += fmt::format("duet bench: {} | prompt {} + {} generated | batch {} | NPU {} | PIM {} | memory {}\n", r.model,
+                     r.seq_len, r.gen_len, r.batch, r.npu, r.pim, r.memory);
+    row("", b.policy + " (base)", t.policy + " (target)");
+    row("TTFT", ms(b.timeline.ttft_ns), ms(t.timeline.ttft_ns),
+        fmt::format("{:+.3f} ms", (t.timeline.ttft_ns - b.timeline.ttft_ns) / 1e6));
+    row("  prefill forward", ms(b.timeline.prefill_ns), ms(t.timeline.prefill_ns));
+    auto us = [](double ns) { return fmt::format("{:.1f} us", ns / 1e3); };
+    row("  conversion exposed", us(b.timeline.conversion_exposed_ns), us(t.timeline.conversion_exposed_ns));
+    row("  prefill->decode switch", us(b.timeline.switch_ns), us(t.timeline.switch_ns));
+    row("TBT mean", ms(b.tbt_mean_ns), ms(t.tbt_mean_ns), ratio(b.tbt_mean_ns, t.tbt_mean_ns));
+    row("TBT p50", ms(b.tbt_p50_ns), ms(t.tbt_p50_ns), ratio(b.tbt_p50_ns, t.tbt_p50_ns));
+    row("TBT p99", ms(b.tbt_p99_ns), ms(t.tbt_p99_ns), ratio(b.tbt_p99_ns, t.tbt_p99_ns));
+    row("Peak memory", mib(b.memory.total_bytes()), mib(t.memory.total_bytes()),
+        fmt::format("{:+.2f} %", 100 * (double(t.memory.total_bytes()) / double(b.memory.total_bytes()) - 1)));
+    row("  weights", mib(b.memory.weights_bytes), mib(t.memory.weights_bytes));
+    row("  block index", mib(b.memory.block_index_bytes), mib(t.memory.block_index_bytes));
+    row("  KV cache (paged)", mib(b.memory.kv_cache_bytes), mib(t.memory.kv_cache_bytes));
+    row("  activations (static plan)", mib(b.memory.activations_bytes), mib(t.memory.activations_bytes));
+    row("  conversion cache", mib(b.memory.conversion_bytes), mib(t.memory.conversion_bytes));
+    row("  workspace", mib(b.memory.workspace_bytes), mib(t.memory.workspace_bytes));
+    row("Decode external bandwidth", fmt::format("{:.0f} GB/s", b.decode_ext_bw_gbps),
+        fmt::format("{:.0f} GB/s", t.decode_ext_bw_gbps));
+    row("  of peak", fmt::format("{:.1f} %", 100 * b.decode_ext_bw_util), fmt::format("{:.1f} %", 100 * t.decode_ext_bw_util));
+    row("PIM busy in decode", fmt::format("{:.1f} %", 100 * b.pim_util), fmt::format("{:.1f} %", 100 * t.pim_util));
+    row("PIM internal bandwidth used", fmt::format("{:.1f} %", 100 * b.pim_internal_bw_util),
+        fmt::format("{:.1f} %", 100 * t.pim_internal_bw_util));
+    row("  PIM GEMV rate while busy", fmt::format("{:.0f} GB/s", b.pim_gemv_gbps), fmt::format("{:.0f} GB/s", t.pim_gemv_gbps));
+    row("Energy per decode token", fmt::format("{:.3f} mJ", b.decode_energy_per_token_pj / 1e9),
+        fmt::format("{:.3f} mJ", t.decode_energy_per_token_pj / 1e9),
+        ratio(b.decode_energy_per_token_pj, t.decode_energy_per_token_pj));
+    row("Energy of prefill", fmt::format("{:.3f} mJ", b.prefill_energy_pj / 1e9),
+        fmt::format("{:.3f} mJ", t.prefill_energy_pj / 1e9));
+    s += "Verdicts:\n";
+    for (const Verdict& v : r.verdicts) s += "  " + v.line + "\n";
+    for (const RunReport* run : {&b, &t})
+        for (const std::string& w : run->warnings) s += "  warning: " + w + "\n";
+    return s;
+}
+
+}  // namespace duet::sim

@@ -1,0 +1,57 @@
+// `duet pim-sim npu` end to end: the real binary, its output and its errors.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+struct CliRun {
+    int code = -1;
+    std::string out;
+};
+
+CliRun run(const std::string& args) {
+    const std::string cmd = std::string(DUET_BINARY_DIR) + "/duet pim-sim npu " + args + " 2>&1";
+    CliRun r;
+    FILE* p = popen(cmd.c_str(), "r");
+    if (!p) return r;
+    char buf[4096];
+    while (size_t n = fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
+    const int status = pclose(p);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+}
+
+bool have_binary() { return std::filesystem::exists(std::string(DUET_BINARY_DIR) + "/duet"); }
+
+}  // namespace
+
+TEST(NpuCli, GemvReportsMemoryBound) {
+    if (!have_binary()) GTEST_SKIP() << "build the duet target first";
+    const CliRun r = run("--soc Ascend910B2 --op gemv --n 4096 --k 4096 --dispatch graph");
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("Ascend910B2, gemv m=1 n=4096 k=4096 fp16, dispatch graph"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("  bound             memory\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("fractal padding 6.25 %"), std::string::npos) << r.out;
+}
+
+TEST(NpuCli, AliasAndErrors) {
+    if (!have_binary()) GTEST_SKIP() << "build the duet target first";
+    EXPECT_NE(run("--soc Ascend910B --n 64 --k 64 --m 64").out.find("Ascend910B2, gemm"), std::string::npos);
+    CliRun r = run("--soc Ascend910 --n 64 --k 64");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.out,
+              "duet: error: unknown soc_version 'Ascend910' (known: Ascend310B4, Ascend310P3, Ascend910B (alias of "
+              "Ascend910B2), Ascend910B1, Ascend910B2, Ascend910B3, Ascend910B4)\n");
+    r = run("--op gemv --m 4 --n 64 --k 64");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.out, "duet: error: --m = 4 is not allowed with --op gemv (allowed: 1; use --op gemm for more rows)\n");
+    r = run("--soc Ascend310P3 --dtype bf16 --m 16 --n 64 --k 64");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.out, "duet: error: Ascend310P3: bf16 is not supported by this SoC (allowed: f16, i8)\n");
+    r = run("--dispatch fast --n 64 --k 64 --m 1");
+    EXPECT_EQ(r.out, "duet: error: --dispatch = 'fast' is not allowed (allowed: eager, queue0, queue1, queue2, graph)\n");
+}

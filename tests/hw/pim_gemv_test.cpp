@@ -1,0 +1,200 @@
+// PIM GEMV timing model: a closed-form case counted by hand, byte conservation, the access-width
+// penalty, agreement of the two fidelities, the hw::Device interface and error messages.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "hw/memory_presets.h"
+#include "hw/pim/pim_device.h"
+#include "hw/pim/pim_gemv.h"
+
+using namespace duet;
+using namespace duet::hw;
+using namespace duet::hw::pim;
+
+namespace {
+
+// One LPDDR5 channel, one unit per bank (16), 256-bit units, no refresh.
+PimSpec tiny_spec() {
+    PimSpec s;
+    s.name = "tiny";
+    s.mem = load_memory_preset("lpddr5");
+    s.mem.org.channels_per_stack = 1;
+    s.mem.org.stacks = 1;
+    s.mem.timing.nREFI = 0;
+    s.unit.banks_per_unit = 1;
+    s.unit.access_bits = 256;
+    s.unit.lanes_16bit = 16;
+    s.unit.fp16 = true;
+    s.unit.acc = AccPrecision::FP32;
+    s.unit.reduce_in_unit = true;
+    s.unit.input_buffer_bytes = 1024;
+    s.unit.acc_registers = 1;
+    s.timing.nCCD_AB = 4;
+    s.timing.nACT_AB = s.mem.timing.nRC;
+    s.timing.nMAC_RD_OUT = 3;
+    s.timing.mode_switch_cycles = 10;
+    return s;
+}
+
+GemvShape shape(int64_t m, int64_t k, int align, DType t = DType::F16) {
+    GemvShape g;
+    g.m = m;
+    g.k = k;
+    g.alignment_bits = align;
+    g.dtype = t;
+    return g;
+}
+
+}  // namespace
+
+// One row of one bank per unit: MODE, MODE, 8 WR_GB, ACT_AB, 8 MAC_AB, 2 RD_OUT, PREA, MODE, MODE.
+TEST(PimGemv, OneRowClosedFormCycleCount) {
+    const PimSpec s = tiny_spec();
+    const auto& t = s.mem.timing;
+    const GemvShape g = shape(16, 128, 256);  // 16 units x 1 row, 8 columns of 16 fp16 each
+    const int M = 10, sp = std::max(t.nBL, t.nCCD_S), ccd = 4;
+    const int64_t wr_last = 2 * M + 7 * sp;
+    const int64_t act = wr_last + 1;
+    const int64_t mac1 = std::max<int64_t>(act + t.nRCD, wr_last + t.nCWL + t.nBL + t.nWTR_S);
+    const int64_t mac_last = mac1 + 7 * ccd;
+    const int64_t rd2 = mac_last + 3 + sp;  // 16 units x 4 B fp32 results = 2 bursts
+    const int64_t prea = std::max<int64_t>({rd2 + 1, mac_last + t.nRTP, act + t.nRAS});
+    const int64_t mode3 = std::max<int64_t>(prea + 1, prea + t.nRP);
+    const int64_t end = std::max<int64_t>(mode3 + M + M, rd2 + t.nCL + t.nBL);
+    for (const GemvResult& r : {simulate_gemv(s, g), estimate_gemv(s, g)}) {
+        SCOPED_TRACE(r.fidelity);
+        EXPECT_DOUBLE_EQ(r.t_ns, double(end) * t.tCK_ns);
+        EXPECT_EQ(r.n_act, 1u);
+        EXPECT_EQ(r.n_mac, 8u);
+        EXPECT_EQ(r.n_wr, 8u);
+        EXPECT_EQ(r.n_rd, 2u);
+        EXPECT_EQ(r.n_mode, 4u);
+        EXPECT_EQ(r.n_pre, 1u);
+    }
+}
+
+TEST(PimGemv, OperandsAndBytesAreConserved) {
+    const PimSpec s = load_pim_preset("pim_hbm2_fimdram");
+    for (int align : {128, 256}) {
+        const GemvShape g = shape(4096, 4096, align);
+        const GemvPlan p = plan_gemv(s, g);
+        const GemvResult r = simulate_gemv(s, g);
+        // Every weight operand passes a lane exactly once.
+        EXPECT_EQ(r.n_mac * uint64_t(p.units_per_channel) * uint64_t(p.elems_per_col), uint64_t(4096) * 4096);
+        // The input vector reaches every channel once (GRF chunks), results leave once.
+        EXPECT_EQ(r.n_wr * 32, uint64_t(p.channels) * 4096 * 2);
+        EXPECT_EQ(r.n_rd * 32, uint64_t(4096) * 16 * 2);  // 16 fp16 lane partials per row
+        EXPECT_DOUBLE_EQ(r.external_bytes, double(r.n_wr + r.n_rd) * 32);
+        EXPECT_DOUBLE_EQ(r.internal_bytes * p.lane_utilisation, 4096.0 * 4096 * 2);
+    }
+}
+
+TEST(PimGemv, HalfWidthGranuleHalvesUtilisation) {
+    for (const auto& name : pim_preset_names()) {
+        SCOPED_TRACE(name);
+        const PimSpec s = load_pim_preset(name);
+        const DType t = s.unit.fp16 ? DType::F16 : DType::BF16;
+        const GemvResult narrow = simulate_gemv(s, shape(4096, 4096, 128, t));
+        const GemvResult wide = simulate_gemv(s, shape(4096, 4096, 256, t));
+        EXPECT_DOUBLE_EQ(narrow.lane_utilisation, 0.5);
+        EXPECT_DOUBLE_EQ(wide.lane_utilisation, 1.0);
+        EXPECT_EQ(narrow.n_mac, 2 * wide.n_mac);
+        const double ratio = narrow.unit_utilisation / wide.unit_utilisation;
+        EXPECT_GT(ratio, 0.45);
+        EXPECT_LT(ratio, 0.6);
+        EXPECT_GT(narrow.t_ns, 1.6 * wide.t_ns);
+    }
+}
+
+TEST(PimGemv, AnalyticalAgreesWithCommandLevel) {
+    struct Case {
+        int64_t m, k;
+        int align;
+    };
+    for (const auto& name : pim_preset_names()) {
+        const PimSpec s = load_pim_preset(name);
+        const DType t = s.unit.fp16 ? DType::F16 : DType::BF16;
+        for (const Case c : {Case{4096, 4096, 128}, Case{4096, 4096, 256}, Case{1000, 3000, 128}, Case{7, 4096, 256},
+                             Case{11008, 4096, 128}}) {
+            SCOPED_TRACE(name + " " + std::to_string(c.m) + "x" + std::to_string(c.k));
+            const GemvShape g = shape(c.m, c.k, c.align, t);
+            const GemvResult cmd = simulate_gemv(s, g), ana = estimate_gemv(s, g);
+            EXPECT_LT(std::fabs(ana.t_ns - cmd.t_ns) / cmd.t_ns, 0.03) << ana.t_ns << " vs " << cmd.t_ns;
+            EXPECT_EQ(ana.n_mac, cmd.n_mac);
+            EXPECT_EQ(ana.n_wr, cmd.n_wr);
+            EXPECT_EQ(ana.n_rd, cmd.n_rd);
+        }
+    }
+}
+
+TEST(PimGemv, FewerRowsThanUnitsSplitK) {
+    const PimSpec s = load_pim_preset("pim_hbm3_bank");  // 32 channels x 16 units
+    const GemvPlan p = plan_gemv(s, shape(8, 4096, 256));
+    EXPECT_EQ(p.units, 512);
+    EXPECT_EQ(p.k_split, 64);
+    EXPECT_EQ(p.k_slice, 64);
+    EXPECT_EQ(p.tasks_per_unit, 1);
+}
+
+TEST(PimGemv, BeatsTheHostOnlyWhenInternalBandwidthIsUsed) {
+    const PimSpec s = load_pim_preset("pim_lpddr5x_bank");
+    const GemvResult r = simulate_gemv(s, shape(4096, 4096, 256));
+    EXPECT_GT(r.speedup, 1.0);
+    EXPECT_DOUBLE_EQ(r.speedup, r.host_stream_ns / r.t_ns);
+    EXPECT_GT(r.internal_gbps, s.mem.channel_peak_gbps() * 8);  // above the external peak
+}
+
+TEST(PimGemv, ErrorsNameTheParameter) {
+    try {
+        load_pim_preset("pim_magic");
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(),
+                     "unknown PIM preset 'pim_magic' (known: pim_hbm2_fimdram, pim_gddr6_aim, pim_lpddr5x_bank, "
+                     "pim_hbm3_bank)");
+    }
+    const PimSpec s = load_pim_preset("pim_hbm2_fimdram");
+    try {
+        plan_gemv(s, shape(64, 64, 128, DType::I8));
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "PIM preset 'pim_hbm2_fimdram' does not support dtype i8 (supported: fp16)");
+    }
+    try {
+        plan_gemv(s, shape(64, 64, 96));
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "alignment 96 bits is not allowed (allowed: a power of two from 8 to 4096, e.g. 128 or 256)");
+    }
+}
+
+TEST(PimDeviceTest, AnswersGemvAndDecodeAttention) {
+    const PimDevice dev(load_pim_preset("pim_hbm3_bank"), 128);
+    EXPECT_EQ(dev.name(), "pim:pim_hbm3_bank");
+    OpShape op;
+    op.cls = OpClass::GEMV;
+    op.m = 1;
+    op.n = 4096;
+    op.k = 4096;
+    EXPECT_TRUE(dev.supports(op));
+    const Cost c = dev.estimate(op);
+    EXPECT_DOUBLE_EQ(c.t_ns, dev.estimate_gemv(4096, 4096, DType::F16).t_ns);
+    EXPECT_GT(c.t_ns, 0);
+    op.cls = OpClass::GEMM;
+    op.m = 4;
+    EXPECT_FALSE(dev.supports(op));
+    op.weight_dtype = DType::I8;
+    op.cls = OpClass::GEMV;
+    op.m = 1;
+    EXPECT_FALSE(dev.supports(op));
+    op.weight_dtype = DType::F16;
+    op.cls = OpClass::ATTENTION;
+    op.n = 2048;
+    op.k = 128;
+    op.n_head = 32;
+    op.n_head_kv = 8;
+    EXPECT_TRUE(dev.supports(op));
+    EXPECT_NEAR(dev.estimate(op).t_ns,
+                dev.estimate_gemv(32 * 2048, 128, DType::F16).t_ns + dev.estimate_gemv(32 * 128, 2048, DType::F16).t_ns,
+                1e-6);
+}

@@ -1,0 +1,37 @@
+#pragma once
+// Helpers shared by the kernel tests: seeded data, quantised weight matrices, the list of
+// kernel tables this CPU can run.
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/quant.h"
+#include "kernels/kernel_table.h"
+
+namespace duet::kernels::test {
+
+inline std::vector<float> random_vec(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> d(lo, hi);
+    std::vector<float> v(n);
+    for (auto& x : v) x = d(rng);
+    return v;
+}
+
+// n rows of k values quantised row by row to `type`, rows `stride` bytes apart.
+inline std::vector<uint8_t> make_weights(const std::vector<float>& wf, int64_t n, int64_t k, DType type,
+                                         size_t stride) {
+    std::vector<uint8_t> w(stride * size_t(n), 0xCD);  // padding bytes must not be read as data
+    for (int64_t j = 0; j < n; ++j) quant::quantize_row(&wf[size_t(j * k)], type, &w[size_t(j) * stride], k);
+    return w;
+}
+
+// Optimised tables this machine can run (not the scalar reference itself).
+inline std::vector<const KernelTable*> optimised_tables() {
+    std::vector<const KernelTable*> t;
+    for (IsaLevel l : {IsaLevel::AVX2, IsaLevel::AVX512})
+        if (const KernelTable* p = table_for(l)) t.push_back(p);
+    return t;
+}
+
+}  // namespace duet::kernels::test

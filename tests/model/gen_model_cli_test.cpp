@@ -1,0 +1,91 @@
+// `duet gen-model` end to end through the real binary (skipped when build/duet is not built).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+
+#include "format/gguf.h"
+#include "model/hparams.h"
+
+namespace duet::model {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+    int exit_code;
+    std::string out;  // stdout and stderr
+};
+
+Result run(const std::string& args) {
+    const std::string cmd = std::string(DUET_BINARY_DIR) + "/duet " + args + " 2>&1";
+    Result r{-1, ""};
+    FILE* p = ::popen(cmd.c_str(), "r");
+    if (!p) return r;
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+    const int status = ::pclose(p);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+}
+
+class GenModelCli : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        if (!fs::exists(std::string(DUET_BINARY_DIR) + "/duet")) GTEST_SKIP() << "duet binary not built";
+        dir_ = fs::temp_directory_path() / ("duet_genmodel_cli_" + std::to_string(::getpid()));
+        fs::create_directories(dir_);
+    }
+    void TearDown() override {
+        if (!dir_.empty()) fs::remove_all(dir_);
+    }
+    fs::path dir_;
+};
+
+TEST_F(GenModelCli, WritesAReadableModel) {
+    const std::string out = (dir_ / "m.gguf").string();
+    Result r = run("gen-model --arch tiny-qwen2 --dtype q8_0 --seed 7 --layers 3 -o " + out);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("wrote " + out + ": preset tiny-qwen2 (arch qwen2), 3 layers"), std::string::npos) << r.out;
+    format::GgufFile f = format::GgufFile::open(out);
+    EXPECT_EQ(hparams_from_gguf(f).n_layer, 3);
+    EXPECT_EQ(f.tensor("blk.0.attn_q.weight").dtype, DType::Q8_0);
+    EXPECT_FALSE(fs::exists(out + ".tmp"));
+}
+
+TEST_F(GenModelCli, BadArgumentsExitWith2AndAClearLine) {
+    Result r = run("gen-model --arch llama9 -o " + (dir_ / "x.gguf").string());
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out,
+              "duet: error: unknown --arch 'llama9' (known: tiny-llama, tiny-llama3, tiny-mistral, tiny-qwen2, "
+              "small-llama, llama2-7b, llama3-8b, mistral-7b, qwen2.5-0.5b, qwen2.5-7b, bench-1b)\n");
+    r = run("gen-model --arch tiny-llama --dtype q5_k -o " + (dir_ / "x.gguf").string());
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "duet: error: unknown --dtype 'q5_k' (allowed: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)\n");
+    r = run("gen-model --arch tiny-llama");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "duet: error: -o FILE.gguf is required\n");
+    r = run("gen-model --arch tiny-llama --layers 0 -o " + (dir_ / "x.gguf").string());
+    EXPECT_EQ(r.exit_code, 0) << "--layers 0 means the preset's count";
+    r = run("gen-model --arch tiny-llama --layers -3 -o " + (dir_ / "y.gguf").string());
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "duet: error: --layers -3 is out of range (allowed: 1..4096)\n");
+    EXPECT_FALSE(fs::exists(dir_ / "y.gguf"));
+}
+
+TEST_F(GenModelCli, HelpShowsAnExampleThatWorks) {
+    Result r = run("gen-model --help");
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_NE(r.out.find("duet gen-model --arch tiny-llama --dtype f16 --seed 1 -o tiny.gguf"), std::string::npos);
+    r = run("gen-model --arch tiny-llama --dtype f16 --seed 1 -o " + (dir_ / "tiny.gguf").string());
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    r = run("gen-model --list");
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_NE(r.out.find("bench-1b"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace duet::model

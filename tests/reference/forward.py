@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""Independent numpy forward pass for Llama / Mistral / Qwen2 GGUF files (float64).
+
+Written from the model papers and public configs, not from duet's C++:
+  x = token_embd[token]
+  for each layer:
+      h  = rmsnorm(x) * attn_norm
+      q, k, v = Wq h (+bq), Wk h (+bk), Wv h (+bv)          qwen2 has the q/k/v biases
+      rope(q), rope(k)                                      llama/mistral: adjacent pairs (2i, 2i+1);
+                                                            qwen2: halves (i, i + n_rot/2)
+      theta_i = pos * freq_scale * freq_base^(-2i/n_rot) / rope_freqs[i]   (rope_freqs optional:
+                                                            Llama-3.1 scaling as stored by llama.cpp)
+      causal softmax attention, head h reads kv head h // (n_head / n_head_kv), scale 1/sqrt(head_dim)
+      x += Wo attn
+      h  = rmsnorm(x) * ffn_norm
+      x += Wdown (silu(Wgate h) * Wup h)
+  logits = Wout (rmsnorm(x) * output_norm)        Wout = output.weight, or token_embd.weight if tied
+
+Optional `kv_f16=True` rounds K (after RoPE) and V to f16, as an f16 KV cache stores them.
+Optional `act_quant="ggml"` emulates the engine's 8-bit activation quantisation before every
+matmul with a quantised weight (see docs/reference.md): per 32 values for Q8_0/Q4_0 weights, per
+256 values for Q4_K/Q6_K, scale d = max|x| / 127 kept in f32, q = round(x / d). (ggml itself
+stores the 32-value scale as f16; duet keeps f32, and the emulation follows duet.)
+
+CLI: forward.py MODEL.gguf --tokens 1,2,3 -o ref.f32 [--act-quant ggml] [--kv-f16]
+     writes f32 logits [n_tokens][n_vocab].
+"""
+
+import argparse
+import os
+import sys
+
+try:
+    import numpy as np
+except ImportError:  # the ctest wrapper treats 77 as "skipped"
+    print("forward.py: numpy is not installed (scripts/install-deps.sh installs python3-numpy)", file=sys.stderr)
+    sys.exit(77)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dequant import tensor_to_numpy  # noqa: E402
+from gguf_reader import GgufError, GgufFile  # noqa: E402
+
+SUPPORTED_ARCHS = {"llama": "norm", "mistral": "norm", "qwen2": "neox"}
+# weight type -> (activation block, round the activation scale to f16?)
+ACT_QUANT_BLOCK = {"Q8_0": (32, False), "Q4_0": (32, False), "Q4_K": (256, False), "Q6_K": (256, False)}
+
+
+class Hparams:
+    def __init__(self, g):
+        arch = g.require("general.architecture")
+        if arch not in SUPPORTED_ARCHS:
+            raise GgufError(f"{g.path}: general.architecture '{arch}' is not supported "
+                            f"(supported: {', '.join(SUPPORTED_ARCHS)})")
+        self.arch = arch
+        p = arch + "."
+        self.n_embd = int(g.require(p + "embedding_length"))
+        self.n_layer = int(g.require(p + "block_count"))
+        self.n_head = int(g.require(p + "attention.head_count"))
+        self.n_head_kv = int(g.get(p + "attention.head_count_kv", self.n_head))
+        self.n_ff = int(g.require(p + "feed_forward_length"))
+        self.eps = float(g.require(p + "attention.layer_norm_rms_epsilon"))
+        self.head_dim = int(g.get(p + "attention.key_length", self.n_embd // self.n_head))
+        self.n_rot = int(g.get(p + "rope.dimension_count", self.head_dim))
+        self.freq_base = float(g.get(p + "rope.freq_base", 10000.0))
+        self.rope_order = SUPPORTED_ARCHS[arch]
+        self.sliding_window = int(g.get(p + "attention.sliding_window", 0))
+        self.freq_scale = 1.0
+        # Linear position scaling; Llama-3.1's scaling arrives as the rope_freqs.weight tensor.
+        scaling = g.get(p + "rope.scaling.type", "none")
+        if scaling == "linear":
+            self.freq_scale = 1.0 / float(g.require(p + "rope.scaling.factor"))
+        elif scaling in ("none", ""):
+            if p + "rope.scale_linear" in g.metadata:  # the older spelling of the same thing
+                self.freq_scale = 1.0 / float(g.metadata[p + "rope.scale_linear"])
+        else:
+            raise GgufError(f"{g.path}: {p}rope.scaling.type '{scaling}' is not supported (none, linear)")
+        value_length = int(g.get(p + "attention.value_length", self.head_dim))
+        if value_length != self.head_dim:
+            raise GgufError(f"{g.path}: {p}attention.value_length {value_length} differs from key_length "
+                            f"{self.head_dim} (not supported)")
+        if self.n_head % self.n_head_kv != 0:
+            raise GgufError(f"{g.path}: head_count {self.n_head} is not a multiple of head_count_kv {self.n_head_kv}")
+        if self.n_rot > self.head_dim or self.n_rot % 2:
+            raise GgufError(f"{g.path}: rope.dimension_count {self.n_rot} must be even and <= head_dim {self.head_dim}")
+
+
+class Model:
+    def __init__(self, path, act_quant="none", kv_f16=False):
+        if act_quant not in ("none", "ggml"):
+            raise ValueError(f"act_quant must be none or ggml, got {act_quant!r}")
+        self.act_quant = act_quant
+        self.kv_f16 = kv_f16
+        self.g = GgufFile(path)
+        self.hp = Hparams(self.g)
+        self._cache = {}
+        hp = self.hp
+        emb = self.g.tensor("token_embd.weight")
+        self.n_vocab = emb.shape[1]
+        if emb.shape[0] != hp.n_embd:
+            raise GgufError(f"{path}: token_embd.weight has rows of {emb.shape[0]}, expected n_embd {hp.n_embd}")
+        self.out_name = "output.weight" if "output.weight" in self.g.tensors else "token_embd.weight"
+        self.freq_factors = None
+        if "rope_freqs.weight" in self.g.tensors:
+            self.freq_factors = self.w("rope_freqs.weight").reshape(-1)
+            if self.freq_factors.size != hp.n_rot // 2:
+                raise GgufError(f"{path}: rope_freqs.weight has {self.freq_factors.size} values, "
+                                f"expected n_rot/2 = {hp.n_rot // 2}")
+
+    def w(self, name):
+        if name not in self._cache:
+            self._cache[name] = tensor_to_numpy(self.g.tensor(name))
+        return self._cache[name]
+
+    def has(self, name):
+        return name in self.g.tensors
+
+    # --- building blocks --------------------------------------------------
+    def matmul(self, x, name):
+        """x [n][k] times the weight `name` stored as [n_out][k] -> [n][n_out]."""
+        W = self.w(name)
+        if self.act_quant == "ggml":
+            tname = self.g.tensor(name).type_name
+            if tname in ACT_QUANT_BLOCK:
+                block, f16_scale = ACT_QUANT_BLOCK[tname]
+                x = quantize_activations(x, block, f16_scale)
+        return x @ W.T
+
+    def rmsnorm(self, x, name):
+        return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.hp.eps) * self.w(name)
+
+    def rope(self, x, positions):
+        """x [n_tok][n_heads][head_dim]; rotates the first n_rot dims of every head."""
+        hp = self.hp
+        half = hp.n_rot // 2
+        inv = hp.freq_base ** (-2.0 * np.arange(half) / hp.n_rot)
+        if self.freq_factors is not None:
+            inv = inv / self.freq_factors
+        theta = (np.asarray(positions, dtype=np.float64) * hp.freq_scale)[:, None] * inv[None, :]
+        cos, sin = np.cos(theta)[:, None, :], np.sin(theta)[:, None, :]
+        out = x.copy()
+        if hp.rope_order == "norm":
+            a, b = x[..., 0:hp.n_rot:2], x[..., 1:hp.n_rot:2]
+            out[..., 0:hp.n_rot:2] = a * cos - b * sin
+            out[..., 1:hp.n_rot:2] = a * sin + b * cos
+        else:
+            a, b = x[..., 0:half], x[..., half:hp.n_rot]
+            out[..., 0:half] = a * cos - b * sin
+            out[..., half:hp.n_rot] = a * sin + b * cos
+        return out
+
+    def attention(self, q, k, v):
+        """q [T][n_head][hd], k/v [T][n_head_kv][hd] -> [T][n_head*hd], causal."""
+        hp = self.hp
+        T = q.shape[0]
+        group = hp.n_head // hp.n_head_kv
+        kk = np.repeat(k, group, axis=1)  # head h -> kv head h // group
+        vv = np.repeat(v, group, axis=1)
+        scores = np.einsum("thd,shd->hts", q, kk) / np.sqrt(hp.head_dim)
+        i, j = np.arange(T)[:, None], np.arange(T)[None, :]
+        mask = j > i
+        if hp.sliding_window > 0:
+            mask |= (i - j) >= hp.sliding_window
+        scores = np.where(mask[None], -np.inf, scores)
+        scores -= scores.max(axis=-1, keepdims=True)
+        p = np.exp(scores)
+        p /= p.sum(axis=-1, keepdims=True)
+        return np.einsum("hts,shd->thd", p, vv).reshape(T, hp.n_head * hp.head_dim)
+
+    # --- whole model -------------------------------------------------------
+    def forward(self, tokens):
+        """Logits [n_tokens][n_vocab] (float64) for tokens at positions 0..n-1."""
+        hp = self.hp
+        tokens = np.asarray(tokens, dtype=np.int64)
+        if tokens.size == 0:
+            raise ValueError("forward: no tokens")
+        bad = tokens[(tokens < 0) | (tokens >= self.n_vocab)]
+        if bad.size:
+            raise ValueError(f"forward: token id {int(bad[0])} outside the vocabulary [0, {self.n_vocab})")
+        T = tokens.size
+        x = self.w("token_embd.weight")[tokens].copy()
+        pos = np.arange(T)
+        for il in range(hp.n_layer):
+            p = f"blk.{il}."
+            h = self.rmsnorm(x, p + "attn_norm.weight")
+            q = self.matmul(h, p + "attn_q.weight")
+            k = self.matmul(h, p + "attn_k.weight")
+            v = self.matmul(h, p + "attn_v.weight")
+            if self.has(p + "attn_q.bias"):
+                q = q + self.w(p + "attn_q.bias")
+                k = k + self.w(p + "attn_k.bias")
+                v = v + self.w(p + "attn_v.bias")
+            q = self.rope(q.reshape(T, hp.n_head, hp.head_dim), pos)
+            k = self.rope(k.reshape(T, hp.n_head_kv, hp.head_dim), pos)
+            v = v.reshape(T, hp.n_head_kv, hp.head_dim)
+            if self.kv_f16:  # an f16 KV cache stores K after RoPE, and V, rounded to half
+                k = k.astype(np.float16).astype(np.float64)
+                v = v.astype(np.float16).astype(np.float64)
+            x = x + self.matmul(self.attention(q, k, v), p + "attn_output.weight")
+            h = self.rmsnorm(x, p + "ffn_norm.weight")
+            gate = self.matmul(h, p + "ffn_gate.weight")
+            up = self.matmul(h, p + "ffn_up.weight")
+            act = gate / (1.0 + np.exp(-gate)) * up
+            x = x + self.matmul(act, p + "ffn_down.weight")
+        h = self.rmsnorm(x, "output_norm.weight")
+        return self.matmul(h, self.out_name)
+
+
+def quantize_activations(x, block, f16_scale):
+    """Round-trip x [n][k] through 8-bit blocks of `block` values: d = max|x| / 127, q = round(x / d)
+    (clamped to [-127, 127]); the result is d * q, with d first rounded to f16 when f16_scale (ggml's
+    block_q8_0 stores an f16 scale; block_q8_K stores f32). A k that is not a multiple of `block`
+    is a caller bug (ggml requires whole blocks)."""
+    n, k = x.shape
+    if k % block:
+        raise ValueError(f"activation row of {k} values is not a multiple of the {block}-value block")
+    xb = x.astype(np.float32).astype(np.float64).reshape(n, k // block, block)
+    amax = np.abs(xb).max(axis=-1, keepdims=True)
+    d = (amax / 127.0).astype(np.float32).astype(np.float64)
+    inv = np.divide(1.0, d, out=np.zeros_like(d), where=d != 0)
+    q = np.clip(np.round(xb * inv), -127, 127)
+    if f16_scale:
+        d = d.astype(np.float16).astype(np.float64)
+    return (q * d).reshape(n, k)
+
+
+def parse_tokens(s):
+    try:
+        return [int(t) for t in s.split(",") if t.strip()]
+    except ValueError:
+        raise SystemExit(f"forward.py: --tokens must be comma-separated integers, got {s!r}") from None
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 epilog="example: forward.py m.gguf --tokens 1,15043,3186 -o ref.f32")
+    ap.add_argument("model")
+    ap.add_argument("--tokens", required=True, help="comma-separated token ids, e.g. 1,2,3")
+    ap.add_argument("-o", "--output", required=True, help="f32 logits file [n_tokens][n_vocab]")
+    ap.add_argument("--act-quant", choices=["none", "ggml"], default="none",
+                    help="emulate the engine's 8-bit activation quantisation (default none)")
+    ap.add_argument("--kv-f16", action="store_true", help="round K and V to f16 as an f16 KV cache does")
+    args = ap.parse_args(argv)
+    try:
+        m = Model(args.model, act_quant=args.act_quant, kv_f16=args.kv_f16)
+        logits = m.forward(parse_tokens(args.tokens))
+    except (GgufError, ValueError, OSError) as e:
+        print(f"forward.py: {e}", file=sys.stderr)
+        return 2
+    tmp = args.output + ".tmp"
+    logits.astype("<f4").tofile(tmp)
+    os.replace(tmp, args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

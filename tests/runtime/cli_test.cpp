@@ -1,0 +1,144 @@
+// `duet run` and `duet logits` as users call them: the real binary, its files and messages.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "runtime/engine.h"
+#include "runtime/generator.h"
+#include "test_models.h"
+
+using namespace duet;
+using namespace duet::runtime;
+
+namespace {
+
+struct Result {
+    int rc;
+    std::string out, err;
+};
+
+Result run_duet(const std::string& args) {
+    const std::string dir = std::string(DUET_BINARY_DIR) + "/test-models";
+    const std::string o = dir + "/cli_test." + std::to_string(::getpid()) + ".out";
+    const std::string e = o + ".err";
+    const int status = std::system(fmt::format("'{}' {} > '{}' 2> '{}'", test::duet_binary(), args, o, e).c_str());
+    auto slurp = [](const std::string& p) {
+        std::ifstream f(p, std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(f), {});
+    };
+    Result r{WEXITSTATUS(status), slurp(o), slurp(e)};
+    std::remove(o.c_str());
+    std::remove(e.c_str());
+    return r;
+}
+
+TEST(CliLogits, WritesAllPositionsAsF32) {
+    const std::string model = test::generated_model("tiny-mistral");
+    ASSERT_FALSE(model.empty());
+    const std::string out = std::string(DUET_BINARY_DIR) + "/test-models/cli_logits.f32";
+    const Result r = run_duet(fmt::format("logits -m '{}' --tokens 1,5,9,200 -o '{}' --threads 1", model, out));
+    ASSERT_EQ(r.rc, 0) << r.err;
+    std::ifstream f(out, std::ios::binary);
+    std::vector<float> file((std::istreambuf_iterator<char>(f)), {});
+    f.seekg(0);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(f)), {});
+    auto m = Model::load(model);
+    const int64_t nv = m->hparams().n_vocab;
+    ASSERT_EQ(bytes.size(), size_t(4 * nv * 4));
+    EngineOptions o;
+    o.kv_type = DType::F32;
+    o.n_threads = 1;
+    Engine e(m, o);
+    SequenceKv s;
+    const std::vector<int32_t> toks = {1, 5, 9, 200};
+    SeqInput in{toks, &s, true};
+    ForwardOutput ref;
+    ASSERT_EQ(e.forward({&in, 1}, ref), ForwardStatus::OK);
+    EXPECT_EQ(std::memcmp(bytes.data(), ref.logits.data(), bytes.size()), 0);
+    s.release(e.kv_cache());
+    std::remove(out.c_str());
+}
+
+TEST(CliLogits, BadTokensAreAClearError) {
+    const std::string model = test::generated_model("tiny-llama");
+    ASSERT_FALSE(model.empty());
+    Result r = run_duet(fmt::format("logits -m '{}' --tokens 1,,3 -o /dev/null", model));
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_EQ(r.err,
+              "duet: error: --tokens: '' is not a token id (allowed: comma-separated non-negative integers, e.g. 1,2,3)\n");
+    r = run_duet(fmt::format("logits -m '{}' --tokens 1,99999 -o /dev/null", model));
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_EQ(r.err, "duet: error: forward: token id 99999 is out of range (allowed: 0..511)\n");
+}
+
+TEST(CliRun, GreedyOutputIsTheGeneratorsText) {
+    const std::string model = test::generated_model("tiny-llama");
+    ASSERT_FALSE(model.empty());
+    const Result a = run_duet(fmt::format("run -m '{}' -p 'The sky' -n 12 --temp 0 --threads 2", model));
+    ASSERT_EQ(a.rc, 0) << a.err;
+    const Result b = run_duet(fmt::format("run -m '{}' -p 'The sky' -n 12 --temp 0 --threads 1 --kv-type f32", model));
+    ASSERT_EQ(b.rc, 0) << b.err;
+    EXPECT_EQ(a.out, b.out);
+    for (const char* key : {"load time", "prompt eval time", "time to first token", "eval time", "tokens per second"})
+        EXPECT_NE(a.err.find(key), std::string::npos) << key << " missing in:\n" << a.err;
+
+    Engine e(Model::load(model), EngineOptions{});
+    Generator g(e);
+    GenerateOptions go;
+    go.n_predict = 12;
+    go.sampling.temperature = 0;
+    std::string text;
+    g.generate("The sky", go, [&](std::string_view s) { text += s; });
+    EXPECT_EQ(a.out, text + "\n");
+}
+
+TEST(CliRun, SameSeedSameTextWithSampling) {
+    const std::string model = test::generated_model("tiny-qwen2");
+    ASSERT_FALSE(model.empty());
+    const std::string args =
+        fmt::format("run -m '{}' -p 'hello' -n 16 --temp 0.9 --top-k 20 --top-p 0.9 --seed 5 --no-timings", model);
+    const Result a = run_duet(args), b = run_duet(args);
+    ASSERT_EQ(a.rc, 0) << a.err;
+    EXPECT_EQ(a.out, b.out);
+    EXPECT_EQ(a.err, "");
+}
+
+TEST(CliRun, BadOptionsAreClearErrors) {
+    const std::string model = test::generated_model("tiny-llama");
+    ASSERT_FALSE(model.empty());
+    Result r = run_duet(fmt::format("run -m '{}' -p hi --kv-type q8_0", model));
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_EQ(r.err, "duet: error: --kv-type 'q8_0' is not supported (allowed: f32, f16)\n");
+    r = run_duet(fmt::format("run -m '{}' -p hi --system x", model));
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_EQ(r.err, "duet: error: --system and --chat-template need --chat\n");
+    r = run_duet("run -m /nonexistent.gguf -p hi");
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_NE(r.err.find("/nonexistent.gguf"), std::string::npos) << r.err;
+    r = run_duet(fmt::format("run -m '{}' -p 'one two three four five six' --ctx 4", model));
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_NE(r.err.find("raise --ctx"), std::string::npos) << r.err;
+}
+
+TEST(CliRun, ChatWrapsThePromptInTheTemplate) {
+    const std::string model = test::generated_model("tiny-qwen2");
+    ASSERT_FALSE(model.empty());
+    const Result r = run_duet(fmt::format("run -m '{}' --chat --system 'Be brief.' -p hi -n 4 --temp 0", model));
+    ASSERT_EQ(r.rc, 0) << r.err;
+    // chatml: <|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n
+    // is far more than the 3 or so tokens of "hi".
+    const auto p = r.err.find("prompt eval time");
+    ASSERT_NE(p, std::string::npos);
+    const auto slash = r.err.find('/', p);
+    const int n_prompt = std::atoi(r.err.c_str() + slash + 1);
+    EXPECT_GE(n_prompt, 12) << r.err;
+    const Result bad = run_duet(fmt::format("run -m '{}' --chat --chat-template nope -p hi", model));
+    EXPECT_EQ(bad.rc, 2);
+    EXPECT_NE(bad.err.find("nope"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,140 @@
+// `duet bench` / `duet doctor` end to end on the real device models: every config.toml knob
+// moves the JSON report in the direction physics says; errors are exact and exit with 2.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace {
+
+struct Result {
+    int code = -1;
+    std::string out;
+    nlohmann::json report;
+};
+
+Result run(const std::string& env, const std::string& args, bool want_report = true) {
+    static int counter = 0;
+    const std::string report = std::string(DUET_BINARY_DIR) + "/bench_cli_test_" + std::to_string(counter++) + ".json";
+    std::remove(report.c_str());
+    std::string cmd = "env " + env + " " + std::string(DUET_BINARY_DIR) + "/duet --log-level off " + args +
+                      (want_report ? " --report " + report : "") + " 2>&1";
+    Result r;
+    FILE* p = popen(cmd.c_str(), "r");
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+    int status = pclose(p);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream in(report);
+    if (in) r.report = nlohmann::json::parse(in);
+    return r;
+}
+
+const char* kBench = "bench --model llama2-7b --gen-len 8";
+
+double ttft(const Result& r) { return r.report["target"]["timeline"]["ttft_ns"].get<double>(); }
+double tbt(const Result& r) { return r.report["target"]["tbt_mean_ns"].get<double>(); }
+int64_t pim_ops(const Result& r) { return r.report["target"]["timeline"]["decode"]["pim"]["ops"].get<int64_t>(); }
+
+}  // namespace
+
+TEST(BenchCli, DefaultRunPrintsTableAndVerdicts) {
+    Result r = run("", kBench);
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("TBT p99"), std::string::npos);
+    EXPECT_NE(r.out.find("TBT reduction"), std::string::npos);
+    EXPECT_NE(r.out.find("TTFT increase"), std::string::npos);
+    EXPECT_NE(r.out.find("Memory increase"), std::string::npos);
+    EXPECT_EQ(r.report["schema"], "duet.bench/1");
+    EXPECT_EQ(r.report["verdicts"].size(), 3u);
+    EXPECT_LT(tbt(r), r.report["baseline"]["tbt_mean_ns"].get<double>());
+    EXPECT_GT(pim_ops(r), 0);
+}
+
+TEST(BenchCli, PrefetchDepthAndPreconvertAtShortPrompts) {
+    Result d0 = run("DUET_REORDER_PREFETCH_DEPTH=0 DUET_SCHEDULING_PRECONVERT_FIRST_TOKEN=false", std::string(kBench) + " --seq-len 16");
+    Result d4 = run("DUET_SCHEDULING_PRECONVERT_FIRST_TOKEN=false", std::string(kBench) + " --seq-len 16");
+    Result pre = run("", std::string(kBench) + " --seq-len 16");
+    ASSERT_EQ(d0.code, 0) << d0.out;
+    EXPECT_GT(ttft(d0), ttft(d4));
+    EXPECT_LE(ttft(pre), ttft(d4));
+    EXPECT_GT(pre.report["target"]["memory"]["conversion_bytes"].get<double>(),
+              d4.report["target"]["memory"]["conversion_bytes"].get<double>());
+}
+
+TEST(BenchCli, ZeroCopySwitchOffCostsTtft) {
+    Result on = run("", kBench), off = run("DUET_SCHEDULING_ZERO_COPY_SWITCH=false", kBench);
+    EXPECT_GT(off.report["target"]["timeline"]["switch_ns"].get<double>(),
+              1000 * on.report["target"]["timeline"]["switch_ns"].get<double>());
+    EXPECT_GT(ttft(off), ttft(on));
+}
+
+TEST(BenchCli, PlacementKnobs) {
+    Result base = run("", kBench);
+    Result attn = run("DUET_PIM_COMPUTE_UNIT=gemv_attention", kBench);
+    Result npu_dec = run("DUET_SCHEDULING_DECODE_ENGINE=npu_gemv", kBench);
+    Result cold = run("DUET_SCHEDULING_NPU_ONLY_LAYERS=0-15", kBench);
+    EXPECT_EQ(pim_ops(attn) - pim_ops(base), 7 * 32);  // one attention per layer per decode step
+    EXPECT_EQ(pim_ops(npu_dec), 0);
+    EXPECT_GT(tbt(npu_dec), tbt(base));
+    EXPECT_GT(tbt(cold), tbt(base));
+    EXPECT_LT(pim_ops(cold), pim_ops(base));
+}
+
+TEST(BenchCli, AlignmentAndPrecision) {
+    Result base = run("", kBench);
+    Result wide = run("DUET_PIM_ALIGNMENT=256 DUET_PIM_LAYOUT=row_major_256bit", kBench);
+    EXPECT_LT(tbt(wide), tbt(base));  // the units' 256-bit columns are used in full
+    Result bf16 = run("DUET_PIM_PRECISION=bf16", kBench);  // FIMDRAM has fp16 units only
+    EXPECT_EQ(pim_ops(bf16), 0);
+}
+
+TEST(BenchCli, UnsharedWeightStreamsWarn) {
+    Result shared = run("", std::string(kBench) + " --batch 4 --target npu_only");
+    Result own = run("DUET_MEMORY_WEIGHT_BASE_SHARED=false", std::string(kBench) + " --batch 4 --target npu_only");
+    EXPECT_GT(tbt(own), 2 * tbt(shared));
+    EXPECT_GT(own.report["target"]["decode_ext_bw_util"].get<double>(),
+              shared.report["target"]["decode_ext_bw_util"].get<double>());
+}
+
+TEST(BenchCli, ErrorsAreExactAndExitTwo) {
+    Result cache = run("DUET_MEMORY_CACHE_LIMIT_MB=100", kBench, false);
+    EXPECT_EQ(cache.code, 2);
+    EXPECT_NE(cache.out.find("duet: error: config.toml: memory.cache_limit_mb = 100 is too small for the conversion "
+                             "cache of 387 MiB"),
+              std::string::npos)
+        << cache.out;
+    Result soc = run("DUET_SOC_VERSION=Ascend999", kBench, false);
+    EXPECT_EQ(soc.code, 2);
+    EXPECT_NE(soc.out.find("duet: error: environment variable DUET_SOC_VERSION: key 'ascend.soc_version' = "
+                           "\"Ascend999\" is not a known NPU preset (allowed: Ascend310B4, Ascend310P3, Ascend910B, "),
+              std::string::npos)
+        << soc.out;
+    Result pol = run("", std::string(kBench) + " --target fast", false);
+    EXPECT_EQ(pol.code, 2);
+    EXPECT_NE(pol.out.find("duet: error: --target = \"fast\" is not a placement policy (allowed: npu_only, pim_only, "
+                           "npu_pim_coop, auto)"),
+              std::string::npos);
+}
+
+TEST(DoctorCli, ReportsEveryErrorAndNeverTheKey) {
+    const std::string cfg = std::string(DUET_BINARY_DIR) + "/doctor_bad.toml";
+    std::ofstream(cfg) << "[pim]\nalignment = 3\n[memory]\nfoo = 1\n";
+    Result r = run("DUET_API_KEY=sk-secret-value DUET_SEQ_LEN=0", "doctor --config " + cfg, false);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("ERROR environment variable DUET_SEQ_LEN: key 'runtime.seq_len' = 0 is out of range"),
+              std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("ERROR " + cfg + ": key 'pim.alignment' = 3 is out of range (allowed: 128 to 256)"),
+              std::string::npos);
+    EXPECT_NE(r.out.find("ERROR " + cfg + ": unknown key 'memory.foo'"), std::string::npos);
+    EXPECT_NE(r.out.find("api key: variable DUET_API_KEY is set (value not shown)"), std::string::npos);
+    EXPECT_EQ(r.out.find("sk-secret-value"), std::string::npos);
+    EXPECT_NE(r.out.find("duet: error: doctor found 3 problems"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("PIM pim_hbm2_fimdram: internal bandwidth"), std::string::npos);
+    Result ok = run("", "doctor -m llama2-7b", false);
+    EXPECT_EQ(ok.code, 0) << ok.out;
+    EXPECT_NE(ok.out.find("model llama2-7b: loads (32 layers"), std::string::npos);
+}

@@ -1,0 +1,140 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "core/error.h"
+#include "fake_hw.h"
+#include "sim/report.h"
+#include "sim/report_files.h"
+
+using namespace duet;
+using namespace duet::sim;
+
+namespace {
+
+RunReport fake_run(const char* policy, double ttft_ms, double tbt_ms, uint64_t mem) {
+    RunReport r;
+    r.policy = policy;
+    r.timeline.ttft_ns = r.timeline.prefill_ns = ttft_ms * 1e6;
+    r.timeline.tbt_ns = {tbt_ms * 1e6, tbt_ms * 1e6};
+    r.timeline.decode.unit[0].busy_ns = 2 * tbt_ms * 1e6;
+    r.tbt_mean_ns = tbt_ms * 1e6;
+    r.memory.weights_bytes = mem;
+    return r;
+}
+
+BenchReport real_report(bool events) {
+    fake::Rig rig;
+    ModelShape s = fake::small_shape();
+    Plan p = plan_generation(s, 64, 6, 1);
+    RunOptions b, t;
+    b.placement.policy = Policy::NPU_ONLY;
+    b.record_events = t.record_events = events;
+    BenchReport r;
+    r.model = s.name;
+    r.seq_len = 64;
+    r.gen_len = 6;
+    r.npu = "fake-npu";
+    r.baseline = simulate_run(s, p, 70, 1, b, rig.hw());
+    r.target = simulate_run(s, p, 70, 1, t, rig.hw());
+    r.verdicts = judge(r.baseline, r.target, r.thresholds, rig.hw());
+    r.config = {{"k", 1}};
+    return r;
+}
+
+}  // namespace
+
+TEST(Verdicts, MetAndNotMetWithBindingLimit) {
+    fake::Rig rig;
+    SimHardware hw = rig.hw();  // PIM 4x the external bandwidth
+    RunReport b = fake_run("npu_only", 100, 10, 1000);
+    RunReport good = fake_run("npu_pim_coop", 110, 1.5, 1020);
+    good.timeline.decode.unit[0].busy_ns = 0;
+    auto v = judge(b, good, Thresholds{}, hw);
+    ASSERT_EQ(v.size(), 3u);
+    EXPECT_TRUE(v[0].met);
+    EXPECT_NEAR(v[0].value, 0.85, 1e-12);
+    EXPECT_TRUE(v[1].met);
+    EXPECT_NEAR(v[1].value, 10, 1e-9);
+    EXPECT_TRUE(v[2].met);
+    EXPECT_NEAR(v[2].value, 0.02, 1e-12);
+
+    RunReport bad = fake_run("npu_pim_coop", 130, 3, 1100);
+    bad.timeline.decode.unit[0].busy_ns = 2 * 0.4e6;
+    bad.timeline.decode.unit[1].busy_ns = 2 * 2.6e6;
+    bad.pim_gemv_gbps = 3200;
+    bad.timeline.conversion_exposed_ns = 30e6;
+    bad.memory.block_index_bytes = 80;
+    v = judge(b, bad, Thresholds{}, hw);
+    EXPECT_FALSE(v[0].met);
+    EXPECT_EQ(v[0].binding_limit,
+              "PIM internal/external bandwidth ratio 4.0x: best possible TBT ratio 0.25; PIM GEMVs reach 3200 GB/s (2.0x "
+              "the external 1600 GB/s) and take 0.26 of the baseline TBT");
+    EXPECT_FALSE(v[1].met);
+    EXPECT_EQ(v[1].binding_limit, "PIM->NZ weight conversion slower than the GEMMs it feeds: 30.00 ms exposed in prefill");
+    EXPECT_FALSE(v[2].met);
+    EXPECT_EQ(v[2].binding_limit, "PIM layout padding adds 0.0 MiB of weights");
+    EXPECT_NE(v[0].line.find("NOT MET"), std::string::npos);
+    // thresholds are knobs
+    Thresholds loose{0.5, 40, 0.2};
+    v = judge(b, bad, loose, hw);
+    EXPECT_TRUE(v[0].met && v[1].met && v[2].met);
+}
+
+TEST(Verdicts, NpuSideWorkBinds) {
+    fake::Rig rig;
+    RunReport b = fake_run("npu_only", 100, 10, 1000);
+    RunReport t = fake_run("npu_pim_coop", 100, 5, 1000);
+    t.timeline.decode.unit[0].busy_ns = 2 * 4e6;
+    t.timeline.decode.unit[1].busy_ns = 2 * 1e6;
+    auto v = judge(b, t, Thresholds{}, rig.hw());
+    EXPECT_EQ(v[0].binding_limit,
+              "operators that stay on the NPU (norms, RoPE, attention, sampling, launch) take 0.40 of the baseline TBT; "
+              "PIM work 0.10");
+}
+
+TEST(Report, JsonRoundTrip) {
+    BenchReport r = real_report(false);
+    nlohmann::json j = report_to_json(r);
+    BenchReport back = report_from_json(nlohmann::json::parse(j.dump()));
+    EXPECT_EQ(report_to_json(back), j);
+    EXPECT_EQ(back.target.timeline.tbt_ns, r.target.timeline.tbt_ns);
+    EXPECT_EQ(back.baseline.memory.total_bytes(), r.baseline.memory.total_bytes());
+    EXPECT_EQ(j["target"]["memory"]["total_bytes"].get<uint64_t>(), r.target.memory.total_bytes());
+    j["schema"] = "other/2";
+    EXPECT_THROW(report_from_json(j), Error);
+}
+
+TEST(Report, AtomicWriteAndTraceParses) {
+    BenchReport r = real_report(true);
+    const std::string path = std::string(DUET_BINARY_DIR) + "/sim_test_trace.json";
+    write_file_atomic(path, chrome_trace_json(r));
+    std::ifstream in(path);
+    nlohmann::json j = nlohmann::json::parse(in);
+    size_t complete = 0;
+    std::set<int> pids, tids;
+    for (const auto& e : j["traceEvents"]) {
+        if (e["ph"] != "X") continue;
+        ++complete;
+        pids.insert(e["pid"].get<int>());
+        tids.insert(e["tid"].get<int>());
+        EXPECT_GE(e["dur"].get<double>(), 0);
+    }
+    EXPECT_GT(complete, 2 * (4 + 15 * 4u));
+    EXPECT_EQ(pids.size(), 2u);
+    EXPECT_TRUE(tids.count(int(Track::PIM)));
+    EXPECT_TRUE(tids.count(int(Track::CONVERT)));
+    EXPECT_THROW(write_file_atomic("/nonexistent-dir/x/../../proc/none/r.json", "x"), Error);
+}
+
+TEST(Report, SvgAndTable) {
+    BenchReport r = real_report(false);
+    std::string svg = svg_chart(r);
+    EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+    EXPECT_NE(svg.find("</svg>"), std::string::npos);
+    EXPECT_EQ(std::count(svg.begin(), svg.end(), '<') - std::count(svg.begin(), svg.end(), '>'), 0);
+    std::string table = format_table(r);
+    EXPECT_NE(table.find("TBT p99"), std::string::npos);
+    EXPECT_NE(table.find("Verdicts:"), std::string::npos);
+    EXPECT_NE(table.find(r.verdicts[0].line), std::string::npos);
+}
