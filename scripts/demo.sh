@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# `make demo`: until the co-inference bench exists, generate a small model and generate text
-# with it (no downloads). A real model can be passed as DUET_DEMO_MODEL=/path/model.gguf.
+# `make demo`: duet's main job on a built-in default, no downloads.
+#  1. the co-inference comparison: `duet bench` on the llama2-7b preset at 2K context
+#     (trace-only: shapes, no weights), printing the side-by-side table and the verdicts;
+#  2. real generation with a generated small model (the engine's functional path).
+# A real model can be passed as DUET_DEMO_MODEL=/path/model.gguf for step 2.
 set -euo pipefail
 BUILD=${1:-build}
 DUET="$BUILD/duet"
 "$DUET" version
+echo "== duet bench --baseline npu_only --target npu_pim_coop --seq-len 2048 --gen-len 256 --model llama2-7b"
+"$DUET" --log-level warn bench --baseline npu_only --target npu_pim_coop --seq-len 2048 --gen-len 256 \
+    --model llama2-7b --report "$BUILD/demo/coop_2k.json" --svg "$BUILD/demo/coop_2k.svg"
+
 MODEL=${DUET_DEMO_MODEL:-}
 if [ -z "$MODEL" ]; then
     MODEL="$BUILD/demo/tiny-llama-f16.gguf"

@@ -8,6 +8,9 @@
 
 #include "core/log.h"
 #include "sim/report.h"
+#ifdef DUET_BENCH_REAL_DEVICES
+#include "sim/hw_rig.h"
+#endif
 
 namespace {
 
@@ -42,7 +45,7 @@ struct Layout : sim::LayoutModel {
 };
 
 void BM_TraceOnlyLlama2_7b_2048_256(benchmark::State& state) {
-    sim::ModelShape s{"llama2-7b", 32000, 4096, 32, 32, 32, 11008, 128, false, DType::F16, DType::F16};
+    sim::ModelShape s{"llama2-7b", 32000, 4096, 32, 32, 32, 11008, 128, false, false, DType::F16, DType::F16};
     Roofline npu(350e3, 1600, false), pim(1e6, 6400, true);
     Layout lay;
     sim::SimHardware hw;
@@ -62,6 +65,24 @@ void BM_TraceOnlyLlama2_7b_2048_256(benchmark::State& state) {
     }
 }
 BENCHMARK(BM_TraceOnlyLlama2_7b_2048_256)->Unit(benchmark::kMillisecond);
+
+#ifdef DUET_BENCH_REAL_DEVICES
+// What `duet bench` does by default: the real NPU/PIM/layout models from configs/.
+void BM_DuetBenchRealDevices_2048_256(benchmark::State& state) {
+    spdlog::set_level(spdlog::level::warn);
+    config::Settings st = config::load_settings(std::string(DUET_DEFAULT_CONFIG_DIR) + "/settings.json", {}, {});
+    config::CoopConfig cfg = config::load_coop_config(std::string(DUET_DEFAULT_CONFIG_DIR) + "/config.toml", {});
+    sim::ModelShape s{"llama2-7b", 32000, 4096, 32, 32, 32, 11008, 128, false, false, DType::F16, DType::F16};
+    for (auto _ : state) {
+        auto rig = sim::make_hardware_rig(st, cfg, "");
+        sim::Plan plan = sim::plan_generation(s, 2048, 256, 1);
+        auto rb = sim::simulate_run(s, plan, 2304, 1, sim::run_options_from(cfg, sim::Policy::NPU_ONLY), rig->hw);
+        auto rt = sim::simulate_run(s, plan, 2304, 1, sim::run_options_from(cfg, sim::Policy::NPU_PIM_COOP), rig->hw);
+        benchmark::DoNotOptimize(rb.tbt_mean_ns + rt.tbt_mean_ns);
+    }
+}
+BENCHMARK(BM_DuetBenchRealDevices_2048_256)->Unit(benchmark::kMillisecond);
+#endif
 
 }  // namespace
 

@@ -10,6 +10,8 @@
 #include "core/error.h"
 #include "hw/memory_presets.h"
 #include "hw/npu/npu_preset.h"
+#include "model/arch_presets.h"
+#include "runtime/model.h"
 #include "sim/hw_rig.h"
 #include "sim/model_shape.h"
 
@@ -75,8 +77,13 @@ void run_doctor(const DoctorArgs& a) {
 
     if (!a.model.empty()) {
         try {
+            if (!model::find_arch_preset(a.model)) {  // a file: open, validate, bind every weight, read the tokenizer
+                auto m = runtime::Model::load(a.model);
+                std::printf("model %s: loaded in %.1f ms (%s tokenizer)\n", a.model.c_str(), m->load_ms(),
+                            m->has_tokenizer() ? "with" : "no");
+            }
             sim::ModelShape s = bench_model_shape(a.model, st.runtime.dtype);
-            std::printf("model %s: loads (%lld layers, n_embd %lld, %lld heads / %lld kv, n_ff %lld, vocab %lld)\n",
+            std::printf("model %s: %lld layers, n_embd %lld, %lld heads / %lld kv, n_ff %lld, vocab %lld\n",
                         a.model.c_str(), (long long)s.n_layer, (long long)s.n_embd, (long long)s.n_head,
                         (long long)s.n_head_kv, (long long)s.n_ff, (long long)s.n_vocab);
         } catch (const Error& e) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <ctime>
 #include <vector>
 
 #include "core/aligned_buffer.h"
@@ -40,15 +41,21 @@ MemBandwidth measure_memory_bandwidth(ThreadPool& pool, size_t buffer_bytes, int
         }
     });
     MemBandwidth r{0, 0, buffer_bytes, threads};
+    auto cpu_ns = [] {
+        timespec t;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+        return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec;
+    };
     std::vector<double> sums(size_t(threads), 0.0);
     for (int rep = 0; rep < repetitions; ++rep) {
-        const int64_t t0 = now_ns();
+        const int64_t c0 = cpu_ns(), t0 = now_ns();
         pool.run([&](int t, int nt) {
             const int64_t s = n * t / nt, e = n * (t + 1) / nt;
             sums[size_t(t)] += sum_slice(b.data() + s, e - s);
         });
-        const int64_t t1 = now_ns();
+        const int64_t c1 = cpu_ns(), t1 = now_ns();
         r.read_gbps = std::max(r.read_gbps, double(n) * 4.0 / double(t1 - t0));
+        r.read_cpu_gbps = std::max(r.read_cpu_gbps, double(n) * 4.0 * threads / double(c1 - c0));
         const float scalar = 3.0f;
         pool.run([&](int t, int nt) {
             const int64_t s = n * t / nt, e = n * (t + 1) / nt;
@@ -57,8 +64,9 @@ MemBandwidth measure_memory_bandwidth(ThreadPool& pool, size_t buffer_bytes, int
             const float* pc = c.data();
             for (int64_t i = s; i < e; ++i) pa[i] = pb[i] + scalar * pc[i];
         });
-        const int64_t t2 = now_ns();
+        const int64_t c2 = cpu_ns(), t2 = now_ns();
         r.triad_gbps = std::max(r.triad_gbps, double(n) * 12.0 / double(t2 - t1));
+        r.triad_cpu_gbps = std::max(r.triad_cpu_gbps, double(n) * 12.0 * threads / double(c2 - c1));
     }
     // keep the sums observable so the read loop is not optimised away
     volatile double sink = 0;

@@ -15,6 +15,11 @@ struct MemBandwidth {
     double triad_gbps;    // a[i] = b[i] + s * c[i]: 3 arrays' bytes (2 read, 1 written) per second / 1e9
     size_t buffer_bytes;  // size of the read buffer (and of each triad array)
     int threads;
+    // The same rates per second of CPU time per thread (process CPU time / threads): on a
+    // machine shared with other busy processes this estimates what the threads reach while
+    // they run, where the wall-clock rates above also count the time they waited for a core.
+    double read_cpu_gbps = 0;
+    double triad_cpu_gbps = 0;
 };
 
 // buffer_bytes: per array; 0 picks 256 MiB (well above the LLCs of current desktop and server

@@ -1,5 +1,7 @@
 #include "runtime/dispatch.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "runtime/weight_source.h"
 
@@ -57,7 +59,7 @@ void Dispatcher::rmsnorm(const float* x, const float* w, float* y, int64_t m, in
     });
 }
 
-void Dispatcher::matmul(sim::WeightRole role, const float* x, int64_t m, float* y) {
+void Dispatcher::matmul(sim::WeightRole role, const float* x, int64_t m, float* y, const float* bias) {
     const int32_t layer = role == sim::WeightRole::LM_HEAD ? -1 : layer_;
     const WeightInfo wi = weights_->info(role, layer);
     OpRecord r;
@@ -71,7 +73,12 @@ void Dispatcher::matmul(sim::WeightRole role, const float* x, int64_t m, float* 
     r.in_bytes = uint64_t(m * wi.k) * kF32;
     r.out_bytes = uint64_t(m * wi.n) * kF32;
     r.flops = 2.0 * double(m) * double(wi.n) * double(wi.k);
-    run(r, [&] { weights_->matmul(role, layer, x, m, wi.k, y, wi.n, pool_); });
+    run(r, [&] {
+        weights_->matmul(role, layer, x, m, wi.k, y, wi.n, pool_);
+        if (bias)
+            for (int64_t i = 0; i < m; ++i)
+                for (int64_t j = 0; j < wi.n; ++j) y[i * wi.n + j] += bias[j];
+    });
 }
 
 void Dispatcher::add(float* y, const float* x, int64_t m, int64_t n) {
@@ -87,37 +94,25 @@ void Dispatcher::add(float* y, const float* x, int64_t m, int64_t n) {
     });
 }
 
-void Dispatcher::add_bias(float* y, const float* bias, int64_t m, int64_t n, sim::WeightRole role) {
-    OpRecord r;
-    r.kind = OpKind::ADD;
-    r.role = role;
-    r.m = m;
-    r.n = n;
-    r.weight_bytes = uint64_t(n) * kF32;
-    r.in_bytes = uint64_t(m * n) * kF32;
-    r.out_bytes = uint64_t(m * n) * kF32;
-    r.flops = double(m) * double(n);
-    run(r, [&] {
-        for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < n; ++j) y[i * n + j] += bias[j];
-    });
-}
-
-void Dispatcher::rope(float* x, int64_t m, const int64_t* pos, int64_t n_head, int64_t head_dim, int64_t n_rot,
-                      float freq_base, float freq_scale, const float* freq_factors, kernels::RopeOrder order) {
+void Dispatcher::rope(float* q, float* k, int64_t m, const int64_t* pos, const RopeParams& p) {
+    const int64_t nq = p.n_head * p.head_dim, nk = p.n_head_kv * p.head_dim;
     OpRecord r;
     r.kind = OpKind::ROPE;
     r.m = m;
-    r.n = n_head * head_dim;
-    r.k = head_dim;
-    r.n_head = n_head;
-    r.in_bytes = r.out_bytes = uint64_t(m * n_head * head_dim) * kF32;
-    r.flops = 3.0 * double(m) * double(n_head) * double(n_rot);
+    r.n = nq + nk;
+    r.k = p.head_dim;
+    r.n_head = p.n_head;
+    r.n_head_kv = p.n_head_kv;
+    r.in_bytes = r.out_bytes = uint64_t(m * r.n) * kF32;
+    r.flops = 3.0 * double(m) * double(r.n);
     run(r, [&] {
         pool_.parallel_for(m, kRowGrain, [&](int64_t b, int64_t e) {
-            for (int64_t i = b; i < e; ++i)
-                kernels::rope(x + i * n_head * head_dim, n_head, head_dim, n_rot, pos[i], freq_base, freq_scale,
-                              freq_factors, order);
+            for (int64_t i = b; i < e; ++i) {
+                kernels::rope(q + i * nq, p.n_head, p.head_dim, p.n_rot, pos[i], p.freq_base, p.freq_scale,
+                              p.freq_factors, p.order);
+                kernels::rope(k + i * nk, p.n_head_kv, p.head_dim, p.n_rot, pos[i], p.freq_base, p.freq_scale,
+                              p.freq_factors, p.order);
+            }
         });
     });
 }
@@ -129,7 +124,7 @@ void Dispatcher::swiglu(const float* gate, const float* up, float* out, int64_t 
     r.n = n;
     r.in_bytes = 2 * uint64_t(m * n) * kF32;
     r.out_bytes = uint64_t(m * n) * kF32;
-    r.flops = 5.0 * double(m) * double(n);
+    r.flops = 4.0 * double(m) * double(n);
     run(r, [&] {
         pool_.parallel_for(m, kRowGrain, [&](int64_t b, int64_t e) {
             kernels::swiglu(gate + b * n, up + b * n, out + b * n, (e - b) * n);
@@ -141,35 +136,49 @@ void Dispatcher::kv_write(int64_t m, int64_t n_embd_kv, DType kv_type, const std
     OpRecord r;
     r.kind = OpKind::KV_WRITE;
     r.m = m;
-    r.n = n_embd_kv;
+    r.n = 2 * n_embd_kv;
     r.weight_dtype = kv_type;
-    r.in_bytes = 2 * uint64_t(m * n_embd_kv) * kF32;
-    r.out_bytes = 2 * uint64_t(m) * row_bytes(kv_type, n_embd_kv);
+    r.in_bytes = uint64_t(m * r.n) * kF32;
+    r.out_bytes = uint64_t(m) * 2 * row_bytes(kv_type, n_embd_kv);
     run(r, write);
 }
 
-void Dispatcher::attention(const float* q, int64_t n_q, int64_t pos0, int64_t n_head, int64_t n_head_kv,
-                           int64_t head_dim, const kernels::KvView& kv, float scale, float* out) {
-    const int64_t n_ctx = pos0 + n_q;
-    const double pairs = double(n_q) * double(pos0) + double(n_q) * double(n_q + 1) / 2.0;
+void Dispatcher::attention(const std::vector<AttentionSeq>& seqs, int64_t n_head, int64_t n_head_kv,
+                           int64_t head_dim, float scale) {
+    DUET_CHECK(!seqs.empty());
+    const DType kv_type = seqs[0].kv.kv_type;
+    const size_t kv_row = row_bytes(kv_type, n_head_kv * head_dim);
     OpRecord r;
     r.kind = OpKind::ATTENTION;
-    r.m = n_q;
-    r.n = n_ctx;
     r.k = head_dim;
     r.n_head = n_head;
     r.n_head_kv = n_head_kv;
-    r.weight_dtype = kv.kv_type;
-    r.weight_bytes = 2 * uint64_t(n_ctx) * row_bytes(kv.kv_type, n_head_kv * head_dim);
-    r.in_bytes = r.out_bytes = uint64_t(n_q * n_head * head_dim) * kF32;
+    r.weight_dtype = kv_type;
+    double pairs = 0;
+    for (const AttentionSeq& s : seqs) {
+        const int64_t ctx = s.pos0 + s.n_q;
+        r.m += s.n_q;
+        r.n = std::max(r.n, ctx);
+        r.weight_bytes += 2 * uint64_t(ctx) * kv_row;
+        pairs += double(s.n_q) * double(s.pos0) + double(s.n_q) * double(s.n_q + 1) / 2.0;
+    }
+    r.in_bytes = r.out_bytes = uint64_t(r.m * n_head * head_dim) * kF32;
     r.flops = 4.0 * double(n_head) * double(head_dim) * pairs;
-    const int32_t saved = n_seq_;
-    n_seq_ = 1;  // attention runs per sequence
-    const sim::Phase saved_phase = phase_;
-    phase_ = n_q > 1 ? sim::Phase::PREFILL : sim::Phase::DECODE;
-    run(r, [&] { kernels::attention(q, n_q, pos0, n_head, n_head_kv, head_dim, kv, scale, out, pool_); });
-    n_seq_ = saved;
-    phase_ = saved_phase;
+    run(r, [&] {
+        for (const AttentionSeq& s : seqs)
+            kernels::attention(s.q, s.n_q, s.pos0, n_head, n_head_kv, head_dim, s.kv, scale, s.out, pool_);
+    });
+}
+
+void Dispatcher::output(int64_t n_seq, int64_t n_vocab) {
+    OpRecord r;
+    r.kind = OpKind::OUTPUT;
+    r.m = n_seq;
+    r.n = n_vocab;
+    r.in_bytes = uint64_t(n_seq * n_vocab) * kF32;
+    r.out_bytes = uint64_t(n_seq) * kF32;
+    r.flops = double(n_seq) * double(n_vocab);
+    run(r, [] {});  // sampling itself runs in the caller (Generator, server) on these logits
 }
 
 }  // namespace duet::runtime

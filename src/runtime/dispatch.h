@@ -5,18 +5,28 @@
 // WeightSource for weight matmuls). The simulator (issue 4) consumes exactly these records,
 // so the op list, shapes, bytes and FLOPs exist once.
 //
-// Closed forms of the records (activations are f32 on the host, 4 bytes per element):
-//   MATMUL     m×k · (n×k)ᵀ: flops 2mnk; weight_bytes = whole matrix; in 4mk; out 4mn
+// The records follow the field semantics and op order written in sim/op_trace.h (the
+// trace-only planner emits the same list): per layer RMSNORM, MATMUL Q, K, V, ROPE (q and k
+// together), KV_WRITE, ATTENTION (all sequences of the batch), MATMUL ATTN_OUT, ADD, RMSNORM,
+// MATMUL GATE, UP, SWIGLU, MATMUL DOWN, ADD; around them EMBED first and RMSNORM, MATMUL
+// LM_HEAD, OUTPUT last. Closed forms (activations f32 on the host, 4 bytes per element):
+//   MATMUL     m×k · (n×k)ᵀ: flops 2mnk; weight_bytes = whole matrix; in 4mk; out 4mn. A bias
+//              (qwen2 q/k/v) is the matmul's epilogue, not a separate op; its 4n bytes and mn
+//              adds (< 0.1 %) are not counted, so the records equal the planner's.
 //   RMSNORM    m rows of n: flops 4mn; weight_bytes 4n; in 4mn; out 4mn
-//   ADD        m×n (+ m×n, or a bias row broadcast): flops mn; weight_bytes 4n for a bias
-//   ROPE       m tokens × n_head heads × n_rot dims: flops 3·m·n_head·n_rot; in = out = 4·m·n_head·head_dim
-//   SWIGLU     m×n: flops 5mn (silu ≈ 4, product 1); in 8mn; out 4mn
-//   EMBED      m rows of n from the table: weight_bytes m·row_bytes; out 4mn
-//   KV_WRITE   m tokens: in 8·m·n_embd_kv; out 2·m·row_bytes(kv_type, n_embd_kv)
-//   ATTENTION  one sequence, m = n_q queries at pos0.., n = pos0 + n_q context, k = head_dim:
-//              S = Σ_i (pos0 + i + 1) = n_q·pos0 + n_q(n_q+1)/2 query-key pairs;
-//              flops 4·n_head·head_dim·S; weight_bytes (KV read) 2·n·row_bytes(kv_type, n_embd_kv);
-//              in 4·m·n_head·head_dim; out the same
+//   ADD        m×n residual: flops mn; in 8mn; out 4mn
+//   ROPE       m tokens, n = (n_head + n_head_kv)·head_dim: flops 3mn; in = out = 4mn
+//   SWIGLU     m×n: flops 4mn; in 8mn; out 4mn
+//   EMBED      m rows of n from the table: weight_bytes m·row_bytes; in 4m (ids); out 4mn
+//   KV_WRITE   m tokens, n = 2·n_embd_kv: in 4mn; out m·n·sizeof(KV element)
+//   ATTENTION  m = all new tokens, n = context after this forward (the longest one in a ragged
+//              batch), k = head_dim; per sequence S = n_q·pos0 + n_q(n_q+1)/2 query-key pairs;
+//              flops 4·n_head·head_dim·ΣS; weight_bytes (KV read) Σ 2·ctx·n_embd_kv·sizeof(KV
+//              element); in = out = 4·m·n_head·head_dim
+//   OUTPUT     marks sampling of one token per sequence (done by the caller): m = n_seq,
+//              n = n_vocab; in 4mn; out 4m; flops mn
+// n_seq is the number of sequences of the batch on every record; phase is PREFILL when any
+// sequence of the batch brings more than one new token, else DECODE.
 //
 // Thread safety: one Dispatcher per engine, used from the engine's thread.
 #include <cstdint>
@@ -58,21 +68,34 @@ public:
                float* out);
     // y[i] = rmsnorm(x[i]) * w, rows of n (strides = n). y may alias x.
     void rmsnorm(const float* x, const float* w, float* y, int64_t m, int64_t n, float eps);
-    // y[m][n] = x[m][k] · W(role, layer)ᵀ with row strides k and n.
-    void matmul(sim::WeightRole role, const float* x, int64_t m, float* y);
-    // y[i][j] += x[i][j] (x != nullptr) or y[i][j] += bias[j] (bias != nullptr, recorded with `role`).
+    // y[m][n] = x[m][k] · W(role, layer)ᵀ (+ bias[n] when bias != nullptr), row strides k and n.
+    void matmul(sim::WeightRole role, const float* x, int64_t m, float* y, const float* bias = nullptr);
+    // y[i][j] += x[i][j] over m×n (residual).
     void add(float* y, const float* x, int64_t m, int64_t n);
-    void add_bias(float* y, const float* bias, int64_t m, int64_t n, sim::WeightRole role);
-    // Rotates m token rows (row stride n_head * head_dim) at positions pos[i].
-    void rope(float* x, int64_t m, const int64_t* pos, int64_t n_head, int64_t head_dim, int64_t n_rot,
-              float freq_base, float freq_scale, const float* freq_factors, kernels::RopeOrder order);
+    // Rotates q (m rows of n_head heads) and k (m rows of n_head_kv heads) at positions pos[i].
+    struct RopeParams {
+        int64_t n_head, n_head_kv, head_dim, n_rot;
+        float freq_base, freq_scale;
+        const float* freq_factors;  // n_rot / 2 or null
+        kernels::RopeOrder order;
+    };
+    void rope(float* q, float* k, int64_t m, const int64_t* pos, const RopeParams& p);
     // out[i] = silu(gate[i]) * up[i] over m×n (out may alias gate).
     void swiglu(const float* gate, const float* up, float* out, int64_t m, int64_t n);
-    // Records a KV write of m tokens (n_embd_kv wide each, stored in kv_type) and runs `write`.
+    // Records a KV write of m tokens (K and V, n_embd_kv wide each, stored in kv_type) and runs `write`.
     void kv_write(int64_t m, int64_t n_embd_kv, DType kv_type, const std::function<void()>& write);
-    // Causal attention of one sequence (see kernels::attention).
-    void attention(const float* q, int64_t n_q, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
-                   const kernels::KvView& kv, float scale, float* out);
+    // Causal attention of every sequence of the batch over its own KV blocks (kernels::attention).
+    struct AttentionSeq {
+        const float* q;  // [n_q][n_head][head_dim]
+        int64_t n_q;
+        int64_t pos0;
+        kernels::KvView kv;
+        float* out;  // [n_q][n_head][head_dim]
+    };
+    void attention(const std::vector<AttentionSeq>& seqs, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                   float scale);
+    // Marks the sampling of one token for each of n_seq sequences (the caller samples).
+    void output(int64_t n_seq, int64_t n_vocab);
 
 private:
     template <typename F>

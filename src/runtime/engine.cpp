@@ -129,6 +129,7 @@ ForwardStatus Engine::forward(std::span<const SeqInput> batch, ForwardOutput& ou
     dispatch_.rmsnorm(xn_.data(), w.output_norm.f32(), xn_.data(), n_rows, hp.n_embd, hp.norm_eps);
     out.logits.resize(size_t(n_rows * hp.n_vocab));
     dispatch_.matmul(WeightRole::LM_HEAD, xn_.data(), n_rows, out.logits.data());
+    dispatch_.output(int64_t(batch.size()), hp.n_vocab);
 
     for (const SeqInput& in : batch) in.kv->commit(int64_t(in.tokens.size()));
     return ForwardStatus::OK;
@@ -141,19 +142,14 @@ void Engine::layer_forward(int32_t il, int64_t n_tok, std::span<const SeqInput> 
     dispatch_.set_layer(il);
 
     dispatch_.rmsnorm(x_.data(), lw.attn_norm.f32(), xn_.data(), n_tok, n_embd, hp.norm_eps);
-    dispatch_.matmul(WeightRole::ATTN_Q, xn_.data(), n_tok, q_.data());
-    dispatch_.matmul(WeightRole::ATTN_K, xn_.data(), n_tok, k_.data());
-    dispatch_.matmul(WeightRole::ATTN_V, xn_.data(), n_tok, v_.data());
-    if (hp.qkv_bias) {
-        dispatch_.add_bias(q_.data(), lw.bq.f32(), n_tok, n_q, WeightRole::ATTN_Q);
-        dispatch_.add_bias(k_.data(), lw.bk.f32(), n_tok, n_kv, WeightRole::ATTN_K);
-        dispatch_.add_bias(v_.data(), lw.bv.f32(), n_tok, n_kv, WeightRole::ATTN_V);
-    }
+    const bool bias = hp.qkv_bias;
+    dispatch_.matmul(WeightRole::ATTN_Q, xn_.data(), n_tok, q_.data(), bias ? lw.bq.f32() : nullptr);
+    dispatch_.matmul(WeightRole::ATTN_K, xn_.data(), n_tok, k_.data(), bias ? lw.bk.f32() : nullptr);
+    dispatch_.matmul(WeightRole::ATTN_V, xn_.data(), n_tok, v_.data(), bias ? lw.bv.f32() : nullptr);
     const float* factors = model_->weights().rope_freqs.present() ? model_->weights().rope_freqs.f32() : nullptr;
-    dispatch_.rope(q_.data(), n_tok, pos_.data(), hp.n_head, hp.head_dim, hp.n_rot, hp.rope_freq_base,
-                   hp.rope_freq_scale, factors, rope_order_);
-    dispatch_.rope(k_.data(), n_tok, pos_.data(), hp.n_head_kv, hp.head_dim, hp.n_rot, hp.rope_freq_base,
-                   hp.rope_freq_scale, factors, rope_order_);
+    const Dispatcher::RopeParams rp{hp.n_head,       hp.n_head_kv,        hp.head_dim, hp.n_rot,
+                                    hp.rope_freq_base, hp.rope_freq_scale, factors,     rope_order_};
+    dispatch_.rope(q_.data(), k_.data(), n_tok, pos_.data(), rp);
 
     KvCache& cache = *kv_;
     const int64_t bt = cache.block_tokens();
@@ -173,21 +169,26 @@ void Engine::layer_forward(int32_t il, int64_t n_tok, std::span<const SeqInput> 
     });
 
     const float scale = 1.0f / std::sqrt(float(hp.head_dim));
+    // Block pointers of every sequence for this layer, one array for the whole batch.
+    size_t n_ptr = 0;
+    for (const SeqInput& in : batch) n_ptr += in.kv->blocks().size();
+    kptr_.resize(n_ptr);
+    vptr_.resize(n_ptr);
+    attn_seqs_.clear();
     int64_t off = 0;
+    size_t p = 0;
     for (const SeqInput& in : batch) {
-        const auto& blocks = in.kv->blocks();
-        kptr_.resize(blocks.size());
-        vptr_.resize(blocks.size());
-        for (size_t i = 0; i < blocks.size(); ++i) {
-            kptr_[i] = cache.k_block(il, blocks[i]);
-            vptr_[i] = cache.v_block(il, blocks[i]);
+        const size_t first = p;
+        for (BlockId b : in.kv->blocks()) {
+            kptr_[p] = cache.k_block(il, b);
+            vptr_[p++] = cache.v_block(il, b);
         }
-        const kernels::KvView view{kptr_.data(), vptr_.data(), bt, kv_type};
         const int64_t n = int64_t(in.tokens.size());
-        dispatch_.attention(&q_[size_t(off * n_q)], n, in.kv->n_tokens(), hp.n_head, hp.n_head_kv, hp.head_dim, view,
-                            scale, &attn_[size_t(off * n_q)]);
+        attn_seqs_.push_back({&q_[size_t(off * n_q)], n, in.kv->n_tokens(),
+                              kernels::KvView{&kptr_[first], &vptr_[first], bt, kv_type}, &attn_[size_t(off * n_q)]});
         off += n;
     }
+    dispatch_.attention(attn_seqs_, hp.n_head, hp.n_head_kv, hp.head_dim, scale);
 
     dispatch_.matmul(WeightRole::ATTN_OUT, attn_.data(), n_tok, xn_.data());
     dispatch_.add(x_.data(), xn_.data(), n_tok, n_embd);

@@ -111,6 +111,7 @@ private:
     std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_;
     std::vector<int64_t> pos_;
     std::vector<const void*> kptr_, vptr_;
+    std::vector<Dispatcher::AttentionSeq> attn_seqs_;
 };
 
 }  // namespace duet::runtime

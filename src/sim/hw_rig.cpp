@@ -27,10 +27,16 @@ RunOptions run_options_from(const config::CoopConfig& cfg, Policy policy) {
 }
 
 std::unique_ptr<HardwareRig> make_hardware_rig(const config::Settings& settings, const config::CoopConfig& cfg,
-                                               const std::string& pim_preset) {
+                                               const std::string& pim_preset, const std::string& npu_dispatch) {
     auto rig = std::make_unique<HardwareRig>();
     hw::npu::NpuPreset np = hw::npu::load_npu_preset(settings.ascend.soc_version);
-    rig->npu = std::make_unique<hw::npu::NpuDevice>(np);
+    hw::npu::NpuOptions nopt;
+    if (!npu_dispatch.empty()) {
+        auto d = hw::npu::dispatch_from_name(npu_dispatch);
+        if (!d) fail("--npu-dispatch = \"{}\" is not a dispatch mode (allowed: eager, queue0, queue1, queue2, graph)", npu_dispatch);
+        nopt.dispatch = *d;
+    }
+    rig->npu = std::make_unique<hw::npu::NpuDevice>(np, nopt);
     rig->pim_preset = pim_preset.empty() ? "pim_hbm2_fimdram" : pim_preset;
 
     layout::PimLayoutParams lp;

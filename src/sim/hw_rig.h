@@ -24,9 +24,11 @@ struct HardwareRig {
     SimHardware hw;
 };
 
-// `pim_preset` empty: the default PIM preset. Throws duet::Error for unknown presets.
+// `pim_preset` empty: the default PIM preset; `npu_dispatch`: the NPU's host launch mode
+// (eager, queue0, queue1, queue2, graph; empty = queue1, torch_npu's default).
+// Throws duet::Error for unknown presets or modes.
 std::unique_ptr<HardwareRig> make_hardware_rig(const config::Settings& settings, const config::CoopConfig& cfg,
-                                               const std::string& pim_preset);
+                                               const std::string& pim_preset, const std::string& npu_dispatch = "");
 
 // Knobs of one run from the config (placement policy given separately).
 RunOptions run_options_from(const config::CoopConfig& cfg, Policy policy);

@@ -21,6 +21,7 @@ public:
     PimMatrixInfo pim(int64_t n, int64_t k, DType dtype) const override;
     double nz_to_pim_ns(int64_t n, int64_t k, DType dtype) const override;
     const layout::PimLayoutParams& params() const { return params_; }
+    const layout::MemoryOrganisation& organisation() const { return org_; }
 
 private:
     const layout::PimLayoutPlan& plan(int64_t n, int64_t k, DType dtype) const;

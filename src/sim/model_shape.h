@@ -19,6 +19,7 @@ struct ModelShape {
     int64_t n_ff = 0;
     int64_t head_dim = 0;
     bool tied_output = false;           // lm-head reuses the embedding table
+    bool qkv_bias = false;              // q/k/v projections add an f32 bias (qwen2; a matmul epilogue, not a record)
     DType weight_dtype = DType::F16;    // matrices as stored on the device
     DType kv_dtype = DType::F16;        // KV cache elements
 };

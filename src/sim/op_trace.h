@@ -7,28 +7,33 @@
 
 #include "core/dtype.h"
 
-// Field semantics per kind (the planner, sim/planner.h, emits exactly these; the engine must
-// match them). T = tokens in the forward (sum over sequences), E = n_embd, f32 activations
-// on the host (4 bytes), wb(n) = row bytes of n weight elements in weight_dtype.
+// Field semantics per kind (the planner, sim/planner.h, emits exactly these; the engine's
+// dispatch point, runtime/dispatch.h, follows them; tests compare both on generated models).
+// T = tokens in the forward (sum over sequences), E = n_embd, f32 activations on the host
+// (4 bytes), wb(n) = row bytes of n elements in weight_dtype, kvb(n) the same in the KV dtype.
 //   EMBED     layer -1; m=T, n=E; weight_bytes = T*wb(E) (rows gathered); in = 4*T (ids); out = 4*T*E
-//   RMSNORM   m=T (or n_seq for the final norm, layer -1), n=E; weight_bytes = 4*E; in = out = 4*m*E;
-//             flops = 4*m*E
-//   MATMUL    m rows, n = output features, k = input features; weight_bytes = n*wb(k);
+//   RMSNORM   m=T (n_seq rows for the final norm, layer -1), n=E; weight_bytes = 4*E;
+//             in = out = 4*m*E; flops = 4*m*E
+//   MATMUL    m rows, n = output features, k = input features; weight_bytes = whole matrix;
 //             in = 4*m*k; out = 4*m*n; flops = 2*m*n*k. LM_HEAD (layer -1) has m = n_seq
-//             (logits of the last token of each sequence only).
-//   ROPE      m=T, n=(n_head+n_head_kv)*head_dim (q and k together); in = out = 4*m*n; flops = 3*m*n
-//   KV_WRITE  m=T, n=2*n_head_kv*head_dim, weight_dtype = KV dtype; in = 4*m*n;
-//             out = m*n*sizeof(KV element); weight_bytes = 0
-//   ATTENTION m=T, n = context length per sequence after this forward (n_past + n_new),
-//             k = head_dim, heads set; weight_dtype = KV dtype; weight_bytes = KV bytes read
-//             = n_seq*n*2*n_head_kv*head_dim*sizeof(KV element); in = out = 4*T*n_head*head_dim;
-//             flops = 4*n_head*head_dim*n_seq*sum_{i<n_new}(n_past+i+1) (causal)
+//             (logits of the last token of each sequence). A q/k/v bias is the matmul's
+//             epilogue, not a record.
+//   ROPE      q and k together: m=T, n=(n_head+n_head_kv)*head_dim, k=head_dim, heads set;
+//             in = out = 4*m*n; flops = 3*m*n
+//   KV_WRITE  m=T, n=2*n_head_kv*head_dim (K and V), weight_dtype = KV dtype; in = 4*m*n;
+//             out = m*2*kvb(n_head_kv*head_dim); weight_bytes = 0
+//   ATTENTION one record for the batch: m=T, n = longest context after this forward, k=head_dim,
+//             heads set; weight_dtype = KV dtype; weight_bytes = KV read = sum over sequences
+//             of 2*ctx*kvb(n_head_kv*head_dim); in = out = 4*T*n_head*head_dim;
+//             flops = 4*n_head*head_dim*sum over sequences of (n_q*pos0 + n_q*(n_q+1)/2)
 //   SWIGLU    m=T, n=n_ff; in = 8*m*n; out = 4*m*n; flops = 4*m*n
-//   ADD       m=T, n=E; in = 8*m*n; out = 4*m*n; flops = m*n
-//   OUTPUT    layer -1, sampling; m=n_seq, n=n_vocab; in = 4*m*n; out = 4*m; flops = m*n
+//   ADD       residual: m=T, n=E; in = 8*m*n; out = 4*m*n; flops = m*n
+//   OUTPUT    layer -1, marks sampling (done by the caller); m=n_seq, n=n_vocab; in = 4*m*n;
+//             out = 4*m; flops = m*n
 // Order of one forward: EMBED; per layer RMSNORM, MATMUL Q, K, V, ROPE, KV_WRITE, ATTENTION,
 // MATMUL ATTN_OUT, ADD, RMSNORM, MATMUL FFN_GATE, FFN_UP, SWIGLU, MATMUL FFN_DOWN, ADD;
-// then RMSNORM, MATMUL LM_HEAD, OUTPUT. n_seq = sequences in the batch on every record.
+// then RMSNORM, MATMUL LM_HEAD, OUTPUT. n_seq = sequences in the batch on every record;
+// phase = PREFILL when any sequence brings more than one token, else DECODE.
 namespace duet::sim {
 
 enum class OpKind {

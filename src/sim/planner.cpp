@@ -56,7 +56,7 @@ void plan_forward(const ModelShape& s, int32_t n_seq, int64_t n_past, int64_t n_
     Emitter e{s, n_seq, phase, out};
     const int64_t T = int64_t(n_seq) * n_new;
     const int64_t E = s.n_embd, q_dim = s.n_head * s.head_dim, kv_dim = s.n_head_kv * s.head_dim;
-    const uint64_t kv_elem = dtype_info(s.kv_dtype).block_bytes;
+    const uint64_t kv_row = row_bytes(s.kv_dtype, kv_dim);
 
     OpRecord emb = e.base(OpKind::EMBED, -1, T, E);
     emb.weight_bytes = uint64_t(T) * row_bytes(s.weight_dtype, E);
@@ -69,22 +69,28 @@ void plan_forward(const ModelShape& s, int32_t n_seq, int64_t n_past, int64_t n_
         e.matmul(l, WeightRole::ATTN_Q, T, q_dim, E);
         e.matmul(l, WeightRole::ATTN_K, T, kv_dim, E);
         e.matmul(l, WeightRole::ATTN_V, T, kv_dim, E);
-        e.elementwise(OpKind::ROPE, l, T, q_dim + kv_dim, 1, 3);
+        OpRecord rope = e.base(OpKind::ROPE, l, T, q_dim + kv_dim);
+        rope.weight_dtype = DType::F32;
+        rope.k = s.head_dim;
+        rope.n_head = s.n_head;
+        rope.n_head_kv = s.n_head_kv;
+        rope.in_bytes = rope.out_bytes = 4 * uint64_t(T * (q_dim + kv_dim));
+        rope.flops = 3.0 * double(T) * double(q_dim + kv_dim);
+        out.push_back(rope);
         OpRecord kv = e.base(OpKind::KV_WRITE, l, T, 2 * kv_dim);
         kv.weight_dtype = s.kv_dtype;
         kv.in_bytes = 4 * uint64_t(T * 2 * kv_dim);
-        kv.out_bytes = kv_elem * uint64_t(T * 2 * kv_dim);
+        kv.out_bytes = uint64_t(T) * 2 * kv_row;
         out.push_back(kv);
         OpRecord at = e.base(OpKind::ATTENTION, l, T, n_past + n_new);
         at.k = s.head_dim;
         at.n_head = s.n_head;
         at.n_head_kv = s.n_head_kv;
         at.weight_dtype = s.kv_dtype;
-        at.weight_bytes = uint64_t(n_seq) * uint64_t(n_past + n_new) * 2 * uint64_t(kv_dim) * kv_elem;
+        at.weight_bytes = uint64_t(n_seq) * 2 * uint64_t(n_past + n_new) * kv_row;
         at.in_bytes = at.out_bytes = 4 * uint64_t(T * q_dim);
-        // sum over the causal rows of their context lengths
-        const double ctx_sum = double(n_new) * double(n_past) + double(n_new) * double(n_new + 1) / 2;
-        at.flops = 4.0 * double(s.n_head) * double(s.head_dim) * double(n_seq) * ctx_sum;
+        const double pairs = double(n_new) * double(n_past) + double(n_new) * double(n_new + 1) / 2;
+        at.flops = 4.0 * double(s.n_head) * double(s.head_dim) * double(n_seq) * pairs;
         out.push_back(at);
         e.matmul(l, WeightRole::ATTN_OUT, T, E, q_dim);
         e.elementwise(OpKind::ADD, l, T, E, 2, 1);

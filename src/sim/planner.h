@@ -28,7 +28,7 @@ struct Plan {
 };
 
 // Appends the records of one forward over `n_seq` sequences, each with n_past cached and
-// n_new new tokens; logits (and sampling) for the last token of each sequence only.
+// n_new new tokens; logits (and the sampling marker) for the last token of each sequence only.
 void plan_forward(const ModelShape& shape, int32_t n_seq, int64_t n_past, int64_t n_new, Phase phase, OpTrace& out);
 
 // Whole generation; throws duet::Error for non-positive lengths or an invalid shape.

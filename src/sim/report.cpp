@@ -33,7 +33,7 @@ RunReport simulate_run(const ModelShape& shape, const Plan& plan, int64_t contex
     }
     const double decode_pj = tl.decode.unit[0].energy_pj + tl.decode.unit[1].energy_pj;
     const double tokens = double(tbt.size()) * batch;
-    // conversion energy is attributed to the phase by time share of conversions (prefill unless decode converts)
+    // extra conversion energy is booked to prefill, where the conversions of npu_pim_coop happen
     r.prefill_energy_pj = tl.prefill.unit[0].energy_pj + tl.prefill.unit[1].energy_pj;
     r.decode_energy_per_token_pj = tokens > 0 ? decode_pj / tokens : 0;
     r.prefill_energy_pj += tl.conversion_energy_pj;
@@ -78,7 +78,10 @@ std::vector<Verdict> judge(const RunReport& b, const RunReport& t, const Thresho
             const double npu_rest = t.timeline.decode.unit[0].busy_ns / steps / b.tbt_mean_ns;
             const double pim_part = t.timeline.decode.unit[1].busy_ns / steps / b.tbt_mean_ns;
             const double ratio = hw.mem_bw_gbps > 0 ? hw.pim_internal_bw_gbps / hw.mem_bw_gbps : 0;
-            if (pim_part >= npu_rest && ratio > 0)
+            if (t.policy != "npu_only" && t.timeline.decode.unit[1].ops == 0)
+                v.binding_limit = "the PIM ran no decode operator: its model supports none of them (check [pim] "
+                                  "precision and [scheduling] decode_engine against the PIM preset)";
+            else if (pim_part >= npu_rest && ratio > 0)
                 v.binding_limit = fmt::format("PIM internal/external bandwidth ratio {:.1f}x: best possible TBT ratio "
                                               "{:.2f}; PIM GEMVs reach {:.0f} GB/s ({:.1f}x the external {:.0f} GB/s) "
                                               "and take {:.2f} of the baseline TBT",

@@ -58,6 +58,7 @@ struct BenchReport {
     RunReport baseline, target;
     std::vector<Verdict> verdicts;
     nlohmann::json config;         // the effective settings + config knobs, for reproduction
+    nlohmann::json functional;     // FILE mode only (null otherwise): real tokens and host times
 };
 
 std::string format_table(const BenchReport& r);  // side-by-side table, verdicts, warnings

@@ -105,7 +105,7 @@ json report_to_json(const BenchReport& r) {
     for (const Verdict& v : r.verdicts)
         verdicts.push_back({{"name", v.name}, {"value", v.value}, {"threshold", v.threshold}, {"met", v.met},
                             {"binding_limit", v.binding_limit}, {"line", v.line}});
-    return {{"schema", "duet.bench/1"},
+    nlohmann::json j = {{"schema", "duet.bench/1"},
             {"model", r.model},
             {"seq_len", r.seq_len},
             {"gen_len", r.gen_len},
@@ -119,6 +119,8 @@ json report_to_json(const BenchReport& r) {
             {"baseline", run_to_json(r.baseline)},
             {"target", run_to_json(r.target)},
             {"verdicts", verdicts}};
+    if (!r.functional.is_null()) j["functional"] = r.functional;
+    return j;
 }
 
 BenchReport report_from_json(const json& j) {
@@ -136,6 +138,7 @@ BenchReport report_from_json(const json& j) {
         r.thresholds.ttft_increase_max_ms = j.at("thresholds").at("ttft_increase_max_ms");
         r.thresholds.memory_increase_max = j.at("thresholds").at("memory_increase_max");
         r.config = j.at("config");
+        if (j.contains("functional")) r.functional = j.at("functional");
         r.baseline = run_from(j.at("baseline"));
         r.target = run_from(j.at("target"));
         for (const json& v : j.at("verdicts"))
@@ -189,6 +192,16 @@ std::string format_table(const BenchReport& r) {
         ratio(b.decode_energy_per_token_pj, t.decode_energy_per_token_pj));
     row("Energy of prefill", fmt::format("{:.3f} mJ", b.prefill_energy_pj / 1e9),
         fmt::format("{:.3f} mJ", t.prefill_energy_pj / 1e9));
+    if (!r.functional.is_null()) {
+        const auto& f = r.functional;
+        row("Host prefill (CPU, real)", fmt::format("{:.2f} ms", f["baseline"]["prefill_ms"].get<double>()),
+            fmt::format("{:.2f} ms", f["target"]["prefill_ms"].get<double>()));
+        row("Host decode per token", fmt::format("{:.3f} ms", f["baseline"]["decode_ms_per_token"].get<double>()),
+            fmt::format("{:.3f} ms", f["target"]["decode_ms_per_token"].get<double>()));
+        s += fmt::format("Generated tokens (greedy, {} prompt ids): {}\n", f["n_prompt"].get<int64_t>(),
+                         f["identical"].get<bool>() ? "identical in both runs" : "DIFFERENT between the runs");
+        s += "  " + f["tokens_target"].dump() + "\n";
+    }
     s += "Verdicts:\n";
     for (const Verdict& v : r.verdicts) s += "  " + v.line + "\n";
     for (const RunReport* run : {&b, &t})

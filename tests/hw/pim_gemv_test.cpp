@@ -198,3 +198,25 @@ TEST(PimDeviceTest, AnswersGemvAndDecodeAttention) {
                 dev.estimate_gemv(32 * 2048, 128, DType::F16).t_ns + dev.estimate_gemv(32 * 128, 2048, DType::F16).t_ns,
                 1e-6);
 }
+
+TEST(PimGemv, RefreshAndPowerPacingCostTime) {
+    PimSpec s = load_pim_preset("pim_hbm3_bank");
+    const GemvShape g = shape(4096, 4096, 256);
+    const GemvResult base = simulate_gemv(s, g);
+    EXPECT_GT(base.n_ref, 0u);
+    PimSpec no_ref = s;
+    no_ref.mem.timing.nREFI = 0;
+    const GemvResult nr = simulate_gemv(no_ref, g);
+    EXPECT_EQ(nr.n_ref, 0u);
+    // Each refresh of a channel costs at least tRFC of that channel's time.
+    EXPECT_GT(base.t_ns - nr.t_ns, double(base.n_ref / 32) * s.mem.timing.nRFC * s.mem.timing.tCK_ns * 0.9);
+    // AttAcc's unconstrained pacing (nCCDAB 4 instead of 7): the time per activated row,
+    // max(nRCD + (c-1) nCCD_AB + nRTP, nRAS) + nRP with c = 32 columns, sets the ratio.
+    PimSpec npc = no_ref;
+    npc.timing.nCCD_AB = 4;
+    const GemvResult fast = simulate_gemv(npc, g);
+    const auto& t = s.mem.timing;
+    auto row = [&](int ccd) { return double(std::max(t.nRCD + 31 * ccd + t.nRTP, t.nRAS) + t.nRP); };
+    EXPECT_EQ(plan_gemv(s, g).cols_per_act, 32);
+    EXPECT_NEAR(nr.t_ns / fast.t_ns, row(7) / row(4), 0.03 * row(7) / row(4));
+}

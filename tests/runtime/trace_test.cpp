@@ -51,23 +51,46 @@ TEST(OpTrace, OneRecordPerOperatorOfARaggedBatch) {
         auto c = count_kinds(trace);
         EXPECT_EQ(c[OpKind::EMBED], 1);
         EXPECT_EQ(c[OpKind::RMSNORM], 2 * L + 1);
-        EXPECT_EQ(c[OpKind::MATMUL], 7 * L + 1);
-        EXPECT_EQ(c[OpKind::ROPE], 2 * L);
+        EXPECT_EQ(c[OpKind::MATMUL], 7 * L + 1);  // qwen2's q/k/v biases are matmul epilogues
+        EXPECT_EQ(c[OpKind::ROPE], L);            // q and k together
         EXPECT_EQ(c[OpKind::KV_WRITE], L);
-        EXPECT_EQ(c[OpKind::ATTENTION], 2 * L);  // per sequence
+        EXPECT_EQ(c[OpKind::ATTENTION], L);  // all sequences of the batch
         EXPECT_EQ(c[OpKind::SWIGLU], L);
-        EXPECT_EQ(c[OpKind::ADD], 2 * L + (hp.qkv_bias ? 3 * L : 0));
-        EXPECT_EQ(trace.size(), size_t(1 + (2 * L + 1) + (7 * L + 1) + 2 * L + L + 2 * L + L + 2 * L +
-                                       (hp.qkv_bias ? 3 * L : 0)));
-        // Layers in order, LM head last with layer -1, everything of this batch is prefill.
-        EXPECT_EQ(trace.back().role, WeightRole::LM_HEAD);
-        EXPECT_EQ(trace.back().layer, -1);
-        EXPECT_EQ(trace.back().m, 1 + 2);  // last row of a, all rows of b
-        for (const auto& r : trace) {
-            if (r.kind != OpKind::ATTENTION) {
-                EXPECT_EQ(r.phase, sim::Phase::PREFILL);
-                EXPECT_EQ(r.n_seq, 2);
+        EXPECT_EQ(c[OpKind::ADD], 2 * L);
+        EXPECT_EQ(c[OpKind::OUTPUT], 1);
+        EXPECT_EQ(trace.size(), size_t(4 + 15 * L));
+        // The order of sim/op_trace.h, layer by layer.
+        const OpKind layer_order[] = {OpKind::RMSNORM, OpKind::MATMUL, OpKind::MATMUL,   OpKind::MATMUL,
+                                      OpKind::ROPE,    OpKind::KV_WRITE, OpKind::ATTENTION, OpKind::MATMUL,
+                                      OpKind::ADD,     OpKind::RMSNORM, OpKind::MATMUL,   OpKind::MATMUL,
+                                      OpKind::SWIGLU,  OpKind::MATMUL,  OpKind::ADD};
+        EXPECT_EQ(trace[0].kind, OpKind::EMBED);
+        for (int l = 0; l < L; ++l)
+            for (int i = 0; i < 15; ++i) {
+                EXPECT_EQ(trace[size_t(1 + 15 * l + i)].kind, layer_order[i]) << "layer " << l << " op " << i;
+                EXPECT_EQ(trace[size_t(1 + 15 * l + i)].layer, l);
             }
+        // Ragged attention: 5 + 2 queries, contexts 5 and 2 -> pairs 15 + 3.
+        const sim::OpRecord& at = trace[7];
+        ASSERT_EQ(at.kind, OpKind::ATTENTION);
+        EXPECT_EQ(at.m, 7);
+        EXPECT_EQ(at.n, 5);
+        EXPECT_EQ(at.weight_bytes, uint64_t(2 * (5 + 2) * hp.n_embd_kv() * 2));  // f16 KV
+        EXPECT_DOUBLE_EQ(at.flops, 4.0 * double(hp.n_head * hp.head_dim) * 18.0);
+        EXPECT_EQ(trace[5].n, hp.n_embd_q() + hp.n_embd_kv());  // ROPE
+        EXPECT_EQ(trace[6].n, 2 * hp.n_embd_kv());              // KV_WRITE
+        EXPECT_EQ(trace[6].out_bytes, uint64_t(7 * 2 * hp.n_embd_kv() * 2));
+        // Layers in order, LM head last with layer -1, everything of this batch is prefill.
+        const sim::OpRecord& head = trace[trace.size() - 2];
+        EXPECT_EQ(head.role, WeightRole::LM_HEAD);
+        EXPECT_EQ(head.layer, -1);
+        EXPECT_EQ(head.m, 1 + 2);  // last row of a, all rows of b
+        EXPECT_EQ(trace.back().kind, OpKind::OUTPUT);
+        EXPECT_EQ(trace.back().m, 2);
+        EXPECT_EQ(trace.back().n, hp.n_vocab);
+        for (const auto& r : trace) {
+            EXPECT_EQ(r.phase, sim::Phase::PREFILL);
+            EXPECT_EQ(r.n_seq, 2);
         }
         // A decode step of one sequence: everything is DECODE with m == 1.
         trace.clear();

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <string>
 
 namespace {
@@ -54,6 +55,25 @@ TEST(BenchCli, DefaultRunPrintsTableAndVerdicts) {
     EXPECT_GT(pim_ops(r), 0);
 }
 
+TEST(BenchCli, TraceAndSvgFiles) {
+    const std::string trace = std::string(DUET_BINARY_DIR) + "/bench_cli_trace.json";
+    const std::string svg = std::string(DUET_BINARY_DIR) + "/bench_cli_chart.svg";
+    std::remove(trace.c_str());
+    std::remove(svg.c_str());
+    Result r = run("", std::string(kBench) + " --seq-len 64 --trace " + trace + " --svg " + svg);
+    ASSERT_EQ(r.code, 0) << r.out;
+    std::ifstream t(trace);
+    nlohmann::json j = nlohmann::json::parse(t);
+    std::set<std::string> tracks;
+    for (const auto& e : j["traceEvents"])
+        if (e["name"] == "thread_name") tracks.insert(e["args"]["name"].get<std::string>());
+    EXPECT_EQ(tracks, (std::set<std::string>{"NPU", "PIM", "NPU conversion (PIM->NZ)", "host launch"}));
+    std::ifstream g(svg);
+    std::string text((std::istreambuf_iterator<char>(g)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text.rfind("<svg", 0), 0u);
+    EXPECT_NE(text.find("npu_pim_coop"), std::string::npos);
+}
+
 TEST(BenchCli, PrefetchDepthAndPreconvertAtShortPrompts) {
     Result d0 = run("DUET_REORDER_PREFETCH_DEPTH=0 DUET_SCHEDULING_PRECONVERT_FIRST_TOKEN=false", std::string(kBench) + " --seq-len 16");
     Result d4 = run("DUET_SCHEDULING_PRECONVERT_FIRST_TOKEN=false", std::string(kBench) + " --seq-len 16");
@@ -88,8 +108,31 @@ TEST(BenchCli, AlignmentAndPrecision) {
     Result base = run("", kBench);
     Result wide = run("DUET_PIM_ALIGNMENT=256 DUET_PIM_LAYOUT=row_major_256bit", kBench);
     EXPECT_LT(tbt(wide), tbt(base));  // the units' 256-bit columns are used in full
-    Result bf16 = run("DUET_PIM_PRECISION=bf16", kBench);  // FIMDRAM has fp16 units only
+    Result bf16 = run("DUET_PIM_PRECISION=bf16 DUET_DTYPE=bfloat16", kBench);  // FIMDRAM has fp16 units only
+    ASSERT_EQ(bf16.code, 0) << bf16.out;
     EXPECT_EQ(pim_ops(bf16), 0);
+    Result mixed = run("DUET_DTYPE=float32", kBench, false);
+    EXPECT_EQ(mixed.code, 2);
+    EXPECT_NE(mixed.out.find("duet: error: settings runtime.dtype = \"float32\" but config.toml pim.precision = \"fp16\""),
+              std::string::npos)
+        << mixed.out;
+}
+
+TEST(BenchCli, AllPoliciesRun) {
+    for (const char* p : {"pim_only", "auto", "npu_pim_coop"}) {
+        Result r = run("", std::string(kBench) + " --target " + p);
+        ASSERT_EQ(r.code, 0) << p << r.out;
+        EXPECT_EQ(r.report["target"]["policy"], p);
+        EXPECT_GT(pim_ops(r), 0) << p;
+        EXPECT_LT(tbt(r), r.report["baseline"]["tbt_mean_ns"].get<double>()) << p;
+    }
+}
+
+TEST(BenchCli, GraphDispatchRemovesHostLaunchGaps) {
+    Result q1 = run("", kBench), graph = run("", std::string(kBench) + " --npu-dispatch graph");
+    EXPECT_LT(graph.report["baseline"]["tbt_mean_ns"].get<double>(), q1.report["baseline"]["tbt_mean_ns"].get<double>());
+    EXPECT_LE(graph.report["baseline"]["timeline"]["decode"]["npu"]["launch_ns"].get<double>(),
+              q1.report["baseline"]["timeline"]["decode"]["npu"]["launch_ns"].get<double>());
 }
 
 TEST(BenchCli, UnsharedWeightStreamsWarn) {
@@ -113,11 +156,43 @@ TEST(BenchCli, ErrorsAreExactAndExitTwo) {
                            "\"Ascend999\" is not a known NPU preset (allowed: Ascend310B4, Ascend310P3, Ascend910B, "),
               std::string::npos)
         << soc.out;
+    Result coop_off = run("DUET_ENABLE_PIM_COOP=false", kBench, false);
+    EXPECT_EQ(coop_off.code, 2);
+    EXPECT_NE(coop_off.out.find("duet: error: settings ascend.enable_pim_coop = false but --target = \"npu_pim_coop\" uses "
+                                "the PIM (allowed: set enable_pim_coop to true, or --target npu_only)"),
+              std::string::npos)
+        << coop_off.out;
     Result pol = run("", std::string(kBench) + " --target fast", false);
     EXPECT_EQ(pol.code, 2);
     EXPECT_NE(pol.out.find("duet: error: --target = \"fast\" is not a placement policy (allowed: npu_only, pim_only, "
                            "npu_pim_coop, auto)"),
               std::string::npos);
+}
+
+TEST(BenchCli, FileModeRunsTheEngineThroughThePimLayout) {
+    const std::string model = std::string(DUET_BINARY_DIR) + "/bench_cli_tiny.gguf";
+    ASSERT_EQ(std::system(("'" + std::string(DUET_BINARY_DIR) + "/duet' gen-model --arch tiny-llama --dtype f16 --seed 7 -o '" +
+                           model + "' > /dev/null")
+                              .c_str()),
+              0);
+    Result r = run("", "bench -m " + model + " --seq-len 12 --gen-len 6");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto& f = r.report["functional"];
+    EXPECT_TRUE(f["identical"].get<bool>());
+    EXPECT_EQ(f["tokens_target"].size(), 6u);
+    EXPECT_EQ(f["tokens_target"], f["tokens_baseline"]);
+    EXPECT_EQ(f["target"]["pim_layout_matrices"].get<int64_t>(), 7 * 2 + 1);  // every matrix of the 2 layers + LM head
+    EXPECT_EQ(f["baseline"]["pim_layout_matrices"].get<int64_t>(), 0);
+    EXPECT_GT(f["target"]["prefill_ms"].get<double>(), 0);
+    EXPECT_EQ(r.report["seq_len"].get<int64_t>(), 12);
+    EXPECT_EQ(r.report["target"]["timeline"]["tbt_ns"].size(), 5u);
+    EXPECT_NE(r.out.find("identical in both runs"), std::string::npos);
+    Result d = run("", "doctor -m " + model, false);
+    EXPECT_EQ(d.code, 0) << d.out;
+    EXPECT_NE(d.out.find("model " + model + ": loaded in"), std::string::npos) << d.out;
+    Result b = run("", "bench -m " + model + " --batch 2", false);
+    EXPECT_EQ(b.code, 2);
+    EXPECT_NE(b.out.find("--batch = 2 with a model file: FILE mode runs one sequence (allowed: 1)"), std::string::npos);
 }
 
 TEST(DoctorCli, ReportsEveryErrorAndNeverTheKey) {
@@ -136,5 +211,10 @@ TEST(DoctorCli, ReportsEveryErrorAndNeverTheKey) {
     EXPECT_NE(r.out.find("PIM pim_hbm2_fimdram: internal bandwidth"), std::string::npos);
     Result ok = run("", "doctor -m llama2-7b", false);
     EXPECT_EQ(ok.code, 0) << ok.out;
-    EXPECT_NE(ok.out.find("model llama2-7b: loads (32 layers"), std::string::npos);
+    EXPECT_NE(ok.out.find("model llama2-7b: 32 layers, n_embd 4096"), std::string::npos) << ok.out;
+    Result missing = run("", "doctor -m /nonexistent/model.gguf", false);
+    EXPECT_EQ(missing.code, 2);
+    EXPECT_NE(missing.out.find("model /nonexistent/model.gguf: ERROR /nonexistent/model.gguf: cannot open"),
+              std::string::npos)
+        << missing.out;
 }

@@ -17,6 +17,9 @@ TEST(Planner, RecordCountsAndOrder) {
     EXPECT_EQ(p.ops[0].kind, OpKind::EMBED);
     EXPECT_EQ(p.ops[2].role, WeightRole::ATTN_Q);
     EXPECT_EQ(p.ops[per - 1].kind, OpKind::OUTPUT);
+    EXPECT_EQ(p.ops[per - 2].role, WeightRole::LM_HEAD);
+    EXPECT_EQ(p.ops[5].kind, OpKind::ROPE);
+    EXPECT_EQ(p.ops[5].n, (s.n_head + s.n_head_kv) * s.head_dim);
     EXPECT_EQ(p.forwards[1].n_past, 10);
     EXPECT_EQ(p.forwards[2].n_past, 11);
     EXPECT_EQ(p.ops[per].phase, Phase::DECODE);
@@ -37,6 +40,9 @@ TEST(Planner, MatmulFlopsAndBytesClosedForm) {
     const OpRecord& lm = p.ops[p.ops.size() - 2];
     EXPECT_EQ(lm.role, WeightRole::LM_HEAD);
     EXPECT_EQ(lm.m, B);  // logits of the last token per sequence only
+    size_t attention = 0;
+    for (const auto& r : p.ops) attention += r.kind == OpKind::ATTENTION;
+    EXPECT_EQ(attention, size_t(s.n_layer));  // one per layer for the whole batch
 }
 
 TEST(Planner, AttentionCausalFlopsAndKvBytes) {

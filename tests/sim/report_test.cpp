@@ -62,6 +62,7 @@ TEST(Verdicts, MetAndNotMetWithBindingLimit) {
     RunReport bad = fake_run("npu_pim_coop", 130, 3, 1100);
     bad.timeline.decode.unit[0].busy_ns = 2 * 0.4e6;
     bad.timeline.decode.unit[1].busy_ns = 2 * 2.6e6;
+    bad.timeline.decode.unit[1].ops = 64;
     bad.pim_gemv_gbps = 3200;
     bad.timeline.conversion_exposed_ns = 30e6;
     bad.memory.block_index_bytes = 80;
@@ -87,10 +88,17 @@ TEST(Verdicts, NpuSideWorkBinds) {
     RunReport t = fake_run("npu_pim_coop", 100, 5, 1000);
     t.timeline.decode.unit[0].busy_ns = 2 * 4e6;
     t.timeline.decode.unit[1].busy_ns = 2 * 1e6;
+    t.timeline.decode.unit[1].ops = 2;
     auto v = judge(b, t, Thresholds{}, rig.hw());
     EXPECT_EQ(v[0].binding_limit,
               "operators that stay on the NPU (norms, RoPE, attention, sampling, launch) take 0.40 of the baseline TBT; "
               "PIM work 0.10");
+    t.timeline.decode.unit[1].ops = 0;
+    t.timeline.decode.unit[1].busy_ns = 0;
+    v = judge(b, t, Thresholds{}, rig.hw());
+    EXPECT_EQ(v[0].binding_limit,
+              "the PIM ran no decode operator: its model supports none of them (check [pim] precision and [scheduling] "
+              "decode_engine against the PIM preset)");
 }
 
 TEST(Report, JsonRoundTrip) {

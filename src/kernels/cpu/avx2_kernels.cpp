@@ -79,6 +79,7 @@ inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
 constexpr int kMR = 4;
 constexpr int kNRF = 3;
 constexpr int kNRQ = 2;
+constexpr int kNRQ6 = 2;
 
 #include "kernels/cpu/matmul_impl.inc"
 #include "kernels/cpu/ops_impl.inc"

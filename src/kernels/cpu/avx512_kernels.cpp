@@ -72,6 +72,7 @@ inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
 constexpr int kMR = 4;
 constexpr int kNRF = 6;
 constexpr int kNRQ = 4;
+constexpr int kNRQ6 = 2;  // q6_k: 2 rows measured faster (fewer streams for its 210-byte blocks)
 
 #include "kernels/cpu/matmul_impl.inc"
 #include "kernels/cpu/ops_impl.inc"

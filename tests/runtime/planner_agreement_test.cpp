@@ -1,0 +1,90 @@
+// The trace-only planner (sim/planner.h) and the engine's dispatch point emit the same records
+// for the same generation: the simulator's view of a model needs no weights.
+#include <gtest/gtest.h>
+
+#include "runtime/engine.h"
+#include "sim/planner.h"
+#include "test_models.h"
+
+using namespace duet;
+using namespace duet::runtime;
+
+namespace {
+
+sim::ModelShape shape_of(const model::Hparams& hp, DType weights, DType kv) {
+    sim::ModelShape s;
+    s.name = "test";
+    s.n_vocab = hp.n_vocab;
+    s.n_embd = hp.n_embd;
+    s.n_layer = hp.n_layer;
+    s.n_head = hp.n_head;
+    s.n_head_kv = hp.n_head_kv;
+    s.n_ff = hp.n_ff;
+    s.head_dim = hp.head_dim;
+    s.tied_output = hp.tied_output;
+    s.weight_dtype = weights;
+    s.kv_dtype = kv;
+    return s;
+}
+
+void expect_same(const sim::OpRecord& a, const sim::OpRecord& b, size_t i) {
+    SCOPED_TRACE(::testing::Message() << "record " << i << " (" << sim::op_kind_name(b.kind) << ", layer " << b.layer
+                                      << ")");
+    EXPECT_EQ(a.kind, b.kind);
+    EXPECT_EQ(a.role, b.role);
+    EXPECT_EQ(a.phase, b.phase);
+    EXPECT_EQ(a.layer, b.layer);
+    EXPECT_EQ(a.n_seq, b.n_seq);
+    EXPECT_EQ(a.m, b.m);
+    EXPECT_EQ(a.n, b.n);
+    if (a.kind == sim::OpKind::MATMUL || a.kind == sim::OpKind::ATTENTION) {
+        EXPECT_EQ(a.k, b.k);
+    }
+    if (a.kind == sim::OpKind::ATTENTION) {
+        EXPECT_EQ(a.n_head, b.n_head);
+        EXPECT_EQ(a.n_head_kv, b.n_head_kv);
+    }
+    EXPECT_EQ(a.weight_dtype, b.weight_dtype);
+    EXPECT_EQ(a.weight_bytes, b.weight_bytes);
+    EXPECT_EQ(a.in_bytes, b.in_bytes);
+    EXPECT_EQ(a.out_bytes, b.out_bytes);
+    EXPECT_DOUBLE_EQ(a.flops, b.flops);
+}
+
+TEST(PlannerAgreement, EngineTraceEqualsThePlan) {
+    const int64_t seq_len = 9, gen_len = 4;
+    for (const auto& [preset, dtype] : {std::pair{"tiny-llama", DType::F32}, std::pair{"tiny-qwen2", DType::F16}}) {
+        SCOPED_TRACE(preset);
+        const std::string path = test::generated_model(preset, dtype_name(dtype));
+        ASSERT_FALSE(path.empty());
+        auto m = Model::load(path);
+        EngineOptions o;
+        o.n_threads = 1;
+        o.kv_type = DType::F16;
+        o.n_ctx = 32;
+        Engine e(m, o);
+        sim::OpTrace trace;
+        e.set_trace(&trace);
+        SequenceKv s;
+        std::vector<int32_t> toks;
+        for (int64_t i = 0; i < seq_len; ++i) toks.push_back(int32_t(i + 1));
+        ForwardOutput out;
+        SeqInput pre{toks, &s, false};
+        ASSERT_EQ(e.forward({&pre, 1}, out), ForwardStatus::OK);
+        for (int64_t t = 1; t < gen_len; ++t) {
+            const int32_t next = int32_t(t);
+            SeqInput step{std::span<const int32_t>(&next, 1), &s, false};
+            ASSERT_EQ(e.forward({&step, 1}, out), ForwardStatus::OK);
+        }
+        s.release(e.kv_cache());
+
+        const sim::Plan plan = sim::plan_generation(shape_of(m->hparams(), dtype, DType::F16), seq_len, gen_len, 1);
+        ASSERT_EQ(trace.size(), plan.ops.size());
+        for (size_t i = 0; i < trace.size(); ++i) expect_same(trace[i], plan.ops[i], i);
+        const auto spans = sim::split_forwards(trace);
+        ASSERT_EQ(spans.size(), plan.forwards.size());
+        for (size_t i = 0; i < spans.size(); ++i) EXPECT_EQ(spans[i].n_past, plan.forwards[i].n_past);
+    }
+}
+
+}  // namespace
