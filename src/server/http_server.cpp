@@ -25,9 +25,13 @@ std::string random_hex(int n) {
     return s.substr(0, size_t(n));
 }
 
+// Generated text may hold bytes that are not UTF-8 (a model can emit any byte token): they are
+// replaced by U+FFFD instead of failing the whole response.
+std::string dump_json(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 void send_json(httplib::Response& res, int status, const json& body) {
     res.status = status;
-    res.set_content(body.dump(), "application/json");
+    res.set_content(dump_json(body), "application/json");
 }
 
 void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.status(), e.to_json()); }
@@ -376,7 +380,7 @@ void HttpServer::handle_completion(const std::string& body, bool chat, HttpExcha
                             {"choices", json::array({c})}};
             };
             auto send = [&](const json& j) {
-                const std::string line = "data: " + j.dump() + "\n\n";
+                const std::string line = "data: " + dump_json(j) + "\n\n";
                 return sink.write(line.data(), line.size());
             };
             std::deque<std::string> pieces;
