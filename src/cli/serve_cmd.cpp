@@ -27,7 +27,7 @@ struct ServeArgs {
     std::string model_path, settings_path, config_path, host = "127.0.0.1", tasks_db = "duet-tasks.db", model_id,
                                                         chat_template;
     int port = 8080;
-    int64_t parallel = 4, ctx = 0, queue = 64, max_body_bytes = 1 << 20;
+    int64_t parallel = 4, ctx = 0, queue = 64, max_body_bytes = 1 << 20, kv_blocks = 0;
     int threads = 0;
     bool no_auth = false, no_continuous = false, no_prefix_cache = false;
 };
@@ -212,6 +212,7 @@ void serve(const ServeArgs& a, const CLI::App& root) {
     eo.n_threads = a.threads;
     eo.n_ctx = a.ctx;
     eo.n_seq_max = a.parallel;
+    eo.kv_blocks = a.kv_blocks;
     runtime::BatcherOptions bo;
     bo.n_parallel = a.parallel;
     bo.max_queue = a.queue;
@@ -300,6 +301,11 @@ void register_serve(CLI::App& app) {
         ->capture_default_str()
         ->check(CLI::Range(int64_t(1), int64_t(256)));
     c->add_option("--ctx", a->ctx, "Context per sequence in tokens (0: min(training context, 4096))")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    c->add_option("--kv-blocks", a->kv_blocks,
+                  "KV cache pool in blocks of 16 tokens (0: enough for --parallel sequences of --ctx tokens); a "
+                  "prompt the whole pool cannot hold gets 503")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
     c->add_option("--queue", a->queue, "Waiting requests at most (more get 429)")->capture_default_str()->check(CLI::NonNegativeNumber);
