@@ -3,59 +3,21 @@
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 
 #include "cli/bench_file_mode.h"
+#include "cli/bench_runner.h"
 #include "cli/commands.h"
 #include "config/coop_config.h"
 #include "config/settings.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "format/gguf.h"
-#include "hw/npu/npu_device.h"
-#include "hw/npu/npu_preset.h"
-#include "layout/pim_layout.h"
 #include "model/arch_presets.h"
-#include "model/hparams.h"
 #include "sim/hw_rig.h"
 #include "sim/planner.h"
 #include "sim/report.h"
 #include "sim/report_files.h"
 
 namespace duet::cli {
-
-// --model PRESET|FILE -> the shape the planner needs. Shared with doctor.
-sim::ModelShape bench_model_shape(const std::string& model, const std::string& dtype) {
-    model::Hparams hp;
-    if (const model::Hparams* p = model::find_arch_preset(model)) {
-        hp = *p;
-    } else if (std::filesystem::exists(model)) {
-        hp = model::hparams_from_gguf(format::GgufFile::open(model));
-    } else {
-        fail("--model = \"{}\" is neither an architecture preset nor a file (presets: {})", model,
-             model::arch_preset_list());
-    }
-    sim::ModelShape s;
-    s.name = model;
-    s.n_vocab = hp.n_vocab;
-    s.n_embd = hp.n_embd;
-    s.n_layer = hp.n_layer;
-    s.n_head = hp.n_head;
-    s.n_head_kv = hp.n_head_kv;
-    s.n_ff = hp.n_ff;
-    s.head_dim = hp.head_dim;
-    s.tied_output = hp.tied_output;
-    s.weight_dtype = dtype == "bfloat16" ? DType::BF16 : dtype == "float32" ? DType::F32 : DType::F16;
-    s.kv_dtype = s.weight_dtype == DType::F32 ? DType::F32 : s.weight_dtype;
-    return s;
-}
-
-// NPU preset names soc_version may take (aliases included, without their "(alias of ...)" note).
-std::vector<std::string> known_soc_names() {
-    std::vector<std::string> out;
-    for (std::string n : hw::npu::known_soc_versions()) out.push_back(n.substr(0, n.find(' ')));
-    return out;
-}
 
 namespace {
 
@@ -73,49 +35,33 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
     config::CoopConfig cfg = config::load_coop_config(a.config_path, env);
     if (root.get_option("--log-level")->count() == 0) set_log_level(st.runtime.log_level, "settings runtime.log_level");
 
-    const int64_t seq_len = a.seq_len != -1 ? a.seq_len : st.runtime.seq_len;
+    TraceBenchInputs in;
+    in.seq_len = a.seq_len != -1 ? a.seq_len : st.runtime.seq_len;
     if (a.batch != -1 && (a.batch < 1 || a.batch > 4096)) fail("--batch = {} is not allowed (allowed: 1 to 4096)", a.batch);
-    if (seq_len < 1) fail("--seq-len = {} is not allowed (allowed: 1 or more)", seq_len);
-    const int32_t batch = int32_t(a.batch != -1 ? a.batch : st.runtime.batch_size);
-    const std::string model = a.model.empty() ? st.api.model : a.model;
-    sim::Policy pb = sim::policy_from_name(a.baseline, "--baseline");
-    sim::Policy pt = sim::policy_from_name(a.target, "--target");
-    if (!st.ascend.enable_pim_coop && pt != sim::Policy::NPU_ONLY)
-        fail("settings ascend.enable_pim_coop = false but --target = \"{}\" uses the PIM (allowed: set enable_pim_coop "
-             "to true, or --target npu_only)", a.target);
-
-    sim::ModelShape shape = bench_model_shape(model, st.runtime.dtype);
-    auto rig = sim::make_hardware_rig(st, cfg, a.pim, a.dispatch);
-    for (sim::Policy p : {pb, pt})
-        if (p != sim::Policy::NPU_ONLY && !rig->hw.pim)
-            fail("policy {} needs a PIM model, but PIM preset '{}' is unavailable: {}", sim::policy_name(p),
-                 rig->pim_preset, rig->pim_unavailable);
-
-    const bool file_mode = model::find_arch_preset(model) == nullptr;
-    const std::string want = cfg.pim.precision == "bf16" ? "bfloat16" : "float16";
-    if (!file_mode && (pb != sim::Policy::NPU_ONLY || pt != sim::Policy::NPU_ONLY) && st.runtime.dtype != want)
-        fail("settings runtime.dtype = \"{}\" but config.toml pim.precision = \"{}\": the baseline and the PIM base "
-             "would hold different weights (allowed: runtime.dtype float16 with pim.precision fp16, bfloat16 with bf16)",
-             st.runtime.dtype, cfg.pim.precision);
-    // [pim] precision: the weight base holds the model in the PIM's operand type
-    auto shape_for = [&](sim::Policy p) {
-        sim::ModelShape s = shape;
-        if (p != sim::Policy::NPU_ONLY) s.weight_dtype = cfg.pim.precision == "bf16" ? DType::BF16 : DType::F16;
-        return s;
-    };
-    sim::ModelShape shape_b = shape_for(pb), shape_t = shape_for(pt);
+    if (in.seq_len < 1) fail("--seq-len = {} is not allowed (allowed: 1 or more)", in.seq_len);
+    in.batch = int32_t(a.batch != -1 ? a.batch : st.runtime.batch_size);
+    in.model = a.model.empty() ? st.api.model : a.model;
+    in.gen_len = a.gen_len;
+    in.baseline = a.baseline;
+    in.target = a.target;
+    in.pim = a.pim;
+    in.dispatch = a.dispatch;
+    in.thresholds = a.th;
+    in.record_events = !a.trace.empty();
+    const bool file_mode = model::find_arch_preset(in.model) == nullptr;
+    BenchSetup setup = prepare_bench(st, cfg, in, file_mode);
     sim::Plan plan, plan_t;
-    int64_t sim_seq = seq_len;
+    int64_t sim_seq = in.seq_len;
     nlohmann::json functional;
     if (!file_mode) {
-        plan = sim::plan_generation(shape_b, seq_len, a.gen_len, batch);
-        plan_t = shape_t.weight_dtype == shape_b.weight_dtype ? plan : sim::plan_generation(shape_t, seq_len, a.gen_len, batch);
+        plan_generations(setup, in, plan, plan_t);
     } else {
-        if (batch != 1) fail("--batch = {} with a model file: FILE mode runs one sequence (allowed: 1)", batch);
-        const auto& lp = rig->layout->params();
-        const auto& org = rig->layout->organisation();
-        FileRun fb = run_file_engine(model, seq_len, a.gen_len, pb != sim::Policy::NPU_ONLY, lp, org);
-        FileRun ft = run_file_engine(model, seq_len, a.gen_len, pt != sim::Policy::NPU_ONLY, lp, org);
+        if (in.batch != 1) fail("--batch = {} with a model file: FILE mode runs one sequence (allowed: 1)", in.batch);
+        const auto& lp = setup.rig->layout->params();
+        const auto& org = setup.rig->layout->organisation();
+        const bool pim_b = setup.pb != sim::Policy::NPU_ONLY, pim_t = setup.pt != sim::Policy::NPU_ONLY;
+        FileRun fb = run_file_engine(in.model, in.seq_len, in.gen_len, pim_b, lp, org);
+        FileRun ft = run_file_engine(in.model, in.seq_len, in.gen_len, pim_t, lp, org);
         plan.ops = std::move(fb.trace);
         plan.forwards = sim::split_forwards(plan.ops);
         plan_t.ops = std::move(ft.trace);
@@ -126,8 +72,8 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
                 if (rec.weight_dtype != DType::F16 && rec.weight_dtype != DType::BF16)
                     fail("{}: weight {} of layer {} is {}: the NZ and PIM layouts hold 16-bit float weights (allowed: "
                          "a model with f16 or bf16 matrices, e.g. duet gen-model --dtype f16)",
-                         model, sim::weight_role_name(rec.role), rec.layer, dtype_name(rec.weight_dtype));
-                shape_b.weight_dtype = shape_t.weight_dtype = rec.weight_dtype;
+                         in.model, sim::weight_role_name(rec.role), rec.layer, dtype_name(rec.weight_dtype));
+                setup.shape_b.weight_dtype = setup.shape_t.weight_dtype = rec.weight_dtype;
             }
         auto host = [](const FileRun& f) {
             return nlohmann::json{{"prefill_ms", f.stats.prefill_ms},
@@ -137,34 +83,13 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
                                   {"pim_layout_matrices", f.pim_matrices},
                                   {"plain_matrices", f.plain_matrices}};
         };
-        functional = {{"file", model},         {"n_prompt", sim_seq},           {"identical", fb.tokens == ft.tokens},
+        functional = {{"file", in.model},         {"n_prompt", sim_seq},           {"identical", fb.tokens == ft.tokens},
                       {"tokens_baseline", fb.tokens}, {"tokens_target", ft.tokens}, {"baseline", host(fb)},
                       {"target", host(ft)}};
     }
-    const bool events = !a.trace.empty();
-    sim::RunOptions ob = sim::run_options_from(cfg, pb), ot = sim::run_options_from(cfg, pt);
-    ob.record_events = ot.record_events = events;
-
-    sim::BenchReport r;
-    r.model = model;
-    r.seq_len = sim_seq;
-    r.gen_len = a.gen_len;
-    r.batch = batch;
-    r.npu = rig->npu->name() + " (" + hw::npu::dispatch_name(rig->npu->options().dispatch) + ")";
-    r.pim = rig->hw.pim ? rig->pim_preset : "none";
-    r.memory = rig->hw.memory_name;
-    r.thresholds = a.th;
+    sim::BenchReport r = finish_bench(st, cfg, in, setup, plan, plan_t, sim_seq);
     r.functional = functional;
-    r.baseline = sim::simulate_run(shape_b, plan, sim_seq + a.gen_len, batch, ob, rig->hw);
-    r.target = sim::simulate_run(shape_t, plan_t, sim_seq + a.gen_len, batch, ot, rig->hw);
-    if (pt != sim::Policy::NPU_ONLY && r.target.memory.block_index_bytes > 0)
-        layout::check_index_ratio(r.target.memory.block_index_bytes, r.target.memory.weights_bytes,
-                                  rig->layout->params());
-    r.verdicts = sim::judge(r.baseline, r.target, a.th, rig->hw);
-    nlohmann::json cfg_json;
-    for (const auto& f : config::settings_fields()) cfg_json["settings"][f.dotted()] = f.show(st);
-    for (const auto& f : config::coop_config_fields()) cfg_json["config"][f.dotted()] = f.show(cfg);
-    r.config = cfg_json;
+    const std::string& model = in.model;
 
     std::fputs(sim::format_table(r).c_str(), stdout);
     if (!a.report.empty()) {
@@ -181,7 +106,7 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
     }
     if (file_mode && !functional["identical"].get<bool>())
         fail("{}: the generated tokens differ between {} and {}: the PIM layout path computed different numbers",
-             model, a.baseline, a.target);
+             model, in.baseline, in.target);
     const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     DUET_LOG_INFO("bench: {} ops per run simulated in {:.1f} ms wall", plan.ops.size(), wall_ms);
 }

@@ -27,4 +27,8 @@ void register_pim_sim_npu(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_doctor(CLI::App& app);
 
+// server
+void register_serve(CLI::App& app);
+void register_client_commands(CLI::App& app);  // ping, task
+
 }  // namespace duet::cli

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "cli/bench_runner.h"
 #include "cli/commands.h"
 #include "config/coop_config.h"
 #include "config/settings.h"
@@ -17,8 +18,6 @@
 
 namespace duet::cli {
 
-sim::ModelShape bench_model_shape(const std::string& model, const std::string& dtype);
-std::vector<std::string> known_soc_names();
 
 namespace {
 

@@ -33,6 +33,9 @@ int main(int argc, char** argv) {
     // sim branch
     duet::cli::register_bench(app);
     duet::cli::register_doctor(app);
+    // server
+    duet::cli::register_serve(app);
+    duet::cli::register_client_commands(app);
 
 
     try {

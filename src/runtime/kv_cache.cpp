@@ -108,4 +108,13 @@ void SequenceKv::share_prefix(KvCache& cache, const SequenceKv& other, int64_t n
     n_tokens_ = n;
 }
 
+void SequenceKv::adopt_blocks(KvCache& cache, const std::vector<BlockId>& blocks, int64_t n_tokens) {
+    DUET_CHECK(blocks_.empty() && n_tokens_ == 0, "adopt_blocks into a non-empty sequence");
+    DUET_CHECK(n_tokens >= 0 && n_tokens <= int64_t(blocks.size()) * cache.block_tokens(),
+               "adopt_blocks: {} tokens do not fit {} blocks", n_tokens, blocks.size());
+    for (BlockId b : blocks) cache.retain(b);
+    blocks_ = blocks;
+    n_tokens_ = n_tokens;
+}
+
 }  // namespace duet::runtime

@@ -108,6 +108,11 @@ public:
     // (refcount + 1 each, no copy). n <= other.n_tokens().
     void share_prefix(KvCache& cache, const SequenceKv& other, int64_t n);
 
+    // Starts this (empty) sequence with whole blocks another owner holds (the prefix cache):
+    // positions 0 .. n_tokens-1 live in `blocks`, each retained (refcount + 1, no copy).
+    // n_tokens <= blocks.size() * block_tokens.
+    void adopt_blocks(KvCache& cache, const std::vector<BlockId>& blocks, int64_t n_tokens);
+
 private:
     std::vector<BlockId> blocks_;
     int64_t n_tokens_ = 0;

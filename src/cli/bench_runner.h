@@ -1,0 +1,54 @@
+#pragma once
+// The trace-only co-inference comparison behind `duet bench`, the `duet` object of every
+// server response and the server's "bench" tasks: one place that turns settings + config +
+// an architecture (preset name or GGUF file) into a sim::BenchReport.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/coop_config.h"
+#include "config/settings.h"
+#include "sim/hw_rig.h"
+#include "sim/model_shape.h"
+#include "sim/planner.h"
+#include "sim/report.h"
+
+namespace duet::cli {
+
+struct TraceBenchInputs {
+    std::string model;  // architecture preset or GGUF file (its hparams only: no weights are read)
+    int64_t seq_len = 2048;
+    int64_t gen_len = 256;
+    int32_t batch = 1;
+    std::string baseline = "npu_only", target = "npu_pim_coop";
+    std::string pim;       // PIM preset ("" = the one the NPU's memory implies)
+    std::string dispatch;  // NPU dispatch mode ("" = preset default)
+    sim::Thresholds thresholds;
+    bool record_events = false;  // keep per-op events (for --trace)
+};
+
+// The parts of a comparison that FILE mode and trace-only mode share.
+struct BenchSetup {
+    sim::Policy pb = sim::Policy::NPU_ONLY, pt = sim::Policy::NPU_PIM_COOP;
+    sim::ModelShape shape_b, shape_t;  // weights per policy (the PIM base holds [pim] precision)
+    std::unique_ptr<sim::HardwareRig> rig;
+};
+// Validates the policies against the settings and the available devices and builds the rig.
+BenchSetup prepare_bench(const config::Settings& st, const config::CoopConfig& cfg, const TraceBenchInputs& in,
+                         bool file_mode);
+// Trace-only plans of both runs from the shapes.
+void plan_generations(const BenchSetup& s, const TraceBenchInputs& in, sim::Plan& plan_b, sim::Plan& plan_t);
+// Simulates both plans and judges them; `seq_len` is the prompt length actually planned.
+sim::BenchReport finish_bench(const config::Settings& st, const config::CoopConfig& cfg, const TraceBenchInputs& in,
+                              const BenchSetup& s, const sim::Plan& plan_b, const sim::Plan& plan_t, int64_t seq_len);
+
+// --model PRESET|FILE -> the shape the planner needs (weights in `dtype`, settings' names).
+sim::ModelShape bench_model_shape(const std::string& model, const std::string& dtype);
+// NPU preset names soc_version may take (aliases included).
+std::vector<std::string> known_soc_names();
+
+// Throws duet::Error for bad inputs (unknown policy, preset, inconsistent precision).
+sim::BenchReport run_trace_bench(const config::Settings& st, const config::CoopConfig& cfg,
+                                 const TraceBenchInputs& in);
+
+}  // namespace duet::cli

@@ -1,0 +1,120 @@
+#pragma once
+// Continuous batching over one Engine (Orca/vLLM-style iteration-level scheduling): requests
+// wait in a bounded queue, join the running batch between decode steps when a slot and KV
+// blocks are free, and leave it as soon as they finish — every engine step is one
+// Engine::forward over all running sequences (prefill chunks and decode tokens together).
+//
+// KV memory: each request's sequence holds paged blocks; with the prefix cache on, a prompt
+// that starts like an earlier one shares that one's full blocks. When the pool runs dry in
+// the middle of decoding, the most recently admitted request is preempted: its blocks are
+// freed and it is re-queued first, to be recomputed from its prompt plus what it generated
+// (vLLM's recompute preemption); its client notices nothing but a pause.
+//
+// Callbacks run on the batcher's engine thread and must not block for long. A request is
+// cancelled by setting its `cancelled` flag (e.g. when its HTTP client disconnects): its
+// blocks are freed at the next step.
+//
+// Thread safety: submit(), stats() and the destructor may be called from any thread.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "model/sampler.h"
+#include "runtime/engine.h"
+
+namespace duet::runtime {
+
+struct BatcherOptions {
+    int64_t n_parallel = 4;         // sequences in the running batch at most
+    int64_t max_queue = 64;         // waiting requests at most; more are refused (HTTP 429)
+    bool continuous = true;         // false: a batch runs to completion before others join
+    bool prefix_cache = true;
+    int64_t step_token_budget = 512;  // prompt tokens processed per engine step (chunked prefill)
+};
+
+struct GenResult {
+    std::string finish_reason;  // "stop" (EOS or a stop string), "length", "cancelled", "error"
+    std::string error;          // set when finish_reason == "error"
+    int64_t prompt_tokens = 0;
+    int64_t completion_tokens = 0;
+    int64_t cached_tokens = 0;  // prompt tokens reused from the prefix cache
+    double queue_ms = 0;        // submit -> admitted
+    double ttft_ms = 0;         // submit -> first token
+    double total_ms = 0;        // submit -> done
+    std::vector<int32_t> tokens;  // generated ids
+};
+
+struct GenRequest {
+    std::vector<int32_t> prompt;  // token ids, BOS included when wanted
+    model::SamplerParams sampling;
+    int64_t max_tokens = -1;        // -1: until end of generation or the context is full
+    std::vector<std::string> stop;  // text stop sequences (not included in the output)
+    std::function<void(const std::string& text)> on_text;  // streamed text, UTF-8 complete
+    std::function<void(const GenResult&)> on_done;          // exactly once
+    std::shared_ptr<std::atomic<bool>> cancelled;           // optional
+};
+
+enum class SubmitStatus {
+    ACCEPTED,
+    QUEUE_FULL,       // max_queue requests already wait
+    PROMPT_TOO_LONG,  // prompt does not fit the context (n_ctx)
+    KV_TOO_SMALL,     // prompt + 1 token needs more KV blocks than the whole pool has
+    STOPPED,          // the batcher is shutting down
+};
+const char* submit_status_name(SubmitStatus s);
+
+struct BatcherStats {
+    int64_t queued = 0, running = 0;
+    int64_t kv_blocks_used = 0, kv_blocks_free = 0, kv_blocks_total = 0;
+    int64_t prefix_cached_blocks = 0;
+    uint64_t prefix_lookup_tokens = 0, prefix_hit_tokens = 0;
+    uint64_t steps = 0, preemptions = 0, completed = 0;
+    uint64_t prompt_tokens = 0, generated_tokens = 0;
+};
+
+class Batcher {
+public:
+    Batcher(std::shared_ptr<const Model> model, EngineOptions engine_opts, BatcherOptions opts);
+    ~Batcher();  // finishes queued and running requests as "cancelled", joins the thread
+    Batcher(const Batcher&) = delete;
+    Batcher& operator=(const Batcher&) = delete;
+
+    SubmitStatus submit(GenRequest req);
+    BatcherStats stats() const;
+    const Model& model() const { return *model_; }
+    int64_t n_ctx() const { return n_ctx_; }
+    // Blocks until no request is queued or running (for tests and benchmarks).
+    void wait_idle();
+
+private:
+    struct Slot;
+    void loop();
+    bool admit(std::unique_ptr<Slot>& slot);
+    void step();
+    void finish(Slot& s, const char* reason, const std::string& error = "");
+    void emit_text(Slot& s, bool final);
+
+    std::shared_ptr<const Model> model_;
+    BatcherOptions opts_;
+    std::unique_ptr<Engine> engine_;
+    std::unique_ptr<class PrefixCache> prefix_;
+    int64_t n_ctx_ = 0;
+
+    mutable std::mutex mu_;
+    std::condition_variable cv_, idle_cv_;
+    std::deque<std::unique_ptr<Slot>> queue_;
+    std::vector<std::unique_ptr<Slot>> running_;  // engine thread only
+    std::atomic<int64_t> n_running_{0};
+    bool stop_ = false;
+    BatcherStats stats_;  // guarded by mu_
+    std::thread thread_;
+};
+
+}  // namespace duet::runtime

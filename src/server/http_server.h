@@ -1,0 +1,72 @@
+#pragma once
+// duet's HTTP API on cpp-httplib: OpenAI-compatible completions (with SSE streaming), models,
+// tasks, health and Prometheus metrics. See docs/server.md for every route and status.
+//
+//   auth      Bearer key on /v1/* when ServerOptions::api_key is set (401 otherwise);
+//             /health and /metrics are open, as in vLLM and llama.cpp's server.
+//   errors    OpenAI's JSON error object for every 4xx/5xx (api_error.h).
+//
+// Thread safety: handlers run on httplib's worker threads; generation goes through the
+// Batcher (thread-safe submit), tasks through the TaskService.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "model/chat_template.h"
+#include "runtime/batcher.h"
+#include "server/metrics.h"
+#include "server/task_service.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace duet::server {
+
+struct ServerOptions {
+    std::string host = "127.0.0.1";
+    int port = 8080;                      // 0: any free port (see HttpServer::port())
+    std::optional<std::string> api_key;   // nullopt: no auth (only with --no-auth)
+    std::string model_id;                 // the name /v1/models lists and requests must use
+    size_t max_body_bytes = 1 << 20;      // larger bodies get 413
+    int http_threads = 64;                // concurrent connections served
+    model::ChatTemplate chat_template = model::ChatTemplate::CHATML;
+};
+
+// Modelled device timings for a request of this size: the `duet` object of each response.
+using ModelledTimings = std::function<nlohmann::json(int64_t prompt_tokens, int64_t completion_tokens)>;
+
+class HttpServer {
+public:
+    HttpServer(ServerOptions opts, runtime::Batcher& batcher, TaskService& tasks, Metrics& metrics,
+               ModelledTimings timings);
+    ~HttpServer();
+
+    // Binds host:port; throws duet::Error naming the address when it cannot.
+    void bind();
+    int port() const { return port_; }
+    void run();   // serves until stop(); call after bind()
+    void stop();  // from any thread (signal handler thread, tests)
+
+private:
+    void routes();
+    void check_auth(const std::string& header) const;
+    void handle_completion(const std::string& body, bool chat, struct HttpExchange& ex);
+
+    ServerOptions opts_;
+    runtime::Batcher& batcher_;
+    TaskService& tasks_;
+    Metrics& metrics_;
+    ModelledTimings timings_;
+    std::unique_ptr<httplib::Server> http_;
+    int port_ = 0;
+};
+
+// Registers the metric names the server updates (so /metrics lists them from the start).
+void register_server_metrics(Metrics& m);
+
+}  // namespace duet::server

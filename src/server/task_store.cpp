@@ -1,0 +1,171 @@
+#include "server/task_store.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <random>
+
+#include "core/error.h"
+
+namespace duet::server {
+namespace {
+
+int64_t now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+std::string new_id() {
+    static std::mutex mu;
+    static std::mt19937_64 rng{std::random_device{}()};
+    std::lock_guard<std::mutex> lock(mu);
+    return fmt::format("task-{:016x}", rng());
+}
+
+// RAII prepared statement.
+class Stmt {
+public:
+    Stmt(sqlite3* db, const char* sql, const std::string& path) {
+        if (sqlite3_prepare_v2(db, sql, -1, &s_, nullptr) != SQLITE_OK)
+            duet::fail("{}: task store query failed: {}", path, sqlite3_errmsg(db));
+    }
+    ~Stmt() { sqlite3_finalize(s_); }
+    void bind(int i, const std::string& v) { sqlite3_bind_text(s_, i, v.c_str(), int(v.size()), SQLITE_TRANSIENT); }
+    void bind(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
+    void bind(int i, double v) { sqlite3_bind_double(s_, i, v); }
+    int step() { return sqlite3_step(s_); }
+    std::string text(int col) const {
+        const auto* p = sqlite3_column_text(s_, col);
+        return p ? reinterpret_cast<const char*>(p) : "";
+    }
+    double dbl(int col) const { return sqlite3_column_double(s_, col); }
+    int64_t i64(int col) const { return sqlite3_column_int64(s_, col); }
+
+private:
+    sqlite3_stmt* s_ = nullptr;
+};
+
+constexpr const char* kColumns = "id, kind, status, progress, params, result, error, created_ms, updated_ms";
+
+TaskRecord read_row(const Stmt& s) {
+    TaskRecord r;
+    r.id = s.text(0);
+    r.kind = s.text(1);
+    r.status = s.text(2);
+    r.progress = s.dbl(3);
+    r.params = nlohmann::json::parse(s.text(4), nullptr, false);
+    const std::string result = s.text(5);
+    r.result = result.empty() ? nlohmann::json() : nlohmann::json::parse(result, nullptr, false);
+    r.error = s.text(6);
+    r.created_ms = s.i64(7);
+    r.updated_ms = s.i64(8);
+    return r;
+}
+
+}  // namespace
+
+TaskStore::TaskStore(const std::string& path) : path_(path) {
+    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                        nullptr) != SQLITE_OK) {
+        std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+        sqlite3_close(db_);
+        db_ = nullptr;
+        duet::fail("{}: cannot open task store: {}", path, msg);
+    }
+    sqlite3_busy_timeout(db_, 5000);
+    try {
+        exec("PRAGMA journal_mode=WAL");
+        exec("PRAGMA synchronous=NORMAL");
+        exec("CREATE TABLE IF NOT EXISTS duet_tasks ("
+             " id TEXT PRIMARY KEY, kind TEXT NOT NULL, status TEXT NOT NULL, progress REAL NOT NULL,"
+             " params TEXT NOT NULL, result TEXT, error TEXT, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL)");
+        Stmt s(db_,
+               "UPDATE duet_tasks SET status='interrupted', error='the server stopped while the task was ' || status,"
+               " updated_ms=?1 WHERE status IN ('queued','running')",
+               path_);
+        s.bind(1, now_ms());
+        s.step();
+        interrupted_at_open_ = sqlite3_changes(db_);
+    } catch (...) {
+        sqlite3_close(db_);
+        db_ = nullptr;
+        throw;
+    }
+}
+
+TaskStore::~TaskStore() { sqlite3_close(db_); }
+
+void TaskStore::exec(const char* sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+        std::string msg = err ? err : "unknown error";
+        sqlite3_free(err);
+        duet::fail("{}: task store is not usable: {}", path_, msg);
+    }
+}
+
+std::string TaskStore::create(const std::string& kind, const nlohmann::json& params) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::string id = new_id();
+    Stmt s(db_, "INSERT INTO duet_tasks VALUES (?1, ?2, 'queued', 0, ?3, NULL, '', ?4, ?4)", path_);
+    s.bind(1, id);
+    s.bind(2, kind);
+    s.bind(3, params.dump());
+    s.bind(4, now_ms());
+    if (s.step() != SQLITE_DONE) duet::fail("{}: cannot insert task: {}", path_, sqlite3_errmsg(db_));
+    return id;
+}
+
+std::optional<TaskRecord> TaskStore::get(const std::string& id) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    Stmt s(db_, fmt::format("SELECT {} FROM duet_tasks WHERE id=?1", kColumns).c_str(), path_);
+    s.bind(1, id);
+    if (s.step() != SQLITE_ROW) return std::nullopt;
+    return read_row(s);
+}
+
+std::vector<TaskRecord> TaskStore::list() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    Stmt s(db_, fmt::format("SELECT {} FROM duet_tasks ORDER BY created_ms DESC, rowid DESC", kColumns).c_str(), path_);
+    std::vector<TaskRecord> out;
+    while (s.step() == SQLITE_ROW) out.push_back(read_row(s));
+    return out;
+}
+
+bool TaskStore::transition(const std::string& id, const char* sql_tail, const std::vector<std::string>& binds) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Stmt s(db_, fmt::format("UPDATE duet_tasks SET updated_ms=?1, {}", sql_tail).c_str(), path_);
+    s.bind(1, now_ms());
+    s.bind(2, id);
+    for (size_t i = 0; i < binds.size(); ++i) s.bind(int(i) + 3, binds[i]);
+    if (s.step() != SQLITE_DONE) duet::fail("{}: cannot update task {}: {}", path_, id, sqlite3_errmsg(db_));
+    return sqlite3_changes(db_) == 1;
+}
+
+bool TaskStore::start(const std::string& id) {
+    return transition(id, "status='running' WHERE id=?2 AND status='queued'", {});
+}
+
+bool TaskStore::set_progress(const std::string& id, double progress) {
+    return transition(id, "progress=MAX(progress, MIN(1.0, CAST(?3 AS REAL))) WHERE id=?2 AND status='running'",
+                      {fmt::format("{}", progress)});
+}
+
+bool TaskStore::finish(const std::string& id, const nlohmann::json& result) {
+    return transition(id, "status='done', progress=1.0, result=?3 WHERE id=?2 AND status='running'", {result.dump()});
+}
+
+bool TaskStore::mark_failed(const std::string& id, const std::string& error) {
+    return transition(id, "status='failed', error=?3 WHERE id=?2 AND status IN ('queued','running')", {error});
+}
+
+bool TaskStore::cancel(const std::string& id) {
+    return transition(id, "status='cancelled' WHERE id=?2 AND status IN ('queued','running')", {});
+}
+
+bool TaskStore::is_cancelled(const std::string& id) const {
+    auto t = get(id);
+    return t && t->status == "cancelled";
+}
+
+}  // namespace duet::server

@@ -1,0 +1,63 @@
+#pragma once
+// Persistent store of optimisation/bench tasks in an SQLite file, so tasks and their results
+// survive a restart. Status life cycle:
+//   queued -> running -> done | failed | cancelled
+// and, when the server restarts, every task found queued or running becomes `interrupted`
+// (its work was lost with the process; the record is kept, not dropped).
+// Thread-safe: one connection guarded by a mutex; SQLite in WAL mode with synchronous=NORMAL.
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace duet::server {
+
+struct TaskRecord {
+    std::string id;      // "task-" + 16 hex digits
+    std::string kind;    // "bench", "npu_pim_gemv_optimize"
+    std::string status;  // queued, running, done, failed, cancelled, interrupted
+    double progress = 0;  // 0..1
+    nlohmann::json params;
+    nlohmann::json result;  // null until done
+    std::string error;      // set when failed or interrupted
+    int64_t created_ms = 0, updated_ms = 0;  // Unix epoch milliseconds
+};
+
+class TaskStore {
+public:
+    // Opens (creating if needed) the database at `path` and marks unfinished tasks interrupted.
+    // Throws duet::Error naming the path when the file cannot be opened or is not a duet store.
+    explicit TaskStore(const std::string& path);
+    ~TaskStore();
+    TaskStore(const TaskStore&) = delete;
+    TaskStore& operator=(const TaskStore&) = delete;
+
+    std::string create(const std::string& kind, const nlohmann::json& params);
+    std::optional<TaskRecord> get(const std::string& id) const;
+    std::vector<TaskRecord> list() const;  // newest first
+    int interrupted_at_open() const { return interrupted_at_open_; }
+
+    // Transitions; each returns false when the task is missing or already finished
+    // (e.g. a worker finishing a task that was cancelled meanwhile).
+    bool start(const std::string& id);
+    bool set_progress(const std::string& id, double progress);
+    bool finish(const std::string& id, const nlohmann::json& result);
+    bool mark_failed(const std::string& id, const std::string& error);
+    bool cancel(const std::string& id);
+    bool is_cancelled(const std::string& id) const;
+
+private:
+    bool transition(const std::string& id, const char* sql_tail, const std::vector<std::string>& binds);
+    void exec(const char* sql);
+
+    std::string path_;
+    sqlite3* db_ = nullptr;
+    mutable std::mutex mu_;
+    int interrupted_at_open_ = 0;
+};
+
+}  // namespace duet::server

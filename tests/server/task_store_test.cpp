@@ -1,0 +1,112 @@
+#include "server/task_store.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+
+namespace duet::server {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TaskStoreTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir_ = fs::temp_directory_path() / fmt::format("duet_task_store_{}_{}", ::getpid(),
+                                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        fs::remove_all(dir_);
+        fs::create_directories(dir_);
+        path_ = (dir_ / "tasks.db").string();
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+    fs::path dir_;
+    std::string path_;
+};
+
+TEST_F(TaskStoreTest, LifeCycleAndResult) {
+    TaskStore store(path_);
+    const std::string id = store.create("bench", {{"seq_len", 2048}});
+    EXPECT_EQ(id.rfind("task-", 0), 0u);
+    EXPECT_EQ(id.size(), 21u);
+    auto t = store.get(id);
+    ASSERT_TRUE(t);
+    EXPECT_EQ(t->status, "queued");
+    EXPECT_EQ(t->params["seq_len"], 2048);
+    EXPECT_TRUE(t->result.is_null());
+
+    EXPECT_FALSE(store.finish(id, {{"x", 1}}));  // not running yet
+    EXPECT_TRUE(store.start(id));
+    EXPECT_FALSE(store.start(id));
+    EXPECT_TRUE(store.set_progress(id, 0.5));
+    EXPECT_TRUE(store.set_progress(id, 0.25));  // progress never goes backwards
+    EXPECT_DOUBLE_EQ(store.get(id)->progress, 0.5);
+    EXPECT_TRUE(store.finish(id, {{"tbt_ratio", 0.31}}));
+    t = store.get(id);
+    EXPECT_EQ(t->status, "done");
+    EXPECT_DOUBLE_EQ(t->progress, 1.0);
+    EXPECT_DOUBLE_EQ(t->result["tbt_ratio"].get<double>(), 0.31);
+    EXPECT_FALSE(store.cancel(id));  // finished tasks stay finished
+    EXPECT_FALSE(store.get("task-0000000000000000"));
+}
+
+TEST_F(TaskStoreTest, CancelStopsLaterTransitions) {
+    TaskStore store(path_);
+    const std::string id = store.create("bench", nlohmann::json::object());
+    ASSERT_TRUE(store.start(id));
+    EXPECT_TRUE(store.cancel(id));
+    EXPECT_TRUE(store.is_cancelled(id));
+    EXPECT_FALSE(store.finish(id, {{"late", true}}));
+    EXPECT_FALSE(store.mark_failed(id, "late"));
+    EXPECT_EQ(store.get(id)->status, "cancelled");
+}
+
+TEST_F(TaskStoreTest, ReopenKeepsEveryTaskAndMarksUnfinishedInterrupted) {
+    std::string done, running, queued;
+    {
+        TaskStore store(path_);
+        done = store.create("bench", {{"n", 1}});
+        running = store.create("npu_pim_gemv_optimize", {{"n", 2}});
+        queued = store.create("bench", {{"n", 3}});
+        store.start(done);
+        store.finish(done, {{"ok", true}});
+        store.start(running);
+        store.set_progress(running, 0.4);
+    }
+    TaskStore reopened(path_);
+    EXPECT_EQ(reopened.interrupted_at_open(), 2);
+    auto all = reopened.list();
+    ASSERT_EQ(all.size(), 3u);
+    EXPECT_EQ(reopened.get(done)->status, "done");
+    EXPECT_EQ(reopened.get(done)->result["ok"], true);
+    auto r = reopened.get(running);
+    EXPECT_EQ(r->status, "interrupted");
+    EXPECT_EQ(r->error, "the server stopped while the task was running");
+    EXPECT_DOUBLE_EQ(r->progress, 0.4);
+    EXPECT_EQ(reopened.get(queued)->error, "the server stopped while the task was queued");
+}
+
+TEST_F(TaskStoreTest, NotADatabaseIsAClearError) {
+    std::ofstream(path_) << "this is not an sqlite file, just some text that is long enough to be read as a header";
+    try {
+        TaskStore store(path_);
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()), path_ + ": task store is not usable: file is not a database");
+    }
+}
+
+TEST_F(TaskStoreTest, UnopenablePathIsAClearError) {
+    const std::string bad = (dir_ / "missing-dir" / "tasks.db").string();
+    try {
+        TaskStore store(bad);
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()), bad + ": cannot open task store: unable to open database file");
+    }
+}
+
+}  // namespace
+}  // namespace duet::server
