@@ -9,6 +9,7 @@
 #include "layout/pim_layout.h"
 #include "model/arch_presets.h"
 #include "model/hparams.h"
+#include "runtime/model_shape.h"
 
 namespace duet::cli {
 
@@ -23,19 +24,8 @@ sim::ModelShape bench_model_shape(const std::string& model, const std::string& d
         fail("--model = \"{}\" is neither an architecture preset nor a file (presets: {})", model,
              model::arch_preset_list());
     }
-    sim::ModelShape s;
-    s.name = model;
-    s.n_vocab = hp.n_vocab;
-    s.n_embd = hp.n_embd;
-    s.n_layer = hp.n_layer;
-    s.n_head = hp.n_head;
-    s.n_head_kv = hp.n_head_kv;
-    s.n_ff = hp.n_ff;
-    s.head_dim = hp.head_dim;
-    s.tied_output = hp.tied_output;
-    s.weight_dtype = dtype == "bfloat16" ? DType::BF16 : dtype == "float32" ? DType::F32 : DType::F16;
-    s.kv_dtype = s.weight_dtype == DType::F32 ? DType::F32 : s.weight_dtype;
-    return s;
+    const DType w = dtype == "bfloat16" ? DType::BF16 : dtype == "float32" ? DType::F32 : DType::F16;
+    return runtime::model_shape(hp, w, w, model);
 }
 
 // NPU preset names soc_version may take (aliases included, without their "(alias of ...)" note).

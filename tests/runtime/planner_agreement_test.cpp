@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/engine.h"
+#include "runtime/model_shape.h"
 #include "sim/planner.h"
 #include "test_models.h"
 
@@ -12,19 +13,7 @@ using namespace duet::runtime;
 namespace {
 
 sim::ModelShape shape_of(const model::Hparams& hp, DType weights, DType kv) {
-    sim::ModelShape s;
-    s.name = "test";
-    s.n_vocab = hp.n_vocab;
-    s.n_embd = hp.n_embd;
-    s.n_layer = hp.n_layer;
-    s.n_head = hp.n_head;
-    s.n_head_kv = hp.n_head_kv;
-    s.n_ff = hp.n_ff;
-    s.head_dim = hp.head_dim;
-    s.tied_output = hp.tied_output;
-    s.weight_dtype = weights;
-    s.kv_dtype = kv;
-    return s;
+    return model_shape(hp, weights, kv, "test");
 }
 
 void expect_same(const sim::OpRecord& a, const sim::OpRecord& b, size_t i) {

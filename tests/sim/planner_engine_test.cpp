@@ -4,6 +4,7 @@
 
 #include "../runtime/test_models.h"
 #include "runtime/engine.h"
+#include "runtime/model_shape.h"
 #include "sim/planner.h"
 
 using namespace duet;
@@ -11,19 +12,7 @@ using namespace duet;
 namespace {
 
 sim::ModelShape shape_of(const model::Hparams& hp, DType wdt) {
-    sim::ModelShape s;
-    s.n_vocab = hp.n_vocab;
-    s.n_embd = hp.n_embd;
-    s.n_layer = hp.n_layer;
-    s.n_head = hp.n_head;
-    s.n_head_kv = hp.n_head_kv;
-    s.n_ff = hp.n_ff;
-    s.head_dim = hp.head_dim;
-    s.tied_output = hp.tied_output;
-    s.qkv_bias = hp.qkv_bias;
-    s.weight_dtype = wdt;
-    s.kv_dtype = DType::F16;
-    return s;
+    return runtime::model_shape(hp, wdt, DType::F16);
 }
 
 void expect_same(const sim::OpRecord& a, const sim::OpRecord& b, size_t i) {
