@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -209,6 +210,55 @@ TEST_F(ServerTest, PrefixOfAConversationIsReused) {
     EXPECT_GE(cached, 16);  // at least one whole KV block of the shared history
     EXPECT_LT(cached, second["usage"]["prompt_tokens"].get<int64_t>());
     EXPECT_GE(metric("duet_prefix_cache_hit_tokens"), hits_before + double(cached));
+}
+
+// The client side of the channel: `duet ping` and `duet task` with a settings.json naming this server.
+TEST_F(ServerTest, PingAndTaskClients) {
+    const std::string base = "http://127.0.0.1:" + std::to_string(server_->port());
+    int n_files = 0;
+    auto settings = [&](const std::string& model, const std::string& api_base) {
+        const std::string path = (*dir_ / ("settings_" + std::to_string(n_files++) + ".json")).string();
+        std::ofstream(path) << json{{"api", {{"api_base", api_base}, {"api_key_env", "DUET_TEST_KEY"}, {"model", model},
+                                             {"timeout_ms", 5000}, {"max_retries", 0}}}}.dump();
+        return path;
+    };
+    const std::string good = settings("tiny", base);
+    auto [rc, out] = run_command("DUET_TEST_KEY=" + std::string(kKey) + " " + duet_binary() + " ping --settings " + good);
+    EXPECT_EQ(rc, 0) << out;
+    EXPECT_EQ(out.rfind("ok: " + base + " answered for model 'tiny' in ", 0), 0u) << out;
+
+    std::tie(rc, out) = run_command("DUET_TEST_KEY=wrong " + duet_binary() + " ping --settings " + good);
+    EXPECT_EQ(rc, 2);
+    EXPECT_EQ(out, "duet: error: ping: the server at " + base +
+                       " refused the API key: the variable DUET_TEST_KEY (settings api.api_key_env) is set but holds a "
+                       "wrong key\n");
+    std::tie(rc, out) = run_command("env -u DUET_TEST_KEY " + duet_binary() + " ping --settings " + good);
+    EXPECT_NE(out.find("the variable DUET_TEST_KEY (settings api.api_key_env) is not set"), std::string::npos) << out;
+
+    std::tie(rc, out) = run_command("DUET_TEST_KEY=" + std::string(kKey) + " " + duet_binary() + " ping --settings " +
+                                    settings("nope", base));
+    EXPECT_EQ(rc, 2);
+    EXPECT_EQ(out, "duet: error: ping: the server at " + base +
+                       " does not know the model 'nope' (settings api.model): The model 'nope' does not exist (this "
+                       "server serves 'tiny')\n");
+    std::tie(rc, out) = run_command(duet_binary() + " ping --settings " + settings("tiny", "http://127.0.0.1:1"));
+    EXPECT_EQ(rc, 2);
+    EXPECT_EQ(out.rfind("duet: error: ping: cannot reach http://127.0.0.1:1 (", 0), 0u) << out;
+
+    std::tie(rc, out) = run_command("DUET_TEST_KEY=" + std::string(kKey) + " " + duet_binary() + " task --settings " + good +
+                                    " submit --task bench --set model=llama2-7b --set seq_len=128 --set gen_len=4 --wait");
+    EXPECT_EQ(rc, 0) << out;
+    EXPECT_NE(out.find("\"schema\": \"duet.bench/1\""), std::string::npos) << out;
+    const std::string id = out.substr(out.find("task-"), 21);
+    std::tie(rc, out) = run_command("DUET_TEST_KEY=" + std::string(kKey) + " " + duet_binary() + " task --settings " + good +
+                                    " status " + id);
+    EXPECT_EQ(rc, 0) << out;
+    EXPECT_EQ(out.rfind(id + "  bench", 0), 0u) << out;
+    EXPECT_NE(out.find("done"), std::string::npos) << out;
+    std::tie(rc, out) = run_command("DUET_TEST_KEY=" + std::string(kKey) + " " + duet_binary() + " task --settings " + good +
+                                    " submit --task bench --set pim.alignment=100");
+    EXPECT_EQ(rc, 2);
+    EXPECT_NE(out.find("task submit: the server rejected the task: "), std::string::npos) << out;
 }
 
 TEST(ServerStandalone, QueueFullIs429AndMissingKeyRefusesToStart) {
