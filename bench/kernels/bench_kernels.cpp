@@ -79,6 +79,9 @@ AlignedBuffer<uint8_t> random_weights(DType type, int64_t n, int64_t k) {
         case DType::Q4_0:
             for (size_t i = 0; i < nblocks; ++i) reinterpret_cast<BlockQ4_0*>(w.data())[i].d = h;
             break;
+        case DType::Q5_0:
+            for (size_t i = 0; i < nblocks; ++i) reinterpret_cast<BlockQ5_0*>(w.data())[i].d = h;
+            break;
         case DType::Q4_K:
             for (size_t i = 0; i < nblocks; ++i) {
                 reinterpret_cast<BlockQ4_K*>(w.data())[i].d = h;
@@ -173,7 +176,8 @@ BENCHMARK(BM_OpenBlasSgemm)
     ->UseRealTime();
 #endif
 
-constexpr DType kTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K};
+constexpr DType kTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,
+                            DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q6_K};
 
 void gemv_args(benchmark::internal::Benchmark* b) {
     for (DType t : kTypes) b->Args({int64_t(t), 1, 4096, 4096});

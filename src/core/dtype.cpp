@@ -13,6 +13,7 @@ constexpr DTypeInfo kInfos[] = {
     {DType::BF16, "bf16", 1, 2},
     {DType::Q8_0, "q8_0", kQK8_0, sizeof(BlockQ8_0)},
     {DType::Q4_0, "q4_0", kQK4_0, sizeof(BlockQ4_0)},
+    {DType::Q5_0, "q5_0", kQK5_0, sizeof(BlockQ5_0)},
     {DType::Q4_K, "q4_k", kQK_K, sizeof(BlockQ4_K)},
     {DType::Q6_K, "q6_k", kQK_K, sizeof(BlockQ6_K)},
     {DType::I8, "i8", 1, 1},

@@ -15,6 +15,7 @@ enum class DType : uint32_t {
     F32 = 0,
     F16 = 1,
     Q4_0 = 2,
+    Q5_0 = 6,
     Q8_0 = 8,
     Q4_K = 12,
     Q6_K = 14,
@@ -43,13 +44,17 @@ size_t row_bytes(DType t, int64_t n);
 
 // Quantised block layouts (ggml-compatible). QK = elements per block.
 constexpr int kQK4_0 = 32;
+constexpr int kQK5_0 = 32;
 constexpr int kQK8_0 = 32;
 constexpr int kQK_K = 256;
 struct BlockQ4_0 { uint16_t d; uint8_t qs[kQK4_0 / 2]; };            // d: f16 scale
+// Q5_0: element j < 16 is the low nibble of qs[j], element j + 16 its high nibble; the fifth
+// bit of element e (0..31) is bit e of qh (little-endian 32-bit); value = d * (q - 16).
+struct BlockQ5_0 { uint16_t d; uint8_t qh[4]; uint8_t qs[kQK5_0 / 2]; };  // d: f16 scale
 struct BlockQ8_0 { uint16_t d; int8_t qs[kQK8_0]; };                  // d: f16 scale
 struct BlockQ4_K { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[kQK_K / 2]; };
 struct BlockQ6_K { uint8_t ql[kQK_K / 2]; uint8_t qh[kQK_K / 4]; int8_t scales[kQK_K / 16]; uint16_t d; };
-static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ5_0) == 22 && sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ6_K) == 210);
 
 // IEEE half and bfloat16 conversions (round to nearest even; NaN stays NaN).

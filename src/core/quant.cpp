@@ -17,7 +17,7 @@ constexpr float kGroupMaxEps = 1e-15f;
 
 void check_row(DType type, int64_t n, const char* what) {
     if (!is_supported(type))
-        fail("{}: dtype '{}' is not supported (allowed: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)", what,
+        fail("{}: dtype '{}' is not supported (allowed: f32, f16, bf16, q8_0, q4_0, q5_0, q4_k, q6_k)", what,
              dtype_name(type));
     const int be = dtype_info(type).block_elems;
     if (n < 0 || n % be != 0)
@@ -54,6 +54,47 @@ void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t nb) {
             const auto q0 = uint8_t(std::min(15, int(int8_t(x[j] * id + 8.5f))));
             const auto q1 = uint8_t(std::min(15, int(int8_t(x[j + 16] * id + 8.5f))));
             y[i].qs[j] = uint8_t(q0 | q1 << 4);
+        }
+    }
+}
+
+// ---- Q5_0: 32 values, d = (signed value of largest magnitude) / -16, q in 0..31; the low
+// four bits go into nibbles as Q4_0's, the fifth bit of element e into bit e of qh ----
+void quantize_q5_0(const float* x, BlockQ5_0* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, x += kQK5_0) {
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < kQK5_0; ++j) {
+            if (amax < std::fabs(x[j])) {
+                amax = std::fabs(x[j]);
+                max = x[j];
+            }
+        }
+        const float d = max / -16.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = fp32_to_fp16(d);
+        uint32_t qh = 0;
+        for (int j = 0; j < kQK5_0 / 2; ++j) {
+            // truncation toward zero of (v + 16.5) as ggml's (int8_t) cast; v >= -16 so it is >= 0.5
+            const auto q0 = uint8_t(std::min(31, int(int8_t(x[j] * id + 16.5f))));
+            const auto q1 = uint8_t(std::min(31, int(int8_t(x[j + 16] * id + 16.5f))));
+            y[i].qs[j] = uint8_t((q0 & 0xF) | (q1 & 0xF) << 4);
+            qh |= uint32_t(q0 >> 4) << j;
+            qh |= uint32_t(q1 >> 4) << (j + 16);
+        }
+        for (int b = 0; b < 4; ++b) y[i].qh[b] = uint8_t(qh >> (8 * b));
+    }
+}
+
+void dequantize_q5_0(const BlockQ5_0* b, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, y += kQK5_0) {
+        const float d = fp16_to_fp32(b[i].d);
+        const uint32_t qh =
+            uint32_t(b[i].qh[0]) | uint32_t(b[i].qh[1]) << 8 | uint32_t(b[i].qh[2]) << 16 | uint32_t(b[i].qh[3]) << 24;
+        for (int j = 0; j < kQK5_0 / 2; ++j) {
+            const int q0 = (b[i].qs[j] & 0xF) | int((qh >> j) & 1) << 4;
+            const int q1 = (b[i].qs[j] >> 4) | int((qh >> (j + 16)) & 1) << 4;
+            y[j] = float(q0 - 16) * d;
+            y[j + 16] = float(q1 - 16) * d;
         }
     }
 }
@@ -298,6 +339,7 @@ bool is_supported(DType type) {
         case DType::BF16:
         case DType::Q8_0:
         case DType::Q4_0:
+        case DType::Q5_0:
         case DType::Q4_K:
         case DType::Q6_K:
             return true;
@@ -350,6 +392,9 @@ void quantize_row(const float* src, DType type, void* dst, int64_t n) {
         case DType::Q4_0:
             quantize_q4_0(src, static_cast<BlockQ4_0*>(dst), nb);
             break;
+        case DType::Q5_0:
+            quantize_q5_0(src, static_cast<BlockQ5_0*>(dst), nb);
+            break;
         case DType::Q4_K:
             quantize_q4_k(src, static_cast<BlockQ4_K*>(dst), nb);
             break;
@@ -397,6 +442,9 @@ void dequantize_row(const void* src, DType type, float* dst, int64_t n) {
             }
             break;
         }
+        case DType::Q5_0:
+            dequantize_q5_0(static_cast<const BlockQ5_0*>(src), dst, nb);
+            break;
         case DType::Q4_K:
             dequantize_q4_k(static_cast<const BlockQ4_K*>(src), dst, nb);
             break;

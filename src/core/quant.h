@@ -1,6 +1,6 @@
 #pragma once
 // Scalar (de)quantisation of rows between f32 and every storage dtype duet reads or writes
-// (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K). The block layouts are ggml's (core/dtype.h) and
+// (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q6_K). The block layouts are ggml's (core/dtype.h) and
 // the quantisers follow ggml's reference quantisers (`quantize_row_*_ref`) step by step, so a
 // file written by duet decodes identically in llama.cpp and the other way round, and the same
 // input gives the same bytes as ggml's reference (no importance matrix).

@@ -42,7 +42,7 @@ const KernelTable& active_table() {
 void check_matmul_args(int64_t m, int64_t k, int64_t x_stride, DType wtype, size_t w_row_stride_bytes, int64_t n,
                        int64_t y_stride) {
     if (!quant::is_supported(wtype))
-        fail("matmul: weight dtype '{}' is not supported (allowed: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)",
+        fail("matmul: weight dtype '{}' is not supported (allowed: f32, f16, bf16, q8_0, q4_0, q5_0, q4_k, q6_k)",
              dtype_name(wtype));
     const int be = dtype_info(wtype).block_elems;
     if (k <= 0 || k % be != 0)

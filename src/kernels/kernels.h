@@ -25,7 +25,7 @@ namespace duet::kernels {
 // Quantised weights are never dequantised as whole matrices: activations are quantised per
 // block (q8) and dot products run on integers where the type allows it.
 // Accuracy: f32/f16/bf16 weights give the exact product up to f32 summation order. For
-// q8_0/q4_0 the optimised paths quantise x in blocks of 32 (scale amax/127) and for q4_k/q6_k
+// q8_0/q4_0/q5_0 the optimised paths quantise x in blocks of 32 (scale amax/127) and for q4_k/q6_k
 // in ggml's Q8_K blocks of 256, so each x element moves by at most half its block's step:
 // |y - y_exact| <= sum_l (step_l / 2) |w_l| (about 0.4 % of sum |x w| in the worst case, far
 // less on average); the scalar path (DUET_ISA=scalar) dequantises and is exact up to rounding.

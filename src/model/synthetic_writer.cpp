@@ -17,8 +17,8 @@ struct DtypeChoice {
     uint32_t file_type;  // llama.cpp's llama_ftype for general.file_type
 };
 constexpr DtypeChoice kDtypes[] = {
-    {"f32", DType::F32, 0},   {"f16", DType::F16, 1},    {"bf16", DType::BF16, 32}, {"q8_0", DType::Q8_0, 7},
-    {"q4_0", DType::Q4_0, 2}, {"q4_k", DType::Q4_K, 15}, {"q6_k", DType::Q6_K, 18},
+    {"f32", DType::F32, 0},   {"f16", DType::F16, 1},   {"bf16", DType::BF16, 32}, {"q8_0", DType::Q8_0, 7},
+    {"q4_0", DType::Q4_0, 2}, {"q5_0", DType::Q5_0, 8}, {"q4_k", DType::Q4_K, 15}, {"q6_k", DType::Q6_K, 18},
 };
 
 const DtypeChoice& dtype_choice(const std::string& name) {

@@ -28,13 +28,13 @@
 namespace duet::model {
 
 struct SyntheticOptions {
-    std::string dtype = "f32";  // f32, f16, bf16, q8_0, q4_0, q4_k, q6_k
+    std::string dtype = "f32";  // f32, f16, bf16, q8_0, q4_0, q5_0, q4_k, q6_k
     uint64_t seed = 0;
     int64_t n_layer = 0;  // 0: the preset's layer count
     int n_threads = 0;    // 0: the hardware threads
 };
 
-// The dtype names gen-model accepts, "f32, f16, bf16, q8_0, q4_0, q4_k, q6_k".
+// The dtype names gen-model accepts, "f32, f16, bf16, q8_0, q4_0, q5_0, q4_k, q6_k".
 std::string synthetic_dtype_names();
 
 struct SyntheticTensor {

@@ -18,7 +18,7 @@ std::string shape_string(const std::vector<int64_t>& s) {
 bool is_matmul_type(DType t) {
     switch (t) {
         case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0:
-        case DType::Q4_0: case DType::Q4_K: case DType::Q6_K: return true;
+        case DType::Q4_0: case DType::Q5_0: case DType::Q4_K: case DType::Q6_K: return true;
         default: return false;
     }
 }
@@ -39,7 +39,7 @@ public:
                  shape_string(t->shape), shape_string(want));
         if (matmul ? !is_matmul_type(t->dtype) : t->dtype != DType::F32)
             fail("{}: tensor '{}' has dtype {} (allowed: {})", f_.path(), name, dtype_name(t->dtype),
-                 matmul ? "f32, f16, bf16, q8_0, q4_0, q4_k, q6_k" : "f32");
+                 matmul ? "f32, f16, bf16, q8_0, q4_0, q5_0, q4_k, q6_k" : "f32");
         TensorRef r;
         r.data = t->data;
         r.dtype = t->dtype;

@@ -64,7 +64,7 @@ struct Weights {
     uint64_t total_bytes() const;
 };
 
-// Matmul weights may be F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K (K-quants need cols % 256 == 0);
+// Matmul weights may be F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q6_K (K-quants need cols % 256 == 0);
 // norms, biases and rope_freqs must be F32.
 Weights bind_weights(const format::GgufFile& file, const Hparams& hp);
 

@@ -17,7 +17,10 @@ TEST(DType, GgmlIdsAndSizes) {
     EXPECT_EQ(row_bytes(DType::Q6_K, 256), 210u);
     EXPECT_EQ(row_bytes(DType::F16, 7), 14u);
     EXPECT_EQ(dtype_from_name("q4_0"), DType::Q4_0);
-    EXPECT_FALSE(dtype_from_name("q5_0").has_value());
+    EXPECT_EQ(dtype_from_ggml_id(6), DType::Q5_0);
+    EXPECT_EQ(dtype_from_name("q5_0"), DType::Q5_0);
+    EXPECT_EQ(row_bytes(DType::Q5_0, 896), 28u * 22u);  // Qwen2.5-0.5B's n_embd: 28 blocks
+    EXPECT_FALSE(dtype_from_name("q5_1").has_value());
 }
 
 TEST(DType, Fp16RoundTripsEveryHalf) {

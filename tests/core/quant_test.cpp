@@ -94,6 +94,77 @@ TEST(Quant, Q4_0ExactOnAHandComputedBlock) {
     EXPECT_EQ(y[16], -3.0f);
 }
 
+TEST(Quant, Q5_0ExactOnAHandComputedBlock) {
+    // largest magnitude -16 gives d = 1; q = min(31, trunc(x + 16.5)); element j pairs with
+    // j + 16 in qs[j] (low, high nibble); bit e of qh is the fifth bit of element e.
+    std::vector<float> x(32, 0.0f);  // zeros quantise to 16: nibble 0, fifth bit set
+    x[0] = -16.0f;                   // 0
+    x[1] = 15.0f;                    // 31
+    x[2] = 15.6f;                    // trunc(32.1) = 32 clips to 31
+    x[3] = 0.49f;                    // trunc(16.99) = 16
+    x[4] = -0.6f;                    // trunc(15.9) = 15: no fifth bit
+    x[16] = -3.2f;                   // trunc(13.3) = 13
+    x[17] = 1.0f;                    // 17
+    x[31] = 7.0f;                    // 23
+    BlockQ5_0 b;
+    quantize_row(x.data(), DType::Q5_0, &b, 32);
+    EXPECT_EQ(b.d, 0x3c00);
+    // fifth bits: every element but 0 (q 0), 4 (q 15) and 16 (q 13) -> 0xFFFEFFEE little-endian
+    EXPECT_EQ(b.qh[0], 0xEE);
+    EXPECT_EQ(b.qh[1], 0xFF);
+    EXPECT_EQ(b.qh[2], 0xFE);
+    EXPECT_EQ(b.qh[3], 0xFF);
+    EXPECT_EQ(b.qs[0], 0x0 | 0xD << 4);
+    EXPECT_EQ(b.qs[1], 0xF | 0x1 << 4);
+    EXPECT_EQ(b.qs[2], 0xF | 0x0 << 4);
+    EXPECT_EQ(b.qs[3], 0x00);
+    EXPECT_EQ(b.qs[4], 0x0F);
+    EXPECT_EQ(b.qs[15], 0x0 | 0x7 << 4);
+    float y[32];
+    dequantize_row(&b, DType::Q5_0, y, 32);
+    const float expect[32] = {-16, 15, 15, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                              -3,  1,  0,  0, 0,  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7};
+    for (int i = 0; i < 32; ++i) EXPECT_EQ(y[i], expect[i]) << i;
+}
+
+TEST(Quant, Q5_0DecodesAHandBuiltBlockByTheFormula) {
+    // value e = d * (q_e - 16), q_e = nibble | ((qh >> e) & 1) << 4, d = -0.375 (exact in f16)
+    BlockQ5_0 b{};
+    b.d = fp32_to_fp16(-0.375f);
+    auto q_of = [](int e) { return (e * 13 + 7) % 32; };
+    uint32_t qh = 0;
+    for (int e = 0; e < 32; ++e) {
+        b.qs[e % 16] |= uint8_t((q_of(e) & 15) << (e < 16 ? 0 : 4));
+        qh |= uint32_t(q_of(e) >> 4) << e;
+    }
+    std::memcpy(b.qh, &qh, 4);  // the block stores qh little-endian, as x86 does
+    float y[32];
+    dequantize_row(&b, DType::Q5_0, y, 32);
+    for (int e = 0; e < 32; ++e) ASSERT_EQ(y[e], -0.375f * float(q_of(e) - 16)) << e;
+}
+
+TEST(Quant, Q5_0ErrorsStayWithinOneStep) {
+    const auto x = gaussian(32 * 64, 6, 3.0f);
+    const auto y = round_trip(x, DType::Q5_0);
+    for (size_t blk = 0; blk < x.size() / 32; ++blk) {
+        float amax = 0;
+        for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[blk * 32 + j]));
+        // step d = amax/16; the side opposite the extreme can reach +16 steps and is clipped to
+        // +15 (one step); elsewhere half a step; plus 16 steps of f16 error in d.
+        const float d = amax / 16.0f, bound = d * (1.0f + 16.0f / 2048.0f) * 1.0001f;
+        for (int j = 0; j < 32; ++j) {
+            const size_t i = blk * 32 + j;
+            ASSERT_LE(std::fabs(y[i] - x[i]), bound) << i;
+        }
+    }
+    // Uniform rounding error of step amax/16 has rms step/sqrt(12), 0.018 amax; amax of 32
+    // Gaussians is ~2.5 sigma, so ~0.045 sigma. A lost fifth bit moves half the values by
+    // 16 steps and fails the upper bound; a test of nothing fails the lower one.
+    const double e = rms(x, y) / 3.0;
+    EXPECT_LT(e, 0.07);
+    EXPECT_GT(e, 0.01);
+}
+
 TEST(Quant, Q4_KDecodesAHandBuiltBlockByTheFormula) {
     // y = d * sc_j * q - dmin * m_j for sub-block j = i / 32; scales and mins 6-bit, packed as
     // bytes 0-3: sc0-3 | (sc4-7 >> 4) << 6, bytes 4-7: m0-3 | (m4-7 >> 4) << 6,
@@ -173,9 +244,9 @@ TEST(Quant, Q8_0AndQ4_0ErrorsStayWithinHalfAStep) {
     EXPECT_LT(rms(x, y4), 0.15 * 3.0);
 }
 
-TEST(Quant, Q8_0AndQ4_0AreIdempotent) {
+TEST(Quant, Q8_0Q4_0AndQ5_0AreIdempotent) {
     // A decoded row is exactly representable: quantising it again gives the same bytes.
-    for (DType t : {DType::Q8_0, DType::Q4_0}) {
+    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0}) {
         const auto x = gaussian(256, 3);
         std::vector<uint8_t> q1(row_bytes(t, 256)), q2(q1.size());
         quantize_row(x.data(), t, q1.data(), 256);
@@ -211,7 +282,7 @@ TEST(Quant, KQuantsErrorMatchesTheirResolution) {
 
 TEST(Quant, ZeroRowsStayZero) {
     std::vector<float> x(256, 0.0f);
-    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K})
+    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q6_K})
         for (float v : round_trip(x, t)) ASSERT_EQ(v, 0.0f) << dtype_name(t);
     BlockQ8_K b;
     quantize_row_q8_K(x.data(), &b, 256);
@@ -250,8 +321,9 @@ TEST(Quant, BadRowsAreErrorsNamingTypeAndSize) {
         dequantize_row(q.data(), DType::I32, x.data(), 4);
         FAIL();
     } catch (const Error& e) {
-        EXPECT_STREQ(e.what(),
-                     "dequantize_row: dtype 'i32' is not supported (allowed: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)");
+        EXPECT_STREQ(
+            e.what(),
+            "dequantize_row: dtype 'i32' is not supported (allowed: f32, f16, bf16, q8_0, q4_0, q5_0, q4_k, q6_k)");
     }
     EXPECT_THROW(quantize_row_q8_K(x.data(), nullptr, 64), Error);
 }

@@ -280,10 +280,10 @@ TEST(GgufReader, BadTensorInfos) {
               "mem.gguf: tensor 't' has dimension 1 = 4294967296 (allowed: 1.. with at most 2^63-1 elements in all)");
     EXPECT_EQ(error_of(file({256}, 13, 0)),
               "mem.gguf: tensor 't' has type q5_k (ggml type 13), which duet does not support (supported: f32, f16, "
-              "bf16, q8_0, q4_0, q4_k, q6_k, i8, i32)");
+              "bf16, q8_0, q4_0, q5_0, q4_k, q6_k, i8, i32)");
     EXPECT_EQ(error_of(file({256}, 99, 0)),
               "mem.gguf: tensor 't' has type unknown (ggml type 99), which duet does not support (supported: f32, "
-              "f16, bf16, q8_0, q4_0, q4_k, q6_k, i8, i32)");
+              "f16, bf16, q8_0, q4_0, q5_0, q4_k, q6_k, i8, i32)");
     EXPECT_EQ(error_of(file({100, 2}, 12, 0)),
               "mem.gguf: tensor 't' of type q4_k has shape[0] = 100, which is not a multiple of its block size 256");
     EXPECT_EQ(error_of(file({4}, 0, 8)),

@@ -116,7 +116,7 @@ TEST_F(GgufWriterTest, EveryTensorTypeRoundTripsWithAlignmentAndVersion2) {
         {"f32", DType::F32, {3, 5}},          {"f16", DType::F16, {7}},
         {"bf16", DType::BF16, {4, 2, 3}},     {"q8_0", DType::Q8_0, {64, 3}},
         {"q4_0", DType::Q4_0, {32, 1, 2, 2}}, {"q4_k", DType::Q4_K, {256, 2}},
-        {"q6_k", DType::Q6_K, {512}},
+        {"q6_k", DType::Q6_K, {512}},         {"q5_0", DType::Q5_0, {896, 2}},  // 22-byte blocks
     };
     std::vector<std::vector<uint8_t>> data;
     GgufWriter w(path("t.gguf"), 2);

@@ -89,7 +89,8 @@ void all_types(const std::string& path) {
 void every_tensor_type(const std::string& path) {
     GgufWriter w(path);
     w.set_alignment(64);
-    const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K};
+    const DType types[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,
+                           DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q6_K};
     for (DType t : types) {
         const int64_t n = duet::dtype_info(t).block_elems == 1 ? 8 : duet::dtype_info(t).block_elems;
         w.add_tensor_bytes(std::string("t.") + duet::dtype_name(t), t, {n, 1},

@@ -19,7 +19,7 @@ using test::optimised_tables;
 using test::random_vec;
 
 // The quantisation the optimised kernels apply to x for integer dot products: blocks of 32
-// (f32 scale amax/127, round to nearest even) for q8_0/q4_0, ggml's Q8_K (256) for K-quants.
+// (f32 scale amax/127, round to nearest even) for q8_0/q4_0/q5_0, ggml's Q8_K (256) for K-quants.
 // Returns the dequantised activations and, per element, the block's quantisation step d.
 void emulate_activation_quant(const std::vector<float>& x, int64_t m, int64_t k, int64_t xs, DType wtype,
                               std::vector<float>& xq, std::vector<float>& step) {
@@ -120,6 +120,7 @@ TEST(Matmul, F16MatchesReference) { check_type(DType::F16, kFloatShapes); }
 TEST(Matmul, BF16MatchesReference) { check_type(DType::BF16, kFloatShapes); }
 TEST(Matmul, Q8_0MatchesReferenceWithinActivationQuantisation) { check_type(DType::Q8_0, kBlock32Shapes); }
 TEST(Matmul, Q4_0MatchesReferenceWithinActivationQuantisation) { check_type(DType::Q4_0, kBlock32Shapes); }
+TEST(Matmul, Q5_0MatchesReferenceWithinActivationQuantisation) { check_type(DType::Q5_0, kBlock32Shapes); }
 TEST(Matmul, Q4_KMatchesReferenceWithinActivationQuantisation) { check_type(DType::Q4_K, kSuperShapes); }
 TEST(Matmul, Q6_KMatchesReferenceWithinActivationQuantisation) { check_type(DType::Q6_K, kSuperShapes); }
 

@@ -148,7 +148,8 @@ TEST(SwiGlu, ClosedFormAndReference) {
 
 TEST(DequantizeRow, OptimisedMatchesReference) {
     for (const KernelTable* t : optimised_tables()) {
-        for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
+        for (DType type :
+             {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q6_K}) {
             const int64_t n = dtype_is_quantized(type) ? 512 : 37;
             const auto x = random_vec(size_t(n), 5);
             std::vector<uint8_t> q(row_bytes(type, n));

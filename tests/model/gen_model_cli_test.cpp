@@ -64,7 +64,7 @@ TEST_F(GenModelCli, BadArgumentsExitWith2AndAClearLine) {
               "small-llama, llama2-7b, llama3-8b, mistral-7b, qwen2.5-0.5b, qwen2.5-7b, bench-1b)\n");
     r = run("gen-model --arch tiny-llama --dtype q5_k -o " + (dir_ / "x.gguf").string());
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_EQ(r.out, "duet: error: unknown --dtype 'q5_k' (allowed: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)\n");
+    EXPECT_EQ(r.out, "duet: error: unknown --dtype 'q5_k' (allowed: f32, f16, bf16, q8_0, q4_0, q5_0, q4_k, q6_k)\n");
     r = run("gen-model --arch tiny-llama");
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_EQ(r.out, "duet: error: -o FILE.gguf is required\n");

@@ -51,7 +51,7 @@ class SyntheticTest : public ::testing::Test {
 };
 
 const char* const kTiny[] = {"tiny-llama", "tiny-llama3", "tiny-mistral", "tiny-qwen2", "small-llama"};
-const char* const kDtypes[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k"};
+const char* const kDtypes[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q5_0", "q4_k", "q6_k"};
 
 // Largest |error| a dtype may introduce on a row whose largest magnitude is amax.
 float tolerance(DType t, float amax) {
@@ -68,6 +68,8 @@ float tolerance(DType t, float amax) {
             return amax / 31.0f * 1.1f;
         case DType::Q4_0:
             return amax / 8.0f * 1.1f;
+        case DType::Q5_0:  // step amax/16, one step at the clipped side
+            return amax / 16.0f * 1.1f;
         case DType::Q4_K:
             return amax / 7.0f * 1.2f;
         default:
@@ -180,6 +182,13 @@ TEST_F(SyntheticTest, Q4kIsAQ4KMStyleMixAndTinyRowsFallBack) {
     EXPECT_EQ(t.tensor("blk.0.ffn_down.weight").dtype, DType::Q8_0);  // 192 % 256 != 0
 }
 
+TEST_F(SyntheticTest, Q5_0FileTypeAndMatrices) {
+    GgufFile f = GgufFile::open(gen("tiny-qwen2", "q5_0", 6));
+    EXPECT_EQ(f.get_int("general.file_type"), 8);  // LLAMA_FTYPE_MOSTLY_Q5_0
+    EXPECT_EQ(f.tensor("blk.0.ffn_down.weight").dtype, DType::Q5_0);
+    EXPECT_EQ(f.tensor("token_embd.weight").dtype, DType::Q5_0);
+}
+
 TEST_F(SyntheticTest, MetadataAndLayerOverride) {
     GgufFile f = GgufFile::open(gen("tiny-mistral", "q4_0", 5, 0, 3));
     EXPECT_EQ(f.get_int("llama.block_count"), 3);
@@ -215,7 +224,7 @@ TEST_F(SyntheticTest, MetadataAndLayerOverride) {
         gen("tiny-llama", "q5_k", 1);
         FAIL();
     } catch (const Error& e) {
-        EXPECT_STREQ(e.what(), "unknown --dtype 'q5_k' (allowed: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)");
+        EXPECT_STREQ(e.what(), "unknown --dtype 'q5_k' (allowed: f32, f16, bf16, q8_0, q4_0, q5_0, q4_k, q6_k)");
     }
 }
 

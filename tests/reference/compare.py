@@ -36,7 +36,7 @@ TOKENS = [1, 15, 200, 7, 99, 42, 3, 250, 128, 64, 31, 180]
 # max|duet - ref| / max|ref| bounds against the exact float64 reference; derivation in
 # docs/reference.md. Plain types: weights are exact in both, so only f32 rounding remains.
 EXACT_BOUND = 1e-4
-QUANTISED = ("q8_0", "q4_0", "q4_k", "q6_k")
+QUANTISED = ("q8_0", "q4_0", "q5_0", "q4_k", "q6_k")
 DTYPES = ("f32", "f16", "bf16") + QUANTISED
 # Quantised types: the engine rounds activations to 8-bit blocks. The reference measures the size
 # of that noise on this very model and prompt (emulated reference vs exact reference, `noise`) and

@@ -8,6 +8,9 @@ Block formats (all little endian, f16 = IEEE half):
   Q8_0 : 32 values in 34 bytes  = f16 d, int8 q[32];                        x = d * q
   Q4_0 : 32 values in 18 bytes  = f16 d, u8 qs[16]; value j < 16 is the low nibble of qs[j],
          value j + 16 the high nibble of qs[j];                             x = d * (nibble - 8)
+  Q5_0 : 32 values in 22 bytes  = f16 d, u8 qh[4], u8 qs[16]; the low four bits of value j < 16
+         are the low nibble of qs[j], of value j + 16 the high nibble of qs[j]; the fifth bit of
+         value e is bit e of qh read as a little-endian u32;               x = d * (q - 16)
   Q4_K : 256 values in 144 bytes = f16 d, f16 dmin, u8 scales[12], u8 qs[128].
          Eight sub-blocks of 32 with a 6-bit scale sc[j] and 6-bit min m[j] packed in `scales`:
            j < 4 : sc = scales[j] & 63,  m = scales[j + 4] & 63
@@ -31,8 +34,8 @@ import numpy as np
 QK8_0 = 32
 QK4_0 = 32
 QK_K = 256
-BLOCK_BYTES = {"F32": 4, "F16": 2, "BF16": 2, "Q8_0": 34, "Q4_0": 18, "Q4_K": 144, "Q6_K": 210}
-BLOCK_ELEMS = {"F32": 1, "F16": 1, "BF16": 1, "Q8_0": 32, "Q4_0": 32, "Q4_K": 256, "Q6_K": 256}
+BLOCK_BYTES = {"F32": 4, "F16": 2, "BF16": 2, "Q8_0": 34, "Q4_0": 18, "Q5_0": 22, "Q4_K": 144, "Q6_K": 210}
+BLOCK_ELEMS = {"F32": 1, "F16": 1, "BF16": 1, "Q8_0": 32, "Q4_0": 32, "Q5_0": 32, "Q4_K": 256, "Q6_K": 256}
 
 
 def _blocks(raw, block_bytes, name):
@@ -72,6 +75,18 @@ def deq_q4_0(raw):
     d = _f16(b[:, 0:2])
     qs = b[:, 2:18]
     q = np.concatenate([qs & 0x0F, qs >> 4], axis=1).astype(np.float64) - 8.0
+    return (d[:, None] * q).reshape(-1)
+
+
+def deq_q5_0(raw):
+    b = _blocks(raw, 22, "Q5_0")
+    d = _f16(b[:, 0:2])
+    qh = b[:, 2:6].astype(np.int64)
+    bits = (qh[:, :, None] >> np.arange(8)) & 1          # [n][byte][bit]
+    high = bits.reshape(-1, 32)                            # element e = byte e // 8, bit e % 8
+    qs = b[:, 6:22]
+    low = np.concatenate([qs & 0x0F, qs >> 4], axis=1).astype(np.int64)
+    q = (low | (high << 4)).astype(np.float64) - 16.0
     return (d[:, None] * q).reshape(-1)
 
 
@@ -119,7 +134,7 @@ def deq_q6_k(raw):
 
 DEQUANT = {
     "F32": deq_f32, "F16": deq_f16, "BF16": deq_bf16, "Q8_0": deq_q8_0,
-    "Q4_0": deq_q4_0, "Q4_K": deq_q4_k, "Q6_K": deq_q6_k,
+    "Q4_0": deq_q4_0, "Q5_0": deq_q5_0, "Q4_K": deq_q4_k, "Q6_K": deq_q6_k,
 }
 
 

@@ -18,7 +18,7 @@ Written from the model papers and public configs, not from duet's C++:
 
 Optional `kv_f16=True` rounds K (after RoPE) and V to f16, as an f16 KV cache stores them.
 Optional `act_quant="ggml"` emulates the engine's 8-bit activation quantisation before every
-matmul with a quantised weight (see docs/reference.md): per 32 values for Q8_0/Q4_0 weights, per
+matmul with a quantised weight (see docs/reference.md): per 32 values for Q8_0/Q4_0/Q5_0 weights, per
 256 values for Q4_K/Q6_K, scale d = max|x| / 127 kept in f32, q = round(x / d). (ggml itself
 stores the 32-value scale as f16; duet keeps f32, and the emulation follows duet.)
 
@@ -42,7 +42,7 @@ from gguf_reader import GgufError, GgufFile  # noqa: E402
 
 SUPPORTED_ARCHS = {"llama": "norm", "mistral": "norm", "qwen2": "neox"}
 # weight type -> (activation block, round the activation scale to f16?)
-ACT_QUANT_BLOCK = {"Q8_0": (32, False), "Q4_0": (32, False), "Q4_K": (256, False), "Q6_K": (256, False)}
+ACT_QUANT_BLOCK = {"Q8_0": (32, False), "Q4_0": (32, False), "Q5_0": (32, False), "Q4_K": (256, False), "Q6_K": (256, False)}
 
 
 class Hparams:

@@ -49,6 +49,13 @@ def pack_q4_0(d, q):  # q: 32 ints in 0..15; value j<16 -> low nibble of byte j,
     return f16_bytes(d) + bytes(qs)
 
 
+def pack_q5_0(d, q):  # q: 32 ints in 0..31; low 4 bits as pack_q4_0, bit 4 of value e -> bit e of u32 qh
+    qh = 0
+    for e, v in enumerate(q):
+        qh |= ((int(v) >> 4) & 1) << e
+    return f16_bytes(d) + qh.to_bytes(4, "little") + pack_q4_0(0.0, [int(v) & 15 for v in q])[2:]
+
+
 def pack_q4_k(d, dmin, sc, m, q):  # sc, m: 8 six-bit ints; q: 256 ints in 0..15
     s = bytearray(12)
     for j in range(8):
@@ -102,6 +109,17 @@ class DequantTest(unittest.TestCase):
         blk = bytes([0x00, 0x38, 0x80, 0x7F, 0x01] + [0] * 29)
         y = dequant.deq_q8_0(np.frombuffer(blk, np.uint8))
         self.assertEqual(list(y[:4]), [-64.0, 63.5, 0.5, 0.0])
+        # Q5_0: d = 0.5 (0x3800); qh = 01 02 00 80 sets the fifth bit of values 0, 9 and 31;
+        # qs[0] = 0x3A -> value 0 = 10 | 16 = 26, value 16 = 3 (no fifth bit);
+        # qs[15] = 0xF0 -> value 15 = 0, value 31 = 15 | 16 = 31; every other value 0.
+        blk = bytes([0x00, 0x38, 0x01, 0x02, 0x00, 0x80, 0x3A] + [0] * 14 + [0xF0])
+        y = dequant.deq_q5_0(np.frombuffer(blk, np.uint8))
+        self.assertEqual(y[0], 0.5 * (26 - 16))
+        self.assertEqual(y[16], 0.5 * (3 - 16))
+        self.assertEqual(y[9], 0.0)
+        self.assertEqual(y[15], 0.5 * (0 - 16))
+        self.assertEqual(y[31], 0.5 * (31 - 16))
+        self.assertTrue(np.all(y[[j for j in range(32) if j not in (0, 9, 16, 31)]] == -8.0))
         # Q4_K: d = 1, dmin = 0.5; scales[0] = 0xC1 -> sc0 = 1 and the top bits (3) of sc4;
         # scales[8] = 0x25 -> sc4 = 5 | 3 << 4 = 53, m4 = 2 | (scales[4] >> 6) << 4 = 2 + 16 * 2.
         s = [0xC1, 0, 0, 0, 0x83, 0, 0, 0, 0x25, 0, 0, 0]
@@ -141,6 +159,9 @@ class DequantTest(unittest.TestCase):
             q = rng.integers(0, 16, 32)
             y = dequant.deq_q4_0(np.frombuffer(pack_q4_0(d, q), np.uint8))
             np.testing.assert_array_equal(y, d * (q - 8))
+            q = rng.integers(0, 32, 32)
+            y = dequant.deq_q5_0(np.frombuffer(pack_q5_0(d, q), np.uint8))
+            np.testing.assert_array_equal(y, d * (q - 16))
             sc, m, q = rng.integers(0, 64, 8), rng.integers(0, 64, 8), rng.integers(0, 16, 256)
             y = dequant.deq_q4_k(np.frombuffer(pack_q4_k(d, dmin, sc, m, q), np.uint8))
             sub = np.arange(256) // 32
@@ -293,7 +314,7 @@ class ForwardTest(unittest.TestCase):
         self.assertGreater(np.abs(full[3] - full[2]).max(), 1e-3)  # different tokens, different logits
 
     def test_quantised_storage_equals_dequantised_f32(self):
-        for dt in ("Q8_0", "Q4_0", "Q4_K", "Q6_K", "F16", "BF16"):
+        for dt in ("Q8_0", "Q4_0", "Q5_0", "Q4_K", "Q6_K", "F16", "BF16"):
             a = self.logits("llama", "q.gguf", seed=4, dtype=dt, n_embd=256, n_ff=256)
             g = gr.GgufFile(self.path("q.gguf"))
             values = {n: dequant.tensor_to_numpy(t) for n, t in g.tensors.items()}

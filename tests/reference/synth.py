@@ -30,6 +30,16 @@ def quant_q4_0(x):
     return np.concatenate([d.view(np.uint8).reshape(-1, 2), qs], axis=1).tobytes()
 
 
+def quant_q5_0(x):
+    b = x.reshape(-1, 32)
+    d = _f16(np.abs(b).max(axis=1) / 15)
+    dd = d.astype(np.float64)[:, None]
+    q = np.clip(np.round(np.divide(b, dd, out=np.zeros_like(b), where=dd != 0)) + 16, 0, 31).astype(np.uint32)
+    qs = ((q[:, :16] & 15) | ((q[:, 16:] & 15) << 4)).astype(np.uint8)
+    qh = ((q >> 4) << np.arange(32, dtype=np.uint32)).sum(axis=1).astype("<u4")  # bit e = fifth bit of e
+    return np.concatenate([d.view(np.uint8).reshape(-1, 2), qh.view(np.uint8).reshape(-1, 4), qs], axis=1).tobytes()
+
+
 def quant_q4_k(x):
     b = x.reshape(-1, 8, 32)
     n = b.shape[0]
@@ -79,7 +89,7 @@ def encode(x, dtype):
         return x.astype("<f2").tobytes()
     if dtype == "BF16":
         return (x.astype("<f4").view("<u4") >> 16).astype("<u2").tobytes()  # truncation is fine here
-    return {"Q8_0": quant_q8_0, "Q4_0": quant_q4_0, "Q4_K": quant_q4_k, "Q6_K": quant_q6_k}[dtype](x.reshape(-1))
+    return {"Q8_0": quant_q8_0, "Q4_0": quant_q4_0, "Q5_0": quant_q5_0, "Q4_K": quant_q4_k, "Q6_K": quant_q6_k}[dtype](x.reshape(-1))
 
 
 def make_model(path, arch, seed=0, dtype="F32", n_embd=64, n_head=4, n_head_kv=2, n_ff=96, n_layer=2,
