@@ -213,7 +213,7 @@ void Batcher::step() {
                 s.result.tokens.push_back(tok);
                 s.result.completion_tokens++;
                 if (s.result.completion_tokens == 1) s.result.ttft_ms = double(now_ns() - s.t_submit_ns) / 1e6;
-                if (model_->tokenizer().is_eog(tok)) {
+                if (!s.req.ignore_eos && model_->tokenizer().is_eog(tok)) {
                     s.tokens.pop_back();  // never fed back
                     finish(s, "stop");
                     continue;

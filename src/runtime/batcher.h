@@ -56,6 +56,7 @@ struct GenRequest {
     model::SamplerParams sampling;
     int64_t max_tokens = -1;        // -1: until end of generation or the context is full
     std::vector<std::string> stop;  // text stop sequences (not included in the output)
+    bool ignore_eos = false;        // keep generating past end-of-generation tokens (benchmarks, tests)
     std::function<void(const std::string& text)> on_text;  // streamed text, UTF-8 complete
     std::function<void(const GenResult&)> on_done;          // exactly once
     std::shared_ptr<std::atomic<bool>> cancelled;           // optional

@@ -1,0 +1,113 @@
+// The continuous batcher and the prefix cache on a generated model, without HTTP.
+#include "runtime/batcher.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
+
+#include "runtime/model.h"
+#include "runtime/prefix_cache.h"
+#include "test_models.h"
+
+namespace duet::runtime {
+namespace {
+
+struct Collected {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<GenResult> results;
+    std::vector<std::string> texts;
+};
+
+GenRequest greedy_request(const Model& m, const std::string& prompt, int64_t max_tokens, Collected& c, size_t slot) {
+    GenRequest r;
+    r.prompt = m.tokenizer().encode(prompt, true, false);
+    r.sampling.temperature = 0;
+    r.max_tokens = max_tokens;
+    r.ignore_eos = true;  // exactly max_tokens, so the KV demand is known
+    r.on_text = [&c, slot](const std::string& t) {
+        std::lock_guard<std::mutex> lock(c.mu);
+        c.texts[slot] += t;
+    };
+    r.on_done = [&c, slot](const GenResult& res) {
+        std::lock_guard<std::mutex> lock(c.mu);
+        c.results[slot] = res;
+        c.cv.notify_all();
+    };
+    return r;
+}
+
+TEST(Batcher, PoolRunningDryPreemptsAndRecomputesWithoutChangingTokens) {
+    const std::string path = test::generated_model("tiny-llama");
+    ASSERT_FALSE(path.empty());
+    auto model = Model::load(path);
+    EngineOptions eo;
+    eo.n_threads = 1;
+    eo.n_ctx = 256;
+    // Alone: the reference tokens.
+    Collected alone;
+    alone.results.resize(1);
+    alone.texts.resize(1);
+    {
+        Batcher b(model, eo, {});
+        ASSERT_EQ(b.submit(greedy_request(*model, "Once upon a time", 60, alone, 0)), SubmitStatus::ACCEPTED);
+        b.wait_idle();
+    }
+    ASSERT_EQ(alone.results[0].completion_tokens, 60);
+    // Six blocks of 16 positions for eight requests of ~65 positions each: at most one fits whole.
+    eo.kv_blocks = 6;
+    BatcherOptions bo;
+    bo.n_parallel = 8;
+    bo.prefix_cache = false;
+    Collected c;
+    c.results.resize(8);
+    c.texts.resize(8);
+    Batcher b(model, eo, bo);
+    for (size_t i = 0; i < 8; ++i)
+        ASSERT_EQ(b.submit(greedy_request(*model, "Once upon a time", 60, c, i)), SubmitStatus::ACCEPTED);
+    b.wait_idle();
+    EXPECT_GE(b.stats().preemptions, 1u);
+    for (size_t i = 0; i < 8; ++i) {
+        EXPECT_EQ(c.results[i].finish_reason, "length") << i;
+        EXPECT_EQ(c.results[i].tokens, alone.results[0].tokens) << i;
+        EXPECT_EQ(c.texts[i], alone.texts[0]) << i;
+    }
+    EXPECT_EQ(b.stats().kv_blocks_used, 0);
+}
+
+TEST(Batcher, RefusesWhatCanNeverFitAndReusesPrefixes) {
+    const std::string path = test::generated_model("tiny-llama");
+    ASSERT_FALSE(path.empty());
+    auto model = Model::load(path);
+    EngineOptions eo;
+    eo.n_threads = 1;
+    eo.n_ctx = 128;
+    eo.kv_blocks = 4;
+    BatcherOptions bo;
+    bo.max_queue = 2;
+    Batcher b(model, eo, bo);
+    GenRequest too_long;
+    too_long.prompt.assign(200, 5);
+    EXPECT_EQ(b.submit(std::move(too_long)), SubmitStatus::PROMPT_TOO_LONG);
+    GenRequest too_big;
+    too_big.prompt.assign(100, 5);  // fits the context, not the 4-block pool
+    EXPECT_EQ(b.submit(std::move(too_big)), SubmitStatus::KV_TOO_SMALL);
+
+    Collected c;
+    c.results.resize(2);
+    c.texts.resize(2);
+    const std::string prompt = "Once upon a time there was a little dog who liked to run in the park every day";
+    ASSERT_EQ(b.submit(greedy_request(*model, prompt, 4, c, 0)), SubmitStatus::ACCEPTED);
+    b.wait_idle();
+    ASSERT_EQ(b.submit(greedy_request(*model, prompt, 4, c, 1)), SubmitStatus::ACCEPTED);
+    b.wait_idle();
+    const int64_t n_prompt = c.results[1].prompt_tokens;
+    EXPECT_EQ(c.results[1].cached_tokens, (n_prompt - 1) / 16 * 16);  // every whole block but the last token's
+    EXPECT_GT(c.results[1].cached_tokens, 0);
+    EXPECT_EQ(c.results[1].tokens, c.results[0].tokens);  // shared KV gives the same continuation
+    EXPECT_GT(b.stats().prefix_hit_tokens, 0u);
+}
+
+}  // namespace
+}  // namespace duet::runtime
