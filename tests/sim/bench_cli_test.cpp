@@ -238,3 +238,29 @@ TEST(DoctorCli, ReportsEveryErrorAndNeverTheKey) {
               std::string::npos)
         << missing.out;
 }
+
+// log_level: info prints one summary per phase and run; debug adds every layout conversion and
+// the prefill -> decode pointer switch (or the full conversion when zero_copy_switch is off).
+TEST(BenchCli, LogLevelsShowPhasesConversionsAndTheSwitch) {
+    auto stderr_of = [](const std::string& env, const std::string& level) {
+        const std::string cmd = "env " + env + " " + std::string(DUET_BINARY_DIR) + "/duet --log-level " + level +
+                                " bench --model tiny-llama --seq-len 16 --gen-len 2 2>&1 >/dev/null";
+        std::string out;
+        FILE* p = popen(cmd.c_str(), "r");
+        char buf[4096];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+        EXPECT_EQ(pclose(p), 0) << out;
+        return out;
+    };
+    const std::string info = stderr_of("", "info");
+    EXPECT_NE(info.find("[npu_only] prefill: "), std::string::npos) << info;
+    EXPECT_NE(info.find("[npu_pim_coop] decode: "), std::string::npos) << info;
+    EXPECT_EQ(info.find("[debug]"), std::string::npos) << info;
+    const std::string debug = stderr_of("", "debug");
+    EXPECT_NE(debug.find("convert L1 matmul attn_q PIM->NZ: "), std::string::npos) << debug;
+    EXPECT_NE(debug.find("pointer switch prefill -> decode: "), std::string::npos) << debug;
+    const std::string full = stderr_of("DUET_SCHEDULING_ZERO_COPY_SWITCH=false", "debug");
+    EXPECT_NE(full.find("NZ->PIM at the switch: "), std::string::npos) << full;
+    EXPECT_EQ(full.find("pointer switch prefill -> decode: "), std::string::npos) << full;
+}
