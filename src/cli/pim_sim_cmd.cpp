@@ -178,7 +178,12 @@ void run_gemv(const GemvArgs& a) {
 }  // namespace
 
 void register_pim_sim(CLI::App& app) {
-    auto* ps = app.add_subcommand("pim-sim", "Run one kernel on a modelled device (NPU, PIM, DRAM)");
+    auto* ps = app.add_subcommand(
+        "pim-sim",
+        "Run one kernel on a modelled device (NPU, PIM, DRAM). Examples:\n"
+        "  duet pim-sim mem --memory lpddr5 --pattern stream --bytes 67108864\n"
+        "  duet pim-sim gemv --pim pim_hbm2_fimdram --m 4096 --k 4096 --functional\n"
+        "  duet pim-sim npu --soc Ascend910B2 --op gemm --m 2048 --n 4096 --k 4096");
     ps->require_subcommand(1);
 
     static MemArgs ma;
