@@ -44,9 +44,12 @@ Result load(int port, int clients, int requests, int max_tokens) {
             httplib::Client cl("127.0.0.1", port);
             cl.set_read_timeout(std::chrono::seconds(300));
             for (int r = 0; r < requests; ++r) {
+                // Mixed lengths (1/4 .. 4/4 of max_tokens), as real traffic has: a static batch
+                // waits for its longest member, a continuous one refills the freed slot at once.
+                const int n_tokens = std::max(1, max_tokens / 4 * (1 + (c * 7 + r * 3) % 4));
                 const std::string body =
                     nlohmann::json{{"prompt", "Once upon a time, client " + std::to_string(c) + " asked"},
-                                   {"max_tokens", max_tokens}, {"temperature", 0.8}, {"seed", c * 1000 + r},
+                                   {"max_tokens", n_tokens}, {"ignore_eos", true}, {"temperature", 0.8}, {"seed", c * 1000 + r},
                                    {"stream", true}, {"stream_options", {{"include_usage", true}}}}.dump();
                 const auto start = Clock::now();
                 bool first = true;
@@ -112,8 +115,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "%s", out.c_str());
         return 1;
     }
-    std::printf("duet serve load: %s f16, %d clients x %d streaming requests of %d tokens, --parallel %d\n",
-                arch.c_str(), clients, requests, max_tokens, clients);
+    std::printf("duet serve load: %s f16, %d clients x %d streaming requests of %d/4..%d tokens, --parallel %d\n",
+                arch.c_str(), clients, requests, max_tokens, max_tokens, clients);
     std::printf("%-22s %9s %11s %10s %12s %12s %7s\n", "mode", "wall s", "requests/s", "tokens/s", "TTFT p50 ms",
                 "TTFT p99 ms", "failed");
     Result res[2];

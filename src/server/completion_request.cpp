@@ -150,6 +150,7 @@ CompletionRequest parse_completion_request(const std::string& body_text, bool ch
             if (s.empty()) throw ApiError::bad_request("'stop' sequences must not be empty", "stop");
     }
     r.stream = bool_in(body, "stream", false);
+    r.ignore_eos = bool_in(body, "ignore_eos", false);
     if (auto it = body.find("stream_options"); it != body.end() && !it->is_null()) {
         if (!it->is_object()) wrong_type("stream_options", *it, "an object");
         if (!r.stream)

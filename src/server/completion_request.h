@@ -29,6 +29,7 @@ struct CompletionRequest {
     std::vector<std::string> stop;  // at most 4
     bool stream = false;
     bool include_usage = false;     // stream_options.include_usage
+    bool ignore_eos = false;        // extension (as in vLLM / llama.cpp): generate past end-of-generation
 };
 
 // `body` is the raw request body; chat selects which endpoint's schema applies.

@@ -1,6 +1,7 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <ctime>
@@ -99,6 +100,14 @@ HttpServer::HttpServer(ServerOptions opts, runtime::Batcher& batcher, TaskServic
     const int threads = opts_.http_threads;
     http_->new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
     http_->set_payload_max_length(opts_.max_body_bytes);
+    // The library listens with a backlog of 5 (compiled in): a burst of more simultaneous
+    // connects overflows it and the kernel drops SYNs, which clients retry only after 1 s.
+    // Keep the socket to raise the backlog once it is bound (listen() again updates it).
+    http_->set_socket_options([this](int sock) {
+        int yes = 1;
+        ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+        listen_fd_ = sock;
+    });
     http_->set_keep_alive_max_count(1000);
     routes();
 }
@@ -115,6 +124,7 @@ void HttpServer::bind() {
                  opts_.port);
         port_ = opts_.port;
     }
+    if (listen_fd_ >= 0) ::listen(listen_fd_, kListenBacklog);
 }
 
 void HttpServer::run() { http_->listen_after_bind(); }
@@ -295,6 +305,7 @@ void HttpServer::handle_completion(const std::string& body, bool chat, HttpExcha
     g.sampling = sp;
     g.max_tokens = r.max_tokens;
     g.stop = r.stop;
+    g.ignore_eos = r.ignore_eos;
     g.cancelled = ch->cancelled;
     g.on_text = [ch](const std::string& t) { ch->push(t); };
     // Runs on the batcher's thread, possibly after this server object is gone (shutdown):

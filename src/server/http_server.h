@@ -64,6 +64,8 @@ private:
     ModelledTimings timings_;
     std::unique_ptr<httplib::Server> http_;
     int port_ = 0;
+    int listen_fd_ = -1;                       // the listening socket (owned by http_)
+    static constexpr int kListenBacklog = 1024;  // pending connections the kernel queues
 };
 
 // Registers the metric names the server updates (so /metrics lists them from the start).

@@ -41,6 +41,8 @@ TEST(CompletionRequest, ParsesCompletionPrompt) {
     auto r = parse_completion_request(R"({"prompt":"Once upon","stop":"."})", false);
     EXPECT_EQ(r.prompt, "Once upon");
     EXPECT_EQ(r.stop, std::vector<std::string>{"."});
+    EXPECT_FALSE(r.ignore_eos);
+    EXPECT_TRUE(parse_completion_request(R"({"prompt":"x","ignore_eos":true})", false).ignore_eos);
     EXPECT_EQ(r.max_tokens, -1);
     EXPECT_FALSE(r.stream);
 }
