@@ -12,38 +12,10 @@ using F = Field<CoopConfig>;
 
 template <class S, class M>
 F make(std::string sec, std::string key, FieldKind kind, S CoopConfig::*section, M S::*member) {
-    F f;
-    f.section = sec;
-    f.key = key;
-    f.kind = kind;
-    std::string env = "DUET_" + sec + "_" + key;
-    for (auto& c : env) c = char(std::toupper(static_cast<unsigned char>(c)));
-    f.env = env;
-    f.set = [section, member](CoopConfig& s, const Value& v) {
-        if constexpr (std::is_same_v<M, int64_t>) (s.*section).*member = v.i;
-        else if constexpr (std::is_same_v<M, double>) (s.*section).*member = v.d;
-        else if constexpr (std::is_same_v<M, bool>) (s.*section).*member = v.b;
-        else (s.*section).*member = v.s;
-    };
-    f.show = [section, member](const CoopConfig& s) {
-        const auto& x = (s.*section).*member;
-        if constexpr (std::is_same_v<M, int64_t>) return std::to_string(x);
-        else if constexpr (std::is_same_v<M, double>) return fmt::format("{}", x);
-        else if constexpr (std::is_same_v<M, bool>) return std::string(x ? "true" : "false");
-        else return "\"" + x + "\"";
-    };
-    return f;
+    const std::string env = sec + "_" + key;  // config.toml keys: DUET_<SECTION>_<KEY>
+    return member_field(std::move(sec), std::move(key), kind, section, member, env);
 }
 
-F ranged(F f, double min, double max) {
-    f.min = min;
-    f.max = max;
-    return f;
-}
-F one_of(F f, std::vector<std::string> allowed) {
-    f.allowed = std::move(allowed);
-    return f;
-}
 std::string power_of_two(const Value& v) {
     return (v.i > 0 && (v.i & (v.i - 1)) == 0) ? std::string() : std::string("a power of two");
 }

@@ -55,6 +55,18 @@ bool parse_env_value(FieldKind kind, const std::string& text, Value& out);
 
 std::string join_names(const std::vector<std::string>& names);  // "a, b, c"
 
+// A field bound to `member` of the section `section` of T (settings.json's and config.toml's
+// schema tables are built from these); its override variable is DUET_<env_stem> upper-cased.
+template <class T, class S, class M>
+Field<T> member_field(std::string section_name, std::string key, FieldKind kind, S T::*section, M S::*member,
+                      const std::string& env_stem);
+template <class T>
+Field<T> ranged(Field<T> f, double min, double max);  // numeric range, inclusive
+template <class T>
+Field<T> one_of(Field<T> f, std::vector<std::string> allowed);  // ENUM values
+template <class T>
+Field<T> checked(Field<T> f, std::function<std::string(const Value&)> check);  // extra rule
+
 }  // namespace duet::config
 
 #include "config/field_impl.h"

@@ -1,6 +1,8 @@
 #pragma once
 // Template part of field.h (included from it).
+#include <cctype>
 #include <cmath>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -29,6 +31,50 @@ std::string validate_value(const Field<T>& f, const Value& v, const std::string&
     }
     (void)allowed;
     return {};
+}
+
+template <class T, class S, class M>
+Field<T> member_field(std::string section_name, std::string key, FieldKind kind, S T::*section, M S::*member,
+                      const std::string& env_stem) {
+    Field<T> f;
+    f.section = std::move(section_name);
+    f.key = std::move(key);
+    f.kind = kind;
+    f.env = "DUET_" + env_stem;
+    for (auto& c : f.env) c = char(std::toupper(static_cast<unsigned char>(c)));
+    f.set = [section, member](T& s, const Value& v) {
+        if constexpr (std::is_same_v<M, int64_t>) (s.*section).*member = v.i;
+        else if constexpr (std::is_same_v<M, double>) (s.*section).*member = v.d;
+        else if constexpr (std::is_same_v<M, bool>) (s.*section).*member = v.b;
+        else (s.*section).*member = v.s;
+    };
+    f.show = [section, member](const T& s) {
+        const auto& x = (s.*section).*member;
+        if constexpr (std::is_same_v<M, int64_t>) return std::to_string(x);
+        else if constexpr (std::is_same_v<M, double>) return fmt::format("{}", x);
+        else if constexpr (std::is_same_v<M, bool>) return std::string(x ? "true" : "false");
+        else return "\"" + x + "\"";
+    };
+    return f;
+}
+
+template <class T>
+Field<T> ranged(Field<T> f, double min, double max) {
+    f.min = min;
+    f.max = max;
+    return f;
+}
+
+template <class T>
+Field<T> one_of(Field<T> f, std::vector<std::string> allowed) {
+    f.allowed = std::move(allowed);
+    return f;
+}
+
+template <class T>
+Field<T> checked(Field<T> f, std::function<std::string(const Value&)> check) {
+    f.check = std::move(check);
+    return f;
 }
 
 }  // namespace duet::config

@@ -12,39 +12,8 @@ using F = Field<Settings>;
 
 template <class S, class M>
 F make(std::string sec, std::string key, FieldKind kind, S Settings::*section, M S::*member) {
-    F f;
-    f.section = sec;
-    f.key = key;
-    f.kind = kind;
-    std::string env = "DUET_" + key;
-    for (auto& c : env) c = char(std::toupper(static_cast<unsigned char>(c)));
-    f.env = env;
-    f.set = [section, member](Settings& s, const Value& v) {
-        if constexpr (std::is_same_v<M, int64_t>) (s.*section).*member = v.i;
-        else if constexpr (std::is_same_v<M, bool>) (s.*section).*member = v.b;
-        else (s.*section).*member = v.s;
-    };
-    f.show = [section, member](const Settings& s) {
-        const auto& x = (s.*section).*member;
-        if constexpr (std::is_same_v<M, int64_t>) return std::to_string(x);
-        else if constexpr (std::is_same_v<M, bool>) return std::string(x ? "true" : "false");
-        else return "\"" + x + "\"";
-    };
-    return f;
-}
-
-F ranged(F f, double min, double max) {
-    f.min = min;
-    f.max = max;
-    return f;
-}
-F one_of(F f, std::vector<std::string> allowed) {
-    f.allowed = std::move(allowed);
-    return f;
-}
-F checked(F f, std::function<std::string(const Value&)> c) {
-    f.check = std::move(c);
-    return f;
+    const std::string env = key;  // settings.json keys are unique: DUET_<KEY>
+    return member_field(std::move(sec), std::move(key), kind, section, member, env);
 }
 
 std::vector<F> build() {
