@@ -36,16 +36,23 @@ void quantize_q8_0(const float* x, BlockQ8_0* y, int64_t nb) {
     }
 }
 
+// The value of largest magnitude with its sign (the first one on ties), as ggml's Q4_0/Q5_0
+// quantisers pick the scale from it.
+float signed_absmax(const float* x, int n) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < n; ++j) {
+        if (amax < std::fabs(x[j])) {
+            amax = std::fabs(x[j]);
+            max = x[j];
+        }
+    }
+    return max;
+}
+
 // ---- Q4_0: 32 values, d = (signed value of largest magnitude) / -8, q in 0..15 ----
 void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i, x += kQK4_0) {
-        float amax = 0.0f, max = 0.0f;
-        for (int j = 0; j < kQK4_0; ++j) {
-            if (amax < std::fabs(x[j])) {
-                amax = std::fabs(x[j]);
-                max = x[j];
-            }
-        }
+        const float max = signed_absmax(x, kQK4_0);
         const float d = max / -8.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         y[i].d = fp32_to_fp16(d);
@@ -62,13 +69,7 @@ void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t nb) {
 // four bits go into nibbles as Q4_0's, the fifth bit of element e into bit e of qh ----
 void quantize_q5_0(const float* x, BlockQ5_0* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i, x += kQK5_0) {
-        float amax = 0.0f, max = 0.0f;
-        for (int j = 0; j < kQK5_0; ++j) {
-            if (amax < std::fabs(x[j])) {
-                amax = std::fabs(x[j]);
-                max = x[j];
-            }
-        }
+        const float max = signed_absmax(x, kQK5_0);
         const float d = max / -16.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         y[i].d = fp32_to_fp16(d);
