@@ -110,35 +110,19 @@ GemvResult finish(const PimSpec& s, const GemvShape& g, const GemvPlan& p, GemvR
 
 }  // namespace
 
-GemvResult simulate_gemv(const PimSpec& s, const GemvShape& g) {
-    const GemvPlan p = plan_gemv(s, g);
-    GemvResult r;
-    r.fidelity = "command";
-    int64_t end = 0;
-    for (const auto& [tasks, n_ch] : channel_classes(p, g)) {
-        if (tasks == 0) continue;
-        const ProgramStats st = run_channel_program(s, p, tasks, /*command_level=*/true);
-        end = std::max(end, int64_t(st.end_cycle));
-        r.n_act += st.n_act * uint64_t(n_ch);
-        r.n_mac += st.n_mac * uint64_t(n_ch);
-        r.n_rd += st.n_rd * uint64_t(n_ch);
-        r.n_wr += st.n_wr * uint64_t(n_ch);
-        r.n_ref += st.n_ref * uint64_t(n_ch);
-        r.n_pre += st.n_pre * uint64_t(n_ch);
-        r.n_mode += st.n_mode * uint64_t(n_ch);
-    }
-    return finish(s, g, p, r, double(end));
-}
+namespace {
 
-GemvResult estimate_gemv(const PimSpec& s, const GemvShape& g) {
+// Both fidelities run the same per-channel program (pim_program.h); they differ only in how it
+// is timed: through the DRAM command engine (whole cycles) or in closed form.
+GemvResult run_gemv(const PimSpec& s, const GemvShape& g, bool command_level) {
     const GemvPlan p = plan_gemv(s, g);
     GemvResult r;
-    r.fidelity = "analytical";
+    r.fidelity = command_level ? "command" : "analytical";
     double end = 0;
     for (const auto& [tasks, n_ch] : channel_classes(p, g)) {
         if (tasks == 0) continue;
-        const ProgramStats st = run_channel_program(s, p, tasks, /*command_level=*/false);
-        end = std::max(end, st.end_cycle);
+        const ProgramStats st = run_channel_program(s, p, tasks, command_level);
+        end = std::max(end, command_level ? double(int64_t(st.end_cycle)) : double(st.end_cycle));
         r.n_act += st.n_act * uint64_t(n_ch);
         r.n_mac += st.n_mac * uint64_t(n_ch);
         r.n_rd += st.n_rd * uint64_t(n_ch);
@@ -149,5 +133,11 @@ GemvResult estimate_gemv(const PimSpec& s, const GemvShape& g) {
     }
     return finish(s, g, p, r, end);
 }
+
+}  // namespace
+
+GemvResult simulate_gemv(const PimSpec& s, const GemvShape& g) { return run_gemv(s, g, /*command_level=*/true); }
+
+GemvResult estimate_gemv(const PimSpec& s, const GemvShape& g) { return run_gemv(s, g, /*command_level=*/false); }
 
 }  // namespace duet::hw::pim
