@@ -134,16 +134,23 @@ void Batcher::loop() {
         }
         step();
         std::lock_guard<std::mutex> lock(mu_);
-        n_running_.store(int64_t(running_.size()));
-        stats_.running = int64_t(running_.size());
-        stats_.kv_blocks_used = engine_->kv_cache().n_used();
-        stats_.kv_blocks_free = engine_->kv_cache().n_free();
-        if (prefix_) {
-            stats_.prefix_cached_blocks = prefix_->n_blocks();
-            stats_.prefix_lookup_tokens = prefix_->lookup_tokens();
-            stats_.prefix_hit_tokens = prefix_->hit_tokens();
-        }
+        publish_locked();
         if (queue_.empty() && running_.empty()) idle_cv_.notify_all();
+    }
+}
+
+// Engine thread, mu_ held. Refreshes what stats() reports from the engine thread's own state.
+void Batcher::publish_locked() {
+    int64_t live = 0;
+    for (const auto& r : running_) live += r->done ? 0 : 1;
+    n_running_.store(live);
+    stats_.running = live;
+    stats_.kv_blocks_used = engine_->kv_cache().n_used();
+    stats_.kv_blocks_free = engine_->kv_cache().n_free();
+    if (prefix_) {
+        stats_.prefix_cached_blocks = prefix_->n_blocks();
+        stats_.prefix_lookup_tokens = prefix_->lookup_tokens();
+        stats_.prefix_hit_tokens = prefix_->hit_tokens();
     }
 }
 
@@ -300,6 +307,9 @@ void Batcher::finish(Slot& s, const char* reason, const std::string& error) {
         stats_.completed++;
         stats_.prompt_tokens += uint64_t(s.result.prompt_tokens);
         stats_.generated_tokens += uint64_t(s.result.completion_tokens);
+        // Before the client hears "done": what it then reads from stats() (/metrics) already
+        // shows this request gone and its blocks back in the pool.
+        publish_locked();
     }
     if (s.req.on_done) s.req.on_done(s.result);
 }

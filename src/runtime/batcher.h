@@ -101,6 +101,7 @@ private:
     void step();
     void finish(Slot& s, const char* reason, const std::string& error = "");
     void emit_text(Slot& s, bool final);
+    void publish_locked();  // stats_ from engine-thread state; mu_ held
 
     std::shared_ptr<const Model> model_;
     BatcherOptions opts_;
