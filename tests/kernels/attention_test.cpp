@@ -60,6 +60,27 @@ std::vector<const KernelTable*> all_tables() {
     return t;
 }
 
+// kv_row must read V rows from the V table and K rows from the K table, in every block.
+// Issue 14: GCC 12 + -fsanitize=undefined turned `(is_k ? k : v)[t / block_tokens]` into
+// an index read from an unevaluated temporary on the V side (every V row came from block 0).
+TEST(Attention, KvRowReadsEachTableAtEveryBlock) {
+    const int64_t n_ctx = 10, row = 3, block = 3;
+    std::vector<float> k(size_t(n_ctx * row)), v(k.size());
+    for (size_t i = 0; i < k.size(); ++i) k[i] = float(i), v[i] = -float(i) - 1000;
+    for (DType type : {DType::F32, DType::F16}) {
+        PagedKv kv(k, v, n_ctx, row, block, type);
+        for (int64_t t = 0; t < n_ctx; ++t) {
+            float kr[row], vr[row];
+            ref::kv_row(kv.view, true, t, row, kr);
+            ref::kv_row(kv.view, false, t, row, vr);
+            for (int64_t i = 0; i < row; ++i) {
+                EXPECT_EQ(kr[i], k[size_t(t * row + i)]) << dtype_name(type) << " K t=" << t << " i=" << i;
+                EXPECT_EQ(vr[i], v[size_t(t * row + i)]) << dtype_name(type) << " V t=" << t << " i=" << i;
+            }
+        }
+    }
+}
+
 TEST(Attention, SingleKeyReturnsItsValue) {
     ThreadPool pool(2);
     for (const KernelTable* t : all_tables()) {

@@ -7,7 +7,12 @@
 namespace duet::kernels::ref {
 
 void kv_row(const KvView& kv, bool is_k, int64_t t, int64_t row_elems, float* dst) {
-    const void* block = (is_k ? kv.k_blocks : kv.v_blocks)[t / kv.block_tokens];
+    // Pick the table first, then index it: GCC 12 with -fsanitize=undefined miscompiles
+    // `(is_k ? k_blocks : v_blocks)[t / block_tokens]` (the V arm reads an unevaluated
+    // temporary as its index; docs/kernels.md "GCC 12 + UBSan"). Do not fold this back.
+    const void* const* blocks = is_k ? kv.k_blocks : kv.v_blocks;
+    const int64_t b = t / kv.block_tokens;
+    const void* block = blocks[b];
     const int64_t off = (t % kv.block_tokens) * row_elems;
     if (kv.kv_type == DType::F32) {
         const float* src = static_cast<const float*>(block) + off;
