@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: all deps configure build test demo bench fuzz clean
+.PHONY: all deps configure build test demo bench fuzz sanitize sanitize-thread soak soak-ci kernel-matrix clean
 
 all: build
 
@@ -22,8 +22,9 @@ configure: deps $(BUILD)/build.ninja
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
+# The soak tests (label soak) run apart: `make soak-ci` (60 s) and `make soak` (minutes).
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900 -LE soak
 
 demo: build
 	bash scripts/demo.sh $(BUILD)
@@ -31,8 +32,28 @@ demo: build
 bench: build
 	bash scripts/bench.sh $(BUILD)
 
+# libFuzzer targets, FUZZ_SECONDS (default 25) each, clang + ASan + UBSan in build-fuzz/.
 fuzz: deps
 	bash scripts/fuzz.sh
 
+# The whole test suite under ASan + UBSan (GCC) in build-asan/; docs/testing.md.
+sanitize: deps
+	JOBS=$(JOBS) bash scripts/sanitize.sh address
+
+# The server and runtime tests under TSan in build-tsan/.
+sanitize-thread: deps
+	JOBS=$(JOBS) bash scripts/sanitize.sh thread
+
+# Soak and fault test against the real server: 60 s (CI) or DUET_SOAK_SECONDS (default 300).
+soak-ci: build
+	cd $(BUILD) && ctest --output-on-failure -R '^soak\.ci$$'
+
+soak: build
+	cd $(BUILD) && ctest --output-on-failure -R '^soak\.long$$'
+
+# kernels_test for gcc and clang x every build type x no sanitizer / ASan / UBSan / TSan.
+kernel-matrix: deps
+	JOBS=$(JOBS) bash scripts/kernel-matrix.sh
+
 clean:
-	rm -rf $(BUILD) build-fuzz
+	rm -rf $(BUILD) build-fuzz build-asan build-tsan build-matrix

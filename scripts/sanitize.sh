@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# `make sanitize` / `make sanitize-thread` (docs/testing.md "Sanitizers, fuzzers, soak").
+#
+#   scripts/sanitize.sh address   the whole test suite built with GCC, RelWithDebInfo,
+#                                 -fsanitize=address,undefined -fno-sanitize-recover=undefined
+#                                 in build-asan/, then ctest. Any ASan, LSan or UBSan report
+#                                 fails the test that triggered it (the report is in its log).
+#   scripts/sanitize.sh thread    the server and runtime tests (and the `duet` binary they start)
+#                                 built with -fsanitize=thread in build-tsan/, then those tests.
+#
+# GCC on purpose: issue 14 was a GCC + UBSan miscompile that clang does not have; this build is
+# the one that caught it. Environment:
+#   SANITIZE_BUILD   build directory (default build-asan / build-tsan)
+#   SANITIZE_LABELS  ctest -L regex (default: every label); SANITIZE_EXCLUDE  ctest -LE regex
+#                    (default "slow|soak": the soak tests check RSS, which ASan's quarantine inflates;
+#                    they run unsanitised in `make soak-ci`)
+#   JOBS             parallel build and test jobs (default: nproc)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MODE=${1:-address}
+JOBS=${JOBS:-$(nproc)}
+EXCLUDE=${SANITIZE_EXCLUDE-slow|soak}
+
+case "$MODE" in
+    address)
+        BUILD=${SANITIZE_BUILD:-build-asan}
+        SAN=address,undefined
+        TARGETS=(all)
+        TEST_REGEX=""
+        ;;
+    thread)
+        BUILD=${SANITIZE_BUILD:-build-tsan}
+        SAN=thread
+        # The code with threads of its own: the pool, the batcher's engine thread, the HTTP
+        # server's workers, the task worker. The test executables start the sanitised `duet`.
+        TARGETS=(duet core_test server_unit_test server_http_test runtime_kv_cache_test runtime_batcher_test)
+        TEST_REGEX="^(core_test|server_unit_test|server_http_test|runtime_kv_cache_test|runtime_batcher_test)$"
+        ;;
+    *)
+        echo "sanitize: unknown mode '$MODE' (allowed: address, thread)" >&2
+        exit 2
+        ;;
+esac
+
+start=$(date +%s)
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDUET_BUILD_BENCH=OFF \
+    -DDUET_SANITIZE="$SAN" \
+    -DCMAKE_C_FLAGS="-fno-sanitize-recover=undefined" \
+    -DCMAKE_CXX_FLAGS="-fno-sanitize-recover=undefined" >/dev/null
+cmake --build "$BUILD" -j "$JOBS" --target "${TARGETS[@]}"
+built=$(date +%s)
+
+# Reports abort the process (non-zero exit = failed test) and name the source line.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+
+ctest_args=(--output-on-failure -j "$JOBS" --timeout 1800)
+[ -n "${SANITIZE_LABELS:-}" ] && ctest_args+=(-L "$SANITIZE_LABELS")
+[ -n "$EXCLUDE" ] && ctest_args+=(-LE "$EXCLUDE")
+[ -n "$TEST_REGEX" ] && ctest_args+=(-R "$TEST_REGEX")
+
+# TSan needs its fixed shadow layout: kernels with vm.mmap_rnd_bits above 28 (Ubuntu 23.10+
+# defaults to 32) place mappings inside it and TSan aborts with "unexpected memory mapping".
+# setarch -R turns address randomisation off for the tests and every process they start.
+runner=()
+if [ "$MODE" = thread ] && [ "$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo 0)" -gt 28 ]; then
+    runner=(setarch "$(uname -m)" -R)
+    echo "sanitize: vm.mmap_rnd_bits > 28: running the TSan tests under setarch -R"
+fi
+
+status=0
+(cd "$BUILD" && "${runner[@]}" ctest "${ctest_args[@]}") || status=$?
+end=$(date +%s)
+echo "sanitize ($MODE): build $((built - start)) s, tests $((end - built)) s"
+exit $status
