@@ -26,6 +26,7 @@ struct BenchArgs {
     int64_t seq_len = -1, gen_len = 256, batch = -1;  // -1: from settings.json
     std::string model, settings_path, config_path, report, trace, svg, pim, dispatch;
     sim::Thresholds th;
+    bool fuse = false;
 };
 
 void run_bench(const BenchArgs& a, const CLI::App& root) {
@@ -48,6 +49,7 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
     in.dispatch = a.dispatch;
     in.thresholds = a.th;
     in.record_events = !a.trace.empty();
+    in.fuse = a.fuse;
     const bool file_mode = model::find_arch_preset(in.model) == nullptr;
     BenchSetup setup = prepare_bench(st, cfg, in, file_mode);
     sim::Plan plan, plan_t;
@@ -60,8 +62,8 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
         const auto& lp = setup.rig->layout->params();
         const auto& org = setup.rig->layout->organisation();
         const bool pim_b = setup.pb != sim::Policy::NPU_ONLY, pim_t = setup.pt != sim::Policy::NPU_ONLY;
-        FileRun fb = run_file_engine(in.model, in.seq_len, in.gen_len, pim_b, lp, org);
-        FileRun ft = run_file_engine(in.model, in.seq_len, in.gen_len, pim_t, lp, org);
+        FileRun fb = run_file_engine(in.model, in.seq_len, in.gen_len, pim_b, lp, org, in.fuse);
+        FileRun ft = run_file_engine(in.model, in.seq_len, in.gen_len, pim_t, lp, org, in.fuse);
         plan.ops = std::move(fb.trace);
         plan.forwards = sim::split_forwards(plan.ops);
         plan_t.ops = std::move(ft.trace);
@@ -135,6 +137,7 @@ void register_bench(CLI::App& app) {
     c->add_option("--pim", a->pim, "PIM preset (default: pim_hbm2_fimdram)");
     c->add_option("--npu-dispatch", a->dispatch,
                   "NPU host launch mode: eager, queue0, queue1 (default, TASK_QUEUE_ENABLE=1), queue2, graph");
+    c->add_flag("--fuse", a->fuse, "Fuse Q/K/V and gate/up into one matmul each (graph pass; changes the modelled times)");
     c->add_option("--report", a->report, "Write the JSON report here (docs/report-schema.md)");
     c->add_option("--trace", a->trace, "Write a Chrome/Perfetto trace of both timelines");
     c->add_option("--svg", a->svg, "Write an SVG chart: TBT per token and memory breakdown");

@@ -11,15 +11,16 @@
 namespace duet::cli {
 namespace {
 
-using sim::WeightRole;
+using graph::WeightRole;
 
 // Weights reached through the PIM layout: the ND matrix is reordered into the PIM base with
 // its block index at construction; matmul gathers the rows back through the index only.
 class PimLayoutWeightSource : public runtime::WeightSource {
 public:
-    PimLayoutWeightSource(const model::Weights& w, const layout::PimLayoutParams& params,
-                          const layout::MemoryOrganisation& org, int64_t n_layer)
-        : plain_(w) {
+    // Every matrix the graph's MATMUL nodes read (fused ones included) goes through the layout.
+    PimLayoutWeightSource(const runtime::PlainWeightSource& plain, const graph::Graph& g,
+                          const layout::PimLayoutParams& params, const layout::MemoryOrganisation& org)
+        : plain_(plain) {
         auto add = [&](WeightRole role, int32_t layer) {
             const model::TensorRef& t = plain_.tensor(role, layer);
             if (t.dtype != DType::F16 && t.dtype != DType::BF16) {
@@ -36,11 +37,7 @@ public:
             m.index = layout::build_block_index(m.plan);
             mats_.emplace(std::make_pair(int(role), layer), std::move(m));
         };
-        for (int32_t l = 0; l < int32_t(n_layer); ++l)
-            for (WeightRole r : {WeightRole::ATTN_Q, WeightRole::ATTN_K, WeightRole::ATTN_V, WeightRole::ATTN_OUT,
-                                 WeightRole::FFN_GATE, WeightRole::FFN_UP, WeightRole::FFN_DOWN})
-                add(r, l);
-        add(WeightRole::LM_HEAD, -1);
+        for (const graph::MatrixUse& m : graph::matrices(g)) add(m.role, m.layer);
     }
     int64_t pim_count() const { return int64_t(mats_.size()); }
     int64_t plain_count() const { return plain_count_; }
@@ -63,7 +60,7 @@ private:
         std::vector<uint8_t> base;
         layout::PimBlockIndex index;
     };
-    runtime::PlainWeightSource plain_;
+    const runtime::PlainWeightSource& plain_;
     std::map<std::pair<int, int32_t>, Matrix> mats_;
     int64_t plain_count_ = 0;
 };
@@ -71,7 +68,7 @@ private:
 }  // namespace
 
 FileRun run_file_engine(const std::string& path, int64_t seq_len, int64_t gen_len, bool pim_layout,
-                        const layout::PimLayoutParams& params, const layout::MemoryOrganisation& org) {
+                        const layout::PimLayoutParams& params, const layout::MemoryOrganisation& org, bool fuse) {
     auto model = runtime::Model::load(path);
     const model::Hparams& hp = model->hparams();
     const int64_t ctx = std::max<int64_t>(2, hp.n_ctx_train > 0 ? hp.n_ctx_train : seq_len + gen_len);
@@ -84,10 +81,11 @@ FileRun run_file_engine(const std::string& path, int64_t seq_len, int64_t gen_le
     eo.n_threads = 0;
     eo.n_ctx = n_prompt + gen_len;
     eo.kv_type = DType::F16;
+    eo.fuse = fuse;
     runtime::Engine engine(model, eo);
     std::unique_ptr<PimLayoutWeightSource> ws;
     if (pim_layout) {
-        ws = std::make_unique<PimLayoutWeightSource>(model->weights(), params, org, hp.n_layer);
+        ws = std::make_unique<PimLayoutWeightSource>(engine.plain_weights(), engine.graph(), params, org);
         engine.set_weight_source(ws.get());
         run.pim_matrices = ws->pim_count();
         run.plain_matrices = ws->plain_count();

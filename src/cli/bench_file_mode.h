@@ -21,8 +21,10 @@ struct FileRun {
 };
 
 // Greedy generation of gen_len tokens after a synthetic prompt of seq_len ids (capped so that
-// prompt + generation fit the model's training context). Throws duet::Error.
+// prompt + generation fit the model's training context). fuse: the engine runs the fused graph
+// (graph/fuse_matmuls.h). Throws duet::Error.
 FileRun run_file_engine(const std::string& path, int64_t seq_len, int64_t gen_len, bool pim_layout,
-                        const layout::PimLayoutParams& params, const layout::MemoryOrganisation& org);
+                        const layout::PimLayoutParams& params, const layout::MemoryOrganisation& org,
+                        bool fuse = false);
 
 }  // namespace duet::cli

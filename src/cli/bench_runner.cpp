@@ -66,10 +66,10 @@ BenchSetup prepare_bench(const config::Settings& st, const config::CoopConfig& c
 }
 
 void plan_generations(const BenchSetup& s, const TraceBenchInputs& in, sim::Plan& plan_b, sim::Plan& plan_t) {
-    plan_b = sim::plan_generation(s.shape_b, in.seq_len, in.gen_len, in.batch);
+    plan_b = sim::plan_generation(s.shape_b, in.seq_len, in.gen_len, in.batch, {in.fuse});
     plan_t = s.shape_t.weight_dtype == s.shape_b.weight_dtype
                  ? plan_b
-                 : sim::plan_generation(s.shape_t, in.seq_len, in.gen_len, in.batch);
+                 : sim::plan_generation(s.shape_t, in.seq_len, in.gen_len, in.batch, {in.fuse});
 }
 
 sim::BenchReport finish_bench(const config::Settings& st, const config::CoopConfig& cfg, const TraceBenchInputs& in,

@@ -25,6 +25,7 @@ struct TraceBenchInputs {
     std::string dispatch;  // NPU dispatch mode ("" = preset default)
     sim::Thresholds thresholds;
     bool record_events = false;  // keep per-op events (for --trace)
+    bool fuse = false;           // plan the fused graph (graph/fuse_matmuls.h)
 };
 
 // The parts of a comparison that FILE mode and trace-only mode share.

@@ -18,7 +18,7 @@ namespace {
 struct RunArgs {
     std::string model_path, prompt, chat_template, system, kv_type = "f16", op_trace;
     int64_t n_predict = 128, ctx = 0;
-    bool chat = false, echo = false, no_timings = false;
+    bool chat = false, echo = false, no_timings = false, fuse = false;
     int threads = 0;
     int64_t seed = -1;
     model::SamplerParams sampling;
@@ -60,6 +60,7 @@ void run(const RunArgs& a) {
     eo.n_threads = a.threads;
     eo.n_ctx = a.ctx;
     eo.kv_type = *kv;
+    eo.fuse = a.fuse;
     runtime::Engine engine(model, eo);
     sim::OpTrace trace;
     if (!a.op_trace.empty()) engine.set_trace(&trace);
@@ -125,6 +126,7 @@ void register_run(CLI::App& app) {
     cmd->add_option("-t,--threads", args->threads, "Threads (0: all hardware threads)")->capture_default_str();
     cmd->add_option("-c,--ctx", args->ctx, "Context positions (0: min(trained context, 4096))")->capture_default_str();
     cmd->add_option("--kv-type", args->kv_type, "KV cache type: f16 or f32")->capture_default_str();
+    cmd->add_flag("--fuse", args->fuse, "Run Q/K/V and gate/up as one matmul each (same tokens)");
     cmd->add_flag("--echo", args->echo, "Print the prompt before the generated text");
     cmd->add_flag("--no-timings", args->no_timings, "Do not print the timing block on stderr");
     cmd->add_option("--op-trace", args->op_trace,

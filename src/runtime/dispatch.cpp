@@ -1,6 +1,7 @@
 #include "runtime/dispatch.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/error.h"
 #include "runtime/weight_source.h"
@@ -22,6 +23,7 @@ void Dispatcher::run(OpRecord& rec, F&& compute) {
     rec.phase = phase_;
     rec.layer = rec.role == sim::WeightRole::LM_HEAD ? -1 : layer_;
     rec.n_seq = n_seq_;
+    rec.sibling_of_prev = sibling_;
     compute();
     if (trace_) trace_->push_back(rec);
     if (observer_) observer_(rec);
@@ -59,7 +61,8 @@ void Dispatcher::rmsnorm(const float* x, const float* w, float* y, int64_t m, in
     });
 }
 
-void Dispatcher::matmul(sim::WeightRole role, const float* x, int64_t m, float* y, const float* bias) {
+void Dispatcher::matmul(sim::WeightRole role, const float* x, int64_t x_stride, int64_t m, float* y, int64_t y_stride,
+                        const float* bias) {
     const int32_t layer = role == sim::WeightRole::LM_HEAD ? -1 : layer_;
     const WeightInfo wi = weights_->info(role, layer);
     OpRecord r;
@@ -74,10 +77,10 @@ void Dispatcher::matmul(sim::WeightRole role, const float* x, int64_t m, float* 
     r.out_bytes = uint64_t(m * wi.n) * kF32;
     r.flops = 2.0 * double(m) * double(wi.n) * double(wi.k);
     run(r, [&] {
-        weights_->matmul(role, layer, x, m, wi.k, y, wi.n, pool_);
+        weights_->matmul(role, layer, x, m, x_stride, y, y_stride, pool_);
         if (bias)
             for (int64_t i = 0; i < m; ++i)
-                for (int64_t j = 0; j < wi.n; ++j) y[i * wi.n + j] += bias[j];
+                for (int64_t j = 0; j < wi.n; ++j) y[i * y_stride + j] += bias[j];
     });
 }
 
@@ -94,7 +97,8 @@ void Dispatcher::add(float* y, const float* x, int64_t m, int64_t n) {
     });
 }
 
-void Dispatcher::rope(float* q, float* k, int64_t m, const int64_t* pos, const RopeParams& p) {
+void Dispatcher::rope(const float* q, int64_t q_stride, float* q_out, const float* k, int64_t k_stride, float* k_out,
+                      int64_t m, const int64_t* pos, const RopeParams& p) {
     const int64_t nq = p.n_head * p.head_dim, nk = p.n_head_kv * p.head_dim;
     OpRecord r;
     r.kind = OpKind::ROPE;
@@ -108,16 +112,20 @@ void Dispatcher::rope(float* q, float* k, int64_t m, const int64_t* pos, const R
     run(r, [&] {
         pool_.parallel_for(m, kRowGrain, [&](int64_t b, int64_t e) {
             for (int64_t i = b; i < e; ++i) {
-                kernels::rope(q + i * nq, p.n_head, p.head_dim, p.n_rot, pos[i], p.freq_base, p.freq_scale,
+                // out of place (a fused q/k view into contiguous rows): copy, then rotate
+                if (q_out != q) std::memcpy(q_out + i * nq, q + i * q_stride, size_t(nq) * sizeof(float));
+                if (k_out != k) std::memcpy(k_out + i * nk, k + i * k_stride, size_t(nk) * sizeof(float));
+                kernels::rope(q_out + i * nq, p.n_head, p.head_dim, p.n_rot, pos[i], p.freq_base, p.freq_scale,
                               p.freq_factors, p.order);
-                kernels::rope(k + i * nk, p.n_head_kv, p.head_dim, p.n_rot, pos[i], p.freq_base, p.freq_scale,
+                kernels::rope(k_out + i * nk, p.n_head_kv, p.head_dim, p.n_rot, pos[i], p.freq_base, p.freq_scale,
                               p.freq_factors, p.order);
             }
         });
     });
 }
 
-void Dispatcher::swiglu(const float* gate, const float* up, float* out, int64_t m, int64_t n) {
+void Dispatcher::swiglu(const float* gate, int64_t gate_stride, const float* up, int64_t up_stride, float* out,
+                        int64_t m, int64_t n) {
     OpRecord r;
     r.kind = OpKind::SWIGLU;
     r.m = m;
@@ -127,7 +135,8 @@ void Dispatcher::swiglu(const float* gate, const float* up, float* out, int64_t 
     r.flops = 4.0 * double(m) * double(n);
     run(r, [&] {
         pool_.parallel_for(m, kRowGrain, [&](int64_t b, int64_t e) {
-            kernels::swiglu(gate + b * n, up + b * n, out + b * n, (e - b) * n);
+            if (gate_stride == n && up_stride == n) return kernels::swiglu(gate + b * n, up + b * n, out + b * n, (e - b) * n);
+            for (int64_t i = b; i < e; ++i) kernels::swiglu(gate + i * gate_stride, up + i * up_stride, out + i * n, n);
         });
     });
 }

@@ -5,11 +5,10 @@
 // WeightSource for weight matmuls). The simulator (issue 4) consumes exactly these records,
 // so the op list, shapes, bytes and FLOPs exist once.
 //
-// The records follow the field semantics and op order written in sim/op_trace.h (the
-// trace-only planner emits the same list): per layer RMSNORM, MATMUL Q, K, V, ROPE (q and k
-// together), KV_WRITE, ATTENTION (all sequences of the batch), MATMUL ATTN_OUT, ADD, RMSNORM,
-// MATMUL GATE, UP, SWIGLU, MATMUL DOWN, ADD; around them EMBED first and RMSNORM, MATMUL
-// LM_HEAD, OUTPUT last. Closed forms (activations f32 on the host, 4 bytes per element):
+// The records follow the field semantics written in sim/op_trace.h; the engine calls one method
+// per node of the model's graph (graph/graph.h), in node order, after set_node(), so the
+// trace-only planner, which lowers the same graph, emits the same list. Closed forms
+// (activations f32 on the host, 4 bytes per element):
 //   MATMUL     m×k · (n×k)ᵀ: flops 2mnk; weight_bytes = whole matrix; in 4mk; out 4mn. A bias
 //              (qwen2 q/k/v) is the matmul's epilogue, not a separate op; its 4n bytes and mn
 //              adds (< 0.1 %) are not counted, so the records equal the planner's.
@@ -60,7 +59,12 @@ public:
         layer_ = layer;
         n_seq_ = n_seq;
     }
-    void set_layer(int32_t layer) { layer_ = layer; }
+    // The graph node the next call executes: its layer and whether it is a sibling of the
+    // node before it (OpRecord::sibling_of_prev).
+    void set_node(int32_t layer, bool sibling_of_prev) {
+        layer_ = layer;
+        sibling_ = sibling_of_prev;
+    }
 
     // --- operators ---
     // out[i][:] = row tokens[i] of table (n_vocab rows of n elements, `type`, row stride bytes).
@@ -68,20 +72,25 @@ public:
                float* out);
     // y[i] = rmsnorm(x[i]) * w, rows of n (strides = n). y may alias x.
     void rmsnorm(const float* x, const float* w, float* y, int64_t m, int64_t n, float eps);
-    // y[m][n] = x[m][k] · W(role, layer)ᵀ (+ bias[n] when bias != nullptr), row strides k and n.
-    void matmul(sim::WeightRole role, const float* x, int64_t m, float* y, const float* bias = nullptr);
+    // y[m][n] = x[m][k] · W(role, layer)ᵀ (+ bias[n] when bias != nullptr), row strides in floats.
+    void matmul(sim::WeightRole role, const float* x, int64_t x_stride, int64_t m, float* y, int64_t y_stride,
+                const float* bias = nullptr);
     // y[i][j] += x[i][j] over m×n (residual).
     void add(float* y, const float* x, int64_t m, int64_t n);
-    // Rotates q (m rows of n_head heads) and k (m rows of n_head_kv heads) at positions pos[i].
+    // Rotates q (m rows of n_head heads, row stride q_stride) and k (n_head_kv heads, row stride
+    // k_stride) at positions pos[i] into q_out, k_out (contiguous rows; may equal q, k, which
+    // then must be contiguous too: in place).
     struct RopeParams {
         int64_t n_head, n_head_kv, head_dim, n_rot;
         float freq_base, freq_scale;
         const float* freq_factors;  // n_rot / 2 or null
         kernels::RopeOrder order;
     };
-    void rope(float* q, float* k, int64_t m, const int64_t* pos, const RopeParams& p);
-    // out[i] = silu(gate[i]) * up[i] over m×n (out may alias gate).
-    void swiglu(const float* gate, const float* up, float* out, int64_t m, int64_t n);
+    void rope(const float* q, int64_t q_stride, float* q_out, const float* k, int64_t k_stride, float* k_out, int64_t m,
+              const int64_t* pos, const RopeParams& p);
+    // out[i][j] = silu(gate[i][j]) * up[i][j] over m×n (row strides in floats; out contiguous, may alias gate).
+    void swiglu(const float* gate, int64_t gate_stride, const float* up, int64_t up_stride, float* out, int64_t m,
+                int64_t n);
     // Records a KV write of m tokens (K and V, n_embd_kv wide each, stored in kv_type) and runs `write`.
     void kv_write(int64_t m, int64_t n_embd_kv, DType kv_type, const std::function<void()>& write);
     // Causal attention of every sequence of the batch over its own KV blocks (kernels::attention).
@@ -108,6 +117,7 @@ private:
     sim::Phase phase_ = sim::Phase::PREFILL;
     int32_t layer_ = -1;
     int32_t n_seq_ = 1;
+    bool sibling_ = false;
 };
 
 }  // namespace duet::runtime

@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "graph/fuse_matmuls.h"
+#include "runtime/model_shape.h"
 
 namespace duet::runtime {
 
@@ -33,13 +35,30 @@ void store_row(const float* src, uint8_t* dst, int64_t n, DType type) {
     }
 }
 
+// The family's graph of the model's shape.
+graph::Graph default_graph(const model::Hparams& hp, const model::Weights& w) {
+    return graph::build_graph(model_shape(hp, w.layers.empty() ? w.output.dtype : w.layers[0].wq.dtype, DType::F16));
+}
+
+// Node dtypes from the file's tensors (a file may mix them: K-quant fallbacks), before any
+// pass, so fusion only joins matrices of one dtype.
+graph::Graph with_file_dtypes(graph::Graph g, const PlainWeightSource& w) {
+    for (graph::Node& n : g.nodes)
+        if (n.kind == graph::OpKind::MATMUL || n.kind == graph::OpKind::EMBED) n.dtype = w.tensor(n.role, n.layer).dtype;
+    return g;
+}
+
 }  // namespace
 
 Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts)
+    : Engine(model, opts, default_graph(model->hparams(), model->weights())) {}
+
+Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts, graph::Graph g)
     : model_(std::move(model)),
       opts_(resolve(model_->hparams(), opts)),
       pool_(opts_.n_threads),
       plain_(model_->weights()),
+      graph_(with_file_dtypes(std::move(g), plain_)),
       dispatch_(pool_, &plain_),
       rope_order_(model_->hparams().rope_neox ? kernels::RopeOrder::NEOX : kernels::RopeOrder::NORM) {
     const model::Hparams& hp = model_->hparams();
@@ -51,23 +70,41 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts)
     kc.n_blocks = opts_.kv_blocks;
     kc.kv_type = opts_.kv_type;
     kv_ = std::make_unique<KvCache>(kc);
+    if (opts_.fuse) graph_ = graph::FuseSiblingMatmuls().run(graph_);
+    plain_.bind_fused(graph_);
+    mem_ = graph::plan_memory(graph_);
+    // Bind each node's vector operand once; check the contiguity the kernels need.
+    node_vec_.assign(graph_.nodes.size(), nullptr);
+    for (size_t i = 0; i < graph_.nodes.size(); ++i) {
+        const graph::Node& n = graph_.nodes[i];
+        if (n.kind == graph::OpKind::RMSNORM) node_vec_[i] = plain_.tensor(n.role, n.layer).f32();
+        if (n.kind == graph::OpKind::MATMUL && n.bias) node_vec_[i] = plain_.bias(n.role, n.layer);
+        const bool strided_ok = n.kind == graph::OpKind::ROPE || n.kind == graph::OpKind::KV_WRITE ||
+                                n.kind == graph::OpKind::SWIGLU || n.kind == graph::OpKind::MATMUL;
+        for (int32_t t : n.in)
+            DUET_CHECK(strided_ok || graph_.contiguous(t), "engine: {} cannot read the strided tensor '{}'",
+                       graph::op_kind_name(n.kind), graph_.tensors[size_t(t)].name);
+        for (int32_t t : n.out)
+            DUET_CHECK(n.kind == graph::OpKind::MATMUL || graph_.contiguous(t),
+                       "engine: {} cannot write the strided tensor '{}'", graph::op_kind_name(n.kind),
+                       graph_.tensors[size_t(t)].name);
+    }
 }
 
 Engine::~Engine() = default;
 
 void Engine::ensure_scratch(int64_t n) {
     if (n <= scratch_tokens_) return;
-    const model::Hparams& hp = model_->hparams();
-    const auto sz = [n](int64_t w) { return size_t(n * w); };
-    x_.resize(sz(hp.n_embd));
-    xn_.resize(sz(hp.n_embd));
-    q_.resize(sz(hp.n_embd_q()));
-    k_.resize(sz(hp.n_embd_kv()));
-    v_.resize(sz(hp.n_embd_kv()));
-    attn_.resize(sz(hp.n_embd_q()));
-    gate_.resize(sz(hp.n_ff));
-    up_.resize(sz(hp.n_ff));
+    arena_.assign(size_t(mem_.arena_width * n), 0.0f);
+    ptr_.assign(graph_.tensors.size(), nullptr);
+    for (size_t t = 0; t < graph_.tensors.size(); ++t) {
+        const graph::Tensor& ten = graph_.tensors[t];
+        const size_t root = size_t(graph_.root(int32_t(t)));
+        if (ten.kind != graph::TensorKind::ACTIVATION) continue;  // set per forward
+        ptr_[t] = arena_.data() + size_t(mem_.offset[root] * n) + size_t(ten.col0);
+    }
     pos_.resize(size_t(n));
+    tokens_.reserve(size_t(n));
     scratch_tokens_ = n;
 }
 
@@ -98,107 +135,143 @@ ForwardStatus Engine::forward(std::span<const SeqInput> batch, ForwardOutput& ou
     }
 
     ensure_scratch(n_tok);
-    std::vector<int32_t> tokens;
-    tokens.reserve(size_t(n_tok));
+    tokens_.clear();
     for (const SeqInput& in : batch) {
         for (size_t i = 0; i < in.tokens.size(); ++i) {
-            pos_[tokens.size()] = in.kv->n_tokens() + int64_t(i);
-            tokens.push_back(in.tokens[i]);
+            pos_[tokens_.size()] = in.kv->n_tokens() + int64_t(i);
+            tokens_.push_back(in.tokens[i]);
         }
     }
-
-    dispatch_.set_context(any_prefill ? sim::Phase::PREFILL : sim::Phase::DECODE, -1, int32_t(batch.size()));
-    const model::Weights& w = model_->weights();
-    dispatch_.embed(tokens.data(), n_tok, w.token_embd.data, w.token_embd.dtype, w.token_embd.row_stride_bytes,
-                    hp.n_embd, x_.data());
-    for (int32_t il = 0; il < int32_t(hp.n_layer); ++il) layer_forward(il, n_tok, batch);
-    dispatch_.set_layer(-1);
-
-    // Gather the rows whose logits are wanted, then final norm + LM head on those rows only.
     out.n_vocab = hp.n_vocab;
     out.row_begin.assign(batch.size(), 0);
-    int64_t src = 0, dst = 0;
-    for (size_t s = 0; s < batch.size(); ++s) {
-        const int64_t n = int64_t(batch[s].tokens.size());
-        const int64_t keep = batch[s].all_logits ? n : 1;
-        out.row_begin[s] = dst;
-        for (int64_t i = n - keep; i < n; ++i, ++dst)
-            std::memcpy(&xn_[size_t(dst * hp.n_embd)], &x_[size_t((src + i) * hp.n_embd)], size_t(hp.n_embd) * 4);
-        src += n;
+    for (size_t s = 0, dst = 0; s < batch.size(); ++s) {
+        out.row_begin[s] = int64_t(dst);
+        dst += batch[s].all_logits ? batch[s].tokens.size() : 1;
     }
-    dispatch_.rmsnorm(xn_.data(), w.output_norm.f32(), xn_.data(), n_rows, hp.n_embd, hp.norm_eps);
     out.logits.resize(size_t(n_rows * hp.n_vocab));
-    dispatch_.matmul(WeightRole::LM_HEAD, xn_.data(), n_rows, out.logits.data());
-    dispatch_.output(int64_t(batch.size()), hp.n_vocab);
+    ptr_[size_t(graph_.logits)] = out.logits.data();
+
+    dispatch_.set_context(any_prefill ? sim::Phase::PREFILL : sim::Phase::DECODE, -1, int32_t(batch.size()));
+    const Step st{batch, tokens_.data(), n_tok, n_rows};
+    for (const graph::Node& node : graph_.nodes) run_node(node, st);
+    dispatch_.set_node(-1, false);
 
     for (const SeqInput& in : batch) in.kv->commit(int64_t(in.tokens.size()));
     return ForwardStatus::OK;
 }
 
-void Engine::layer_forward(int32_t il, int64_t n_tok, std::span<const SeqInput> batch) {
+void Engine::run_node(const graph::Node& nd, const Step& st) {
+    using graph::OpKind;
     const model::Hparams& hp = model_->hparams();
-    const model::LayerWeights& lw = model_->weights().layers[size_t(il)];
-    const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
-    dispatch_.set_layer(il);
+    const auto rows = [&](int32_t t) {
+        return graph_.tensors[size_t(t)].rows == graph::Rows::TOKENS ? st.n_tok : st.n_rows;
+    };
+    const float* vec = node_vec_[size_t(&nd - graph_.nodes.data())];
+    dispatch_.set_node(nd.layer, nd.sibling_of_prev);
+    switch (nd.kind) {
+        case OpKind::EMBED: {
+            const model::TensorRef& t = plain_.tensor(nd.role, nd.layer);
+            dispatch_.embed(st.tokens, st.n_tok, t.data, t.dtype, t.row_stride_bytes, nd.n, ptr(nd.out[0]));
+            break;
+        }
+        case OpKind::RMSNORM: {
+            const int32_t x = nd.in[0], y = nd.out[0];
+            if (rows(x) == rows(y)) {
+                dispatch_.rmsnorm(ptr(x), vec, ptr(y), rows(y), nd.n, hp.norm_eps);
+                break;
+            }
+            // OUT_ROWS from TOKENS: gather the rows whose logits are wanted, then normalise them.
+            int64_t src = 0, dst = 0;
+            for (const SeqInput& in : st.batch) {
+                const int64_t n = int64_t(in.tokens.size()), keep = in.all_logits ? n : 1;
+                for (int64_t i = n - keep; i < n; ++i, ++dst)
+                    std::memcpy(ptr(y) + dst * nd.n, ptr(x) + (src + i) * nd.n, size_t(nd.n) * sizeof(float));
+                src += n;
+            }
+            dispatch_.rmsnorm(ptr(y), vec, ptr(y), st.n_rows, nd.n, hp.norm_eps);
+            break;
+        }
+        case OpKind::MATMUL:
+            dispatch_.matmul(nd.role, ptr(nd.in[0]), stride(nd.in[0]), rows(nd.out[0]), ptr(nd.out[0]),
+                             stride(nd.out[0]), vec);
+            break;
+        case OpKind::ROPE: {
+            const float* factors = model_->weights().rope_freqs.present() ? model_->weights().rope_freqs.f32() : nullptr;
+            const Dispatcher::RopeParams rp{hp.n_head,        hp.n_head_kv,        hp.head_dim, hp.n_rot,
+                                            hp.rope_freq_base, hp.rope_freq_scale, factors,     rope_order_};
+            dispatch_.rope(ptr(nd.in[0]), stride(nd.in[0]), ptr(nd.out[0]), ptr(nd.in[1]), stride(nd.in[1]),
+                           ptr(nd.out[1]), st.n_tok, pos_.data(), rp);
+            break;
+        }
+        case OpKind::KV_WRITE: write_kv(nd, st); break;
+        case OpKind::ATTENTION: attend(nd, st); break;
+        case OpKind::SWIGLU:
+            dispatch_.swiglu(ptr(nd.in[0]), stride(nd.in[0]), ptr(nd.in[1]), stride(nd.in[1]), ptr(nd.out[0]),
+                             rows(nd.out[0]), nd.n);
+            break;
+        case OpKind::ADD: {
+            // y = a + b: in place over a when y aliases it (the residual stream), else copy a first.
+            float* y = ptr(nd.out[0]);
+            const int64_t m = rows(nd.out[0]);
+            if (y != ptr(nd.in[0])) std::memcpy(y, ptr(nd.in[0]), size_t(m * nd.n) * sizeof(float));
+            dispatch_.add(y, ptr(nd.in[1]), m, nd.n);
+            break;
+        }
+        case OpKind::OUTPUT: dispatch_.output(int64_t(st.batch.size()), nd.n); break;
+    }
+}
 
-    dispatch_.rmsnorm(x_.data(), lw.attn_norm.f32(), xn_.data(), n_tok, n_embd, hp.norm_eps);
-    const bool bias = hp.qkv_bias;
-    dispatch_.matmul(WeightRole::ATTN_Q, xn_.data(), n_tok, q_.data(), bias ? lw.bq.f32() : nullptr);
-    dispatch_.matmul(WeightRole::ATTN_K, xn_.data(), n_tok, k_.data(), bias ? lw.bk.f32() : nullptr);
-    dispatch_.matmul(WeightRole::ATTN_V, xn_.data(), n_tok, v_.data(), bias ? lw.bv.f32() : nullptr);
-    const float* factors = model_->weights().rope_freqs.present() ? model_->weights().rope_freqs.f32() : nullptr;
-    const Dispatcher::RopeParams rp{hp.n_head,       hp.n_head_kv,        hp.head_dim, hp.n_rot,
-                                    hp.rope_freq_base, hp.rope_freq_scale, factors,     rope_order_};
-    dispatch_.rope(q_.data(), k_.data(), n_tok, pos_.data(), rp);
-
+void Engine::write_kv(const graph::Node& nd, const Step& st) {
     KvCache& cache = *kv_;
-    const int64_t bt = cache.block_tokens();
+    const int32_t il = nd.layer;
+    const int64_t bt = cache.block_tokens(), n_kv = nd.n / 2;
     const DType kv_type = cache.config().kv_type;
     const size_t rb = cache.row_bytes();
-    dispatch_.kv_write(n_tok, n_kv, kv_type, [&] {
+    const float *k = ptr(nd.in[0]), *v = ptr(nd.in[1]);
+    const int64_t ks = stride(nd.in[0]), vs = stride(nd.in[1]);
+    dispatch_.kv_write(st.n_tok, n_kv, kv_type, [&] {
         int64_t t = 0;
-        for (const SeqInput& in : batch) {
+        for (const SeqInput& in : st.batch) {
             const auto& blocks = in.kv->blocks();
             for (size_t i = 0; i < in.tokens.size(); ++i, ++t) {
                 const int64_t p = pos_[size_t(t)];
                 const BlockId b = blocks[size_t(p / bt)];
-                store_row(&k_[size_t(t * n_kv)], cache.k_block(il, b) + size_t(p % bt) * rb, n_kv, kv_type);
-                store_row(&v_[size_t(t * n_kv)], cache.v_block(il, b) + size_t(p % bt) * rb, n_kv, kv_type);
+                store_row(k + t * ks, cache.k_block(il, b) + size_t(p % bt) * rb, n_kv, kv_type);
+                store_row(v + t * vs, cache.v_block(il, b) + size_t(p % bt) * rb, n_kv, kv_type);
             }
         }
     });
+}
 
+void Engine::attend(const graph::Node& nd, const Step& st) {
+    const model::Hparams& hp = model_->hparams();
+    KvCache& cache = *kv_;
+    const int32_t il = nd.layer;
+    const int64_t n_q = nd.n;
+    const float* q = ptr(nd.in[0]);
+    float* out = ptr(nd.out[0]);
     const float scale = 1.0f / std::sqrt(float(hp.head_dim));
     // Block pointers of every sequence for this layer, one array for the whole batch.
     size_t n_ptr = 0;
-    for (const SeqInput& in : batch) n_ptr += in.kv->blocks().size();
+    for (const SeqInput& in : st.batch) n_ptr += in.kv->blocks().size();
     kptr_.resize(n_ptr);
     vptr_.resize(n_ptr);
     attn_seqs_.clear();
     int64_t off = 0;
     size_t p = 0;
-    for (const SeqInput& in : batch) {
+    for (const SeqInput& in : st.batch) {
         const size_t first = p;
         for (BlockId b : in.kv->blocks()) {
             kptr_[p] = cache.k_block(il, b);
             vptr_[p++] = cache.v_block(il, b);
         }
         const int64_t n = int64_t(in.tokens.size());
-        attn_seqs_.push_back({&q_[size_t(off * n_q)], n, in.kv->n_tokens(),
-                              kernels::KvView{&kptr_[first], &vptr_[first], bt, kv_type}, &attn_[size_t(off * n_q)]});
+        attn_seqs_.push_back({q + off * n_q, n, in.kv->n_tokens(),
+                              kernels::KvView{&kptr_[first], &vptr_[first], cache.block_tokens(), cache.config().kv_type},
+                              out + off * n_q});
         off += n;
     }
     dispatch_.attention(attn_seqs_, hp.n_head, hp.n_head_kv, hp.head_dim, scale);
-
-    dispatch_.matmul(WeightRole::ATTN_OUT, attn_.data(), n_tok, xn_.data());
-    dispatch_.add(x_.data(), xn_.data(), n_tok, n_embd);
-
-    dispatch_.rmsnorm(x_.data(), lw.ffn_norm.f32(), xn_.data(), n_tok, n_embd, hp.norm_eps);
-    dispatch_.matmul(WeightRole::FFN_GATE, xn_.data(), n_tok, gate_.data());
-    dispatch_.matmul(WeightRole::FFN_UP, xn_.data(), n_tok, up_.data());
-    dispatch_.swiglu(gate_.data(), up_.data(), gate_.data(), n_tok, hp.n_ff);
-    dispatch_.matmul(WeightRole::FFN_DOWN, gate_.data(), n_tok, xn_.data());
-    dispatch_.add(x_.data(), xn_.data(), n_tok, n_embd);
 }
 
 }  // namespace duet::runtime

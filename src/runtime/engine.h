@@ -9,9 +9,12 @@
 // many tokens, decode one with one token, and continuous batching (issue 5) mixes both in one
 // call — no other forward exists.
 //
-// Every operator goes through the Dispatcher (runtime/dispatch.h), which records a
-// sim::OpRecord per operator when a trace is set; every weight matmul goes through the
-// WeightSource (runtime/weight_source.h), replaceable for another weight layout.
+// The forward is the model's graph (graph/graph.h, built once at construction from the
+// hparams, optionally rewritten by the fusion pass): the engine walks its nodes in order and
+// calls the Dispatcher (runtime/dispatch.h) once per node, which records a sim::OpRecord per
+// operator when a trace is set; every weight matmul goes through the WeightSource
+// (runtime/weight_source.h), replaceable for another weight layout. Scratch activations live
+// in one arena laid out by the graph's static memory plan (graph/memory_plan.h).
 //
 // Ownership: the engine shares the Model, owns one ThreadPool, the KvCache and the scratch
 // buffers. Sequences (SequenceKv) are owned by the caller but hold blocks of this engine's
@@ -24,6 +27,8 @@
 
 #include "core/dtype.h"
 #include "core/thread_pool.h"
+#include "graph/graph.h"
+#include "graph/memory_plan.h"
 #include "runtime/dispatch.h"
 #include "runtime/kv_cache.h"
 #include "runtime/model.h"
@@ -39,6 +44,7 @@ struct EngineOptions {
     int64_t n_seq_max = 1;          // sequences the KV pool is sized for
     int64_t block_tokens = 16;      // positions per KV block
     int64_t kv_blocks = 0;          // 0: enough for n_seq_max sequences of n_ctx positions
+    bool fuse = false;              // run graph::FuseSiblingMatmuls: Q/K/V and gate/up as one GEMM each
 };
 
 // One sequence of a batch.
@@ -71,6 +77,9 @@ struct ForwardOutput {
 class Engine {
 public:
     Engine(std::shared_ptr<const Model> model, const EngineOptions& opts);  // throws duet::Error on bad options
+    // Runs `graph` instead of the model family's builder (a new architecture before it has a
+    // builder, tests). Its shapes must match the model's tensors; opts.fuse is applied to it.
+    Engine(std::shared_ptr<const Model> model, const EngineOptions& opts, graph::Graph graph);
     ~Engine();
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
@@ -91,24 +100,43 @@ public:
     // (nullptr: off). The trace must outlive its use.
     void set_trace(sim::OpTrace* trace) { dispatch_.set_trace(trace); }
     Dispatcher& dispatcher() { return dispatch_; }
+    // The graph this engine executes (after passes).
+    const graph::Graph& graph() const { return graph_; }
+    // The weights read in place (the default weight source), with the graph's fused matrices.
+    const PlainWeightSource& plain_weights() const { return plain_; }
     // Replaces the weight layout (nullptr: back to the plain GGUF tensors). Not owned.
     void set_weight_source(const WeightSource* w) { dispatch_.set_weight_source(w ? w : &plain_); }
 
 private:
-    void layer_forward(int32_t il, int64_t n_tok, std::span<const SeqInput> batch);
+    // What one forward needs besides the tensors.
+    struct Step {
+        std::span<const SeqInput> batch;
+        const int32_t* tokens;
+        int64_t n_tok, n_rows;
+    };
+    void run_node(const graph::Node& node, const Step& st);
+    void write_kv(const graph::Node& node, const Step& st);
+    void attend(const graph::Node& node, const Step& st);
     void ensure_scratch(int64_t n_tok);
+    float* ptr(int32_t t) const { return ptr_[size_t(t)]; }
+    int64_t stride(int32_t t) const { return graph_.row_stride(t); }
 
     std::shared_ptr<const Model> model_;
     EngineOptions opts_;
     ThreadPool pool_;
     std::unique_ptr<KvCache> kv_;
     PlainWeightSource plain_;
+    graph::Graph graph_;
+    graph::MemoryPlan mem_;
     Dispatcher dispatch_;
     kernels::RopeOrder rope_order_;
+    std::vector<const float*> node_vec_;  // per node: norm weight or matmul bias (null: none)
 
-    // Scratch, [n_tok][width] each, grown on demand.
+    // Scratch: the arena of the memory plan for scratch_tokens_ rows; ptr_ per tensor id.
     int64_t scratch_tokens_ = 0;
-    std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_;
+    std::vector<float> arena_;
+    std::vector<float*> ptr_;
+    std::vector<int32_t> tokens_;
     std::vector<int64_t> pos_;
     std::vector<const void*> kptr_, vptr_;
     std::vector<Dispatcher::AttentionSeq> attn_seqs_;

@@ -14,6 +14,7 @@ sim::ModelShape model_shape(const model::Hparams& hp, DType weight_dtype, DType 
     s.head_dim = hp.head_dim;
     s.tied_output = hp.tied_output;
     s.qkv_bias = hp.qkv_bias;
+    s.rope_neox = hp.rope_neox;
     s.weight_dtype = weight_dtype;
     s.kv_dtype = kv_dtype;
     return s;

@@ -1,28 +1,99 @@
 #include "runtime/weight_source.h"
 
+#include <cstring>
+
 #include "core/error.h"
+#include "graph/fuse_matmuls.h"
 #include "kernels/kernels.h"
 
 namespace duet::runtime {
 
-using sim::WeightRole;
+void PlainWeightSource::bind_fused(const graph::Graph& g) {
+    for (const graph::Node& n : g.nodes)
+        if (n.kind == graph::OpKind::MATMUL && !graph::fused_parts(n.role).empty() &&
+            !fused_.count({int(n.role), n.layer}))
+            bind_fused_one(n.role, n.layer);
+}
 
+void PlainWeightSource::bind_fused_one(WeightRole role, int32_t layer) {
+    Fused f;
+    const auto parts = graph::fused_parts(role);
+    const model::TensorRef& first = tensor(parts[0], layer);
+    f.t = first;
+    f.t.name = first.name + "+";
+    f.t.rows = 0;
+    bool in_place = true;
+    const uint8_t* next = static_cast<const uint8_t*>(first.data);
+    for (WeightRole p : parts) {
+        const model::TensorRef& t = tensor(p, layer);
+        DUET_CHECK(t.dtype == first.dtype && t.cols == first.cols, "fused {}: parts differ in dtype or width",
+                   graph::weight_role_name(role));
+        in_place = in_place && t.data == next && t.row_stride_bytes == first.row_stride_bytes;
+        next = static_cast<const uint8_t*>(t.data) + t.n_bytes();
+        f.t.rows += t.rows;
+        if (const float* b = bias(p, layer)) f.bias.insert(f.bias.end(), b, b + t.rows);
+    }
+    if (in_place) {
+        ++fused_in_place_;
+    } else {
+        // Concatenate once; the row stride of the copy is the first part's.
+        f.owned.resize(size_t(f.t.rows) * first.row_stride_bytes);
+        size_t at = 0;
+        for (WeightRole p : parts) {
+            const model::TensorRef& t = tensor(p, layer);
+            for (int64_t r = 0; r < t.rows; ++r, at += first.row_stride_bytes)
+                std::memcpy(&f.owned[at], static_cast<const uint8_t*>(t.data) + size_t(r) * t.row_stride_bytes,
+                            first.row_stride_bytes);
+        }
+        f.t.data = f.owned.data();
+        ++fused_copied_;
+    }
+    fused_.emplace(std::make_pair(int(role), layer), std::move(f));
+}
+
+// The GGUF tensor-name mapping of model/weights.h, by role.
 const model::TensorRef& PlainWeightSource::tensor(WeightRole role, int32_t layer) const {
-    if (role == WeightRole::LM_HEAD) return w_.output;
+    switch (role) {
+        case WeightRole::LM_HEAD: return w_.output;
+        case WeightRole::TOKEN_EMBD: return w_.token_embd;
+        case WeightRole::OUTPUT_NORM: return w_.output_norm;
+        default: break;
+    }
+    if (!graph::fused_parts(role).empty()) {
+        auto it = fused_.find({int(role), layer});
+        DUET_CHECK(it != fused_.end(), "fused weight {} of layer {} was not bound", graph::weight_role_name(role), layer);
+        return it->second.t;
+    }
     DUET_CHECK(layer >= 0 && size_t(layer) < w_.layers.size(), "weight layer {} out of range", layer);
     const model::LayerWeights& l = w_.layers[size_t(layer)];
     switch (role) {
+        case WeightRole::ATTN_NORM: return l.attn_norm;
         case WeightRole::ATTN_Q: return l.wq;
         case WeightRole::ATTN_K: return l.wk;
         case WeightRole::ATTN_V: return l.wv;
         case WeightRole::ATTN_OUT: return l.wo;
+        case WeightRole::FFN_NORM: return l.ffn_norm;
         case WeightRole::FFN_GATE: return l.ffn_gate;
         case WeightRole::FFN_UP: return l.ffn_up;
         case WeightRole::FFN_DOWN: return l.ffn_down;
         default: break;
     }
-    DUET_CHECK(false, "no weight for role {}", int(role));
+    DUET_CHECK(false, "no weight for role {}", graph::weight_role_name(role));
     __builtin_unreachable();
+}
+
+const float* PlainWeightSource::bias(WeightRole role, int32_t layer) const {
+    if (!graph::fused_parts(role).empty()) {
+        auto it = fused_.find({int(role), layer});
+        return it == fused_.end() || it->second.bias.empty() ? nullptr : it->second.bias.data();
+    }
+    if (layer < 0 || size_t(layer) >= w_.layers.size()) return nullptr;
+    const model::LayerWeights& l = w_.layers[size_t(layer)];
+    const model::TensorRef* b = role == WeightRole::ATTN_Q   ? &l.bq
+                                : role == WeightRole::ATTN_K ? &l.bk
+                                : role == WeightRole::ATTN_V ? &l.bv
+                                                             : nullptr;
+    return b && b->present() ? b->f32() : nullptr;
 }
 
 WeightInfo PlainWeightSource::info(WeightRole role, int32_t layer) const {

@@ -5,18 +5,26 @@
 // handing it to Engine::set_weight_source — the forward code does not change.
 //
 // PlainWeightSource reads the tensors of model::Weights in place (the GGUF mapping) with
-// kernels::matmul.
+// kernels::matmul. For the fused roles of the graph it serves (graph/fuse_matmuls.h) it binds
+// one matrix [part 1 rows; part 2 rows; …] per (role, layer) at construction: in place when
+// the file stores the parts back to back with the same dtype and row stride (one GEMM over
+// the file's bytes, no copy), otherwise concatenated once into memory it owns.
 //
 // Thread safety: implementations are immutable after construction; matmul is called from
 // the engine's thread, which passes its pool.
 #include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/thread_pool.h"
+#include "graph/graph.h"
 #include "model/weights.h"
-#include "sim/op_trace.h"
 
 namespace duet::runtime {
+
+using graph::WeightRole;
 
 // The logical shape of one weight matrix: n rows (output features) of k elements.
 struct WeightInfo {
@@ -30,23 +38,40 @@ class WeightSource {
 public:
     virtual ~WeightSource() = default;
     // layer is -1 for LM_HEAD.
-    virtual WeightInfo info(sim::WeightRole role, int32_t layer) const = 0;
+    virtual WeightInfo info(WeightRole role, int32_t layer) const = 0;
     // y[i][j] = sum_l x[i][l] * W[j][l], i < m, j < n (strides in floats).
-    virtual void matmul(sim::WeightRole role, int32_t layer, const float* x, int64_t m, int64_t x_stride, float* y,
+    virtual void matmul(WeightRole role, int32_t layer, const float* x, int64_t m, int64_t x_stride, float* y,
                         int64_t y_stride, ThreadPool& pool) const = 0;
 };
 
 class PlainWeightSource : public WeightSource {
 public:
     explicit PlainWeightSource(const model::Weights& w) : w_(w) {}  // w must outlive this
-    WeightInfo info(sim::WeightRole role, int32_t layer) const override;
-    void matmul(sim::WeightRole role, int32_t layer, const float* x, int64_t m, int64_t x_stride, float* y,
+    // Binds the fused matrix of every fused MATMUL node of g (once per (role, layer)).
+    void bind_fused(const graph::Graph& g);
+    WeightInfo info(WeightRole role, int32_t layer) const override;
+    void matmul(WeightRole role, int32_t layer, const float* x, int64_t m, int64_t x_stride, float* y,
                 int64_t y_stride, ThreadPool& pool) const override;
-    // The tensor behind (role, layer); DUET_CHECKs that it exists.
-    const model::TensorRef& tensor(sim::WeightRole role, int32_t layer) const;
+    // The tensor behind (role, layer): matrices, fused matrices, norm vectors, the embedding
+    // table. DUET_CHECKs that it exists.
+    const model::TensorRef& tensor(WeightRole role, int32_t layer) const;
+    // The f32 bias of a matmul role (fused: concatenated), nullptr when the model has none.
+    const float* bias(WeightRole role, int32_t layer) const;
+    // Fused matrices bound in place (file order allowed it) / concatenated at construction.
+    int64_t fused_in_place() const { return fused_in_place_; }
+    int64_t fused_copied() const { return fused_copied_; }
 
 private:
+    struct Fused {
+        model::TensorRef t;
+        std::vector<uint8_t> owned;  // rows when they had to be concatenated
+        std::vector<float> bias;     // empty: no bias
+    };
+    void bind_fused_one(WeightRole role, int32_t layer);
+
     const model::Weights& w_;
+    std::map<std::pair<int, int32_t>, Fused> fused_;
+    int64_t fused_in_place_ = 0, fused_copied_ = 0;
 };
 
 }  // namespace duet::runtime

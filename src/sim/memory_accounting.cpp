@@ -3,35 +3,18 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "graph/memory_plan.h"
 
 namespace duet::sim {
-namespace {
-
-struct Matrix {
-    int layer;
-    int64_t n, k;
-};
-
-std::vector<Matrix> matrices(const ModelShape& s) {
-    std::vector<Matrix> m;
-    const int64_t q = s.n_head * s.head_dim, kv = s.n_head_kv * s.head_dim;
-    for (int l = 0; l < int(s.n_layer); ++l) {
-        for (auto [n, k] : {std::pair{q, s.n_embd}, {kv, s.n_embd}, {kv, s.n_embd}, {s.n_embd, q}, {s.n_ff, s.n_embd},
-                            {s.n_ff, s.n_embd}, {s.n_embd, s.n_ff}})
-            m.push_back({l, n, k});
-    }
-    m.push_back({-1, s.n_vocab, s.n_embd});  // lm-head (the embedding table too when tied)
-    return m;
-}
-
-}  // namespace
 
 MemoryBreakdown account_memory(const ModelShape& s, const Plan& plan, int64_t context, int32_t batch,
                                const Placer& placer, const RunOptions& opts, const SimHardware& hw) {
     MemoryBreakdown mb;
+    const std::shared_ptr<const graph::Graph> g =
+        plan.graph ? plan.graph : std::make_shared<const graph::Graph>(graph::build_graph(s));
     const LayoutModel& lay = *hw.layout;
     uint64_t layer0_nz = 0, largest_nz = 0;
-    for (const Matrix& m : matrices(s)) {
+    for (const graph::MatrixUse& m : graph::matrices(*g)) {
         const uint64_t nz = lay.nz_bytes(m.n, m.k, s.weight_dtype);
         largest_nz = std::max(largest_nz, nz);
         if (placer.pim_layout(m.layer)) {
@@ -44,24 +27,27 @@ MemoryBreakdown account_memory(const ModelShape& s, const Plan& plan, int64_t co
             mb.weights_bytes += nz;
         }
     }
-    if (!s.tied_output) mb.weights_bytes += uint64_t(s.n_vocab) * row_bytes(s.weight_dtype, s.n_embd);
-    mb.weights_bytes += 4 * uint64_t(s.n_embd) * uint64_t(2 * s.n_layer + 1);  // RMSNorm weights, f32
+    for (const graph::Node& n : g->nodes) {
+        // the table is the lm-head's matrix when tied (counted above)
+        if (n.kind == OpKind::EMBED && !s.tied_output) mb.weights_bytes += uint64_t(s.n_vocab) * row_bytes(n.dtype, n.n);
+        if (n.kind == OpKind::RMSNORM) mb.weights_bytes += 4 * uint64_t(n.n);  // RMSNorm weights, f32
+    }
 
     const int64_t blocks_per_seq = (context + hw.kv_block_tokens - 1) / hw.kv_block_tokens;
     mb.kv_cache_bytes = uint64_t(batch) * uint64_t(blocks_per_seq) * uint64_t(hw.kv_block_tokens) * 2 *
                         uint64_t(s.n_layer) * uint64_t(s.n_head_kv * s.head_dim) *
                         uint64_t(dtype_info(s.kv_dtype).block_bytes);
 
-    uint64_t peak_op = 0, largest_out = 0;
-    for (const OpRecord& r : plan.ops) {
-        if (r.kind == OpKind::EMBED) continue;
-        const uint64_t io = (r.in_bytes + (r.kind == OpKind::KV_WRITE ? 0 : r.out_bytes)) / 2;  // f32 -> f16
-        peak_op = std::max(peak_op, io);
-        if (r.kind == OpKind::MATMUL) largest_out = std::max(largest_out, uint64_t(r.m * r.n) * 4);
+    const graph::MemoryPlan mp = graph::plan_memory(*g);
+    for (const ForwardSpan& f : plan.forwards) {
+        const int64_t n_tok = f.n_new * batch;
+        mb.activations_bytes = std::max(mb.activations_bytes, graph::peak_live_bytes(*g, mp, n_tok, batch, 2));
+        for (const graph::Node& n : g->nodes) {
+            if (n.kind != OpKind::MATMUL) continue;
+            const int64_t rows = g->tensors[size_t(n.out[0])].rows == graph::Rows::TOKENS ? n_tok : batch;
+            mb.workspace_bytes = std::max(mb.workspace_bytes, uint64_t(rows * n.n) * 4);
+        }
     }
-    const uint64_t residual = plan.forwards.empty() ? 0 : uint64_t(plan.forwards[0].n_new) * batch * s.n_embd * 2;
-    mb.activations_bytes = peak_op + residual;
-    mb.workspace_bytes = largest_out;
 
     if (opts.placement.policy != Policy::NPU_ONLY) {
         // with zero_copy_switch off prefill reads NZ weights directly: nothing to pre-convert

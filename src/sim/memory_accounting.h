@@ -1,16 +1,19 @@
 #pragma once
 // Device memory of one run (DESIGN.md "Memory accounting"), in bytes:
+// Everything model-shaped comes from the plan's graph (graph/graph.h): its MATMUL nodes are the
+// matrices, its RMSNORM nodes the norm vectors, its tensor lifetimes the activations.
 //   weights      every matrix in its layout (NZ fractals for NPU-only layers, the PIM base
 //                with granule padding otherwise) + embedding table and norms in plain form
 //   block_index  the PIM base's block index
 //   kv_cache     paged: batch * ceil(context / kv_block_tokens) blocks of kv_block_tokens
 //                tokens * 2 (K,V) * n_layer * n_head_kv * head_dim * sizeof(KV element)
-//   activations  peak of a static plan: the largest operator's inputs + outputs (device
-//                dtype f16) plus the residual stream, over every forward of the plan
+//   activations  peak of the static memory plan (graph/memory_plan.h): the largest sum of
+//                tensors alive at one node (first write .. last read), device dtype f16,
+//                over every forward of the plan
 //   conversion   conversion cache: layer 0 in NZ when preconvert_first_token (and zero_copy_switch), the prefetch
 //                buffers ((prefetch_depth + 1) blocks), and a staging buffer of the largest
 //                matrix when zero_copy_switch is off. Must fit cache_limit_mb (else throws).
-//   workspace    fp32 accumulation buffer of the largest matmul output (split-K)
+//   workspace    fp32 accumulation buffer of the largest matmul output (split-K) over the forwards
 // Thread safety: pure function.
 #include <cstdint>
 #include <string>

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "graph/op_types.h"
 
 // Field semantics per kind (the planner, sim/planner.h, emits exactly these; the engine's
 // dispatch point, runtime/dispatch.h, follows them; tests compare both on generated models).
@@ -30,27 +31,17 @@
 //   ADD       residual: m=T, n=E; in = 8*m*n; out = 4*m*n; flops = m*n
 //   OUTPUT    layer -1, marks sampling (done by the caller); m=n_seq, n=n_vocab; in = 4*m*n;
 //             out = 4*m; flops = m*n
-// Order of one forward: EMBED; per layer RMSNORM, MATMUL Q, K, V, ROPE, KV_WRITE, ATTENTION,
-// MATMUL ATTN_OUT, ADD, RMSNORM, MATMUL FFN_GATE, FFN_UP, SWIGLU, MATMUL FFN_DOWN, ADD;
-// then RMSNORM, MATMUL LM_HEAD, OUTPUT. n_seq = sequences in the batch on every record;
+// Order of one forward: the nodes of the model's graph (graph/graph.h, one record per node; the
+// llama builder's order is in graph/llama_builder.h). n_seq = sequences in the batch on every record;
 // phase = PREFILL when any sequence brings more than one token, else DECODE.
 namespace duet::sim {
 
-enum class OpKind {
-    EMBED,      // token embedding lookup
-    RMSNORM,
-    MATMUL,     // x[m][k] · W[n][k]^T (weight `role`, e.g. ATTN_Q)
-    ROPE,
-    KV_WRITE,   // new K/V rows into the cache
-    ATTENTION,  // q against the cached context (scores, softmax, weighted V)
-    SWIGLU,
-    ADD,        // residual
-    OUTPUT,     // final norm + lm-head are recorded as RMSNORM + MATMUL(OUTPUT); this marks sampling
-};
-
-enum class WeightRole { NONE, ATTN_Q, ATTN_K, ATTN_V, ATTN_OUT, FFN_GATE, FFN_UP, FFN_DOWN, LM_HEAD };
-
-enum class Phase { PREFILL, DECODE };
+using graph::OpKind;      // graph/op_types.h
+using graph::Phase;
+using graph::WeightRole;  // records carry matrix roles only (ATTN_Q … LM_HEAD, ATTN_QKV, FFN_GATE_UP)
+using graph::op_kind_name;
+using graph::phase_name;
+using graph::weight_role_name;
 
 struct OpRecord {
     OpKind kind = OpKind::ADD;
@@ -67,12 +58,11 @@ struct OpRecord {
     uint64_t in_bytes = 0;            // activation bytes read (f32 on the host)
     uint64_t out_bytes = 0;           // bytes written
     double flops = 0;                 // 2 per multiply-add
+    // Reads an input of the record before it and none of its outputs (graph::Node::
+    // sibling_of_prev: Q, K, V; gate, up): the timeline may start it together with that one.
+    bool sibling_of_prev = false;
 };
 
 using OpTrace = std::vector<OpRecord>;
-
-const char* op_kind_name(OpKind k);
-const char* weight_role_name(WeightRole r);
-const char* phase_name(Phase p);
 
 }  // namespace duet::sim

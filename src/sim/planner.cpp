@@ -5,133 +5,127 @@
 namespace duet::sim {
 namespace {
 
-struct Emitter {
-    const ModelShape& s;
+// One forward's lowering context: rows of a TOKENS tensor (T) and of an OUT_ROWS tensor (n_seq).
+struct Lowering {
+    const graph::Graph& g;
     int32_t n_seq;
+    int64_t n_past, n_new;
     Phase phase;
-    OpTrace& out;
 
-    OpRecord base(OpKind kind, int32_t layer, int64_t m, int64_t n) const {
-        OpRecord r;
-        r.kind = kind;
-        r.phase = phase;
-        r.layer = layer;
-        r.n_seq = n_seq;
-        r.m = m;
-        r.n = n;
-        r.weight_dtype = s.weight_dtype;
-        return r;
+    int64_t rows(int32_t tensor) const {
+        return g.tensors[size_t(tensor)].rows == graph::Rows::TOKENS ? int64_t(n_seq) * n_new : n_seq;
     }
-    void norm(int32_t layer, int64_t m) {
-        OpRecord r = base(OpKind::RMSNORM, layer, m, s.n_embd);
-        r.weight_dtype = DType::F32;
-        r.weight_bytes = 4 * uint64_t(s.n_embd);
-        r.in_bytes = r.out_bytes = 4 * uint64_t(m * s.n_embd);
-        r.flops = 4.0 * double(m) * double(s.n_embd);
-        out.push_back(r);
-    }
-    void matmul(int32_t layer, WeightRole role, int64_t m, int64_t n, int64_t k) {
-        OpRecord r = base(OpKind::MATMUL, layer, m, n);
-        r.role = role;
-        r.k = k;
-        r.weight_bytes = uint64_t(n) * row_bytes(s.weight_dtype, k);
-        r.in_bytes = 4 * uint64_t(m * k);
-        r.out_bytes = 4 * uint64_t(m * n);
-        r.flops = 2.0 * double(m) * double(n) * double(k);
-        out.push_back(r);
-    }
-    void elementwise(OpKind kind, int32_t layer, int64_t m, int64_t n, int in_operands, double flops_per_elem) {
-        OpRecord r = base(kind, layer, m, n);
-        r.weight_dtype = DType::F32;
-        r.in_bytes = 4 * uint64_t(in_operands) * uint64_t(m * n);
-        r.out_bytes = 4 * uint64_t(m * n);
-        r.flops = flops_per_elem * double(m) * double(n);
-        out.push_back(r);
-    }
+    OpRecord lower(const graph::Node& node) const;
 };
+
+OpRecord Lowering::lower(const graph::Node& nd) const {
+    const graph::ModelShape& s = g.shape;
+    OpRecord r;
+    r.kind = nd.kind;
+    r.phase = phase;
+    r.layer = nd.layer;
+    r.n_seq = n_seq;
+    r.n = nd.n;
+    r.weight_dtype = DType::F32;
+    r.sibling_of_prev = nd.sibling_of_prev;
+    const int64_t m = nd.out.empty() ? rows(nd.in[0]) : rows(nd.out[0]);
+    r.m = m;
+    const uint64_t mn = uint64_t(m * nd.n);
+    switch (nd.kind) {
+        case OpKind::EMBED:
+            r.weight_dtype = nd.dtype;
+            r.weight_bytes = uint64_t(m) * row_bytes(nd.dtype, nd.n);
+            r.in_bytes = 4 * uint64_t(m);
+            r.out_bytes = 4 * mn;
+            break;
+        case OpKind::RMSNORM:
+            r.weight_bytes = 4 * uint64_t(nd.n);
+            r.in_bytes = r.out_bytes = 4 * mn;
+            r.flops = 4.0 * double(mn);
+            break;
+        case OpKind::MATMUL:
+            r.role = nd.role;
+            r.k = nd.k;
+            r.weight_dtype = nd.dtype;
+            r.weight_bytes = uint64_t(nd.n) * row_bytes(nd.dtype, nd.k);
+            r.in_bytes = 4 * uint64_t(m * nd.k);
+            r.out_bytes = 4 * mn;
+            r.flops = 2.0 * double(mn) * double(nd.k);
+            break;
+        case OpKind::ROPE:
+            r.k = nd.k;
+            r.n_head = s.n_head;
+            r.n_head_kv = s.n_head_kv;
+            r.in_bytes = r.out_bytes = 4 * mn;
+            r.flops = 3.0 * double(mn);
+            break;
+        case OpKind::KV_WRITE:
+            r.weight_dtype = nd.dtype;
+            r.in_bytes = 4 * mn;
+            r.out_bytes = uint64_t(m) * 2 * row_bytes(nd.dtype, nd.n / 2);
+            break;
+        case OpKind::ATTENTION: {
+            r.n = n_past + n_new;
+            r.k = nd.k;
+            r.n_head = s.n_head;
+            r.n_head_kv = s.n_head_kv;
+            r.weight_dtype = nd.dtype;
+            r.weight_bytes = uint64_t(n_seq) * 2 * uint64_t(n_past + n_new) * row_bytes(nd.dtype, s.n_head_kv * nd.k);
+            r.in_bytes = r.out_bytes = 4 * mn;
+            const double pairs = double(n_new) * double(n_past) + double(n_new) * double(n_new + 1) / 2;
+            r.flops = 4.0 * double(s.n_head) * double(nd.k) * double(n_seq) * pairs;
+            break;
+        }
+        case OpKind::SWIGLU:
+            r.in_bytes = 8 * mn;
+            r.out_bytes = 4 * mn;
+            r.flops = 4.0 * double(mn);
+            break;
+        case OpKind::ADD:
+            r.in_bytes = 8 * mn;
+            r.out_bytes = 4 * mn;
+            r.flops = double(mn);
+            break;
+        case OpKind::OUTPUT:
+            r.in_bytes = 4 * mn;
+            r.out_bytes = 4 * uint64_t(m);
+            r.flops = double(mn);
+            break;
+    }
+    return r;
+}
 
 }  // namespace
 
-void plan_forward(const ModelShape& s, int32_t n_seq, int64_t n_past, int64_t n_new, Phase phase, OpTrace& out) {
-    Emitter e{s, n_seq, phase, out};
-    const int64_t T = int64_t(n_seq) * n_new;
-    const int64_t E = s.n_embd, q_dim = s.n_head * s.head_dim, kv_dim = s.n_head_kv * s.head_dim;
-    const uint64_t kv_row = row_bytes(s.kv_dtype, kv_dim);
-
-    OpRecord emb = e.base(OpKind::EMBED, -1, T, E);
-    emb.weight_bytes = uint64_t(T) * row_bytes(s.weight_dtype, E);
-    emb.in_bytes = 4 * uint64_t(T);
-    emb.out_bytes = 4 * uint64_t(T * E);
-    out.push_back(emb);
-
-    for (int32_t l = 0; l < int32_t(s.n_layer); ++l) {
-        e.norm(l, T);
-        e.matmul(l, WeightRole::ATTN_Q, T, q_dim, E);
-        e.matmul(l, WeightRole::ATTN_K, T, kv_dim, E);
-        e.matmul(l, WeightRole::ATTN_V, T, kv_dim, E);
-        OpRecord rope = e.base(OpKind::ROPE, l, T, q_dim + kv_dim);
-        rope.weight_dtype = DType::F32;
-        rope.k = s.head_dim;
-        rope.n_head = s.n_head;
-        rope.n_head_kv = s.n_head_kv;
-        rope.in_bytes = rope.out_bytes = 4 * uint64_t(T * (q_dim + kv_dim));
-        rope.flops = 3.0 * double(T) * double(q_dim + kv_dim);
-        out.push_back(rope);
-        OpRecord kv = e.base(OpKind::KV_WRITE, l, T, 2 * kv_dim);
-        kv.weight_dtype = s.kv_dtype;
-        kv.in_bytes = 4 * uint64_t(T * 2 * kv_dim);
-        kv.out_bytes = uint64_t(T) * 2 * kv_row;
-        out.push_back(kv);
-        OpRecord at = e.base(OpKind::ATTENTION, l, T, n_past + n_new);
-        at.k = s.head_dim;
-        at.n_head = s.n_head;
-        at.n_head_kv = s.n_head_kv;
-        at.weight_dtype = s.kv_dtype;
-        at.weight_bytes = uint64_t(n_seq) * 2 * uint64_t(n_past + n_new) * kv_row;
-        at.in_bytes = at.out_bytes = 4 * uint64_t(T * q_dim);
-        const double pairs = double(n_new) * double(n_past) + double(n_new) * double(n_new + 1) / 2;
-        at.flops = 4.0 * double(s.n_head) * double(s.head_dim) * double(n_seq) * pairs;
-        out.push_back(at);
-        e.matmul(l, WeightRole::ATTN_OUT, T, E, q_dim);
-        e.elementwise(OpKind::ADD, l, T, E, 2, 1);
-        e.norm(l, T);
-        e.matmul(l, WeightRole::FFN_GATE, T, s.n_ff, E);
-        e.matmul(l, WeightRole::FFN_UP, T, s.n_ff, E);
-        e.elementwise(OpKind::SWIGLU, l, T, s.n_ff, 2, 4);
-        e.matmul(l, WeightRole::FFN_DOWN, T, E, s.n_ff);
-        e.elementwise(OpKind::ADD, l, T, E, 2, 1);
-    }
-    e.norm(-1, n_seq);
-    e.matmul(-1, WeightRole::LM_HEAD, n_seq, s.n_vocab, E);
-    OpRecord o = e.base(OpKind::OUTPUT, -1, n_seq, s.n_vocab);
-    o.weight_dtype = DType::F32;
-    o.in_bytes = 4 * uint64_t(n_seq * s.n_vocab);
-    o.out_bytes = 4 * uint64_t(n_seq);
-    o.flops = double(n_seq) * double(s.n_vocab);
-    out.push_back(o);
+void plan_forward(const graph::Graph& g, int32_t n_seq, int64_t n_past, int64_t n_new, Phase phase, OpTrace& out) {
+    const Lowering low{g, n_seq, n_past, n_new, phase};
+    for (const graph::Node& nd : g.nodes) out.push_back(low.lower(nd));
 }
 
-Plan plan_generation(const ModelShape& s, int64_t seq_len, int64_t gen_len, int32_t batch) {
+Plan plan_generation(const graph::Graph& g, int64_t seq_len, int64_t gen_len, int32_t batch) {
     if (seq_len < 1) fail("--seq-len = {} is not allowed (allowed: 1 or more)", seq_len);
     if (gen_len < 1) fail("--gen-len = {} is not allowed (allowed: 1 or more)", gen_len);
     if (batch < 1) fail("--batch = {} is not allowed (allowed: 1 or more)", batch);
-    if (s.n_layer < 1 || s.n_embd < 1 || s.n_head < 1 || s.n_head_kv < 1 || s.head_dim < 1 || s.n_ff < 1 ||
-        s.n_vocab < 1)
-        fail("model shape '{}' is incomplete (n_layer {}, n_embd {}, n_head {}, n_head_kv {}, head_dim {}, n_ff {}, "
-             "n_vocab {})",
-             s.name, s.n_layer, s.n_embd, s.n_head, s.n_head_kv, s.head_dim, s.n_ff, s.n_vocab);
     Plan p;
-    const size_t per_forward = 4 + 15 * size_t(s.n_layer);
-    p.ops.reserve(per_forward * size_t(gen_len));
-    plan_forward(s, batch, 0, seq_len, Phase::PREFILL, p.ops);
+    p.graph = std::make_shared<const graph::Graph>(g);
+    p.ops.reserve(g.nodes.size() * size_t(gen_len));
+    plan_forward(g, batch, 0, seq_len, Phase::PREFILL, p.ops);
     p.forwards.push_back({Phase::PREFILL, 0, seq_len, 0, p.ops.size()});
     for (int64_t t = 1; t < gen_len; ++t) {
         const size_t begin = p.ops.size();
         const int64_t n_past = seq_len + t - 1;
-        plan_forward(s, batch, n_past, 1, Phase::DECODE, p.ops);
+        plan_forward(g, batch, n_past, 1, Phase::DECODE, p.ops);
         p.forwards.push_back({Phase::DECODE, n_past, 1, begin, p.ops.size()});
     }
     return p;
+}
+
+Plan plan_generation(const ModelShape& s, int64_t seq_len, int64_t gen_len, int32_t batch,
+                     const graph::GraphOptions& go) {
+    if (seq_len < 1) fail("--seq-len = {} is not allowed (allowed: 1 or more)", seq_len);
+    if (gen_len < 1) fail("--gen-len = {} is not allowed (allowed: 1 or more)", gen_len);
+    if (batch < 1) fail("--batch = {} is not allowed (allowed: 1 or more)", batch);
+    return plan_generation(graph::build_graph(s, go), seq_len, gen_len, batch);
 }
 
 std::vector<ForwardSpan> split_forwards(const OpTrace& ops) {

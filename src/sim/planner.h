@@ -1,14 +1,17 @@
 #pragma once
 // Trace-only planner: the OpRecords the engine's dispatch point emits for a generation,
-// computed from the architecture shape alone (no weights). Record semantics are the ones
-// documented in sim/op_trace.h; tests compare planner and engine on a generated model.
+// lowered from the model's graph (graph/graph.h) alone, without weights: one record per node,
+// with the field semantics documented in sim/op_trace.h; tests compare planner and engine on
+// generated models.
 //
 // A generation of `batch` equal sequences: one PREFILL forward of seq_len tokens each, then
 // gen_len - 1 DECODE forwards of one token each (the prefill's logits give the first
 // generated token). Thread safety: pure functions.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "graph/graph.h"
 #include "sim/model_shape.h"
 #include "sim/op_trace.h"
 
@@ -25,14 +28,20 @@ struct ForwardSpan {
 struct Plan {
     OpTrace ops;
     std::vector<ForwardSpan> forwards;
+    // The graph the records were lowered from (null for a plan split from an engine trace:
+    // memory accounting then builds the shape's default graph).
+    std::shared_ptr<const graph::Graph> graph;
 };
 
 // Appends the records of one forward over `n_seq` sequences, each with n_past cached and
 // n_new new tokens; logits (and the sampling marker) for the last token of each sequence only.
-void plan_forward(const ModelShape& shape, int32_t n_seq, int64_t n_past, int64_t n_new, Phase phase, OpTrace& out);
+void plan_forward(const graph::Graph& g, int32_t n_seq, int64_t n_past, int64_t n_new, Phase phase, OpTrace& out);
 
-// Whole generation; throws duet::Error for non-positive lengths or an invalid shape.
-Plan plan_generation(const ModelShape& shape, int64_t seq_len, int64_t gen_len, int32_t batch);
+// Whole generation of graph g (the default graph of `shape`, or one rewritten by passes);
+// throws duet::Error for non-positive lengths or an invalid shape.
+Plan plan_generation(const graph::Graph& g, int64_t seq_len, int64_t gen_len, int32_t batch);
+Plan plan_generation(const ModelShape& shape, int64_t seq_len, int64_t gen_len, int32_t batch,
+                     const graph::GraphOptions& go = {});
 
 // Splits an engine trace into forwards at each EMBED record (each forward starts with one).
 std::vector<ForwardSpan> split_forwards(const OpTrace& ops);

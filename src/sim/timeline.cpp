@@ -111,13 +111,9 @@ Timeline simulate_timeline(const ModelShape& shape, const Plan& plan, const Plac
             const bool converts = u == Unit::NPU && r.kind == OpKind::MATMUL && coop_layout &&
                                   placer.pim_layout(r.layer) && !(opts.preconvert_first_token && r.layer == 0) &&
                                   !(r.phase == Phase::PREFILL && !opts.zero_copy_switch);
-            // Q, K, V (and gate, up) read the same normed input and are independent of each
-            // other: on different units they overlap; everything else waits for all before it.
-            const bool sibling = r.kind == OpKind::MATMUL && i > fw.begin && plan.ops[i - 1].kind == OpKind::MATMUL &&
-                                 plan.ops[i - 1].layer == r.layer &&
-                                 ((r.role == WeightRole::ATTN_K && plan.ops[i - 1].role == WeightRole::ATTN_Q) ||
-                                  (r.role == WeightRole::ATTN_V && plan.ops[i - 1].role == WeightRole::ATTN_K) ||
-                                  (r.role == WeightRole::FFN_UP && plan.ops[i - 1].role == WeightRole::FFN_GATE));
+            // Siblings in the graph (Q, K, V; gate, up: same input, no dependency) overlap on
+            // different units; everything else waits for all before it.
+            const bool sibling = i > fw.begin && r.sibling_of_prev;
             if (!sibling) group_ready = t;
             const double T0 = std::max(group_ready, unit_free[int(u)]);
             double end = T0 + op_ns;

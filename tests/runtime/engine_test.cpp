@@ -162,7 +162,7 @@ INSTANTIATE_TEST_SUITE_P(Presets, EngineOnPreset,
 // every weight matmul through it, and the logits must not change.
 class CountingSource : public WeightSource {
 public:
-    explicit CountingSource(const model::Weights& w) : plain_(w) {}
+    explicit CountingSource(const WeightSource& w) : plain_(w) {}
     WeightInfo info(sim::WeightRole r, int32_t l) const override { return plain_.info(r, l); }
     void matmul(sim::WeightRole r, int32_t l, const float* x, int64_t m, int64_t xs, float* y, int64_t ys,
                 ThreadPool& p) const override {
@@ -172,7 +172,7 @@ public:
     mutable int calls = 0;
 
 private:
-    PlainWeightSource plain_;
+    const WeightSource& plain_;
 };
 
 TEST(Engine, WeightSourceSeesEveryWeightMatmul) {
@@ -180,8 +180,8 @@ TEST(Engine, WeightSourceSeesEveryWeightMatmul) {
     ASSERT_TRUE(m);
     const std::vector<int32_t> toks = tokens_for(m->hparams().n_vocab, 5, 1);
     const std::vector<float> ref = run_alone(m, toks, DType::F32);
-    CountingSource src(m->weights());
     Engine e(m, opts());
+    CountingSource src(e.plain_weights());
     e.set_weight_source(&src);
     SequenceKv s;
     SeqInput in{toks, &s, true};

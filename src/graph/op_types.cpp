@@ -1,6 +1,6 @@
-#include "sim/op_trace.h"
+#include "graph/op_types.h"
 
-namespace duet::sim {
+namespace duet::graph {
 
 const char* op_kind_name(OpKind k) {
     switch (k) {
@@ -28,10 +28,16 @@ const char* weight_role_name(WeightRole r) {
         case WeightRole::FFN_UP: return "ffn_up";
         case WeightRole::FFN_DOWN: return "ffn_down";
         case WeightRole::LM_HEAD: return "lm_head";
+        case WeightRole::ATTN_QKV: return "attn_qkv";
+        case WeightRole::FFN_GATE_UP: return "ffn_gate_up";
+        case WeightRole::TOKEN_EMBD: return "token_embd";
+        case WeightRole::ATTN_NORM: return "attn_norm";
+        case WeightRole::FFN_NORM: return "ffn_norm";
+        case WeightRole::OUTPUT_NORM: return "output_norm";
     }
     return "?";
 }
 
 const char* phase_name(Phase p) { return p == Phase::PREFILL ? "prefill" : "decode"; }
 
-}  // namespace duet::sim
+}  // namespace duet::graph

@@ -1,0 +1,32 @@
+#pragma once
+// The architecture shape a graph is built from: a plain struct filled from model::Hparams by
+// runtime/model_shape.h (graph does not depend on model). `family` picks the builder.
+#include <cstdint>
+#include <string>
+
+#include "core/dtype.h"
+
+namespace duet::graph {
+
+enum class Family {
+    LLAMA,  // llama / mistral / qwen2: pre-norm blocks, GQA attention with RoPE, SwiGLU FFN
+};
+
+struct ModelShape {
+    std::string name;       // "llama2-7b" or the file name, for reports
+    Family family = Family::LLAMA;
+    int64_t n_vocab = 0;
+    int64_t n_embd = 0;
+    int64_t n_layer = 0;
+    int64_t n_head = 0;
+    int64_t n_head_kv = 0;  // < n_head: grouped-query attention
+    int64_t n_ff = 0;
+    int64_t head_dim = 0;
+    bool tied_output = false;           // lm-head reuses the embedding table
+    bool qkv_bias = false;              // q/k/v projections add an f32 bias (qwen2; a matmul epilogue, not a record)
+    bool rope_neox = false;             // RoPE pairs (i, i + n_rot/2) (qwen2) instead of (2i, 2i + 1)
+    DType weight_dtype = DType::F16;    // matrices as stored on the device
+    DType kv_dtype = DType::F16;        // KV cache elements
+};
+
+}  // namespace duet::graph

@@ -1,0 +1,70 @@
+// The static memory plan: roots alive at the same node never share arena columns, and the
+// peak of live bytes has the closed form of the llama block.
+#include <gtest/gtest.h>
+
+#include "graph/fuse_matmuls.h"
+#include "graph/memory_plan.h"
+
+namespace duet::graph {
+namespace {
+
+ModelShape shape() {
+    ModelShape s;
+    s.n_vocab = 40;
+    s.n_embd = 16;
+    s.n_layer = 3;
+    s.n_head = 4;
+    s.n_head_kv = 1;
+    s.head_dim = 4;
+    s.n_ff = 48;
+    return s;
+}
+
+void expect_no_overlap(const Graph& g, const MemoryPlan& p) {
+    for (size_t a = 0; a < g.tensors.size(); ++a) {
+        for (size_t b = a + 1; b < g.tensors.size(); ++b) {
+            const Tensor &ta = g.tensors[a], &tb = g.tensors[b];
+            if (ta.base >= 0 || tb.base >= 0 || ta.kind != TensorKind::ACTIVATION || tb.kind != TensorKind::ACTIVATION)
+                continue;
+            if (p.first[a] < 0 || p.first[b] < 0 || p.last[a] < p.first[b] || p.last[b] < p.first[a]) continue;
+            const bool disjoint = p.offset[a] + ta.width <= p.offset[b] || p.offset[b] + tb.width <= p.offset[a];
+            EXPECT_TRUE(disjoint) << ta.name << " and " << tb.name << " overlap while both alive";
+        }
+    }
+}
+
+TEST(MemoryPlan, LiveTensorsNeverShareStorage) {
+    const Graph g = build_graph(shape());
+    const MemoryPlan p = plan_memory(g);
+    expect_no_overlap(g, p);
+    // Layers reuse the space of the ones before: far less than one buffer per tensor.
+    int64_t sum = 0;
+    for (const Tensor& t : g.tensors)
+        if (t.base < 0 && t.kind == TensorKind::ACTIVATION) sum += t.width;
+    EXPECT_LT(p.arena_width, sum / 2);
+    const Graph f = FuseSiblingMatmuls().run(g);
+    expect_no_overlap(f, plan_memory(f));
+}
+
+TEST(MemoryPlan, PeakIsTheSwigluStepOfTheBlock) {
+    // With n_ff > n_embd the peak is at SWIGLU: residual x, gate, up and the product alive.
+    const ModelShape s = shape();
+    const Graph g = build_graph(s);
+    const MemoryPlan p = plan_memory(g);
+    const int64_t T = 7;
+    EXPECT_EQ(peak_live_bytes(g, p, T, 1, 2), uint64_t(2 * T * (s.n_embd + 3 * s.n_ff)));
+    // Lifetimes: the residual stream lives from the embedding to the final norm.
+    EXPECT_EQ(p.first[1], 0);
+    EXPECT_EQ(p.last[1], int32_t(g.nodes.size()) - 3);
+}
+
+TEST(MemoryPlan, LogitsDominateWhenTheVocabularyIsLarge) {
+    ModelShape s = shape();
+    s.n_vocab = 100000;
+    const Graph g = build_graph(s);
+    // final norm output (n_seq rows of n_embd) and logits (n_seq rows of n_vocab), f16
+    EXPECT_EQ(peak_live_bytes(g, plan_memory(g), 1, 2, 2), uint64_t(2 * 2 * (s.n_embd + s.n_vocab)));
+}
+
+}  // namespace
+}  // namespace duet::graph

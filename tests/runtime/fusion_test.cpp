@@ -1,0 +1,118 @@
+// The fusion pass on the real engine: Q/K/V and gate/up as one GEMM each give the same tokens
+// as the unfused graph, with fewer weight matmuls and one record per fused matmul.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "runtime/engine.h"
+#include "runtime/generator.h"
+#include "test_models.h"
+
+using namespace duet;
+using namespace duet::runtime;
+
+namespace {
+
+struct Result {
+    std::vector<int32_t> tokens;
+    std::vector<float> logits;  // of the prompt's forward, every position
+    sim::OpTrace trace;
+    int64_t in_place = 0, copied = 0;
+};
+
+Result run(const std::shared_ptr<const Model>& m, bool fuse, int64_t n_predict) {
+    EngineOptions o;
+    o.n_threads = 2;
+    o.kv_type = DType::F16;
+    o.n_ctx = 64;
+    o.fuse = fuse;
+    Engine e(m, o);
+    Result r;
+    r.in_place = e.plain_weights().fused_in_place();
+    r.copied = e.plain_weights().fused_copied();
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 9; ++i) prompt.push_back(int32_t((i * 11 + 3) % m->hparams().n_vocab));
+    {
+        SequenceKv s;
+        SeqInput in{prompt, &s, true};
+        ForwardOutput out;
+        EXPECT_EQ(e.forward({&in, 1}, out), ForwardStatus::OK);
+        r.logits = out.logits;
+        s.release(e.kv_cache());
+    }
+    e.set_trace(&r.trace);
+    Generator g(e);
+    GenerateOptions go;
+    go.n_predict = n_predict;
+    go.sampling.temperature = 0;
+    go.add_bos = false;
+    r.tokens = g.generate_tokens(prompt, go, {});
+    e.set_trace(nullptr);
+    return r;
+}
+
+int count(const sim::OpTrace& t, sim::WeightRole role) {
+    int n = 0;
+    for (const sim::OpRecord& r : t) n += r.kind == sim::OpKind::MATMUL && r.role == role;
+    return n;
+}
+
+void expect_same_tokens(const std::shared_ptr<const Model>& m, const std::string& what) {
+    const Result a = run(m, false, 12), b = run(m, true, 12);
+    EXPECT_EQ(a.tokens, b.tokens) << what;
+    ASSERT_EQ(a.logits.size(), b.logits.size());
+    double max_abs = 0, max_ref = 1e-6;
+    for (size_t i = 0; i < a.logits.size(); ++i) {
+        max_abs = std::max(max_abs, double(std::fabs(a.logits[i] - b.logits[i])));
+        max_ref = std::max(max_ref, double(std::fabs(a.logits[i])));
+    }
+    EXPECT_LT(max_abs / max_ref, 1e-5) << what;
+    // Every Q/K/V and gate/up group whose matrices share a dtype ran as one matmul (a K-quant
+    // file may keep some matrices in another dtype: those stay unfused).
+    int qkv = 0, gate_up = 0;
+    for (const model::LayerWeights& l : m->weights().layers) {
+        qkv += l.wq.dtype == l.wk.dtype && l.wk.dtype == l.wv.dtype;
+        gate_up += l.ffn_gate.dtype == l.ffn_up.dtype;
+    }
+    EXPECT_EQ(b.in_place + b.copied, qkv + gate_up) << what;
+    const int forwards = count(a.trace, sim::WeightRole::LM_HEAD);
+    EXPECT_EQ(count(b.trace, sim::WeightRole::ATTN_QKV), qkv * forwards) << what;
+    EXPECT_EQ(count(b.trace, sim::WeightRole::FFN_GATE_UP), gate_up * forwards) << what;
+    EXPECT_EQ(a.trace.size() - b.trace.size(), size_t((2 * qkv + gate_up) * forwards)) << what;
+}
+
+class FusionOnPreset : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(FusionOnPreset, SameTokensAsTheUnfusedGraph) {
+    const auto& [preset, dtype] = GetParam();
+    const std::string path = test::generated_model(preset, dtype);
+    ASSERT_FALSE(path.empty());
+    expect_same_tokens(Model::load(path), preset + " " + dtype);
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, FusionOnPreset,
+                         ::testing::Values(std::tuple{"tiny-llama", "f32"}, std::tuple{"tiny-llama", "f16"},
+                                           std::tuple{"tiny-mistral", "q8_0"}, std::tuple{"tiny-qwen2", "f16"},
+                                           std::tuple{"tiny-llama3", "q4_0"}, std::tuple{"small-llama", "q4_k"}),
+                         [](const auto& info) {
+                             std::string n = std::get<0>(info.param) + "_" + std::get<1>(info.param);
+                             for (char& c : n)
+                                 if (c == '-') c = '_';
+                             return n;
+                         });
+
+TEST(Fusion, Stories260KSameTokens) {
+    const std::string path = test::shared_model("stories260K.gguf");
+    if (path.empty()) GTEST_SKIP() << "stories260K.gguf not in " << DUET_SHARED_DIR << "/models";
+    expect_same_tokens(Model::load(path), "stories260K");
+}
+
+// Any file: DUET_FUSION_MODEL=path.gguf (skipped when unset).
+TEST(Fusion, FileFromEnvironmentSameTokens) {
+    const char* path = std::getenv("DUET_FUSION_MODEL");
+    if (!path || !*path) GTEST_SKIP() << "DUET_FUSION_MODEL not set";
+    expect_same_tokens(Model::load(path), path);
+}
+
+}  // namespace
