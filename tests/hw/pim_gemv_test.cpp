@@ -90,7 +90,7 @@ TEST(PimGemv, OperandsAndBytesAreConserved) {
     }
 }
 
-// Granule decision (docs/hardware-model.md 3.2): consecutive granules of one matrix row fill a
+// Granule decision (docs/hardware-model.md 3.1): consecutive granules of one matrix row fill a
 // column, so the granule only pads rows and shifts where a row segment starts in a column.
 TEST(PimGemv, GranuleOnlyPadsRowsAndShiftsSegments) {
     for (const auto& name : pim_preset_names()) {

@@ -57,7 +57,7 @@ FunctionalResult run_gemv_functional(const PimSpec& spec, const GemvShape& g, co
     ar.fp16_acc = !ar.integer && spec.unit.acc == AccPrecision::FP16;
     const int lanes = plan.lanes;
     // A column command reads col_bytes of a bank; the layout's granules inside it may belong to
-    // two matrix rows, each of which costs its own command (hw-model docs 3.2).
+    // two matrix rows, each of which costs its own command (docs/hardware-model.md 3.1).
     const int col_bytes = plan.useful_bits_per_col / 8;
     const int piece_bytes = std::min(col_bytes, g.alignment_bits / 8);
     const int piece_elems = piece_bytes / e_bytes;

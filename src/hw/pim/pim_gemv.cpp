@@ -29,7 +29,7 @@ GemvPlan plan_gemv(const PimSpec& s, const GemvShape& g) {
     p.lanes = s.lanes(g.dtype);
     if (ab < p.operand_bits)
         fail("alignment {} bits is narrower than one {} operand ({} bits)", ab, dtype_name(g.dtype), p.operand_bits);
-    // Granule decision (docs/hardware-model.md 3.2): every public design reads access_bits of one
+    // Granule decision (docs/hardware-model.md 3.1): every public design reads access_bits of one
     // bank per column command, and duet's layout stores a matrix row's granules back to back
     // inside a DRAM row, so consecutive granules of one row fill the column. A unit therefore
     // uses the whole column; the granule only sets the row padding and where a row segment
