@@ -18,6 +18,7 @@ void register_logits(CLI::App& app);
 // dram branch
 // `pim-sim` with `mem` and `gemv`; registered before `pim-sim npu` (which adds itself to it).
 void register_pim_sim(CLI::App& app);
+void register_calibrate(CLI::App& app);  // fidelity: models vs public references
 
 // npu branch
 // `pim-sim npu`; creates the `pim-sim` parent when the dram branch has not (either order works).

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
 
     // dram branch
     duet::cli::register_pim_sim(app);
+    duet::cli::register_calibrate(app);
 
     // npu branch
     duet::cli::register_pim_sim_npu(app);

@@ -20,7 +20,7 @@ namespace {
 
 struct MemArgs {
     std::string memory, pattern = "stream", fidelity = "command", mapping = hw::dram::AddressMapping::kDefault;
-    uint64_t bytes = 16 << 20, stride = 0, seed = 1;
+    uint64_t bytes = 16 << 20, stride = 0, seed = 1, request_bytes = 64;
     int channels = 0, stacks = 0, queue_depth = 32;
     double write_fraction = 0;
 };
@@ -28,7 +28,7 @@ struct MemArgs {
 struct GemvArgs {
     std::string pim, dtype, fidelity = "command", layout = "row_major_128bit";
     int64_t m = 4096, k = 4096;
-    int alignment = 0, channels = 0, stacks = 0;
+    int alignment = 0, channels = 0, stacks = 0, batch = 1;
     bool functional = false;
     uint64_t seed = 1;
 };
@@ -60,14 +60,17 @@ void run_mem(const MemArgs& a) {
     w.queue_depth = a.queue_depth;
     w.write_fraction = a.write_fraction;
     w.mapping = a.mapping;
+    w.request_bytes = a.request_bytes;
     const auto t0 = std::chrono::steady_clock::now();
     const auto r = a.fidelity == "command" ? hw::dram::simulate_memory(spec, w) : hw::dram::estimate_memory(spec, w);
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("memory        %s (%s), %d channels, mapping %s\n", spec.name.c_str(), spec.standard.c_str(),
                 r.channels, w.mapping.c_str());
-    std::printf("pattern       %s%s, %llu requests of %d B, fidelity %s\n", a.pattern.c_str(),
+    const int bpr = hw::dram::bursts_per_request(spec, w);
+    std::printf("pattern       %s%s, %llu requests of %d B (%d burst%s of %d B), fidelity %s\n", a.pattern.c_str(),
                 w.pattern == hw::dram::Pattern::STRIDED ? fmt::format(" (stride {} B)", a.stride).c_str() : "",
-                (unsigned long long)r.requests, spec.org.burst_bytes(), r.fidelity.c_str());
+                (unsigned long long)((r.requests + bpr - 1) / bpr), bpr * spec.org.burst_bytes(), bpr,
+                bpr == 1 ? "" : "s", spec.org.burst_bytes(), r.fidelity.c_str());
     std::printf("bytes         requested %llu, served %llu\n", (unsigned long long)r.bytes_requested,
                 (unsigned long long)r.bytes_served);
     std::printf("time          %.1f ns\n", r.t_ns);
@@ -120,6 +123,7 @@ void run_gemv(const GemvArgs& a) {
     g.dtype = gemv_dtype(spec, a.dtype);
     g.alignment_bits = a.alignment > 0 ? a.alignment : spec.default_alignment_bits;
     g.channels = device_channels(spec.mem.org, a.channels, a.stacks);
+    g.batch = a.batch;
     const auto plan = hw::pim::plan_gemv(spec, g);
     const auto t0 = std::chrono::steady_clock::now();
     const auto r = a.fidelity == "command" ? hw::pim::simulate_gemv(spec, g) : hw::pim::estimate_gemv(spec, g);
@@ -127,9 +131,9 @@ void run_gemv(const GemvArgs& a) {
     std::printf("device        %s (%s), base %s, %d channels x %d units (%d banks per unit)\n", spec.name.c_str(),
                 spec.device.c_str(), spec.mem.name.c_str(), plan.channels, plan.units_per_channel,
                 spec.unit.banks_per_unit);
-    std::printf("gemv          y[%lld] = W[%lld][%lld] x, %s, alignment %d bits, fidelity %s\n", (long long)g.m,
-                (long long)g.m, (long long)g.k, a.dtype.empty() ? dtype_name(g.dtype) : a.dtype.c_str(),
-                g.alignment_bits, r.fidelity.c_str());
+    std::printf("gemv          y[%lld] = W[%lld][%lld] x, %s, alignment %d bits, batch %d, fidelity %s\n",
+                (long long)g.m, (long long)g.m, (long long)g.k, a.dtype.empty() ? dtype_name(g.dtype) : a.dtype.c_str(),
+                g.alignment_bits, g.batch, r.fidelity.c_str());
     std::printf("time          %.1f ns (%.3f us)\n", r.t_ns, r.t_ns * 1e-3);
     std::printf("commands      ACT_AB %llu  MAC_AB %llu  RD %llu  WR %llu  REF %llu  PRE %llu  mode switches %llu\n",
                 (unsigned long long)r.n_act, (unsigned long long)r.n_mac, (unsigned long long)r.n_rd,
@@ -137,11 +141,13 @@ void run_gemv(const GemvArgs& a) {
                 (unsigned long long)r.n_mode);
     std::printf("internal bw   %.1f GB/s of weights (%.1f MB read by the units incl. unused lanes)\n", r.internal_gbps,
                 r.internal_bytes * 1e-6);
-    std::printf("utilisation   units %.1f %%, lanes %.1f %% (%d of %d useful bits per column command)\n",
-                100 * r.unit_utilisation, 100 * r.lane_utilisation, plan.useful_bits_per_col, spec.unit.access_bits);
+    std::printf("utilisation   units %.1f %%, lanes %.1f %% (%d-bit columns, %.2f per %lld-B row segment; "
+                "padding and segment straddles only)\n",
+                100 * r.unit_utilisation, 100 * r.lane_utilisation, plan.useful_bits_per_col, plan.cols_per_task_avg,
+                (long long)plan.seg_bytes);
     std::printf("external      %.1f KB (input broadcast + result readout)\n", r.external_bytes * 1e-3);
-    std::printf("vs host       streaming the weights over the same %d channels: %.1f ns -> PIM speedup %.2fx\n",
-                plan.channels, r.host_stream_ns, r.speedup);
+    std::printf("vs host       streaming the weights once over the same %d channels: %.1f ns -> PIM speedup %.2fx%s\n",
+                plan.channels, r.host_stream_ns, r.speedup, r.speedup < 1 ? " (slower than streaming)" : "");
     std::printf("bound         %s\n", r.bound);
     if (spec.mem.energy.published)
         std::printf("energy        %.1f nJ (upper bound: unit column reads charged at the base memory's read energy)\n",
@@ -192,6 +198,7 @@ void register_pim_sim(CLI::App& app) {
         "Examples:\n"
         "  duet pim-sim mem --memory lpddr5 --pattern stream --bytes 16777216\n"
         "  duet pim-sim mem --memory hbm3 --pattern random --bytes 4194304 --fidelity analytical\n"
+        "  duet pim-sim mem --memory hbm3 --pattern random --request-bytes 32 --bytes 4194304\n"
         "  duet pim-sim mem --memory lpddr5 --pattern strided --stride 4096 --bytes 1048576 --channels 8\n"
         "  duet pim-sim mem --memory hbm2e --stacks 8 --bytes 67108864 --fidelity analytical\n"
         "Presets: lpddr4x, lpddr5, lpddr5x, hbm2, hbm2e, hbm3, gddr6 (configs/hw/<name>.toml).");
@@ -206,6 +213,8 @@ void register_pim_sim(CLI::App& app) {
     mem->add_option("--mapping", ma.mapping, "Address mapping, MSB first, e.g. RoRaBaCoBgCh")->capture_default_str();
     mem->add_option("--queue-depth", ma.queue_depth, "Read and write queue depth per channel")->capture_default_str();
     mem->add_option("--seed", ma.seed, "Random pattern seed")->capture_default_str();
+    mem->add_option("--request-bytes", ma.request_bytes,
+                    "Bytes per request (a cache line; whole bursts of one row of one bank)")->capture_default_str();
     mem->callback([] { run_mem(ma); });
 
     static GemvArgs ga;
@@ -215,6 +224,7 @@ void register_pim_sim(CLI::App& app) {
         "  duet pim-sim gemv --pim pim_hbm2_fimdram --m 4096 --k 4096\n"
         "  duet pim-sim gemv --pim pim_lpddr5x_bank --m 4096 --k 4096 --dtype int8 --alignment 256 --functional\n"
         "  duet pim-sim gemv --pim pim_gddr6_aim --m 1024 --k 1024 --fidelity analytical\n"
+        "  duet pim-sim gemv --pim pim_lpddr5x_bank --m 6144 --k 2048 --dtype int8 --batch 2\n"
         "Presets: pim_hbm2_fimdram, pim_gddr6_aim, pim_lpddr5x_bank, pim_hbm3_bank (configs/hw/<name>.toml).");
     gemv->add_option("--pim", ga.pim, "PIM preset")->required();
     gemv->add_option("--m", ga.m, "Output rows")->capture_default_str();
@@ -228,6 +238,7 @@ void register_pim_sim(CLI::App& app) {
     gemv->add_option("--layout", ga.layout, "Weight placement for --functional: row_major_128bit | row_per_unit")
         ->capture_default_str();
     gemv->add_option("--seed", ga.seed, "Seed of the random weights and input")->capture_default_str();
+    gemv->add_option("--batch", ga.batch, "Input vectors sharing the weights, 1..64 (timing only)")->capture_default_str();
     gemv->callback([] { run_gemv(ga); });
 }
 

@@ -44,8 +44,21 @@ TEST(PimSimCli, GemvPrintsCountsUtilisationSpeedupAndFunctionalError) {
     const CliRun r = run("pim-sim gemv --pim pim_lpddr5x_bank --m 256 --k 512 --dtype int8 --alignment 256 --functional");
     EXPECT_EQ(r.code, 0) << r.out;
     for (const char* line : {"commands      ACT_AB ", "MAC_AB ", "mode switches 32", "utilisation   units ",
-                             "lanes 100.0 % (256 of 256", "PIM speedup ", "error vs f64  max 0, mean 0"})
+                             "lanes 100.0 % (256-bit columns", "PIM speedup ", "error vs f64  max 0, mean 0"})
         EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+}
+
+TEST(PimSimCli, BatchAndRequestBytes) {
+    if (!have_binary()) GTEST_SKIP() << "duet binary not built";
+    CliRun r = run("pim-sim gemv --pim pim_lpddr5x_bank --m 2048 --k 2048 --dtype int8 --batch 2 --fidelity analytical");
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("batch 2, fidelity analytical"), std::string::npos) << r.out;
+    r = run("pim-sim mem --memory hbm3 --pattern random --bytes 65536 --fidelity analytical");
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("1024 requests of 64 B (2 bursts of 32 B)"), std::string::npos) << r.out;
+    r = run("pim-sim gemv --pim pim_hbm3_bank --batch 0");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.out, "duet: error: --batch 0 is out of range (allowed: 1 to 64)\n");
 }
 
 TEST(PimSimCli, BadInputExitsTwoWithOneLine) {

@@ -98,8 +98,9 @@ MemResult estimate_memory(const DramSpec& spec, const MemWorkload& w) {
         // Uniform over the device: each channel gets n/C requests, a row hit only when two
         // queued requests share a bank and row (probability ~ depth / (banks * rows) ~ 0), and
         // FR-FCFS reorders across bank groups, so column spacing is nCCD_S.
+        // A request's bursts share one activation.
         L.n = std::ceil(double(n_total) / channels);
-        L.acts = L.n;
+        L.acts = std::ceil(L.n / bursts_per_request(spec, w));
         L.same_bg = 0;
         L.banks = o.banks();
     } else if (w.pattern == Pattern::STREAM && row_filling(w.mapping)) {

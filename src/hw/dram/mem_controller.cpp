@@ -148,6 +148,11 @@ int workload_channels(const DramSpec& spec, const MemWorkload& w) {
     return w.channels > 0 ? w.channels : spec.org.modelled_channels();
 }
 
+int bursts_per_request(const DramSpec& spec, const MemWorkload& w) {
+    const uint64_t b = uint64_t(spec.org.burst_bytes());
+    return int(std::max<uint64_t>(1, w.request_bytes / b));
+}
+
 uint64_t request_count(const DramSpec& spec, const MemWorkload& w) {
     const uint64_t b = uint64_t(spec.org.burst_bytes());
     return (w.bytes + b - 1) / b;
@@ -162,6 +167,10 @@ void validate_workload(const DramSpec& spec, const MemWorkload& w) {
     if (w.write_fraction < 0 || w.write_fraction > 1)
         fail("write fraction {} is out of range (allowed: 0 to 1)", w.write_fraction);
     if (w.channels < 0 || w.channels > 4096) fail("--channels {} is out of range (allowed: 1 to 4096)", w.channels);
+    if (w.request_bytes > b && (w.request_bytes % b != 0 || w.request_bytes > uint64_t(spec.org.page_bytes)))
+        fail("--request-bytes {} is not allowed for {} (allowed: up to one {} B burst, or whole bursts up to the {} B row)",
+             w.request_bytes, spec.name, b, spec.org.page_bytes);
+    if (w.request_bytes == 0) fail("--request-bytes must be > 0");
     if (w.queue_depth < 4 || w.queue_depth > 1024)
         fail("queue depth {} is out of range (allowed: 4 to 1024)", w.queue_depth);
 }
@@ -171,7 +180,12 @@ uint64_t request_address(const DramSpec& spec, const MemWorkload& w, uint64_t ca
     switch (w.pattern) {
         case Pattern::STREAM: return (i * b) % capacity_bytes;
         case Pattern::STRIDED: return ((i * w.stride_bytes) / b * b) % capacity_bytes;
-        default: return (mix64(w.seed * 0x100000001b3ull + i) % (capacity_bytes / b)) * b;
+        default: {
+            // Every burst of one request decodes to the same bank and row (the controller
+            // serves them as row hits after one activation).
+            const uint64_t req = i / uint64_t(bursts_per_request(spec, w));
+            return (mix64(w.seed * 0x100000001b3ull + req) % (capacity_bytes / b)) * b;
+        }
     }
 }
 
@@ -189,7 +203,7 @@ MemResult simulate_memory(const DramSpec& spec, const MemWorkload& w) {
     per_ch.resize(size_t(channels));
     for (uint64_t i = 0; i < n; ++i) {
         const DecodedAddr d = map.decode(request_address(spec, w, map.capacity_bytes(), i));
-        per_ch[size_t(d.channel)].push_back({d.bank, request_is_write(w, i), 0});
+        per_ch[size_t(d.channel)].push_back({d.bank, request_is_write(w, i / uint64_t(bursts_per_request(spec, w))), 0});
     }
     MemResult r;
     r.fidelity = "command";

@@ -1,6 +1,8 @@
 #pragma once
 // A memory access pattern for `duet pim-sim mem` and for the PIM-vs-DRAM comparison, and the
-// result both fidelities report. Every request is one burst (bus_width_bits * BL / 8 bytes).
+// result both fidelities report. A request is request_bytes (default 64, a cache line, as CPUs,
+// NPUs and Ramulator 2 issue them): whole bursts (bus_width_bits * BL / 8 bytes) in one row of
+// one bank, so a random request pays one activation for all its bursts. Counts are in bursts.
 #include <cstdint>
 #include <string>
 
@@ -22,6 +24,7 @@ struct MemWorkload {
     int channels = 0;               // 0: the preset's default device (channels x pseudo x stacks)
     int queue_depth = 32;           // per channel, for reads and for writes each
     std::string mapping = AddressMapping::kDefault;
+    uint64_t request_bytes = 64;    // bytes per request; at most one burst when below one burst
 };
 
 struct MemResult {
@@ -41,6 +44,7 @@ struct MemResult {
 };
 
 int workload_channels(const DramSpec& spec, const MemWorkload& w);
+int bursts_per_request(const DramSpec& spec, const MemWorkload& w);  // >= 1
 // Byte address of request i (burst aligned) and whether it is a write.
 uint64_t request_address(const DramSpec& spec, const MemWorkload& w, uint64_t capacity_bytes, uint64_t i);
 bool request_is_write(const MemWorkload& w, uint64_t i);

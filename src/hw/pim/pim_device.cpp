@@ -14,8 +14,9 @@ PimDevice::PimDevice(PimSpec spec, int alignment_bits, int channels)
     plan_gemv(spec_, probe);
 }
 
-GemvResult PimDevice::estimate_gemv(int64_t rows, int64_t k, DType dtype) const {
+GemvResult PimDevice::estimate_gemv(int64_t rows, int64_t k, DType dtype, int batch) const {
     GemvShape g;
+    g.batch = batch;
     g.m = rows;
     g.k = k;
     g.dtype = dtype;
@@ -26,7 +27,7 @@ GemvResult PimDevice::estimate_gemv(int64_t rows, int64_t k, DType dtype) const 
 
 bool PimDevice::supports(const OpShape& op) const {
     if (!spec_.supports(op.weight_dtype) || op.n < 1 || op.k < 1) return false;
-    if (op.cls == OpClass::GEMV || (op.cls == OpClass::GEMM && op.m == 1)) return true;
+    if (op.cls == OpClass::GEMV || (op.cls == OpClass::GEMM && op.m >= 1 && op.m <= kMaxBatch)) return true;
     // Decode attention: scores q.K^T (n context rows of k = head_dim) and p.V, per head.
     return op.cls == OpClass::ATTENTION && op.m == 1 && op.n_head > 0;
 }
@@ -38,7 +39,8 @@ Cost PimDevice::estimate(const OpShape& op) const {
         return c;
     }
     if (op.cls != OpClass::ATTENTION) {
-        const GemvResult r = estimate_gemv(op.n, op.k, op.weight_dtype);
+        const int batch = op.cls == OpClass::GEMM ? int(op.m) : 1;
+        const GemvResult r = estimate_gemv(op.n, op.k, op.weight_dtype, batch);
         c.t_ns = r.t_ns;
         c.bytes_moved = r.external_bytes;
         c.energy_pj = r.energy_pj;

@@ -1,5 +1,6 @@
 #pragma once
-// hw::Device for a PIM preset: answers GEMV (OpClass::GEMV, or GEMM with m == 1) and decode
+// hw::Device for a PIM preset: answers GEMV (OpClass::GEMV, or GEMM with m == 1), batched GEMV
+// (GEMM with 2 <= m <= kMaxBatch: m input vectors, the weights re-read per vector) and decode
 // attention (m == 1: q.K^T and p.V as GEMVs over the KV cache, per KV head) with the
 // closed-form all-bank GEMV model. Immutable after construction; thread safe.
 #include <string>
@@ -20,7 +21,10 @@ public:
     Cost estimate(const OpShape& op) const override;
 
     const PimSpec& spec() const { return spec_; }
-    GemvResult estimate_gemv(int64_t rows, int64_t k, DType dtype) const;
+    // Largest m of a GEMM answered as a batched GEMV (placement `auto` compares it per op with
+    // the NPU's cost; beyond it a GEMM is not a PIM operator).
+    static constexpr int64_t kMaxBatch = 8;
+    GemvResult estimate_gemv(int64_t rows, int64_t k, DType dtype, int batch = 1) const;
 
 private:
     PimSpec spec_;

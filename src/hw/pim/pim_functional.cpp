@@ -56,7 +56,10 @@ FunctionalResult run_gemv_functional(const PimSpec& spec, const GemvShape& g, co
     ar.integer = g.dtype == DType::I8;
     ar.fp16_acc = !ar.integer && spec.unit.acc == AccPrecision::FP16;
     const int lanes = plan.lanes;
-    const int piece_bytes = plan.useful_bits_per_col / 8;
+    // A column command reads col_bytes of a bank; the layout's granules inside it may belong to
+    // two matrix rows, each of which costs its own command (docs/hardware-model.md 3.1).
+    const int col_bytes = plan.useful_bits_per_col / 8;
+    const int piece_bytes = std::min(col_bytes, g.alignment_bits / 8);
     const int piece_elems = piece_bytes / e_bytes;
 
     FunctionalResult res;
@@ -70,12 +73,16 @@ FunctionalResult run_gemv_functional(const PimSpec& spec, const GemvShape& g, co
             for (int64_t r = 0; r < pl.rows_per_bank; ++r) {
                 for (int bb = 0; bb < bpu; ++bb) {  // one all-bank ACT opens the row in every bank
                     const uint64_t slot = pl.slot_base_offset(c, u * bpu + bb, r);
+                    int64_t col_row = -2;  // matrix row last counted in the current column
                     for (int64_t o = 0; o < pl.row_bytes; o += piece_bytes) {
                         const uint64_t off = slot + uint64_t(o);
                         if (off >= pl.base_bytes) break;
                         const PlacedElement el = pl.element_of_offset(off);
-                        ++res.column_commands;
+                        if (o % col_bytes == 0) col_row = -2;
+                        if (el.row != col_row) ++res.column_commands;
+                        col_row = el.row;
                         if (el.row >= g.m) continue;
+                        const int lane0 = int(o % col_bytes) / e_bytes;
                         auto it = acc.find(el.row);
                         if (it == acc.end()) {
                             it = acc.emplace(el.row, std::vector<double>(size_t(lanes), 0.0)).first;
@@ -85,7 +92,7 @@ FunctionalResult run_gemv_functional(const PimSpec& spec, const GemvShape& g, co
                             const int64_t col = el.col + e;
                             if (col >= g.k) break;  // padding lanes stay idle
                             const double wv = operand(g.dtype, pl.base + off + uint64_t(e) * e_bytes);
-                            double& a = it->second[size_t(e % lanes)];
+                            double& a = it->second[size_t((lane0 + e) % lanes)];
                             a = ar.add(a, wv * xv[size_t(col)]);
                         }
                     }

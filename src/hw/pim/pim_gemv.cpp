@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 
 #include "core/error.h"
 #include "hw/dram/mem_workload.h"
@@ -18,7 +19,9 @@ GemvPlan plan_gemv(const PimSpec& s, const GemvShape& g) {
     const int ab = g.alignment_bits;
     if (ab < 8 || ab > 4096 || (ab & (ab - 1)) != 0)
         fail("alignment {} bits is not allowed (allowed: a power of two from 8 to 4096, e.g. 128 or 256)", ab);
+    if (g.batch < 1 || g.batch > 64) fail("--batch {} is out of range (allowed: 1 to 64)", g.batch);
     GemvPlan p;
+    p.batch = g.batch;
     p.channels = g.channels > 0 ? g.channels : s.mem.org.modelled_channels();
     p.units_per_channel = s.units_per_channel();
     p.units = p.channels * p.units_per_channel;
@@ -26,17 +29,33 @@ GemvPlan plan_gemv(const PimSpec& s, const GemvShape& g) {
     p.lanes = s.lanes(g.dtype);
     if (ab < p.operand_bits)
         fail("alignment {} bits is narrower than one {} operand ({} bits)", ab, dtype_name(g.dtype), p.operand_bits);
-    // A column command brings access_bits per bank; the layout puts one granule of a weight row
-    // segment there, so only min(alignment, access) bits pair with the unit's input slice.
-    p.useful_bits_per_col = std::min(ab, s.unit.access_bits);
-    p.elems_per_col = std::min(p.useful_bits_per_col / p.operand_bits, p.lanes);
-    p.lane_utilisation = double(p.elems_per_col) / p.lanes;
+    // Granule decision (docs/hardware-model.md 3.1): every public design reads access_bits of one
+    // bank per column command, and duet's layout stores a matrix row's granules back to back
+    // inside a DRAM row, so consecutive granules of one row fill the column. A unit therefore
+    // uses the whole column; the granule only sets the row padding and where a row segment
+    // starts inside a column.
+    p.elems_per_col = std::min(s.unit.access_bits / p.operand_bits, p.lanes);
+    p.useful_bits_per_col = p.elems_per_col * p.operand_bits;
     // Rows are dealt round-robin over units; with fewer rows than units, k is split too.
     p.k_split = 1;
     if (g.m < p.units) p.k_split = std::max<int64_t>(1, std::min<int64_t>(p.units / g.m, (g.k + p.elems_per_col - 1) / p.elems_per_col));
     p.k_slice = (g.k + p.k_split - 1) / p.k_split;
     p.tasks_per_unit = (g.m * p.k_split + p.units - 1) / p.units;
     p.cols_per_task = (p.k_slice + p.elems_per_col - 1) / p.elems_per_col;
+    {
+        const int64_t e_b = p.operand_bits / 8, g_bytes = ab / 8, col_bytes = p.useful_bits_per_col / 8;
+        p.seg_bytes = (p.k_slice * e_b + g_bytes - 1) / g_bytes * g_bytes;
+        // Segments sit back to back: task r starts at (r * seg_bytes) mod col_bytes. Average the
+        // columns it touches over one period of that offset.
+        const int64_t period = col_bytes / std::gcd(p.seg_bytes % col_bytes == 0 ? col_bytes : p.seg_bytes % col_bytes, col_bytes);
+        double sum = 0;
+        for (int64_t r = 0; r < period; ++r) {
+            const int64_t off = (r * p.seg_bytes) % col_bytes;
+            sum += double((off + p.seg_bytes + col_bytes - 1) / col_bytes);
+        }
+        p.cols_per_task_avg = sum / double(period);
+        p.lane_utilisation = double(g.k) / (p.cols_per_task_avg * p.elems_per_col * double(p.k_split));
+    }
     p.cols_per_act = int64_t(s.unit.banks_per_unit) * s.mem.org.page_bytes * 8 / s.unit.access_bits;
     p.tiles = (p.tasks_per_unit + s.unit.acc_registers - 1) / s.unit.acc_registers;
     const int64_t e_bytes = p.operand_bits / 8;
@@ -44,7 +63,8 @@ GemvPlan plan_gemv(const PimSpec& s, const GemvShape& g) {
     int64_t buf_elems = s.unit.input_buffer_bytes / e_bytes / p.elems_per_col * p.elems_per_col;
     if (buf_elems < p.elems_per_col) buf_elems = p.elems_per_col;
     p.chunks_per_tile = (p.k_slice + buf_elems - 1) / buf_elems;
-    p.input_once = p.chunks_per_tile == 1;
+    // Resident for the whole run only when every vector's slice fits the buffer at once.
+    p.input_once = p.chunks_per_tile == 1 && p.k_slice * p.batch <= buf_elems;
     const int64_t burst = s.mem.org.burst_bytes();
     // A chunk is broadcast to every unit of the channel: all slices of k the channel's units use.
     const int64_t chunk_bytes = std::min<int64_t>(buf_elems, p.k_slice) * e_bytes * std::min<int64_t>(p.k_split, p.units_per_channel);
@@ -62,6 +82,12 @@ GemvPlan plan_gemv(const PimSpec& s, const GemvShape& g) {
     const int64_t tile_tasks = std::min<int64_t>(s.unit.acc_registers, p.tasks_per_unit);
     p.rd_out_bursts_per_tile = (tile_tasks * p.units_per_channel * p.out_bytes_per_task + burst - 1) / burst;
     return p;
+}
+
+int64_t GemvPlan::macs_for(int64_t tasks, int64_t cols) const {
+    if (cols_per_task <= 0) return 0;
+    const double straddle = cols_per_task_avg / double(cols_per_task);  // 1 when segments are column aligned
+    return int64_t(std::ceil(double(tasks) * double(cols) * straddle - 1e-9));
 }
 
 namespace {

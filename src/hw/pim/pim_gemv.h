@@ -1,5 +1,5 @@
 #pragma once
-// All-bank GEMV on a PIM device, y[m] = W[m][k] . x[k], as the published devices run it:
+// All-bank GEMV on a PIM device, y[m] = W[m][k] . x[k] (B vectors: batch), as the published devices run it:
 // mode switch into all-bank PIM mode, the input vector broadcast into every channel's
 // buffers over the external bus, all-bank row activations, one MAC_AB column command per
 // access_bits per bank at the units' pace, results read out over the external bus per tile of
@@ -20,14 +20,21 @@ struct GemvShape {
     DType dtype = DType::F16; // weight and input operand type: F16, BF16 or I8
     int alignment_bits = 128; // layout granule ([pim] alignment): bits of a row segment per column
     int channels = 0;         // 0: the preset's device
+    int batch = 1;            // input vectors sharing the weights (1..64): Y[b][m] = W . x_b
 };
 
 // How the GEMV maps onto the device; shared by both fidelities and the functional model.
 struct GemvPlan {
     int channels = 0, units_per_channel = 0, units = 0;
     int operand_bits = 16, lanes = 0;
-    int useful_bits_per_col = 0;   // min(alignment, access_bits)
-    int elems_per_col = 0;         // operands a unit uses per column command
+    int batch = 1;                 // input vectors; the weights are re-read once per vector
+    int useful_bits_per_col = 0;   // elems_per_col x operand bits
+    int elems_per_col = 0;         // operands a unit uses per column command (full column)
+    int64_t seg_bytes = 0;         // one task's weight bytes: k_slice padded to the granule
+    // Column commands per task, averaged over consecutive tasks: the layout packs padded row
+    // segments back to back, so a segment that does not start on a column boundary costs one
+    // extra column (that column holds two rows and is issued once per row).
+    double cols_per_task_avg = 0;
     int64_t k_split = 1;           // slices of k over units when m < units (host adds the partials)
     int64_t k_slice = 0;           // elements per slice
     int64_t tasks_per_unit = 0;    // (row, slice) pairs of the busiest unit
@@ -35,7 +42,7 @@ struct GemvPlan {
     int64_t cols_per_act = 0;      // columns one all-bank activation gives a unit
     int64_t tiles = 0;             // groups of acc_registers tasks
     int64_t chunks_per_tile = 1;   // input-buffer refills per tile (1 = whole slice fits)
-    bool input_once = true;        // the whole slice fits: broadcast once for the run
+    bool input_once = true;        // every vector's whole slice fits: broadcast once for the run
     // Loop order when the slice does not fit: tile-outer re-broadcasts the input per tile;
     // chunk-outer broadcasts each chunk once and reads per-chunk partial sums out (the host adds
     // them). The plan picks the order with fewer external bytes.
@@ -43,7 +50,9 @@ struct GemvPlan {
     int64_t wr_gb_bursts_per_chunk = 0;
     int64_t rd_out_bursts_per_tile = 0;  // of a full tile
     int64_t out_bytes_per_task = 0;
-    double lane_utilisation = 0;   // elems_per_col / lanes
+    double lane_utilisation = 0;   // k / (cols_per_task_avg x elems_per_col x k_split): padding and straddles
+    // Column commands of a group of `tasks` tasks over `cols` full-column slice columns.
+    int64_t macs_for(int64_t tasks, int64_t cols) const;
 };
 
 GemvPlan plan_gemv(const PimSpec& spec, const GemvShape& g);  // throws duet::Error on bad shapes

@@ -224,36 +224,48 @@ ProgramStats run_channel_program(const PimSpec& s, const GemvPlan& p, int64_t ta
     buf_elems = std::max<int64_t>(buf_elems, p.elems_per_col);
     const int64_t burst = s.mem.org.burst_bytes();
     const int64_t bcast = std::min<int64_t>(p.k_split, p.units_per_channel);
-    b->mode();  // SB -> AB
-    b->mode();  // AB -> AB-PIM
+    const bool per_tile = s.timing.mode_switch_per_tile;
     const int64_t tiles = (tasks + acc - 1) / acc;
     auto chunk_elems = [&](int64_t c) { return std::min(buf_elems, p.k_slice - c * buf_elems); };
     auto chunk_cols = [&](int64_t c) { return (chunk_elems(c) + p.elems_per_col - 1) / p.elems_per_col; };
     auto chunk_bursts = [&](int64_t c) { return (chunk_elems(c) * e_bytes * bcast + burst - 1) / burst; };
     auto tile_tasks = [&](int64_t t) { return std::min(acc, tasks - t * acc); };
     auto out_bursts = [&](int64_t t) { return (tile_tasks(t) * p.units_per_channel * p.out_bytes_per_task + burst - 1) / burst; };
+    auto enter = [&] { if (per_tile) b->mode(); };  // AB -> AB-PIM (resets the CRF program counter)
+    auto leave = [&] { if (per_tile) b->mode(); };  // AB-PIM -> AB
+    b->mode();  // SB -> AB
+    b->wr_gb(s.timing.crf_bursts);  // program the command registers (all-bank write)
+    if (!per_tile) b->mode();  // AB -> AB-PIM once for the run
     if (p.chunk_outer) {
-        // Each input chunk once; every tile's partial sums for that chunk read out.
+        // Each input chunk of each vector once; every tile's partial sums for it read out.
         for (int64_t c = 0; c < p.chunks_per_tile; ++c) {
-            b->wr_gb(chunk_bursts(c));
-            for (int64_t t = 0; t < tiles; ++t) {
-                b->macs(tile_tasks(t) * chunk_cols(c));
-                b->rd_out(out_bursts(t));
+            for (int64_t v = 0; v < p.batch; ++v) {
+                enter();
+                b->wr_gb(chunk_bursts(c));
+                for (int64_t t = 0; t < tiles; ++t) {
+                    b->macs(p.macs_for(tile_tasks(t), chunk_cols(c)));
+                    b->rd_out(out_bursts(t));
+                }
+                leave();
             }
         }
     } else {
         bool loaded = false;
         for (int64_t t = 0; t < tiles; ++t) {
-            for (int64_t c = 0; c < p.chunks_per_tile; ++c) {
-                if (!p.input_once || !loaded) b->wr_gb(chunk_bursts(c));
-                loaded = true;
-                b->macs(tile_tasks(t) * chunk_cols(c));
+            for (int64_t v = 0; v < p.batch; ++v) {  // the weights are re-read for every vector
+                enter();
+                for (int64_t c = 0; c < p.chunks_per_tile; ++c) {
+                    if (!p.input_once || !loaded) b->wr_gb(chunk_bursts(c));
+                    b->macs(p.macs_for(tile_tasks(t), chunk_cols(c)));
+                }
+                b->rd_out(out_bursts(t));
+                leave();
             }
-            b->rd_out(out_bursts(t));
+            loaded = true;
         }
     }
     b->close();
-    b->mode();  // AB-PIM -> AB
+    if (!per_tile) b->mode();  // AB-PIM -> AB
     b->mode();  // AB -> SB
     return b->finish();
 }

@@ -1,8 +1,11 @@
 #pragma once
 // The command program one PIM channel runs for an all-bank GEMV (internal to hw/pim):
-//   MODE x2 (SB->AB->AB-PIM); per tile of acc_registers tasks: per input chunk, WR_GB bursts
-//   (broadcast, skipped after the first when the whole slice fits) then MAC_AB columns, opening
-//   rows with PREA/ACT_AB as they run out; RD_OUT bursts of the tile's results; PREA; MODE x2.
+//   MODE (SB->AB); crf_bursts WR_GB (command-register program); MODE (AB->AB-PIM), or one
+//   such switch in and out around every (tile, vector) when mode_switch_per_tile (FIMDRAM as
+//   PIMSimulator's PIMKernel::executeGemv issues it); per tile of acc_registers tasks and per
+//   input vector (batch): per input chunk, WR_GB bursts (broadcast, skipped when every
+//   vector's slice stays resident) then MAC_AB columns, opening rows with PREA/ACT_AB as they
+//   run out; RD_OUT bursts of the tile's results; PREA; MODE back to SB.
 // Refresh is inserted when due (PREA, REFab, re-ACT_AB of the interrupted row).
 // command_level = true issues every command through dram::DramChannel; false evaluates the same
 // program segment by segment in closed form (one MAC run per row, not per command).

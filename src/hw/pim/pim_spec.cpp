@@ -77,6 +77,8 @@ PimSpec load_pim_spec_file(const std::string& path, const std::string& name, con
     s.timing.nMAC_RD_OUT = int(t.get_int("nMAC_RD_OUT", 0, 1 << 16));
     s.timing.mode_switch_cycles = int(t.get_int("mode_switch_cycles", 0, 1 << 20));
     s.timing.host_sync_ns = t.get_double("host_sync_ns", 0, 1e9);
+    s.timing.crf_bursts = int(t.get_int_or("crf_bursts", 0, 0, 64));
+    s.timing.mode_switch_per_tile = t.get_bool_or("mode_switch_per_tile", false);
     t.finish();
 
     s.pim_normal_overlap = root.get_bool("pim_normal_overlap");

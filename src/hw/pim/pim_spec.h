@@ -31,6 +31,8 @@ struct PimTiming {
     int nMAC_RD_OUT = 0;         // last MAC to first result read, cycles (unit pipeline)
     int mode_switch_cycles = 0;  // one SB->AB->AB-PIM (or back) transition, cycles
     double host_sync_ns = 0;     // host/NPU fence before reading results
+    int crf_bursts = 0;          // bursts that program the units' command registers per GEMV (FIMDRAM CRF)
+    bool mode_switch_per_tile = false;  // AB <-> AB-PIM around every output tile and input vector
 };
 
 struct PimSpec {

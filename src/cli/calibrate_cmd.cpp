@@ -1,0 +1,73 @@
+// `duet calibrate`: the device models against public reference simulators and measurements
+// (hw/calibration). Prints one row per reference point; exits 0 whether points pass or fail
+// (the table is the answer), 2 on bad input.
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "hw/calibration/reference_points.h"
+
+namespace duet::cli {
+namespace {
+
+std::string value(double v, const std::string& unit) {
+    if (std::isnan(v)) return "-";
+    return fmt::format("{:.2f} {}", v, unit);
+}
+
+std::string error_text(const hw::calibration::Point& p) {
+    using hw::calibration::Check;
+    switch (p.check) {
+        case Check::RELATIVE: return fmt::format("{:+.1f} %", 100 * p.error());
+        case Check::LOWER_BOUND: return fmt::format("{:+.1f} %", 100 * p.error());
+        case Check::POINTS: return fmt::format("{:+.1f} pt", p.error());
+        default: return "-";
+    }
+}
+
+std::string tolerance_text(const hw::calibration::Point& p) {
+    using hw::calibration::Check;
+    switch (p.check) {
+        case Check::RELATIVE: return fmt::format("+-{:.0f} %", 100 * p.tolerance);
+        case Check::POINTS: return fmt::format("+-{:.0f} pt", p.tolerance);
+        case Check::LOWER_BOUND: return "> ref";
+        default: return "-";
+    }
+}
+
+void run_calibrate(bool notes) {
+    const auto points = hw::calibration::run_calibration();
+    int pass = 0, fail = 0, missing = 0;
+    std::printf("%-72s %12s %12s %9s %8s  %s\n", "point", "reference", "duet", "error", "tol", "status");
+    for (const auto& p : points) {
+        const std::string ref = p.check == hw::calibration::Check::LOWER_BOUND ? "> " + value(p.reference, p.unit)
+                                                                               : value(p.reference, p.unit);
+        std::printf("%-72s %12s %12s %9s %8s  %s\n", p.name.c_str(), ref.c_str(), value(p.duet, p.unit).c_str(),
+                    error_text(p).c_str(), tolerance_text(p).c_str(), p.status());
+        std::printf("    source: %s\n", p.source.c_str());
+        if (notes && !p.note.empty()) std::printf("    note:   %s\n", p.note.c_str());
+        if (p.check == hw::calibration::Check::MISSING)
+            ++missing;
+        else if (p.passed())
+            ++pass;
+        else
+            ++fail;
+    }
+    std::printf("%d points: %d PASS, %d FAIL, %d missing (docs/hardware-model.md section 6 explains each)\n",
+                int(points.size()), pass, fail, missing);
+}
+
+}  // namespace
+
+void register_calibrate(CLI::App& app) {
+    static bool notes = false;
+    auto* cmd = app.add_subcommand("calibrate",
+                                   "Compare the DRAM, PIM and NPU models with public reference values. Example:\n"
+                                   "  duet calibrate --notes");
+    cmd->add_flag("--notes", notes, "Also print what differs between duet's set-up and the reference");
+    cmd->callback([] { run_calibrate(notes); });
+}
+
+}  // namespace duet::cli
