@@ -7,6 +7,7 @@
 #include "cli/bench_file_mode.h"
 #include "cli/bench_runner.h"
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "config/coop_config.h"
 #include "config/settings.h"
 #include "core/error.h"
@@ -126,27 +127,29 @@ void register_bench(CLI::App& app) {
         "  duet bench -m model.gguf --seq-len 64 --gen-len 32");
     a->settings_path = std::string(DUET_DEFAULT_CONFIG_DIR) + "/settings.json";
     a->config_path = std::string(DUET_DEFAULT_CONFIG_DIR) + "/config.toml";
-    c->add_option("--baseline", a->baseline, "Baseline policy: npu_only, pim_only, npu_pim_coop, auto")->capture_default_str();
-    c->add_option("--target", a->target, "Target policy")->capture_default_str();
-    c->add_option("--seq-len", a->seq_len, "Prompt tokens (default: settings runtime.seq_len)");
-    c->add_option("--gen-len", a->gen_len, "Generated tokens (first from prefill)")->capture_default_str();
-    c->add_option("--batch", a->batch, "Concurrent sequences (default: settings runtime.batch_size)");
-    c->add_option("--model,-m", a->model, "Architecture preset or GGUF file (default: settings api.model)");
-    c->add_option("--settings", a->settings_path, "settings.json")->capture_default_str();
-    c->add_option("--config", a->config_path, "config.toml")->capture_default_str();
-    c->add_option("--pim", a->pim, "PIM preset (default: pim_hbm2_fimdram)");
-    c->add_option("--npu-dispatch", a->dispatch,
-                  "NPU host launch mode: eager, queue0, queue1 (default, TASK_QUEUE_ENABLE=1), queue2, graph");
+    text(c, "--baseline", a->baseline, "Baseline policy: npu_only, pim_only, npu_pim_coop, auto");
+    text(c, "--target", a->target, "Target policy");
+    number(c, "--seq-len", a->seq_len, "Prompt tokens", int64_t(1), kMaxTokens,
+           DefaultFrom{"settings runtime.seq_len"});
+    number(c, "--gen-len", a->gen_len, "Generated tokens (first from prefill)", int64_t(1), int64_t(65536));
+    number(c, "--batch", a->batch, "Concurrent sequences", int64_t(1), int64_t(4096),
+           DefaultFrom{"settings runtime.batch_size"});
+    text(c, "--model,-m", a->model, "Architecture preset or GGUF file", DefaultFrom{"settings api.model"});
+    text(c, "--settings", a->settings_path, "settings.json");
+    text(c, "--config", a->config_path, "config.toml");
+    text(c, "--pim", a->pim, "PIM preset", DefaultFrom{"pim_hbm2_fimdram"});
+    text(c, "--npu-dispatch", a->dispatch,
+         "NPU host launch mode: eager, queue0, queue1 (TASK_QUEUE_ENABLE=1), queue2, graph",
+         DefaultFrom{"queue1"});
     c->add_flag("--fuse", a->fuse, "Fuse Q/K/V and gate/up into one matmul each (graph pass; changes the modelled times)");
     c->add_option("--report", a->report, "Write the JSON report here (docs/report-schema.md)");
     c->add_option("--trace", a->trace, "Write a Chrome/Perfetto trace of both timelines");
     c->add_option("--svg", a->svg, "Write an SVG chart: TBT per token and memory breakdown");
-    c->add_option("--tbt-reduction-min", a->th.tbt_reduction_min, "Verdict: required TBT reduction (fraction)")
-        ->capture_default_str();
-    c->add_option("--ttft-increase-max-ms", a->th.ttft_increase_max_ms, "Verdict: allowed TTFT increase")
-        ->capture_default_str();
-    c->add_option("--memory-increase-max", a->th.memory_increase_max, "Verdict: allowed memory increase (fraction)")
-        ->capture_default_str();
+    number(c, "--tbt-reduction-min", a->th.tbt_reduction_min, "Verdict: required TBT reduction (fraction)", 0.0, 1.0);
+    number(c, "--ttft-increase-max-ms", a->th.ttft_increase_max_ms, "Verdict: allowed TTFT increase (ms)", 0.0,
+           1e6);
+    number(c, "--memory-increase-max", a->th.memory_increase_max,
+           "Verdict: allowed peak memory increase (fraction, 1 = +100%)", 0.0, 10.0);
     c->callback([a, &app]() { run_bench(*a, app); });
 }
 

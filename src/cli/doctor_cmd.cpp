@@ -6,6 +6,7 @@
 
 #include "cli/bench_runner.h"
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "config/coop_config.h"
 #include "config/settings.h"
 #include "core/error.h"
@@ -104,10 +105,10 @@ void register_doctor(CLI::App& app) {
                                      "-m model.gguf");
     a->settings_path = std::string(DUET_DEFAULT_CONFIG_DIR) + "/settings.json";
     a->config_path = std::string(DUET_DEFAULT_CONFIG_DIR) + "/config.toml";
-    c->add_option("--settings", a->settings_path, "settings.json")->capture_default_str();
-    c->add_option("--config", a->config_path, "config.toml")->capture_default_str();
+    text(c, "--settings", a->settings_path, "settings.json");
+    text(c, "--config", a->config_path, "config.toml");
     c->add_option("--model,-m", a->model, "Architecture preset or GGUF file to check");
-    c->add_option("--pim", a->pim, "PIM preset (default: pim_hbm2_fimdram)");
+    text(c, "--pim", a->pim, "PIM preset", DefaultFrom{"pim_hbm2_fimdram"});
     c->callback([a]() { run_doctor(*a); });
 }
 

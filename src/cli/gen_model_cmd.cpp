@@ -4,7 +4,10 @@
 #include <cstdio>
 #include <string>
 
+#include <limits>
+
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "model/arch_presets.h"
@@ -93,12 +96,15 @@ void register_gen_model(CLI::App& app) {
         model::arch_preset_list() +
         "\n"
         "Same preset, dtype and seed give a byte-identical file.");
-    cmd->add_option("--arch", args->arch, "Architecture preset (see --list)");
-    cmd->add_option("--dtype", args->dtype, "Weight type: " + model::synthetic_dtype_names() + " (default f32)");
-    cmd->add_option("--seed", args->seed, "Random seed (default 0)");
-    cmd->add_option("-o,--output", args->out, "Output file (written to FILE.tmp, then renamed)");
-    cmd->add_option("--layers", args->layers, "Override the preset's layer count");
-    cmd->add_option("--threads", args->threads, "Threads generating weights (default: all hardware threads)");
+    cmd->add_option("--arch", args->arch, "Architecture preset (see --list); required unless --list");
+    text(cmd, "--dtype", args->dtype, "Weight type: " + model::synthetic_dtype_names())
+        ->transform(value_alias("--dtype", {{"fp16", "f16"}, {"fp32", "f32"}}));
+    number(cmd, "--seed", args->seed, "Random seed", uint64_t(0), std::numeric_limits<uint64_t>::max());
+    cmd->add_option("-o,--output", args->out, "Output file (written to FILE.tmp, then renamed); required unless --list");
+    number(cmd, "--layers", args->layers, "Override the preset's layer count", int64_t(1), int64_t(4096),
+           DefaultFrom{"the preset's"});
+    number(cmd, "--threads", args->threads, "Threads generating weights (0: all hardware threads)", 0,
+           int(kMaxThreads));
     cmd->add_flag("--list", args->list, "List the presets and exit");
     cmd->callback([args] { run(*args); });
 }

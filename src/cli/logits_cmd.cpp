@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "runtime/engine.h"
@@ -83,8 +84,9 @@ void register_logits(CLI::App& app) {
     cmd->add_option("--tokens", args->tokens, "Comma-separated token ids, e.g. 1,2,3")->required();
     cmd->add_option("-o,--output", args->out_path, "Output file (raw f32, row-major [n_tokens][n_vocab])")
         ->required();
-    cmd->add_option("-t,--threads", args->threads, "Threads (0: all hardware threads)")->capture_default_str();
-    cmd->add_option("--kv-type", args->kv_type, "KV cache type: f32 or f16")->capture_default_str();
+    number(cmd, "-t,--threads", args->threads, "Threads (0: all hardware threads)", 0, int(kMaxThreads));
+    text(cmd, "--kv-type", args->kv_type, "KV cache type: f32 or f16")
+        ->transform(value_alias("--kv-type", {{"fp16", "f16"}, {"fp32", "f32"}}));
     cmd->callback([args] { run(*args); });
 }
 

@@ -1,4 +1,9 @@
 // The single `duet` binary: parses the command line and dispatches to a subcommand.
+//
+// One CLI style for every subcommand: a usage error (unknown flag, bad or out-of-range value,
+// missing required option, no subcommand) prints "duet: error: ..." and exits 2, like a
+// duet::Error from a command; --help and --version exit 0; --log-level works before or after
+// the subcommand. Numeric flags and defaults are declared through cli/flags.h.
 #include <cstdio>
 #include <exception>
 
@@ -10,10 +15,14 @@ int main(int argc, char** argv) {
     CLI::App app{"duet: LLM inference engine and NPU + PIM co-inference simulator", "duet"};
     app.require_subcommand(1);
     app.set_version_flag("--version", "duet 0.1.0");
+    // Subcommands (registered below, which inherit this) hand options they do not know to
+    // their parent: `duet run --log-level debug ...` reaches the root's --log-level.
+    app.fallthrough();
     duet::set_log_level("warn");
     app.add_option_function<std::string>(
            "--log-level", [](const std::string& level) { duet::set_log_level(level, "--log-level"); },
-           "Log verbosity on stderr: trace, debug, info, warn (default), error, off")
+           "Log verbosity on stderr: trace, debug, info, warn, error, off (before or after the subcommand)")
+        ->default_str("warn")
         ->trigger_on_parse();
 
     duet::cli::register_version(app);
@@ -38,11 +47,22 @@ int main(int argc, char** argv) {
     duet::cli::register_serve(app);
     duet::cli::register_client_commands(app);
 
-
+    if (argc <= 1) {  // `duet` alone: the usage, as a usage error
+        std::fputs(app.help().c_str(), stderr);
+        std::fprintf(stderr, "duet: error: a subcommand is required (see the list above)\n");
+        return 2;
+    }
     try {
         app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
+    } catch (const CLI::CallForHelp& e) {
         return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::fprintf(stderr, "duet: error: %s\n", e.what());
+        return 2;
     } catch (const duet::Error& e) {
         std::fprintf(stderr, "duet: error: %s\n", e.what());
         return 2;

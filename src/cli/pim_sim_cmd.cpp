@@ -6,7 +6,10 @@
 #include <string>
 #include <vector>
 
+#include <limits>
+
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "hw/dram/mem_workload.h"
@@ -91,10 +94,10 @@ void run_mem(const MemArgs& a) {
 
 DType gemv_dtype(const hw::pim::PimSpec& s, const std::string& name) {
     if (name.empty()) return s.unit.fp16 ? DType::F16 : (s.unit.bf16 ? DType::BF16 : DType::I8);
-    if (name == "fp16") return DType::F16;
+    if (name == "f16") return DType::F16;
     if (name == "bf16") return DType::BF16;
     if (name == "int8") return DType::I8;
-    fail("--dtype '{}' is not allowed (allowed: fp16, bf16, int8)", name);
+    fail("--dtype '{}' is not allowed (allowed: f16, bf16, int8)", name);
 }
 
 // Random operands in the dtype's raw encoding.
@@ -203,18 +206,20 @@ void register_pim_sim(CLI::App& app) {
         "  duet pim-sim mem --memory hbm2e --stacks 8 --bytes 67108864 --fidelity analytical\n"
         "Presets: lpddr4x, lpddr5, lpddr5x, hbm2, hbm2e, hbm3, gddr6 (configs/hw/<name>.toml).");
     mem->add_option("--memory", ma.memory, "Memory preset")->required();
-    mem->add_option("--pattern", ma.pattern, "stream | random | strided")->capture_default_str();
-    mem->add_option("--stride", ma.stride, "Bytes between consecutive bursts (strided)");
-    mem->add_option("--bytes", ma.bytes, "Bytes requested (whole bursts)")->capture_default_str();
-    mem->add_option("--fidelity", ma.fidelity, "command | analytical")->capture_default_str();
-    mem->add_option("--channels", ma.channels, "Channels (pseudo channels for HBM); 0 = the preset's device");
-    mem->add_option("--stacks", ma.stacks, "Stacks (HBM) or packages: channels = stacks x the preset's per-stack channels");
-    mem->add_option("--write-fraction", ma.write_fraction, "Share of requests that are writes (0..1)");
-    mem->add_option("--mapping", ma.mapping, "Address mapping, MSB first, e.g. RoRaBaCoBgCh")->capture_default_str();
-    mem->add_option("--queue-depth", ma.queue_depth, "Read and write queue depth per channel")->capture_default_str();
-    mem->add_option("--seed", ma.seed, "Random pattern seed")->capture_default_str();
-    mem->add_option("--request-bytes", ma.request_bytes,
-                    "Bytes per request (a cache line; whole bursts of one row of one bank)")->capture_default_str();
+    text(mem, "--pattern", ma.pattern, "stream | random | strided");
+    number(mem, "--stride", ma.stride, "Bytes between consecutive bursts (strided; 0: one burst)", uint64_t(0),
+           uint64_t(1) << 40);
+    number(mem, "--bytes", ma.bytes, "Bytes requested (whole bursts)", uint64_t(1), uint64_t(1) << 40);
+    text(mem, "--fidelity", ma.fidelity, "command | analytical");
+    number(mem, "--channels", ma.channels, "Channels (pseudo channels for HBM); 0 = the preset's device", 0, 4096);
+    number(mem, "--stacks", ma.stacks,
+           "Stacks (HBM) or packages: channels = stacks x the preset's per-stack channels; 0 = the preset's", 0, 64);
+    number(mem, "--write-fraction", ma.write_fraction, "Share of requests that are writes", 0.0, 1.0);
+    text(mem, "--mapping", ma.mapping, "Address mapping, MSB first, e.g. RoRaBaCoBgCh");
+    number(mem, "--queue-depth", ma.queue_depth, "Read and write queue depth per channel", 1, 4096);
+    number(mem, "--seed", ma.seed, "Random pattern seed", uint64_t(0), std::numeric_limits<uint64_t>::max());
+    number(mem, "--request-bytes", ma.request_bytes,
+           "Bytes per request (a cache line; whole bursts of one row of one bank)", uint64_t(1), uint64_t(1) << 20);
     mem->callback([] { run_mem(ma); });
 
     static GemvArgs ga;
@@ -227,18 +232,21 @@ void register_pim_sim(CLI::App& app) {
         "  duet pim-sim gemv --pim pim_lpddr5x_bank --m 6144 --k 2048 --dtype int8 --batch 2\n"
         "Presets: pim_hbm2_fimdram, pim_gddr6_aim, pim_lpddr5x_bank, pim_hbm3_bank (configs/hw/<name>.toml).");
     gemv->add_option("--pim", ga.pim, "PIM preset")->required();
-    gemv->add_option("--m", ga.m, "Output rows")->capture_default_str();
-    gemv->add_option("--k", ga.k, "Input length")->capture_default_str();
-    gemv->add_option("--dtype", ga.dtype, "fp16 | bf16 | int8 (default: the preset's first)");
-    gemv->add_option("--alignment", ga.alignment, "Layout granule in bits, [pim] alignment (default: 128)");
-    gemv->add_option("--fidelity", ga.fidelity, "command | analytical")->capture_default_str();
-    gemv->add_option("--channels", ga.channels, "Channels; 0 = the preset's device");
-    gemv->add_option("--stacks", ga.stacks, "Copies of the preset's device (HBM stacks, chips) instead of --channels");
+    number(gemv, "--m", ga.m, "Output rows", int64_t(1), kMaxTokens);
+    number(gemv, "--k", ga.k, "Input length", int64_t(1), kMaxTokens);
+    text(gemv, "--dtype", ga.dtype, "f16 | bf16 | int8 (fp16: deprecated alias of f16)",
+         DefaultFrom{"the preset's first"})
+        ->transform(value_alias("--dtype", {{"fp16", "f16"}}));
+    number(gemv, "--alignment", ga.alignment, "Layout granule in bits, [pim] alignment", 8, 65536,
+           DefaultFrom{"128"});
+    text(gemv, "--fidelity", ga.fidelity, "command | analytical");
+    number(gemv, "--channels", ga.channels, "Channels; 0 = the preset's device", 0, 4096);
+    number(gemv, "--stacks", ga.stacks,
+           "Copies of the preset's device (HBM stacks, chips) instead of --channels; 0 = the preset's", 0, 64);
     gemv->add_flag("--functional", ga.functional, "Also run the lane-accurate arithmetic on reordered weights");
-    gemv->add_option("--layout", ga.layout, "Weight placement for --functional: row_major_128bit | row_per_unit")
-        ->capture_default_str();
-    gemv->add_option("--seed", ga.seed, "Seed of the random weights and input")->capture_default_str();
-    gemv->add_option("--batch", ga.batch, "Input vectors sharing the weights, 1..64 (timing only)")->capture_default_str();
+    text(gemv, "--layout", ga.layout, "Weight placement for --functional: row_major_128bit | row_per_unit");
+    number(gemv, "--seed", ga.seed, "Seed of the random weights and input", uint64_t(0), std::numeric_limits<uint64_t>::max());
+    number(gemv, "--batch", ga.batch, "Input vectors sharing the weights (timing only)", 1, 64);
     gemv->callback([] { run_gemv(ga); });
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "core/error.h"
 #include "hw/npu/npu_device.h"
 #include "hw/npu/npu_memory.h"
@@ -17,7 +18,7 @@ struct NpuArgs {
     std::string op = "gemm";
     int64_t m = 0, n = 0, k = 0;
     int64_t heads = 32, kv_heads = 0;
-    std::string dtype = "fp16";
+    std::string dtype = "f16";
     std::string dispatch = "queue1";
     double memory_efficiency = 1.0;
     const CLI::Option* memory_efficiency_opt = nullptr;  // not given: from the DRAM model
@@ -25,16 +26,16 @@ struct NpuArgs {
 };
 
 DType parse_dtype(const std::string& s) {
-    if (s == "fp16") return DType::F16;
+    if (s == "f16") return DType::F16;
     if (s == "bf16") return DType::BF16;
     if (s == "int8") return DType::I8;
-    fail("--dtype = '{}' is not allowed (allowed: fp16, bf16, int8)", s);
+    fail("--dtype = '{}' is not allowed (allowed: f16, bf16, int8)", s);
 }
 
 void run(const NpuArgs& a) {
     const auto dispatch = hw::npu::dispatch_from_name(a.dispatch);
     if (!dispatch)
-        fail("--dispatch = '{}' is not allowed (allowed: eager, queue0, queue1, queue2, graph)", a.dispatch);
+        fail("--npu-dispatch = '{}' is not allowed (allowed: eager, queue0, queue1, queue2, graph)", a.dispatch);
     hw::npu::NpuPreset preset =
         a.presets.empty() ? hw::npu::load_npu_preset(a.soc) : hw::npu::load_npu_preset(a.soc, a.presets);
     hw::npu::NpuOptions opt;
@@ -116,24 +117,28 @@ void register_pim_sim_npu(CLI::App& app) {
     cmd->footer(
         "Examples:\n"
         "  duet pim-sim npu --soc Ascend910B2 --op gemm --m 2048 --n 4096 --k 4096\n"
-        "  duet pim-sim npu --soc Ascend310P3 --op gemv --n 4096 --k 4096 --dispatch graph\n"
+        "  duet pim-sim npu --soc Ascend310P3 --op gemv --n 4096 --k 4096 --npu-dispatch graph\n"
         "  duet pim-sim npu --soc Ascend910B --op attention --m 1 --n 2048 --k 128 --heads 32 --kv-heads 8\n"
         "gemm/gemv: y[m][n] = x[m][k] . W[n][k]^T. attention: m query tokens, n context tokens, k = head_dim.\n"
         "Presets: configs/hw/ascend*.toml (Ascend910B is an alias of Ascend910B2).\n");
-    cmd->add_option("--soc", args->soc, "soc_version of an NPU preset (default Ascend910B2)");
-    cmd->add_option("--op", args->op, "gemm, gemv or attention (default gemm)");
-    cmd->add_option("--m", args->m, "rows of x / query tokens (gemv: 1)");
-    cmd->add_option("--n", args->n, "output features / context tokens")->required();
-    cmd->add_option("--k", args->k, "reduction length / head_dim")->required();
-    cmd->add_option("--heads", args->heads, "attention: query heads (default 32)");
-    cmd->add_option("--kv-heads", args->kv_heads, "attention: KV heads (default = --heads)");
-    cmd->add_option("--dtype", args->dtype, "fp16, bf16 or int8 (default fp16)");
-    cmd->add_option("--dispatch", args->dispatch,
-                    "eager, queue0, queue1, queue2 (TASK_QUEUE_ENABLE levels) or graph (default queue1)");
-    args->memory_efficiency_opt = cmd->add_option("--memory-efficiency", args->memory_efficiency,
-                    "sustained fraction of the peak memory bandwidth, (0, 1] (default: the DRAM model's "
-                    "analytical efficiency for a sequential stream on the preset's memory)");
-    cmd->add_option("--presets", args->presets, "directory of the NPU presets (default configs/hw)");
+    text(cmd, "--soc", args->soc, "soc_version of an NPU preset");
+    text(cmd, "--op", args->op, "gemm, gemv or attention");
+    number(cmd, "--m", args->m, "rows of x / query tokens", int64_t(1), kMaxTokens, DefaultFrom{"1 for gemv"});
+    number(cmd, "--n", args->n, "output features / context tokens", int64_t(1), kMaxTokens)->required();
+    number(cmd, "--k", args->k, "reduction length / head_dim", int64_t(1), kMaxTokens)->required();
+    number(cmd, "--heads", args->heads, "attention: query heads", int64_t(1), int64_t(4096));
+    number(cmd, "--kv-heads", args->kv_heads, "attention: KV heads", int64_t(1), int64_t(4096),
+           DefaultFrom{"= --heads"});
+    text(cmd, "--dtype", args->dtype, "f16, bf16 or int8 (fp16: deprecated alias of f16)")
+        ->transform(value_alias("--dtype", {{"fp16", "f16"}}));
+    text(cmd, "--npu-dispatch", args->dispatch,
+         "eager, queue0, queue1, queue2 (TASK_QUEUE_ENABLE levels) or graph (--dispatch: deprecated alias)");
+    alias(cmd, "--dispatch", "--npu-dispatch", args->dispatch);
+    args->memory_efficiency_opt =
+        number(cmd, "--memory-efficiency", args->memory_efficiency,
+               "sustained fraction of the peak memory bandwidth, above 0", 0.0, 1.0,
+               DefaultFrom{"the DRAM model's analytical efficiency for a sequential stream on the preset's memory"});
+    text(cmd, "--presets", args->presets, "directory of the NPU presets", DefaultFrom{"configs/hw"});
     cmd->callback([args] { run(*args); });
 }
 

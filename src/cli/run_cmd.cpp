@@ -1,9 +1,12 @@
 // `duet run`: generate text from a GGUF model, streaming it to stdout; timings on stderr.
 #include <cstdio>
+#include <limits>
 #include <random>
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/ctx_check.h"
+#include "cli/flags.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "model/chat_template.h"
@@ -56,6 +59,7 @@ void run(const RunArgs& a) {
     model::validate(sp);
 
     auto model = runtime::Model::load(a.model_path);
+    check_ctx(model->hparams(), a.ctx, 1, *kv, "--ctx", available_memory_bytes());  // before the KV allocation
     runtime::EngineOptions eo;
     eo.n_threads = a.threads;
     eo.n_ctx = a.ctx;
@@ -105,27 +109,29 @@ void register_run(CLI::App& app) {
         "  duet run -m build/tiny.gguf -p \"Hi\" -n 4 --temp 0 --op-trace ops.csv\n");
     cmd->add_option("-m,--model", args->model_path, "GGUF model file")->required();
     cmd->add_option("-p,--prompt", args->prompt, "Prompt text")->required();
-    cmd->add_option("-n,--n-predict", args->n_predict, "Tokens to generate at most (-1: until end of text)")
-        ->capture_default_str();
+    number(cmd, "-n,--n-predict", args->n_predict, "Tokens to generate at most (-1: until end of text)", int64_t(-1),
+           kMaxTokens);
     cmd->add_flag("--chat", args->chat, "Wrap the prompt in the model's chat template");
-    cmd->add_option("--chat-template", args->chat_template, "Chat template: llama2, llama3, chatml, mistral");
+    text(cmd, "--chat-template", args->chat_template, "Chat template: llama2, llama3, chatml, mistral",
+         DefaultFrom{"from the file"});
     cmd->add_option("--system", args->system, "System message (with --chat)");
-    cmd->add_option("--temp", args->sampling.temperature, "Temperature (0 = greedy)")->capture_default_str();
-    cmd->add_option("--top-k", args->sampling.top_k, "Top-k (0 = off)")->capture_default_str();
-    cmd->add_option("--top-p", args->sampling.top_p, "Top-p (1 = off)")->capture_default_str();
-    cmd->add_option("--min-p", args->sampling.min_p, "Min-p (0 = off)")->capture_default_str();
-    cmd->add_option("--repeat-penalty", args->sampling.repeat_penalty, "Repetition penalty (1 = off)")
-        ->capture_default_str();
-    cmd->add_option("--repeat-last-n", args->sampling.repeat_last_n, "Tokens the penalties look back (-1 = all)")
-        ->capture_default_str();
-    cmd->add_option("--frequency-penalty", args->sampling.frequency_penalty, "Frequency penalty")
-        ->capture_default_str();
-    cmd->add_option("--presence-penalty", args->sampling.presence_penalty, "Presence penalty")->capture_default_str();
-    cmd->add_option("--seed", args->seed, "Random seed (-1: random); the same seed gives the same text")
-        ->capture_default_str();
-    cmd->add_option("-t,--threads", args->threads, "Threads (0: all hardware threads)")->capture_default_str();
-    cmd->add_option("-c,--ctx", args->ctx, "Context positions (0: min(trained context, 4096))")->capture_default_str();
-    cmd->add_option("--kv-type", args->kv_type, "KV cache type: f16 or f32")->capture_default_str();
+    number(cmd, "--temp", args->sampling.temperature, "Temperature (0 = greedy)", 0.0f, 100.0f);
+    number(cmd, "--top-k", args->sampling.top_k, "Top-k (0 = off)", int32_t(0), std::numeric_limits<int32_t>::max());
+    number(cmd, "--top-p", args->sampling.top_p, "Top-p (1 = off; must be above 0)", 0.0f, 1.0f);
+    number(cmd, "--min-p", args->sampling.min_p, "Min-p (0 = off)", 0.0f, 1.0f);
+    number(cmd, "--repeat-penalty", args->sampling.repeat_penalty, "Repetition penalty (1 = off; must be above 0)",
+           0.0f, 100.0f);
+    number(cmd, "--repeat-last-n", args->sampling.repeat_last_n, "Tokens the penalties look back (-1 = all)",
+           int32_t(-1), std::numeric_limits<int32_t>::max());
+    number(cmd, "--frequency-penalty", args->sampling.frequency_penalty, "Frequency penalty", -2.0f, 2.0f);
+    number(cmd, "--presence-penalty", args->sampling.presence_penalty, "Presence penalty", -2.0f, 2.0f);
+    number(cmd, "--seed", args->seed, "Random seed (-1: random); the same seed gives the same text", int64_t(-1),
+           std::numeric_limits<int64_t>::max());
+    number(cmd, "-t,--threads", args->threads, "Threads (0: all hardware threads)", 0, int(kMaxThreads));
+    number(cmd, "-c,--ctx", args->ctx,
+           "Context positions (0: min(trained context, 4096)); checked against memory before allocation",
+           int64_t(0), kMaxCtx);
+    text(cmd, "--kv-type", args->kv_type, "KV cache type: f16 or f32");
     cmd->add_flag("--fuse", args->fuse, "Run Q/K/V and gate/up as one matmul each (same tokens)");
     cmd->add_flag("--echo", args->echo, "Print the prompt before the generated text");
     cmd->add_flag("--no-timings", args->no_timings, "Do not print the timing block on stderr");

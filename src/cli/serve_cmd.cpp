@@ -4,10 +4,13 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <thread>
 
 #include "cli/bench_runner.h"
 #include "cli/commands.h"
+#include "cli/ctx_check.h"
+#include "cli/flags.h"
 #include "config/coop_config.h"
 #include "config/settings.h"
 #include "core/error.h"
@@ -27,7 +30,8 @@ struct ServeArgs {
     std::string model_path, settings_path, config_path, host = "127.0.0.1", tasks_db = "duet-tasks.db", model_id,
                                                         chat_template;
     int port = 8080;
-    int64_t parallel = 4, ctx = 0, queue = 64, max_body_bytes = 1 << 20, kv_blocks = 0;
+    int64_t parallel = 4, ctx = 0, queue = 64, max_body_bytes = 1 << 20, kv_blocks = 0, max_connections = 256;
+    int64_t fault_at_step = -1;
     int threads = 0;
     bool no_auth = false, no_continuous = false, no_prefix_cache = false;
 };
@@ -192,6 +196,7 @@ void serve(const ServeArgs& a, const CLI::App& root) {
     so.host = a.host;
     so.port = a.port;
     so.max_body_bytes = size_t(a.max_body_bytes);
+    so.max_connections = size_t(a.max_connections);
     const std::string key = config::api_key(st.api, env);
     if (key.empty() && !a.no_auth)
         fail("the API key variable {} (settings api.api_key_env) is not set: set it, or start with --no-auth to serve "
@@ -199,6 +204,9 @@ void serve(const ServeArgs& a, const CLI::App& root) {
     if (!a.no_auth) so.api_key = key;
 
     auto model = runtime::Model::load(a.model_path);
+    if (a.kv_blocks == 0)  // the pool is --parallel x --ctx: check it fits before allocating
+        check_ctx(model->hparams(), a.ctx, a.parallel, runtime::EngineOptions{}.kv_type, "--ctx",
+                  available_memory_bytes());
     so.model_id = a.model_id.empty() ? std::filesystem::path(a.model_path).stem().string() : a.model_id;
     if (!a.chat_template.empty())
         so.chat_template = model::chat_template_from_name(a.chat_template);
@@ -218,6 +226,7 @@ void serve(const ServeArgs& a, const CLI::App& root) {
     bo.max_queue = a.queue;
     bo.continuous = !a.no_continuous;
     bo.prefix_cache = !a.no_prefix_cache;
+    bo.fault_at_step = a.fault_at_step;
     server::Metrics metrics;  // outlives the batcher: its callbacks update it
     server::register_server_metrics(metrics);
     runtime::Batcher batcher(model, eo, bo);
@@ -293,30 +302,35 @@ void register_serve(CLI::App& app) {
     a->settings_path = std::string(DUET_DEFAULT_CONFIG_DIR) + "/settings.json";
     a->config_path = std::string(DUET_DEFAULT_CONFIG_DIR) + "/config.toml";
     c->add_option("-m,--model", a->model_path, "GGUF model file")->required();
-    c->add_option("--settings", a->settings_path, "settings.json")->capture_default_str();
-    c->add_option("--config", a->config_path, "config.toml")->capture_default_str();
-    c->add_option("--host", a->host, "Address to listen on")->capture_default_str();
-    c->add_option("--port", a->port, "Port (0: any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
-    c->add_option("--parallel", a->parallel, "Sequences in the running batch at most")
-        ->capture_default_str()
-        ->check(CLI::Range(int64_t(1), int64_t(256)));
-    c->add_option("--ctx", a->ctx, "Context per sequence in tokens (0: min(training context, 4096))")
-        ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
-    c->add_option("--kv-blocks", a->kv_blocks,
-                  "KV cache pool in blocks of 16 tokens (0: enough for --parallel sequences of --ctx tokens); a "
-                  "prompt the whole pool cannot hold gets 503")
-        ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
-    c->add_option("--queue", a->queue, "Waiting requests at most (more get 429)")->capture_default_str()->check(CLI::NonNegativeNumber);
-    c->add_option("--threads", a->threads, "Engine threads (0: all)")->capture_default_str();
-    c->add_option("--tasks-db", a->tasks_db, "SQLite file of the tasks API")->capture_default_str();
-    c->add_option("--model-id", a->model_id, "Model name clients use (default: the file name without .gguf)");
-    c->add_option("--chat-template", a->chat_template, "llama2, llama3, chatml, mistral (default: from the file)");
-    c->add_option("--max-body-bytes", a->max_body_bytes, "Larger request bodies get 413")->capture_default_str();
+    text(c, "--settings", a->settings_path, "settings.json");
+    text(c, "--config", a->config_path, "config.toml");
+    text(c, "--host", a->host, "Address to listen on (the loopback only unless you name another, e.g. 0.0.0.0)");
+    number(c, "--port", a->port, "Port (0: any free port)", 0, 65535);
+    number(c, "--parallel", a->parallel, "Sequences in the running batch at most", int64_t(1), int64_t(256));
+    number(c, "--ctx", a->ctx, "Context per sequence in tokens (0: min(training context, 4096))", int64_t(0),
+           kMaxCtx);
+    number(c, "--kv-blocks", a->kv_blocks,
+           "KV cache pool in blocks of 16 tokens (0: enough for --parallel sequences of --ctx tokens); a prompt the "
+           "whole pool cannot hold gets 503",
+           int64_t(0), int64_t(1) << 30);
+    number(c, "--queue", a->queue, "Waiting requests at most (more get 429)", int64_t(0), int64_t(1) << 20);
+    number(c, "--threads", a->threads, "Engine threads (0: all)", 0, int(kMaxThreads));
+    text(c, "--tasks-db", a->tasks_db, "SQLite file of the tasks API (created 0600)");
+    text(c, "--model-id", a->model_id, "Model name clients use", DefaultFrom{"the file name without .gguf"});
+    text(c, "--chat-template", a->chat_template, "llama2, llama3, chatml, mistral", DefaultFrom{"from the file"});
+    number(c, "--max-body-bytes", a->max_body_bytes,
+           "Larger request bodies get 413 (any Content-Type; counted while reading, chunked bodies too)",
+           int64_t(1), int64_t(1) << 30);
+    number(c, "--max-connections", a->max_connections,
+           "Open connections at most (served or waiting for a worker); more get 503 and are closed", int64_t(1),
+           int64_t(1) << 16);
     c->add_flag("--no-auth", a->no_auth, "Serve without an API key (refused otherwise when the key variable is unset)");
     c->add_flag("--no-continuous-batching", a->no_continuous, "A batch runs to completion before new requests join");
     c->add_flag("--no-prefix-cache", a->no_prefix_cache, "Do not share KV blocks of common prompt prefixes");
+    // Test hook (fault injection, tests/server/server_limits_test.cpp): engine step N throws.
+    number(c, "--fault-at-step", a->fault_at_step, "Test only: engine step N fails", int64_t(-1),
+           std::numeric_limits<int64_t>::max())
+        ->group("");
     c->callback([a, &app] { serve(*a, app); });
 }
 

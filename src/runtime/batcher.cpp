@@ -23,21 +23,14 @@ const char* submit_status_name(SubmitStatus s) {
 
 struct Batcher::Slot {
     GenRequest req;
-    std::vector<int32_t> tokens;  // prompt followed by every generated token
-    SequenceKv kv;                // KV written for tokens[0 .. kv.n_tokens())
-    std::unique_ptr<model::Sampler> sampler;
-    std::unique_ptr<model::StreamDecoder> decoder;
-    std::string text;  // generated text so far
-    size_t sent = 0;   // bytes of `text` handed to on_text
+    SequenceKv kv;                     // KV written for run->tokens()[0 .. kv.n_tokens())
+    std::unique_ptr<SequenceRun> run;  // tokens, sampler, text, stop rules (runtime/generator.h)
     GenResult result;
     int64_t t_submit_ns = 0;
     bool admitted_once = false;
     bool done = false;
-    bool stopped = false;  // a stop sequence was found: nothing more is sent
-    int64_t feed_now = 0;  // tokens fed in the current step
 
     bool cancelled() const { return req.cancelled && req.cancelled->load(); }
-    int64_t unfed() const { return int64_t(tokens.size()) - kv.n_tokens(); }
 };
 
 Batcher::Batcher(std::shared_ptr<const Model> model, EngineOptions engine_opts, BatcherOptions opts)
@@ -64,8 +57,8 @@ Batcher::~Batcher() {
     }
     cv_.notify_all();
     thread_.join();
-    for (auto& s : running_) finish(*s, "cancelled");
-    for (auto& s : queue_) finish(*s, "cancelled");
+    for (auto& s : running_) finish(*s, StopReason::CANCELLED);
+    for (auto& s : queue_) finish(*s, StopReason::CANCELLED);
     running_.clear();
     queue_.clear();
     prefix_.reset();  // releases its blocks before the engine's cache goes away
@@ -79,13 +72,16 @@ SubmitStatus Batcher::submit(GenRequest req) {
     if ((n_prompt + 1 + kv.block_tokens() - 1) / kv.block_tokens() > kv.n_blocks()) return SubmitStatus::KV_TOO_SMALL;
 
     auto slot = std::make_unique<Slot>();
-    slot->sampler = std::make_unique<model::Sampler>(req.sampling, model_->hparams().n_vocab);
-    slot->decoder = std::make_unique<model::StreamDecoder>(model_->tokenizer());
-    for (int32_t t : req.prompt) slot->sampler->accept(t);
-    slot->tokens = req.prompt;
+    slot->req = std::move(req);
+    const GenRequest& r = slot->req;
+    // Text is always decoded (stop strings are found in it), sent on when the client wants it.
+    auto on_text = [on = r.on_text](std::string_view t) {
+        if (on) on(std::string(t));
+    };
+    slot->run = std::make_unique<SequenceRun>(*model_, r.sampling, r.prompt,
+                                              RunLimits{r.max_tokens, r.ignore_eos, r.stop}, slot->kv, on_text);
     slot->result.prompt_tokens = n_prompt;
     slot->t_submit_ns = now_ns();
-    slot->req = std::move(req);
     {
         std::lock_guard<std::mutex> lock(mu_);
         if (stop_) return SubmitStatus::STOPPED;
@@ -120,7 +116,7 @@ void Batcher::loop() {
                     auto s = std::move(queue_.front());
                     queue_.pop_front();
                     lock.unlock();
-                    finish(*s, "cancelled");
+                    finish(*s, StopReason::CANCELLED);
                     lock.lock();
                     continue;
                 }
@@ -132,7 +128,13 @@ void Batcher::loop() {
             stats_.queued = int64_t(queue_.size());
             stats_.running = int64_t(running_.size());
         }
-        step();
+        try {
+            if (++steps_started_ == opts_.fault_at_step)
+                throw std::runtime_error(fmt::format("injected fault at engine step {}", steps_started_));
+            step();
+        } catch (const std::exception& e) {
+            fail_running(e.what());
+        }
         std::lock_guard<std::mutex> lock(mu_);
         publish_locked();
         if (queue_.empty() && running_.empty()) idle_cv_.notify_all();
@@ -159,11 +161,12 @@ void Batcher::publish_locked() {
 bool Batcher::admit(std::unique_ptr<Slot>& slot) {
     Slot& s = *slot;
     KvCache& cache = engine_->kv_cache();
+    const std::vector<int32_t>& tokens = s.run->tokens();
     if (prefix_ && s.kv.n_tokens() == 0) {
-        const int64_t reused = prefix_->attach(s.tokens, int64_t(s.tokens.size()) - 1, s.kv);
+        const int64_t reused = prefix_->attach(tokens, int64_t(tokens.size()) - 1, s.kv);
         if (!s.admitted_once) s.result.cached_tokens = std::min<int64_t>(reused, s.result.prompt_tokens);
     }
-    const int64_t need = s.unfed() + 1;
+    const int64_t need = s.run->unfed() + 1;
     if (!s.kv.reserve(cache, need)) {
         const int64_t blocks = (need + cache.block_tokens() - 1) / cache.block_tokens() + 1;
         if (!prefix_ || prefix_->evict(blocks) == 0 || !s.kv.reserve(cache, need)) {
@@ -180,58 +183,20 @@ void Batcher::step() {
     KvCache& cache = engine_->kv_cache();
     // Drop cancelled requests first: their blocks go back to the pool before this step.
     for (auto& s : running_)
-        if (s->cancelled()) finish(*s, "cancelled");
+        if (s->cancelled()) finish(*s, StopReason::CANCELLED);
     for (auto& s : running_)
-        if (!s->done && s->kv.n_tokens() + s->unfed() > n_ctx_) finish(*s, "length");
+        if (!s->done && s->kv.n_tokens() + s->run->unfed() > n_ctx_) finish(*s, StopReason::CONTEXT);
     std::erase_if(running_, [](const auto& s) { return s->done; });
     if (running_.empty()) return;
 
     for (;;) {
-        // Decode tokens first (one each), then prompt chunks within the step's token budget.
-        int64_t budget = opts_.step_token_budget;
-        for (auto& s : running_) s->feed_now = 0;
-        for (auto& s : running_)
-            if (s->unfed() == 1) {
-                s->feed_now = 1;
-                --budget;
-            }
-        for (auto& s : running_)
-            if (s->unfed() > 1 && budget > 0) {
-                s->feed_now = std::min(s->unfed(), budget);
-                budget -= s->feed_now;
-            }
-        std::vector<SeqInput> batch;
-        std::vector<Slot*> fed;
-        for (auto& s : running_) {
-            if (s->feed_now == 0) continue;
-            const size_t begin = size_t(s->kv.n_tokens());
-            batch.push_back({std::span<const int32_t>(s->tokens).subspan(begin, size_t(s->feed_now)), &s->kv, false});
-            fed.push_back(s.get());
-        }
-        ForwardOutput out;
-        const ForwardStatus st = engine_->forward(batch, out);
+        // The step loop `duet run` uses too (runtime/generator.h): same feeding, same stops.
+        std::vector<SequenceRun*> runs;
+        for (auto& s : running_) runs.push_back(s->run.get());
+        const ForwardStatus st = step_runs(*engine_, runs, opts_.step_token_budget);
         if (st == ForwardStatus::OK) {
-            for (size_t i = 0; i < fed.size(); ++i) {
-                Slot& s = *fed[i];
-                if (s.unfed() > 0) continue;  // prompt chunk not finished: no token yet
-                const int32_t tok = s.sampler->sample(out.last(i));
-                s.sampler->accept(tok);
-                s.tokens.push_back(tok);
-                s.result.tokens.push_back(tok);
-                s.result.completion_tokens++;
-                if (s.result.completion_tokens == 1) s.result.ttft_ms = double(now_ns() - s.t_submit_ns) / 1e6;
-                if (!s.req.ignore_eos && model_->tokenizer().is_eog(tok)) {
-                    s.tokens.pop_back();  // never fed back
-                    finish(s, "stop");
-                    continue;
-                }
-                s.text += s.decoder->feed(tok);
-                emit_text(s, false);
-                if (s.done) continue;
-                if ((s.req.max_tokens > 0 && s.result.completion_tokens >= s.req.max_tokens) ||
-                    s.kv.n_tokens() + 1 > n_ctx_)
-                    finish(s, "length");
-            }
+            for (auto& s : running_)
+                if (s->run->stopped()) finish(*s, s->run->stop_reason());
             std::lock_guard<std::mutex> lock(mu_);
             stats_.steps++;
             break;
@@ -242,14 +207,14 @@ void Batcher::step() {
         // KV_FULL: free cached prefixes, then preempt the newest request (recompute later).
         if (prefix_ && prefix_->evict(int64_t(running_.size())) > 0) continue;
         if (running_.size() == 1) {
-            finish(*running_[0], "length");  // the pool cannot hold even this one sequence
+            finish(*running_[0], StopReason::CONTEXT);  // the pool cannot hold even this one sequence
             break;
         }
         std::unique_ptr<Slot> victim = std::move(running_.back());
         running_.pop_back();
         victim->kv.release(cache);
         DUET_LOG_INFO("batcher: KV pool full, preempting a request ({} tokens) for recomputation",
-                      victim->tokens.size());
+                      victim->run->tokens().size());
         std::lock_guard<std::mutex> lock(mu_);
         stats_.preemptions++;
         queue_.push_front(std::move(victim));
@@ -257,50 +222,33 @@ void Batcher::step() {
     std::erase_if(running_, [](const auto& s) { return s->done; });
 }
 
-void Batcher::emit_text(Slot& s, bool final) {
-    if (s.stopped) return;
-    // Earliest complete stop sequence in the text not yet sent (it may start in held-back text).
-    size_t stop_at = std::string::npos;
-    for (const auto& st : s.req.stop) {
-        const size_t from = s.sent >= st.size() ? s.sent - st.size() + 1 : 0;
-        const size_t p = s.text.find(st, from);
-        if (p != std::string::npos) stop_at = std::min(stop_at, p);
+// Engine thread. The step threw part-way: the running requests' KV may be half written, so
+// each finishes with "error" and its blocks are freed without entering the prefix cache.
+void Batcher::fail_running(const std::string& error) {
+    DUET_LOG_ERROR("batcher: an engine step failed ({}); failing its {} request(s) and continuing", error,
+                   running_.size());
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        stats_.step_failures++;
     }
-    size_t upto = s.text.size();
-    if (stop_at != std::string::npos) {
-        upto = std::max(stop_at, s.sent);
-    } else if (!final) {
-        // Hold back a tail that could still become a stop sequence.
-        size_t hold = 0;
-        for (const auto& st : s.req.stop)
-            for (size_t n = std::min(st.size() - 1, s.text.size() - s.sent); n > hold; --n)
-                if (s.text.compare(s.text.size() - n, n, st, 0, n) == 0) {
-                    hold = n;
-                    break;
-                }
-        upto = s.text.size() - hold;
-    }
-    if (upto > s.sent && s.req.on_text) s.req.on_text(s.text.substr(s.sent, upto - s.sent));
-    s.sent = std::max(s.sent, upto);
-    if (stop_at != std::string::npos) {
-        s.stopped = true;
-        finish(s, "stop");
-    }
+    for (auto& s : running_) finish(*s, StopReason::ERROR, error);
+    running_.clear();
 }
 
-void Batcher::finish(Slot& s, const char* reason, const std::string& error) {
+void Batcher::finish(Slot& s, StopReason reason, const std::string& error) {
     if (s.done) return;
     s.done = true;
-    if (std::string_view(reason) != "cancelled") {
-        // Send what is left: bytes the decoder held and a tail held back as a possible stop.
-        s.text += s.decoder->flush();
-        emit_text(s, true);
-    }
+    s.run->stop(reason);  // sends held-back text unless cancelled or failed; an earlier reason wins
+    const StopReason why = s.run->stop_reason();
     KvCache& cache = engine_->kv_cache();
-    if (prefix_ && s.kv.n_tokens() > 0) prefix_->insert(s.tokens, s.kv);
+    // A failed step may have left this sequence's KV half written: not for the prefix cache.
+    if (prefix_ && s.kv.n_tokens() > 0 && why != StopReason::ERROR) prefix_->insert(s.run->tokens(), s.kv);
     s.kv.release(cache);
-    s.result.finish_reason = reason;
+    s.result.finish_reason = finish_reason(why);
     s.result.error = error;
+    s.result.completion_tokens = s.run->n_sampled();
+    s.result.tokens = s.run->generated();
+    if (s.run->first_token_ns()) s.result.ttft_ms = double(s.run->first_token_ns() - s.t_submit_ns) / 1e6;
     s.result.total_ms = double(now_ns() - s.t_submit_ns) / 1e6;
     {
         std::lock_guard<std::mutex> lock(mu_);

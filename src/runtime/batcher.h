@@ -10,6 +10,10 @@
 // freed and it is re-queued first, to be recomputed from its prompt plus what it generated
 // (vLLM's recompute preemption); its client notices nothing but a pause.
 //
+// A step that throws (a bug, std::bad_alloc, an injected fault) does not end the engine
+// thread: every request in the running batch finishes with "error" and the exception's text,
+// its KV blocks go back to the pool (not into the prefix cache), and queued requests go on.
+//
 // Callbacks run on the batcher's engine thread and must not block for long. A request is
 // cancelled by setting its `cancelled` flag (e.g. when its HTTP client disconnects): its
 // blocks are freed at the next step.
@@ -28,6 +32,7 @@
 
 #include "model/sampler.h"
 #include "runtime/engine.h"
+#include "runtime/generator.h"
 
 namespace duet::runtime {
 
@@ -37,24 +42,28 @@ struct BatcherOptions {
     bool continuous = true;         // false: a batch runs to completion before others join
     bool prefix_cache = true;
     int64_t step_token_budget = 512;  // prompt tokens processed per engine step (chunked prefill)
+    // Test hook (fault injection): engine step number `fault_at_step` (1-based, counting every
+    // step the loop starts) throws instead of running; -1: off. Shows that a failing step fails
+    // only its own requests ("error") and the batcher keeps serving.
+    int64_t fault_at_step = -1;
 };
 
 struct GenResult {
-    std::string finish_reason;  // "stop" (EOS or a stop string), "length", "cancelled", "error"
+    std::string finish_reason;  // finish_reason(StopReason): "stop" (EOS or a stop string), "length", "cancelled", "error"
     std::string error;          // set when finish_reason == "error"
     int64_t prompt_tokens = 0;
-    int64_t completion_tokens = 0;
+    int64_t completion_tokens = 0;  // tokens sampled, including an end-of-generation token that ended it
     int64_t cached_tokens = 0;  // prompt tokens reused from the prefix cache
     double queue_ms = 0;        // submit -> admitted
     double ttft_ms = 0;         // submit -> first token
     double total_ms = 0;        // submit -> done
-    std::vector<int32_t> tokens;  // generated ids
+    std::vector<int32_t> tokens;  // generated ids (the output: without an end-of-generation token)
 };
 
 struct GenRequest {
     std::vector<int32_t> prompt;  // token ids, BOS included when wanted
     model::SamplerParams sampling;
-    int64_t max_tokens = -1;        // -1: until end of generation or the context is full
+    int64_t max_tokens = -1;        // < 0: until end of generation or the context is full
     std::vector<std::string> stop;  // text stop sequences (not included in the output)
     bool ignore_eos = false;        // keep generating past end-of-generation tokens (benchmarks, tests)
     std::function<void(const std::string& text)> on_text;  // streamed text, UTF-8 complete
@@ -77,6 +86,7 @@ struct BatcherStats {
     int64_t prefix_cached_blocks = 0;
     uint64_t prefix_lookup_tokens = 0, prefix_hit_tokens = 0;
     uint64_t steps = 0, preemptions = 0, completed = 0;
+    uint64_t step_failures = 0;  // engine steps that threw (their requests finished with "error")
     uint64_t prompt_tokens = 0, generated_tokens = 0;
 };
 
@@ -99,8 +109,8 @@ private:
     void loop();
     bool admit(std::unique_ptr<Slot>& slot);
     void step();
-    void finish(Slot& s, const char* reason, const std::string& error = "");
-    void emit_text(Slot& s, bool final);
+    void fail_running(const std::string& error);  // after a step threw
+    void finish(Slot& s, StopReason reason, const std::string& error = "");
     void publish_locked();  // stats_ from engine-thread state; mu_ held
 
     std::shared_ptr<const Model> model_;
@@ -115,6 +125,7 @@ private:
     std::vector<std::unique_ptr<Slot>> running_;  // engine thread only
     std::atomic<int64_t> n_running_{0};
     bool stop_ = false;
+    int64_t steps_started_ = 0;  // engine thread only (fault_at_step)
     BatcherStats stats_;  // guarded by mu_
     std::thread thread_;
 };

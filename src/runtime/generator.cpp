@@ -3,12 +3,139 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 
 #include "core/error.h"
 #include "core/timer.h"
+#include "model/tokenizer/tokenizer.h"
 
 namespace duet::runtime {
+
+const char* stop_reason_name(StopReason r) {
+    switch (r) {
+        case StopReason::NONE: return "none";
+        case StopReason::EOG: return "eog";
+        case StopReason::STOP_SEQUENCE: return "stop sequence";
+        case StopReason::LENGTH: return "length";
+        case StopReason::CONTEXT: return "context";
+        case StopReason::CANCELLED: return "cancelled";
+        case StopReason::ERROR: return "error";
+    }
+    return "?";
+}
+
+const char* finish_reason(StopReason r) {
+    switch (r) {
+        case StopReason::EOG:
+        case StopReason::STOP_SEQUENCE: return "stop";
+        case StopReason::LENGTH:
+        case StopReason::CONTEXT: return "length";
+        case StopReason::CANCELLED: return "cancelled";
+        case StopReason::ERROR: return "error";
+        case StopReason::NONE: break;
+    }
+    return "?";
+}
+
+SequenceRun::SequenceRun(const Model& model, const model::SamplerParams& sampling, std::vector<int32_t> prompt,
+                         RunLimits limits, SequenceKv& kv, std::function<void(std::string_view)> on_text,
+                         std::function<void(int32_t)> on_token)
+    : model_(model), tokens_(std::move(prompt)), n_prompt_(int64_t(tokens_.size())), limits_(std::move(limits)),
+      kv_(kv), sampler_(std::make_unique<model::Sampler>(sampling, model.hparams().n_vocab)),
+      on_text_(std::move(on_text)), on_token_(std::move(on_token)) {
+    if (on_text_) decoder_ = std::make_unique<model::StreamDecoder>(model.tokenizer());
+    for (int32_t t : tokens_) sampler_->accept(t);
+}
+
+SequenceRun::~SequenceRun() = default;
+
+void SequenceRun::advance(const float* logits, int64_t n_ctx) {
+    if (limits_.max_tokens == 0) return stop(StopReason::LENGTH);
+    const int32_t tok = sampler_->sample(logits);
+    sampler_->accept(tok);
+    if (++n_sampled_ == 1) first_token_ns_ = now_ns();
+    if (!limits_.ignore_eos && model_.has_tokenizer() && model_.tokenizer().is_eog(tok))
+        return stop(StopReason::EOG);  // never fed back, not part of the output
+    tokens_.push_back(tok);
+    generated_.push_back(tok);
+    if (on_token_) on_token_(tok);
+    if (decoder_) {
+        text_ += decoder_->feed(tok);
+        emit_text(false);
+        if (stopped()) return;  // a stop string
+    }
+    if (limits_.max_tokens > 0 && int64_t(generated_.size()) >= limits_.max_tokens) return stop(StopReason::LENGTH);
+    if (kv_.n_tokens() + 1 > n_ctx) stop(StopReason::CONTEXT);
+}
+
+void SequenceRun::stop(StopReason r) {
+    if (stopped()) return;
+    reason_ = r;
+    if (decoder_ && r != StopReason::CANCELLED && r != StopReason::ERROR && r != StopReason::STOP_SEQUENCE) {
+        // Send what is left: bytes the decoder held and a tail held back as a possible stop.
+        text_ += decoder_->flush();
+        emit_text(true);
+    }
+}
+
+void SequenceRun::emit_text(bool final) {
+    // Earliest complete stop sequence in the text not yet sent (it may start in held-back text).
+    size_t stop_at = std::string::npos;
+    for (const auto& st : limits_.stop) {
+        const size_t from = sent_ >= st.size() ? sent_ - st.size() + 1 : 0;
+        const size_t p = text_.find(st, from);
+        if (p != std::string::npos) stop_at = std::min(stop_at, p);
+    }
+    size_t upto = text_.size();
+    if (stop_at != std::string::npos) {
+        upto = std::max(stop_at, sent_);
+    } else if (!final) {
+        // Hold back a tail that could still become a stop sequence.
+        size_t hold = 0;
+        for (const auto& st : limits_.stop)
+            for (size_t n = std::min(st.size() - 1, text_.size() - sent_); n > hold; --n)
+                if (text_.compare(text_.size() - n, n, st, 0, n) == 0) {
+                    hold = n;
+                    break;
+                }
+        upto = text_.size() - hold;
+    }
+    if (upto > sent_ && on_text_) on_text_(std::string_view(text_).substr(sent_, upto - sent_));
+    sent_ = std::max(sent_, upto);
+    if (stop_at != std::string::npos && !stopped()) reason_ = StopReason::STOP_SEQUENCE;
+}
+
+ForwardStatus step_runs(Engine& engine, std::span<SequenceRun* const> runs, int64_t token_budget) {
+    // Decode tokens first (one each), then prompt chunks within the step's token budget.
+    int64_t budget = token_budget;
+    for (SequenceRun* r : runs) r->feed_now_ = 0;
+    for (SequenceRun* r : runs)
+        if (!r->stopped() && r->unfed() == 1) {
+            r->feed_now_ = 1;
+            --budget;
+        }
+    for (SequenceRun* r : runs)
+        if (!r->stopped() && r->unfed() > 1 && budget > 0) {
+            r->feed_now_ = std::min(r->unfed(), budget);
+            budget -= r->feed_now_;
+        }
+    std::vector<SeqInput> batch;
+    std::vector<SequenceRun*> fed;
+    for (SequenceRun* r : runs) {
+        if (r->feed_now_ == 0) continue;
+        const size_t begin = size_t(r->kv_.n_tokens());
+        batch.push_back({std::span<const int32_t>(r->tokens_).subspan(begin, size_t(r->feed_now_)), &r->kv_, false});
+        fed.push_back(r);
+    }
+    if (batch.empty()) return ForwardStatus::OK;
+    ForwardOutput out;
+    const ForwardStatus st = engine.forward(batch, out);
+    if (st != ForwardStatus::OK) return st;
+    for (size_t i = 0; i < fed.size(); ++i)
+        if (fed[i]->unfed() == 0) fed[i]->advance(out.last(i), engine.n_ctx());  // else: prompt chunk, no token yet
+    return st;
+}
 
 namespace {
 
@@ -22,66 +149,37 @@ std::vector<int32_t> run_generation(Engine& engine, SequenceKv& seq, const std::
     if (int64_t(prompt.size()) >= engine.n_ctx())
         fail("generate: the prompt has {} tokens but the context holds {} (raise --ctx)", prompt.size(),
              engine.n_ctx());
-    model::Sampler sampler(opts.sampling, model.hparams().n_vocab);
-    for (int32_t t : prompt) sampler.accept(t);
-    std::unique_ptr<model::StreamDecoder> decoder;
-    if (on_text) decoder = std::make_unique<model::StreamDecoder>(model.tokenizer());
-    const model::Tokenizer* tok = model.has_tokenizer() ? &model.tokenizer() : nullptr;
-
     st.load_ms = model.load_ms();
     st.n_prompt = int64_t(prompt.size());
     st.n_prompt_cached = n_cached;
     DUET_CHECK(n_cached < st.n_prompt && seq.n_tokens() == n_cached);
-    ForwardOutput out;
-    int64_t t = now_ns();
-    SeqInput in{std::span<const int32_t>(prompt).subspan(size_t(n_cached)), &seq, false};
-    ForwardStatus fs = engine.forward({&in, 1}, out);
+
+    RunLimits limits;
+    limits.max_tokens = opts.n_predict;
+    SequenceRun run(model, opts.sampling, prompt, limits, seq, on_text, on_token);
+    SequenceRun* const runs[] = {&run};
+    const int64_t t = now_ns();
+    // The whole prompt in one forward (the prefill GEMM), then one token a step.
+    ForwardStatus fs = step_runs(engine, runs, std::numeric_limits<int64_t>::max());
     if (fs == ForwardStatus::KV_FULL)
         fail("generate: the KV cache ({} blocks of {} tokens) cannot hold the {}-token prompt",
              engine.kv_cache().n_blocks(), engine.kv_cache().block_tokens(), prompt.size());
     DUET_CHECK(fs == ForwardStatus::OK);
     st.prefill_ms = ms_since(t);
-
-    std::vector<int32_t> generated;
-    st.stop_reason = "length";
-    int64_t decode_t0 = 0;
-    while (opts.n_predict < 0 || int64_t(generated.size()) < opts.n_predict) {
-        const int32_t next = sampler.sample(out.last(0));
-        sampler.accept(next);
-        if (generated.empty()) {
-            st.ttft_ms = ms_since(t0_ns);
-            decode_t0 = now_ns();
-        }
-        if (tok && tok->is_eog(next)) {
-            st.stop_reason = "eog";
-            break;
-        }
-        generated.push_back(next);
-        if (on_token) on_token(next);
-        if (decoder) {
-            const std::string piece = decoder->feed(next);
-            if (!piece.empty()) on_text(piece);
-        }
-        if (opts.n_predict >= 0 && int64_t(generated.size()) >= opts.n_predict) break;
-        if (seq.n_tokens() + 1 > engine.n_ctx()) {
-            st.stop_reason = "context";
-            break;
-        }
-        SeqInput step{std::span<const int32_t>(&generated.back(), 1), &seq, false};
-        fs = engine.forward({&step, 1}, out);
+    if (run.first_token_ns()) st.ttft_ms = double(run.first_token_ns() - t0_ns) / 1e6;
+    const int64_t decode_t0 = now_ns();
+    while (!run.stopped()) {
+        fs = step_runs(engine, runs, std::numeric_limits<int64_t>::max());
         if (fs != ForwardStatus::OK) {
-            st.stop_reason = "context";
+            run.stop(StopReason::CONTEXT);
             break;
         }
         ++st.n_decode;
     }
-    if (decode_t0) st.decode_ms = ms_since(decode_t0);
-    if (decoder) {
-        const std::string rest = decoder->flush();
-        if (!rest.empty()) on_text(rest);
-    }
-    st.n_generated = int64_t(generated.size());
-    return generated;
+    if (run.n_sampled() > 0) st.decode_ms = ms_since(decode_t0);
+    st.stop_reason = stop_reason_name(run.stop_reason());
+    st.n_generated = int64_t(run.generated().size());
+    return run.generated();
 }
 
 }  // namespace

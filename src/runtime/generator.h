@@ -1,13 +1,19 @@
 #pragma once
-// Text generation for one sequence: prompt → tokens (BOS per the file's metadata) → one
-// batched prefill forward (GEMM) → token-by-token decode (GEMV) with the sampler, stopping
-// at an end-of-generation token or after n_predict tokens, streaming text through a
-// StreamDecoder (never splits a UTF-8 character). Measures llama.cpp-style timings.
+// Text generation. One step loop serves `duet run` (Generator, one sequence) and the server
+// (Batcher, many sequences): step_runs() feeds every SequenceRun's unfed tokens in one
+// Engine::forward (decode tokens first, then prompt chunks within a token budget) and lets each
+// run whose tokens are all fed sample its next token and decide, by the same rules, whether it
+// stops (StopReason): an end-of-generation token, a stop string, max tokens, the context.
+// Text streams through a StreamDecoder (never splits a UTF-8 character).
 //
-// A Generator is the per-sequence state (block table + sampler) on a shared Engine; it
-// releases its KV blocks when destroyed. Thread safety: one thread per engine.
+// Generator: prompt → tokens (BOS per the file's metadata) → one batched prefill forward (GEMM)
+// → token-by-token decode (GEMV); measures llama.cpp-style timings. It is the per-sequence
+// state (block table + sampler) on a shared Engine and releases its KV blocks when destroyed.
+// Thread safety: one thread per engine.
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,7 +21,88 @@
 #include "model/sampler.h"
 #include "runtime/engine.h"
 
+namespace duet::model {
+class StreamDecoder;
+}
+
 namespace duet::runtime {
+
+// Why a sequence stopped: one set for `duet run` and the server.
+enum class StopReason {
+    NONE,           // still generating
+    EOG,            // an end-of-generation token was sampled (not part of the output)
+    STOP_SEQUENCE,  // a stop string appeared in the text (the text ends before it)
+    LENGTH,         // max tokens generated
+    CONTEXT,        // the context (n_ctx) or the KV pool is full
+    CANCELLED,      // the client went away
+    ERROR,          // the engine step failed
+};
+const char* stop_reason_name(StopReason r);  // "eog", "stop sequence", "length", "context", "cancelled", "error"
+const char* finish_reason(StopReason r);     // OpenAI's: "stop" (EOG, stop sequence), "length", "cancelled", "error"
+
+struct RunLimits {
+    int64_t max_tokens = -1;        // < 0: until EOG or the context is full; 0: none
+    bool ignore_eos = false;        // keep generating past end-of-generation tokens
+    std::vector<std::string> stop;  // text stop sequences (not included in the output)
+};
+
+// One sequence being generated: its tokens (prompt, then every generated token fed back), its
+// sampler, its streamed text and its stop rules. The owner holds the SequenceKv (`kv`, which
+// must outlive the run) and may release it and re-feed every token later (preemption).
+class SequenceRun {
+public:
+    // on_text (optional) receives complete UTF-8 text, held back while it could still become a
+    // stop string; on_token (optional) each generated id.
+    SequenceRun(const Model& model, const model::SamplerParams& sampling, std::vector<int32_t> prompt,
+                RunLimits limits, SequenceKv& kv, std::function<void(std::string_view)> on_text = {},
+                std::function<void(int32_t)> on_token = {});
+    ~SequenceRun();
+    SequenceRun(const SequenceRun&) = delete;
+    SequenceRun& operator=(const SequenceRun&) = delete;
+
+    const std::vector<int32_t>& tokens() const { return tokens_; }
+    SequenceKv& kv() { return kv_; }
+    int64_t unfed() const { return int64_t(tokens_.size()) - kv_.n_tokens(); }
+    int64_t n_prompt() const { return n_prompt_; }
+    const std::vector<int32_t>& generated() const { return generated_; }  // the output (no EOG)
+    int64_t n_sampled() const { return n_sampled_; }  // generated, plus a final EOG token
+    int64_t first_token_ns() const { return first_token_ns_; }  // now_ns() of the first sample; 0: none
+    StopReason stop_reason() const { return reason_; }
+    bool stopped() const { return reason_ != StopReason::NONE; }
+
+    // Ends the run (first reason wins). Unless CANCELLED or ERROR, the text still held back
+    // (decoder bytes, a possible stop-string prefix) is sent.
+    void stop(StopReason r);
+
+private:
+    friend ForwardStatus step_runs(Engine& engine, std::span<SequenceRun* const> runs, int64_t token_budget);
+    void advance(const float* logits, int64_t n_ctx);  // all tokens fed: sample the next one
+    void emit_text(bool final);
+
+    const Model& model_;
+    std::vector<int32_t> tokens_;
+    int64_t n_prompt_ = 0;
+    RunLimits limits_;
+    SequenceKv& kv_;
+    std::unique_ptr<model::Sampler> sampler_;
+    std::unique_ptr<model::StreamDecoder> decoder_;  // set when on_text is
+    std::function<void(std::string_view)> on_text_;
+    std::function<void(int32_t)> on_token_;
+    std::vector<int32_t> generated_;
+    int64_t n_sampled_ = 0;
+    int64_t first_token_ns_ = 0;
+    std::string text_;   // decoded text so far
+    size_t sent_ = 0;    // bytes of text_ handed to on_text
+    int64_t feed_now_ = 0;  // tokens fed in the current step
+    StopReason reason_ = StopReason::NONE;
+};
+
+// One engine step over the runs that have tokens to feed (stopped runs are skipped): decode
+// tokens first (one each), then prompt chunks within token_budget tokens, in one forward; then
+// each run whose tokens are all fed samples its next token and may stop. On KV_FULL nothing was
+// computed or changed: the caller frees memory and calls again, or stops runs. CTX_EXCEEDED
+// cannot happen for runs the caller keeps within the context (advance() stops them first).
+ForwardStatus step_runs(Engine& engine, std::span<SequenceRun* const> runs, int64_t token_budget);
 
 struct GenerateOptions {
     int64_t n_predict = 128;          // tokens to generate at most; < 0: until EOG or context full
@@ -38,7 +125,7 @@ struct GenerateStats {
     int64_t n_decode = 0;       // decode forwards (generated tokens after the first)
     double decode_ms = 0;
     int64_t n_generated = 0;    // tokens generated, including the first
-    std::string stop_reason;    // "eog", "length", "context"
+    std::string stop_reason;    // stop_reason_name(): "eog", "length", "context"
 
     double prefill_tok_per_s() const {
         return prefill_ms > 0 ? double(n_prompt - n_prompt_cached) * 1e3 / prefill_ms : 0;

@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "server/api_error.h"
 #include "server/completion_request.h"
+#include "server/http_transport.h"
 
 namespace duet::server {
 namespace {
@@ -81,12 +82,13 @@ void register_server_metrics(Metrics& m) {
     m.add_gauge("duet_requests_running", "Requests in the running batch");
     m.add_gauge("duet_kv_blocks_used", "KV cache blocks in use (sequences and prefix cache)");
     m.add_gauge("duet_kv_blocks_free", "KV cache blocks free");
-    m.add_gauge("duet_kv_blocks_total", "KV cache blocks in the pool");
+    m.add_gauge("duet_kv_blocks_capacity", "KV cache blocks in the pool");
     m.add_gauge("duet_prefix_cache_blocks", "KV blocks remembered by the prefix cache");
-    m.add_gauge("duet_prefix_cache_lookup_tokens", "Prompt tokens looked up in the prefix cache");
-    m.add_gauge("duet_prefix_cache_hit_tokens", "Prompt tokens served from the prefix cache");
+    m.add_counter("duet_prefix_cache_lookup_tokens_total", "Prompt tokens looked up in the prefix cache");
+    m.add_counter("duet_prefix_cache_hit_tokens_total", "Prompt tokens served from the prefix cache");
     m.add_gauge("duet_prefix_cache_hit_rate", "hit_tokens / lookup_tokens of the prefix cache");
-    m.add_gauge("duet_batch_preemptions", "Requests preempted for recomputation because the KV pool was full");
+    m.add_counter("duet_batch_preemptions_total", "Requests preempted for recomputation because the KV pool was full");
+    m.add_counter("duet_engine_step_failures_total", "Engine steps that threw (their requests got 500)");
     const std::vector<double> latency = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
     m.add_histogram("duet_ttft_seconds", "Time to first token (host)", latency);
     m.add_histogram("duet_tbt_seconds", "Mean time between tokens of a request (host)", latency);
@@ -97,8 +99,9 @@ HttpServer::HttpServer(ServerOptions opts, runtime::Batcher& batcher, TaskServic
                        ModelledTimings timings)
     : opts_(std::move(opts)), batcher_(batcher), tasks_(tasks), metrics_(metrics), timings_(std::move(timings)),
       http_(std::make_unique<httplib::Server>()) {
-    const int threads = opts_.http_threads;
-    http_->new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
+    const size_t threads = size_t(std::max(1, opts_.http_threads));
+    const size_t cap = std::max<size_t>(1, opts_.max_connections);
+    http_->new_task_queue = [threads, cap] { return new ConnectionLimiter(threads, cap); };
     http_->set_payload_max_length(opts_.max_body_bytes);
     // The library listens with a backlog of 5 (compiled in): a burst of more simultaneous
     // connects overflows it and the kernel drops SYNs, which clients retry only after 1 s.
@@ -138,18 +141,21 @@ void HttpServer::check_auth(const std::string& header) const {
             "You didn't provide an API key. Provide it in an Authorization header: 'Authorization: Bearer YOUR_KEY'");
     if (header.compare(0, kBearer.size(), kBearer) != 0)
         throw ApiError::unauthorized("The Authorization header must have the form 'Bearer YOUR_KEY'");
-    const std::string given = header.substr(kBearer.size());
-    const std::string& want = *opts_.api_key;
-    // Constant-time comparison: no early exit on the first differing byte.
-    unsigned diff = unsigned(given.size() ^ want.size());
-    for (size_t i = 0; i < given.size(); ++i) diff |= unsigned(uint8_t(given[i]) ^ uint8_t(want[i % want.size()]));
-    if (diff != 0) throw ApiError::unauthorized("Incorrect API key provided");
+    if (!keys_equal(header.substr(kBearer.size()), *opts_.api_key))  // constant-time
+        throw ApiError::unauthorized("Incorrect API key provided");
 }
 
 void HttpServer::routes() {
     auto& s = *http_;
     s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         metrics_.inc("duet_http_requests_total");
+        if (over_connection_cap()) {
+            res.set_header("Connection", "close");
+            send_error(res, ApiError::unavailable(fmt::format(
+                                "The server has {} connections open, its limit (--max-connections); retry later",
+                                opts_.max_connections)));
+            return httplib::Server::HandlerResponse::Handled;
+        }
         if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
         try {
             check_auth(req.get_header_value("Authorization"));
@@ -176,8 +182,7 @@ void HttpServer::routes() {
         if (res.status == 404)
             send_error(res, ApiError::not_found(fmt::format("Unknown route: {} {}", req.method, req.path)));
         else if (res.status == 413)
-            send_error(res, ApiError::too_large(
-                                fmt::format("Request body is larger than the server's limit of {} bytes", opts_.max_body_bytes)));
+            send_error(res, ApiError::too_large(body_too_large_message(opts_.max_body_bytes)));
         else if (res.status == 405)
             send_error(res, ApiError(405, "invalid_request_error", fmt::format("Method {} is not allowed on {}", req.method, req.path)));
         else
@@ -196,13 +201,14 @@ void HttpServer::routes() {
         metrics_.set("duet_requests_running", double(st.running));
         metrics_.set("duet_kv_blocks_used", double(st.kv_blocks_used));
         metrics_.set("duet_kv_blocks_free", double(st.kv_blocks_free));
-        metrics_.set("duet_kv_blocks_total", double(st.kv_blocks_total));
+        metrics_.set("duet_kv_blocks_capacity", double(st.kv_blocks_total));
         metrics_.set("duet_prefix_cache_blocks", double(st.prefix_cached_blocks));
-        metrics_.set("duet_prefix_cache_lookup_tokens", double(st.prefix_lookup_tokens));
-        metrics_.set("duet_prefix_cache_hit_tokens", double(st.prefix_hit_tokens));
+        metrics_.set_total("duet_prefix_cache_lookup_tokens_total", double(st.prefix_lookup_tokens));
+        metrics_.set_total("duet_prefix_cache_hit_tokens_total", double(st.prefix_hit_tokens));
         metrics_.set("duet_prefix_cache_hit_rate",
                      st.prefix_lookup_tokens ? double(st.prefix_hit_tokens) / double(st.prefix_lookup_tokens) : 0.0);
-        metrics_.set("duet_batch_preemptions", double(st.preemptions));
+        metrics_.set_total("duet_batch_preemptions_total", double(st.preemptions));
+        metrics_.set_total("duet_engine_step_failures_total", double(st.step_failures));
         res.set_content(metrics_.render(), "text/plain; version=0.0.4");
     });
     auto model_json = [this] {
@@ -217,17 +223,20 @@ void HttpServer::routes() {
             throw ApiError::not_found(fmt::format("The model '{}' does not exist", req.matches[1].str()), "model");
         send_json(res, 200, model_json());
     });
-    s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    // POST bodies are read through a counting reader (http_transport.h): the size limit holds
+    // while reading, for chunked bodies too, and the body is JSON whatever its Content-Type.
+    using Reader = httplib::ContentReader;
+    s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res, const Reader& rd) {
         HttpExchange ex{req, res};
-        handle_completion(req.body, true, ex);
+        handle_completion(read_body(req, res, rd, opts_.max_body_bytes), true, ex);
     });
-    s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res, const Reader& rd) {
         HttpExchange ex{req, res};
-        handle_completion(req.body, false, ex);
+        handle_completion(read_body(req, res, rd, opts_.max_body_bytes), false, ex);
     });
 
-    s.Post("/v1/tasks", [this](const httplib::Request& req, httplib::Response& res) {
-        json body = json::parse(req.body, nullptr, false);
+    s.Post("/v1/tasks", [this](const httplib::Request& req, httplib::Response& res, const Reader& rd) {
+        json body = json::parse(read_body(req, res, rd, opts_.max_body_bytes), nullptr, false);
         if (body.is_discarded()) throw ApiError::bad_request("request body is not valid JSON");
         const std::string id = tasks_.submit(body);
         send_json(res, 200, TaskService::to_json(*tasks_.store().get(id)));
@@ -333,8 +342,9 @@ void HttpServer::handle_completion(const std::string& body, bool chat, HttpExcha
                            prompt_param, "context_length_exceeded");
         case runtime::SubmitStatus::KV_TOO_SMALL:
             throw ApiError::unavailable(fmt::format(
-                "The KV cache cannot hold a prompt of {} tokens even when empty; start the server with a larger "
-                "--ctx or [memory] cache_limit_mb", n_prompt));
+                "The KV cache pool ({} blocks) cannot hold a prompt of {} tokens even when empty; start the server "
+                "with a larger --kv-blocks (or, with --kv-blocks 0, a larger --ctx or --parallel)",
+                batcher_.stats().kv_blocks_total, n_prompt));
         case runtime::SubmitStatus::STOPPED: throw ApiError::unavailable("The server is shutting down");
     }
 

@@ -5,6 +5,8 @@
 //   auth      Bearer key on /v1/* when ServerOptions::api_key is set (401 otherwise);
 //             /health and /metrics are open, as in vLLM and llama.cpp's server.
 //   errors    OpenAI's JSON error object for every 4xx/5xx (api_error.h).
+//   limits    request bodies and open connections (http_transport.h); docs/server.md lists
+//             every limit with its flag.
 //
 // Thread safety: handlers run on httplib's worker threads; generation goes through the
 // Batcher (thread-safe submit), tasks through the TaskService.
@@ -32,8 +34,9 @@ struct ServerOptions {
     int port = 8080;                      // 0: any free port (see HttpServer::port())
     std::optional<std::string> api_key;   // nullopt: no auth (only with --no-auth)
     std::string model_id;                 // the name /v1/models lists and requests must use
-    size_t max_body_bytes = 1 << 20;      // larger bodies get 413
-    int http_threads = 64;                // concurrent connections served
+    size_t max_body_bytes = 1 << 20;      // larger bodies get 413 (checked while reading)
+    int http_threads = 64;                // connections served at once by worker threads
+    size_t max_connections = 256;         // open connections at most (served + waiting); more get 503
     model::ChatTemplate chat_template = model::ChatTemplate::CHATML;
 };
 

@@ -35,8 +35,14 @@ void Metrics::add(const std::string& name, Kind kind, const std::string& help, s
     metrics_.emplace(name, std::move(m));
 }
 
-void Metrics::add_counter(const std::string& name, const std::string& help) { add(name, Kind::COUNTER, help, {}); }
-void Metrics::add_gauge(const std::string& name, const std::string& help) { add(name, Kind::GAUGE, help, {}); }
+void Metrics::add_counter(const std::string& name, const std::string& help) {
+    DUET_CHECK(name.ends_with("_total"), "counter {} must end in _total (Prometheus naming)", name);
+    add(name, Kind::COUNTER, help, {});
+}
+void Metrics::add_gauge(const std::string& name, const std::string& help) {
+    DUET_CHECK(!name.ends_with("_total"), "gauge {} must not end in _total (that names a counter)", name);
+    add(name, Kind::GAUGE, help, {});
+}
 void Metrics::add_histogram(const std::string& name, const std::string& help, std::vector<double> upper_bounds) {
     add(name, Kind::HISTOGRAM, help, std::move(upper_bounds));
 }
@@ -58,6 +64,13 @@ void Metrics::inc(const std::string& name, double by) {
 void Metrics::set(const std::string& name, double value) {
     std::lock_guard<std::mutex> lock(mu_);
     get(name, Kind::GAUGE).value = value;
+}
+
+void Metrics::set_total(const std::string& name, double value) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Metric& m = get(name, Kind::COUNTER);
+    DUET_CHECK(value >= m.value, "counter {} cannot decrease ({} -> {})", name, m.value, value);
+    m.value = value;
 }
 
 void Metrics::observe(const std::string& name, double value) {

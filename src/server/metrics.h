@@ -1,6 +1,7 @@
 #pragma once
 // Process metrics in Prometheus text exposition format (version 0.0.4): counters, gauges and
-// histograms with fixed buckets. Thread-safe: every method may be called from any thread.
+// histograms with fixed buckets. Naming follows Prometheus: a counter's name ends in `_total`
+// (add_counter refuses others) and is typed `counter`; a gauge's does not. Thread-safe: every method may be called from any thread.
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -17,7 +18,10 @@ public:
     void add_histogram(const std::string& name, const std::string& help, std::vector<double> upper_bounds);
 
     void inc(const std::string& name, double by = 1.0);
-    void set(const std::string& name, double value);
+    void set(const std::string& name, double value);  // gauges only
+    // A counter mirrored from a monotonic source (e.g. batcher stats): value must not be below
+    // the counter's current value (a counter never decreases).
+    void set_total(const std::string& name, double value);
     void observe(const std::string& name, double value);
 
     double value(const std::string& name) const;  // counter or gauge; for tests and /health

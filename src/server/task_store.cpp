@@ -1,6 +1,8 @@
 #include "server/task_store.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <random>
@@ -65,6 +67,8 @@ TaskRecord read_row(const Stmt& s) {
 }  // namespace
 
 TaskStore::TaskStore(const std::string& path) : path_(path) {
+    // Created owner-only (0600) before SQLite opens it; its journal files copy this mode.
+    if (const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600); fd >= 0) ::close(fd);
     if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                         nullptr) != SQLITE_OK) {
         std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";

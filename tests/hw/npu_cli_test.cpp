@@ -31,9 +31,9 @@ bool have_binary() { return std::filesystem::exists(std::string(DUET_BINARY_DIR)
 
 TEST(NpuCli, GemvReportsMemoryBound) {
     if (!have_binary()) GTEST_SKIP() << "build the duet target first";
-    const CliRun r = run("--soc Ascend910B2 --op gemv --n 4096 --k 4096 --dispatch graph");
+    const CliRun r = run("--soc Ascend910B2 --op gemv --n 4096 --k 4096 --npu-dispatch graph");
     EXPECT_EQ(r.code, 0) << r.out;
-    EXPECT_NE(r.out.find("Ascend910B2, gemv m=1 n=4096 k=4096 fp16, dispatch graph"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("Ascend910B2, gemv m=1 n=4096 k=4096 f16, dispatch graph"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("  bound             memory\n"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("fractal padding 6.25 %"), std::string::npos) << r.out;
 }
@@ -52,6 +52,6 @@ TEST(NpuCli, AliasAndErrors) {
     r = run("--soc Ascend310P3 --dtype bf16 --m 16 --n 64 --k 64");
     EXPECT_EQ(r.code, 2);
     EXPECT_EQ(r.out, "duet: error: Ascend310P3: bf16 is not supported by this SoC (allowed: f16, i8)\n");
-    r = run("--dispatch fast --n 64 --k 64 --m 1");
-    EXPECT_EQ(r.out, "duet: error: --dispatch = 'fast' is not allowed (allowed: eager, queue0, queue1, queue2, graph)\n");
+    r = run("--npu-dispatch fast --n 64 --k 64 --m 1");
+    EXPECT_EQ(r.out, "duet: error: --npu-dispatch = 'fast' is not allowed (allowed: eager, queue0, queue1, queue2, graph)\n");
 }

@@ -58,7 +58,7 @@ TEST(PimSimCli, BatchAndRequestBytes) {
     EXPECT_NE(r.out.find("1024 requests of 64 B (2 bursts of 32 B)"), std::string::npos) << r.out;
     r = run("pim-sim gemv --pim pim_hbm3_bank --batch 0");
     EXPECT_EQ(r.code, 2);
-    EXPECT_EQ(r.out, "duet: error: --batch 0 is out of range (allowed: 1 to 64)\n");
+    EXPECT_EQ(r.out, "duet: error: --batch: 0 is out of range (allowed: 1 to 64)\n");
 }
 
 TEST(PimSimCli, BadInputExitsTwoWithOneLine) {

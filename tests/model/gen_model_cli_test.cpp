@@ -69,10 +69,11 @@ TEST_F(GenModelCli, BadArgumentsExitWith2AndAClearLine) {
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_EQ(r.out, "duet: error: -o FILE.gguf is required\n");
     r = run("gen-model --arch tiny-llama --layers 0 -o " + (dir_ / "x.gguf").string());
-    EXPECT_EQ(r.exit_code, 0) << "--layers 0 means the preset's count";
+    EXPECT_EQ(r.exit_code, 2);  // leave --layers out for the preset's count
+    EXPECT_EQ(r.out, "duet: error: --layers: 0 is out of range (allowed: 1 to 4096)\n");
     r = run("gen-model --arch tiny-llama --layers -3 -o " + (dir_ / "y.gguf").string());
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_EQ(r.out, "duet: error: --layers -3 is out of range (allowed: 1..4096)\n");
+    EXPECT_EQ(r.out, "duet: error: --layers: -3 is out of range (allowed: 1 to 4096)\n");
     EXPECT_FALSE(fs::exists(dir_ / "y.gguf"));
 }
 

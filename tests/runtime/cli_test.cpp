@@ -124,6 +124,33 @@ TEST(CliRun, BadOptionsAreClearErrors) {
     EXPECT_NE(r.err.find("raise --ctx"), std::string::npos) << r.err;
 }
 
+// --ctx 2000000000 ended in std::bad_alloc (exit 1): the size is now checked before the KV
+// cache is allocated, and the error names the flag, the bytes and the largest context that fits.
+TEST(CliRun, CtxBeyondMemoryIsAUsageErrorBeforeAllocation) {
+    const std::string model = test::generated_model("tiny-llama");
+    ASSERT_FALSE(model.empty());
+    const Result r = run_duet(fmt::format("run -m '{}' -p hi -n 1 --ctx 2000000000", model));
+    EXPECT_EQ(r.rc, 2) << r.err;
+    // tiny-llama: 2 (K, V) x 2 layers x 4 KV heads x 16 x 2 bytes (f16) = 512 bytes a position.
+    EXPECT_EQ(r.err.rfind("duet: error: --ctx 2000000000 needs a KV cache of 953.7 GiB (1 sequence(s), 2 layers, "
+                          "4 KV heads of 16, f16) but ", 0),
+              0u)
+        << r.err;
+    EXPECT_NE(r.err.find("(allowed: 1 to "), std::string::npos) << r.err;
+}
+
+// A context past the model's trained length was accepted silently; now it warns (and runs).
+TEST(CliRun, CtxPastTheTrainedContextWarns) {
+    const std::string model = test::generated_model("tiny-llama");
+    ASSERT_FALSE(model.empty());
+    Result r = run_duet(fmt::format("run -m '{}' -p hi -n 2 --temp 0 --threads 1 --no-timings --ctx 1024", model));
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_NE(r.err.find("--ctx 1024 is past the model's trained context of 512 tokens"), std::string::npos) << r.err;
+    r = run_duet(fmt::format("run -m '{}' -p hi -n 2 --temp 0 --threads 1 --no-timings --ctx 512", model));
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.err.find("trained context"), std::string::npos) << r.err;
+}
+
 TEST(CliRun, ChatWrapsThePromptInTheTemplate) {
     const std::string model = test::generated_model("tiny-qwen2");
     ASSERT_FALSE(model.empty());

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.h"
+#include "server/http_server.h"
+
 namespace duet::server {
 namespace {
 
@@ -33,6 +36,45 @@ TEST(Metrics, RendersPrometheusText) {
               "duet_ttft_seconds_count 3\n");
     EXPECT_EQ(m.value("duet_requests_total"), 3);
     EXPECT_EQ(m.value("duet_ttft_seconds"), 3);
+}
+
+TEST(Metrics, CountersEndInTotalAndNeverDecrease) {
+    // Misuse is a bug (DUET_CHECK aborts naming it).
+    EXPECT_DEATH(Metrics().add_counter("duet_preemptions", "x"), "must end in _total");
+    EXPECT_DEATH(Metrics().add_gauge("duet_things_total", "x"), "must not end in _total");
+    Metrics m;
+    m.add_counter("duet_preemptions_total", "x");
+    m.set_total("duet_preemptions_total", 5);
+    EXPECT_EQ(m.value("duet_preemptions_total"), 5);
+    EXPECT_DEATH(m.set_total("duet_preemptions_total", 4), "cannot decrease");
+    EXPECT_DEATH(m.set("duet_preemptions_total", 9), "not registered with this type");  // set() is for gauges
+}
+
+// The server's monotonic series (preemptions, prefix-cache lookups and hits) were gauges
+// without _total: Prometheus' rate() on them was wrong after a restart.
+TEST(Metrics, ServerMonotonicSeriesAreCounters) {
+    Metrics m;
+    register_server_metrics(m);
+    const std::string text = m.render();
+    for (const char* name : {"duet_batch_preemptions_total", "duet_prefix_cache_lookup_tokens_total",
+                             "duet_prefix_cache_hit_tokens_total", "duet_http_requests_total",
+                             "duet_engine_step_failures_total"})
+        EXPECT_NE(text.find(std::string("# TYPE ") + name + " counter\n"), std::string::npos) << name;
+    EXPECT_EQ(text.find("# TYPE duet_batch_preemptions gauge"), std::string::npos);
+    // Every counter ends in _total; no gauge does.
+    size_t at = 0;
+    while ((at = text.find("# TYPE ", at)) != std::string::npos) {
+        const size_t end = text.find('\n', at);
+        const std::string line = text.substr(at + 7, end - at - 7);
+        const std::string name = line.substr(0, line.find(' '));
+        if (line.ends_with(" counter")) {
+            EXPECT_TRUE(name.ends_with("_total")) << line;
+        }
+        if (line.ends_with(" gauge")) {
+            EXPECT_FALSE(name.ends_with("_total")) << line;
+        }
+        at = end;
+    }
 }
 
 }  // namespace

@@ -130,7 +130,7 @@ TEST_F(ServerTest, ErrorsHaveOpenAiShapeAndStatus) {
     EXPECT_EQ(json::parse(r->body)["error"]["message"], "No task with id 'task-ffffffffffffffff'");
     r = c.Post("/v1/completions", std::string(70000, ' '), "application/json");
     EXPECT_EQ(r->status, 413);
-    EXPECT_EQ(json::parse(r->body)["error"]["message"], "Request body is larger than the server's limit of 65536 bytes");
+    EXPECT_EQ(json::parse(r->body)["error"]["message"], "Request body is larger than the server's limit of 65536 bytes (--max-body-bytes)");
     std::string long_prompt;
     for (int i = 0; i < 300; ++i) long_prompt += " the cat";
     e = post("/v1/completions", {{"prompt", long_prompt}, {"max_tokens", 4}}, 400);
@@ -202,14 +202,14 @@ TEST_F(ServerTest, PrefixOfAConversationIsReused) {
     json msgs = json::array({{{"role", "system"}, {"content", "You are a helpful assistant that tells short stories."}},
                              {{"role", "user"}, {"content", "Tell me a story about a cat and a dog in the park."}}});
     json first = post("/v1/chat/completions", {{"messages", msgs}, {"max_tokens", 8}, {"temperature", 0}});
-    const double hits_before = metric("duet_prefix_cache_hit_tokens");
+    const double hits_before = metric("duet_prefix_cache_hit_tokens_total");
     msgs.push_back({{"role", "assistant"}, {"content", first["choices"][0]["message"]["content"]}});
     msgs.push_back({{"role", "user"}, {"content", "And then?"}});
     json second = post("/v1/chat/completions", {{"messages", msgs}, {"max_tokens", 8}, {"temperature", 0}});
     const int64_t cached = second["usage"]["prompt_tokens_details"]["cached_tokens"];
     EXPECT_GE(cached, 16);  // at least one whole KV block of the shared history
     EXPECT_LT(cached, second["usage"]["prompt_tokens"].get<int64_t>());
-    EXPECT_GE(metric("duet_prefix_cache_hit_tokens"), hits_before + double(cached));
+    EXPECT_GE(metric("duet_prefix_cache_hit_tokens_total"), hits_before + double(cached));
 }
 
 // The client side of the channel: `duet ping` and `duet task` with a settings.json naming this server.
@@ -301,7 +301,8 @@ TEST(ServerStandalone, SmallKvPoolGives503AndPreemptsWithoutChangingOutput) {
     auto r = c.Post("/v1/completions", json{{"prompt", long_prompt}, {"max_tokens", 4}}.dump(), "application/json");
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 503);
-    EXPECT_EQ(json::parse(r->body)["error"]["message"].get<std::string>().rfind("The KV cache cannot hold a prompt of", 0), 0u);
+    EXPECT_EQ(json::parse(r->body)["error"]["message"].get<std::string>().rfind("The KV cache pool (6 blocks) cannot hold a prompt of", 0), 0u);
+    EXPECT_NE(json::parse(r->body)["error"]["message"].get<std::string>().find("--kv-blocks"), std::string::npos);
     // Eight requests that need 6 blocks each cannot run at once: when they overlap, the newest
     // are preempted and recomputed, and every answer equals the one it gets alone.
     const json body = {{"prompt", "Once upon a time there was"}, {"max_tokens", 80}, {"temperature", 0}};
@@ -321,7 +322,7 @@ TEST(ServerStandalone, SmallKvPoolGives503AndPreemptsWithoutChangingOutput) {
     EXPECT_EQ(same.load(), 8);
     // Whether HTTP arrivals overlapped enough to preempt depends on scheduling; the batcher's
     // own test (tests/runtime/batcher_test.cpp) forces and asserts the preemption.
-    EXPECT_NE(c.Get("/metrics")->body.find("\nduet_batch_preemptions "), std::string::npos);
+    EXPECT_NE(c.Get("/metrics")->body.find("\nduet_batch_preemptions_total "), std::string::npos);
     fs::remove_all(dir);
 }
 

@@ -69,6 +69,7 @@ public:
     }
     ~ServerProcess() { kill_now(); }
     int port() const { return port_; }
+    int pid() const { return int(pid_); }
     void kill_now(int sig = SIGKILL) {
         if (pid_ <= 0) return;
         ::kill(pid_, sig);

@@ -1,6 +1,7 @@
 #include "server/task_store.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -25,6 +26,14 @@ protected:
     fs::path dir_;
     std::string path_;
 };
+
+// The database holds task parameters and results: created readable by its owner only.
+TEST_F(TaskStoreTest, DatabaseIsCreatedOwnerOnly) {
+    const mode_t old = ::umask(0022);  // a usual umask would leave it 0644
+    { TaskStore store(path_); store.create("bench", {}); }
+    ::umask(old);
+    EXPECT_EQ(fs::status(path_).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+}
 
 TEST_F(TaskStoreTest, LifeCycleAndResult) {
     TaskStore store(path_);

@@ -169,7 +169,7 @@ TEST(BenchCli, ErrorsAreExactAndExitTwo) {
         << coop_off.out;
     Result zero = run("", std::string(kBench) + " --seq-len 0", false);
     EXPECT_EQ(zero.code, 2);
-    EXPECT_NE(zero.out.find("duet: error: --seq-len = 0 is not allowed (allowed: 1 or more)"), std::string::npos) << zero.out;
+    EXPECT_NE(zero.out.find("duet: error: --seq-len: 0 is out of range (allowed: 1 to 2^24)"), std::string::npos) << zero.out;
     Result one = run("", "bench --gen-len 1");
     EXPECT_EQ(one.code, 0);
     EXPECT_NE(one.out.find("NOT MET: no decode step to measure (--gen-len 1)"), std::string::npos) << one.out;

@@ -1,0 +1,54 @@
+#include "cli/ctx_check.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace duet::cli {
+namespace {
+
+std::string gib(uint64_t bytes) { return fmt::format("{:.1f} GiB", double(bytes) / double(1ull << 30)); }
+
+}  // namespace
+
+uint64_t kv_cache_bytes(const model::Hparams& hp, int64_t n_ctx, int64_t n_seq, DType kv_type) {
+    const long double per_position = 2.0L * double(hp.n_layer) * double(hp.n_head_kv) * double(hp.head_dim) *
+                                     double(dtype_info(kv_type).block_bytes);
+    const long double total = per_position * double(n_ctx) * double(n_seq);
+    return total >= 1.8e19L ? UINT64_MAX : uint64_t(total);
+}
+
+uint64_t available_memory_bytes() {
+    std::ifstream f("/proc/meminfo");
+    std::string key;
+    uint64_t kb = 0;
+    std::string unit;
+    while (f >> key >> kb >> unit)
+        if (key == "MemAvailable:") return kb * 1024;
+    return 0;
+}
+
+void check_ctx(const model::Hparams& hp, int64_t n_ctx, int64_t n_seq, DType kv_type, const std::string& flag,
+               uint64_t available_bytes) {
+    // The engine's default (0): min(trained context, 4096), see runtime/engine.h.
+    const int64_t ctx = n_ctx > 0 ? n_ctx : std::min<int64_t>(hp.n_ctx_train > 0 ? hp.n_ctx_train : 4096, 4096);
+    const uint64_t need = kv_cache_bytes(hp, ctx, n_seq, kv_type);
+    if (available_bytes > 0 && need > available_bytes) {
+        const uint64_t per_ctx = std::max<uint64_t>(1, kv_cache_bytes(hp, 1, n_seq, kv_type));
+        const uint64_t max_ctx = available_bytes / per_ctx;
+        fail("{} {} needs a KV cache of {} ({} sequence(s), {} layers, {} KV heads of {}, {}) but {} of memory is "
+             "available (allowed: 1 to {} for this model on this machine)",
+             flag, ctx, gib(need), n_seq, hp.n_layer, hp.n_head_kv, hp.head_dim, dtype_name(kv_type),
+             gib(available_bytes), max_ctx);
+    }
+    if (hp.n_ctx_train > 0 && ctx > hp.n_ctx_train)
+        DUET_LOG_WARN("{} {} is past the model's trained context of {} tokens: positions beyond it were never "
+                      "trained and the output may degrade",
+                      flag, ctx, hp.n_ctx_train);
+}
+
+}  // namespace duet::cli

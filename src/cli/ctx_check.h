@@ -1,0 +1,26 @@
+#pragma once
+// The context size a command asks for (--ctx), checked against the model and this machine
+// *before* the KV cache is allocated: a context the memory cannot hold is a usage error naming
+// the flag, the bytes it needs and the largest context that fits; a context past the model's
+// trained length is allowed with a warning (positions it never saw: quality may drop).
+#include <cstdint>
+#include <string>
+
+#include "core/dtype.h"
+#include "model/hparams.h"
+
+namespace duet::cli {
+
+// KV cache bytes of n_seq sequences of n_ctx positions: 2 (K and V) x layers x positions x
+// n_head_kv x head_dim x element size.
+uint64_t kv_cache_bytes(const model::Hparams& hp, int64_t n_ctx, int64_t n_seq, DType kv_type);
+
+// Bytes the kernel reports available (MemAvailable in /proc/meminfo); 0 when unknown.
+uint64_t available_memory_bytes();
+
+// Throws duet::Error when n_ctx (0: the engine's default, checked as that) needs more KV memory
+// than available_bytes (0: no memory check); warns past hp.n_ctx_train. `flag` names the option.
+void check_ctx(const model::Hparams& hp, int64_t n_ctx, int64_t n_seq, DType kv_type, const std::string& flag,
+               uint64_t available_bytes);
+
+}  // namespace duet::cli

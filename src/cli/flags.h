@@ -1,0 +1,68 @@
+#pragma once
+// One way to declare a command-line flag, shared by every `duet` subcommand, so that a numeric
+// flag cannot come without its allowed range and a default is shown the same way everywhere.
+//
+//   number()   a numeric option with [lo, hi]: the raw text is checked before conversion, so
+//              "-5" for an unsigned, "1e30", "nan" or a value past the type's range are usage
+//              errors: "duet: error: --bytes: -5 is out of range (allowed: 1 to 2^40)", exit 2.
+//              The help line shows the range and the default the one way CLI11 shows
+//              defaults: "INT:in 0 to 256=0"; a default computed at run time shows where it
+//              comes from ("=settings runtime.seq_len"), never "(default ...)" in the text.
+//   alias()    a deprecated spelling of a flag (still accepted, warns on use, named in the canonical flag's help).
+//   value_alias()  a deprecated spelling of a value ("fp16" for "f16").
+//
+// Thread safety: call while building the CLI (main thread).
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <type_traits>
+
+namespace duet::cli {
+
+// Text of a range bound as the help and errors show it (powers of two >= 2^20 as 2^N).
+std::string bound_text(long double v, bool integral);
+
+// Validator: the argument is a number of the option's kind (integral or not) within [lo, hi].
+CLI::Validator range_check(long double lo, long double hi, bool integral);
+
+// Marker: the option has no default value worth showing (e.g. "from settings"); pass the text
+// that explains where the value comes from instead.
+struct DefaultFrom {
+    std::string text;
+};
+
+template <class T>
+CLI::Option* number(CLI::App* app, const std::string& names, T& target, const std::string& help, T lo, T hi) {
+    static_assert(std::is_arithmetic_v<T>, "number() is for numeric options");
+    return app->add_option(names, target, help)
+        ->check(range_check(static_cast<long double>(lo), static_cast<long double>(hi), std::is_integral_v<T>))
+        ->capture_default_str();
+}
+
+// Same, with a default computed at run time (shown as =text).
+template <class T>
+CLI::Option* number(CLI::App* app, const std::string& names, T& target, const std::string& help, T lo, T hi,
+                    const DefaultFrom& dflt) {
+    return number(app, names, target, help, lo, hi)->default_str(dflt.text);
+}
+
+// A string option with its default shown as =value (or =text for a computed default).
+CLI::Option* text(CLI::App* app, const std::string& names, std::string& target, const std::string& help);
+CLI::Option* text(CLI::App* app, const std::string& names, std::string& target, const std::string& help,
+                  const DefaultFrom& dflt);
+
+// A hidden deprecated flag name: sets `target` like `canonical` does and warns on use.
+CLI::Option* alias(CLI::App* app, const std::string& old_name, const std::string& canonical, std::string& target);
+
+// Maps a deprecated value spelling to its canonical one (with a warning on stderr), e.g.
+// value_alias("--dtype", {{"fp16", "f16"}}); other values pass unchanged.
+CLI::Validator value_alias(const std::string& flag, const std::map<std::string, std::string>& deprecated);
+
+// Largest values accepted where nothing smaller is natural (documented per flag).
+inline constexpr int64_t kMaxThreads = 256;  // assumption: more threads than any host duet targets has cores
+inline constexpr int64_t kMaxCtx = (int64_t(1) << 31) - 1;  // positions are int32 in kernels; memory decides below
+inline constexpr int64_t kMaxTokens = int64_t(1) << 24;  // assumption: 16 M tokens, far past any trained context
+inline constexpr int64_t kMaxSeed = (int64_t(1) << 32) - 1;  // seeds are 32-bit (std::mt19937)
+
+}  // namespace duet::cli

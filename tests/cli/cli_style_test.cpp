@@ -1,0 +1,210 @@
+// One CLI style for every `duet` subcommand, on the real binary. The commands and their
+// options are discovered from --help, so a subcommand or numeric flag added later is walked
+// too: every usage error exits 2 with "duet: error:", every numeric flag declares its allowed
+// range (cli/flags.h) and refuses absurd values naming the flag and that range.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Result {
+    int rc = -1;
+    std::string out, err;
+};
+
+Result duet(const std::string& args) {
+    const std::string base = std::string(DUET_BINARY_DIR) + "/cli_style." + std::to_string(::getpid());
+    const std::string cmd = std::string(DUET_BINARY_DIR) + "/duet " + args + " > " + base + ".out 2> " + base + ".err";
+    const int status = std::system(cmd.c_str());
+    auto slurp = [](const std::string& p) {
+        std::ifstream f(p, std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(f), {});
+    };
+    Result r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(base + ".out"), slurp(base + ".err")};
+    std::remove((base + ".out").c_str());
+    std::remove((base + ".err").c_str());
+    return r;
+}
+
+// The lines of one section ("Options:", "Subcommands:") of a --help text.
+std::vector<std::string> section(const std::string& help, const std::string& title) {
+    std::vector<std::string> lines;
+    std::istringstream in(help);
+    std::string line;
+    bool inside = false;
+    while (std::getline(in, line)) {
+        if (!line.empty() && line[0] != ' ') inside = line.rfind(title, 0) == 0;
+        else if (inside && line.size() > 2 && line[2] != ' ') lines.push_back(line);
+    }
+    return lines;
+}
+
+// Every command path ("run", "pim-sim mem", "task submit", ...) that runs something.
+std::vector<std::string> command_paths(const std::string& prefix = "") {
+    std::vector<std::string> paths;
+    const std::string help = duet(prefix + " --help").out;
+    const auto subs = section(help, "Subcommands:");
+    if (subs.empty() && !prefix.empty()) paths.push_back(prefix.substr(1));
+    for (const auto& l : subs) {
+        std::istringstream w(l);
+        std::string name;
+        w >> name;
+        for (const auto& p : command_paths(prefix + " " + name)) paths.push_back(p);
+    }
+    return paths;
+}
+
+struct OptionLine {
+    std::string name, type, line;
+};
+
+std::vector<OptionLine> options_of(const std::string& path) {
+    std::vector<OptionLine> opts;
+    for (const auto& l : section(duet(path + " --help").out, "Options:")) {
+        std::istringstream w(l);
+        std::string names, type;
+        w >> names >> type;
+        std::string longest;  // the long name CLI11 reports in errors
+        std::istringstream n(names);
+        for (std::string part; std::getline(n, part, ',');)
+            if (part.rfind("--", 0) == 0 && longest.empty()) longest = part;
+        if (!longest.empty()) opts.push_back({longest, type, l});
+    }
+    return opts;
+}
+
+bool numeric(const std::string& type) {
+    return type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0 || type.rfind("FLOAT", 0) == 0;
+}
+
+TEST(CliStyle, EveryCommandIsFound) {
+    const auto paths = command_paths();
+    const std::set<std::string> have(paths.begin(), paths.end());
+    for (const char* p : {"run", "serve", "bench", "pim-sim mem", "pim-sim gemv", "pim-sim npu", "gen-model",
+                          "logits", "doctor", "task submit"})
+        EXPECT_TRUE(have.count(p)) << p;
+}
+
+// Parser errors exited 105/106/109 without the prefix.
+TEST(CliStyle, UsageErrorsExit2WithThePrefixInEveryCommand) {
+    for (const auto& path : command_paths()) {
+        const Result r = duet(path + " --no-such-flag 1");
+        EXPECT_EQ(r.rc, 2) << path << ": " << r.err;
+        EXPECT_EQ(r.err.rfind("duet: error: ", 0), 0u) << path << ": " << r.err;
+    }
+    Result r = duet("");  // `duet` alone: the usage, exit 2
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_NE(r.err.find("Usage:"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("duet: error: a subcommand is required"), std::string::npos) << r.err;
+    r = duet("no-such-command");
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_EQ(r.err.rfind("duet: error: ", 0), 0u) << r.err;
+    r = duet("run -m x.gguf");  // a required option missing
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_EQ(r.err.rfind("duet: error: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find("--prompt"), std::string::npos) << r.err;
+    EXPECT_EQ(duet("--help").rc, 0);
+    EXPECT_EQ(duet("run --help").rc, 0);
+    EXPECT_EQ(duet("--version").rc, 0);
+}
+
+// Every numeric flag of every command refuses absurd values with exit 2, naming the flag and
+// its allowed range. A numeric flag declared without a range fails here ("allowed" missing).
+TEST(CliStyle, EveryNumericFlagIsRangeChecked) {
+    int checked = 0;
+    for (const auto& path : command_paths())
+        for (const auto& o : options_of(path)) {
+            if (!numeric(o.type)) continue;
+            EXPECT_NE(o.type.find(":in"), std::string::npos) << path << " " << o.name << " has no range: " << o.line;
+            for (const char* v : {"-99999999999999999999", "99999999999999999999", "1e300", "nan", "abc"}) {
+                const Result r = duet(path + " " + o.name + "=" + v);
+                EXPECT_EQ(r.rc, 2) << path << " " << o.name << "=" << v << ": " << r.err;
+                EXPECT_EQ(r.err.rfind("duet: error: " + o.name + ": ", 0), 0u)
+                    << path << " " << o.name << "=" << v << ": " << r.err;
+                EXPECT_NE(r.err.find("allowed: "), std::string::npos) << path << " " << o.name << "=" << v;
+            }
+            ++checked;
+        }
+    EXPECT_GT(checked, 40);  // run, serve, bench, pim-sim ... together declare dozens
+}
+
+// The findings of issue 12, each with its exact message.
+TEST(CliStyle, AbsurdValuesFromTheIssueAreErrorsWithTheRange) {
+    struct Case {
+        const char* args;
+        const char* err;
+    };
+    const Case cases[] = {
+        {"pim-sim mem --memory lpddr5 --bytes -5", "duet: error: --bytes: -5 is out of range (allowed: 1 to 2^40)"},
+        {"pim-sim mem --memory lpddr5 --bytes 18446744073709551615",
+         "duet: error: --bytes: 18446744073709551615 is out of range (allowed: 1 to 2^40)"},
+        {"run -m x -p y --threads -1", "duet: error: --threads: -1 is out of range (allowed: 0 to 256)"},
+        {"run -m x -p y --threads 1000", "duet: error: --threads: 1000 is out of range (allowed: 0 to 256)"},
+        {"run -m x -p y -n -2", "duet: error: --n-predict: -2 is out of range (allowed: -1 to 2^24)"},
+        {"run -m x -p y --seed -2", "duet: error: --seed: -2 is out of range (allowed: -1 to 2^63-1)"},
+        {"gen-model --arch tiny-llama -o x.gguf --layers 0",
+         "duet: error: --layers: 0 is out of range (allowed: 1 to 4096)"},
+        {"bench --tbt-reduction-min -1", "duet: error: --tbt-reduction-min: -1 is out of range (allowed: 0 to 1)"},
+        {"bench --memory-increase-max 50", "duet: error: --memory-increase-max: 50 is out of range (allowed: 0 to 10)"},
+    };
+    for (const auto& c : cases) {
+        const Result r = duet(c.args);
+        EXPECT_EQ(r.rc, 2) << c.args;
+        EXPECT_EQ(r.err.substr(0, r.err.find('\n')), c.err) << c.args;
+    }
+}
+
+TEST(CliStyle, LogLevelWorksBeforeAndAfterTheSubcommand) {
+    for (const char* args : {"--log-level nonsense version", "version --log-level nonsense",
+                             "pim-sim mem --log-level nonsense --memory lpddr5"}) {
+        const Result r = duet(args);
+        EXPECT_EQ(r.rc, 2) << args;
+        EXPECT_EQ(r.err.rfind("duet: error: ", 0), 0u) << args << ": " << r.err;
+        EXPECT_NE(r.err.find("--log-level"), std::string::npos) << args << ": " << r.err;
+    }
+    EXPECT_EQ(duet("version --log-level error").rc, 0);
+}
+
+// Defaults were shown three ways ("(default X)", "(default: X)", "=X"); now only as CLI11's =X.
+TEST(CliStyle, DefaultsAreShownOneWayInEveryHelp) {
+    for (const auto& path : command_paths())
+        for (const auto& o : options_of(path)) {
+            EXPECT_EQ(o.line.find("(default"), std::string::npos) << path << ": " << o.line;
+            EXPECT_EQ(o.line.find("default:"), std::string::npos) << path << ": " << o.line;
+        }
+}
+
+TEST(CliStyle, RequiredOptionsAreMarked) {
+    for (const char* path : {"run", "logits", "serve"}) {
+        for (const auto& o : options_of(path))
+            if (o.name == "--model") {
+                EXPECT_NE(o.line.find("REQUIRED"), std::string::npos) << path << ": " << o.line;
+            }
+    }
+}
+
+// One name for one thing: --npu-dispatch and f16 everywhere; the old spellings still work,
+// with a warning.
+TEST(CliStyle, DeprecatedSpellingsStillWorkWithAWarning) {
+    Result r = duet("pim-sim npu --op gemv --n 64 --k 64 --dispatch graph");
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_NE(r.err.find("--dispatch is deprecated; use --npu-dispatch"), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find("dispatch graph"), std::string::npos) << r.out;
+    r = duet("pim-sim npu --op gemv --n 64 --k 64 --dtype fp16");
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_NE(r.err.find("'fp16' is a deprecated spelling; use 'f16'"), std::string::npos) << r.err;
+    r = duet("pim-sim gemv --pim pim_hbm2_fimdram --m 64 --k 64 --dtype f16 --fidelity analytical");
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(duet("pim-sim npu --op gemv --n 64 --k 64 --npu-dispatch graph").rc, 0);
+    EXPECT_NE(duet("bench --help").out.find("--npu-dispatch"), std::string::npos);
+}
+
+}  // namespace
