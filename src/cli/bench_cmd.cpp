@@ -24,7 +24,9 @@ namespace {
 struct BenchArgs {
     std::string baseline = "npu_only", target = "npu_pim_coop";
     int64_t seq_len = -1, gen_len = 256, batch = -1;  // -1: from settings.json
-    std::string model, settings_path, config_path, report, trace, svg, pim, dispatch;
+    std::string model, settings_path, config_path, report, trace, svg, pim, dispatch, topology;
+    int64_t npus = -1, pims = -1;  // -1: from [topology]
+    int64_t trace_steps = -1;      // -1: every decode step
     sim::Thresholds th;
 };
 
@@ -33,6 +35,8 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
     const config::EnvMap env = config::process_env();
     config::Settings st = config::load_settings(a.settings_path, env, known_soc_names());
     config::CoopConfig cfg = config::load_coop_config(a.config_path, env);
+    cfg.topology = topology_from_flags(cfg.topology, a.topology, a.npus, a.pims);
+    if (a.trace_steps < -1) fail("--trace-steps = {} is not allowed (allowed: 0 or more)", a.trace_steps);
     if (root.get_option("--log-level")->count() == 0) set_log_level(st.runtime.log_level, "settings runtime.log_level");
 
     TraceBenchInputs in;
@@ -48,6 +52,7 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
     in.dispatch = a.dispatch;
     in.thresholds = a.th;
     in.record_events = !a.trace.empty();
+    in.trace_steps = a.trace_steps;
     const bool file_mode = model::find_arch_preset(in.model) == nullptr;
     BenchSetup setup = prepare_bench(st, cfg, in, file_mode);
     sim::Plan plan, plan_t;
@@ -97,6 +102,9 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
         std::printf("report: %s\n", a.report.c_str());
     }
     if (!a.trace.empty()) {
+        const size_t events = r.baseline.timeline.events.size() + r.target.timeline.events.size();
+        std::fprintf(stderr, "trace: writing %zu events (%s decode steps) to %s ...\n", events,
+                     a.trace_steps < 0 ? "all" : std::to_string(a.trace_steps).c_str(), a.trace.c_str());
         sim::write_file_atomic(a.trace, sim::chrome_trace_json(r));
         std::printf("trace: %s (open in ui.perfetto.dev or chrome://tracing)\n", a.trace.c_str());
     }
@@ -121,6 +129,7 @@ void register_bench(CLI::App& app) {
         "no weights); a GGUF file also runs the engine for real in both policies and checks the tokens agree.\n"
         "Examples:\n  duet bench --baseline npu_only --target npu_pim_coop --seq-len 2048 --gen-len 256 \\\n"
         "             --model llama2-7b --report reports/coop_2k.json --trace timeline.json --svg chart.svg\n"
+        "  duet bench --model llama2-7b --pims 2        (decode GEMVs split across two PIM devices)\n"
         "  duet bench -m model.gguf --seq-len 64 --gen-len 32");
     a->settings_path = std::string(DUET_DEFAULT_CONFIG_DIR) + "/settings.json";
     a->config_path = std::string(DUET_DEFAULT_CONFIG_DIR) + "/config.toml";
@@ -136,7 +145,13 @@ void register_bench(CLI::App& app) {
     c->add_option("--npu-dispatch", a->dispatch,
                   "NPU host launch mode: eager, queue0, queue1 (default, TASK_QUEUE_ENABLE=1), queue2, graph");
     c->add_option("--report", a->report, "Write the JSON report here (docs/report-schema.md)");
-    c->add_option("--trace", a->trace, "Write a Chrome/Perfetto trace of both timelines");
+    c->add_option("--trace", a->trace, "Write a Chrome/Perfetto trace of both timelines (one track group per device and link)");
+    c->add_option("--trace-steps", a->trace_steps, "Decode steps the trace records (default: all; prefill is always recorded)");
+    c->add_option("--npus", a->npus, "NPUs in the simulated machine (default: config.toml [topology] npus = 1)");
+    c->add_option("--pims", a->pims,
+                  "PIM devices; decode GEMVs are split by rows across them (default: config.toml [topology] pims = 1)");
+    c->add_option("--topology", a->topology,
+                  "TOML file with a [topology] section (npus, pims, npu_link, pim_link, pim_presets; docs/topology.md)");
     c->add_option("--svg", a->svg, "Write an SVG chart: TBT per token and memory breakdown");
     c->add_option("--tbt-reduction-min", a->th.tbt_reduction_min, "Verdict: required TBT reduction (fraction)")
         ->capture_default_str();
