@@ -48,10 +48,7 @@ void BM_TraceOnlyLlama2_7b_2048_256(benchmark::State& state) {
     sim::ModelShape s{"llama2-7b", 32000, 4096, 32, 32, 32, 11008, 128, false, false, DType::F16, DType::F16};
     Roofline npu(350e3, 1600, false), pim(1e6, 6400, true);
     Layout lay;
-    sim::SimHardware hw;
-    hw.npu = &npu;
-    hw.pim = &pim;
-    hw.layout = &lay;
+    sim::SimHardware hw = sim::npu_pim_hardware(&npu, &pim, &lay);
     hw.mem_bw_gbps = 1600;
     hw.pim_internal_bw_gbps = 6400;
     spdlog::set_level(spdlog::level::warn);

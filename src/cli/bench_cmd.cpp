@@ -25,7 +25,9 @@ namespace {
 struct BenchArgs {
     std::string baseline = "npu_only", target = "npu_pim_coop";
     int64_t seq_len = -1, gen_len = 256, batch = -1;  // -1: from settings.json
-    std::string model, settings_path, config_path, report, trace, svg, pim, dispatch;
+    std::string model, settings_path, config_path, report, trace, svg, pim, dispatch, topology;
+    int64_t npus = -1, pims = -1;  // -1: from [topology]
+    int64_t trace_steps = -1;      // -1: every decode step
     sim::Thresholds th;
     bool fuse = false;
 };
@@ -35,6 +37,8 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
     const config::EnvMap env = config::process_env();
     config::Settings st = config::load_settings(a.settings_path, env, known_soc_names());
     config::CoopConfig cfg = config::load_coop_config(a.config_path, env);
+    cfg.topology = topology_from_flags(cfg.topology, a.topology, a.npus, a.pims);
+    if (a.trace_steps < -1) fail("--trace-steps = {} is not allowed (allowed: 0 or more)", a.trace_steps);
     if (root.get_option("--log-level")->count() == 0) set_log_level(st.runtime.log_level, "settings runtime.log_level");
 
     TraceBenchInputs in;
@@ -51,6 +55,7 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
     in.thresholds = a.th;
     in.record_events = !a.trace.empty();
     in.fuse = a.fuse;
+    in.trace_steps = a.trace_steps;
     const bool file_mode = model::find_arch_preset(in.model) == nullptr;
     BenchSetup setup = prepare_bench(st, cfg, in, file_mode);
     sim::Plan plan, plan_t;
@@ -100,6 +105,9 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
         std::printf("report: %s\n", a.report.c_str());
     }
     if (!a.trace.empty()) {
+        const size_t events = r.baseline.timeline.events.size() + r.target.timeline.events.size();
+        std::fprintf(stderr, "trace: writing %zu events (%s decode steps) to %s ...\n", events,
+                     a.trace_steps < 0 ? "all" : std::to_string(a.trace_steps).c_str(), a.trace.c_str());
         sim::write_file_atomic(a.trace, sim::chrome_trace_json(r));
         std::printf("trace: %s (open in ui.perfetto.dev or chrome://tracing)\n", a.trace.c_str());
     }
@@ -124,6 +132,7 @@ void register_bench(CLI::App& app) {
         "no weights); a GGUF file also runs the engine for real in both policies and checks the tokens agree.\n"
         "Examples:\n  duet bench --baseline npu_only --target npu_pim_coop --seq-len 2048 --gen-len 256 \\\n"
         "             --model llama2-7b --report reports/coop_2k.json --trace timeline.json --svg chart.svg\n"
+        "  duet bench --model llama2-7b --pims 2        (decode GEMVs split across two PIM devices)\n"
         "  duet bench -m model.gguf --seq-len 64 --gen-len 32");
     a->settings_path = std::string(DUET_DEFAULT_CONFIG_DIR) + "/settings.json";
     a->config_path = std::string(DUET_DEFAULT_CONFIG_DIR) + "/config.toml";
@@ -143,7 +152,15 @@ void register_bench(CLI::App& app) {
          DefaultFrom{"queue1"});
     c->add_flag("--fuse", a->fuse, "Fuse Q/K/V and gate/up into one matmul each (graph pass; changes the modelled times)");
     c->add_option("--report", a->report, "Write the JSON report here (docs/report-schema.md)");
-    c->add_option("--trace", a->trace, "Write a Chrome/Perfetto trace of both timelines");
+    c->add_option("--trace", a->trace, "Write a Chrome/Perfetto trace of both timelines (one track group per device and link)");
+    number(c, "--trace-steps", a->trace_steps, "Decode steps the trace records (prefill is always recorded)",
+           int64_t(0), int64_t(1) << 20, DefaultFrom{"all"});
+    number(c, "--npus", a->npus, "NPUs in the simulated machine", int64_t(1), int64_t(64),
+           DefaultFrom{"config.toml [topology] npus = 1"});
+    number(c, "--pims", a->pims, "PIM devices; decode GEMVs are split by rows across them", int64_t(0), int64_t(64),
+           DefaultFrom{"config.toml [topology] pims = 1"});
+    text(c, "--topology", a->topology,
+         "TOML file with a [topology] section (npus, pims, npu_link, pim_link, pim_presets; docs/topology.md)");
     c->add_option("--svg", a->svg, "Write an SVG chart: TBT per token and memory breakdown");
     number(c, "--tbt-reduction-min", a->th.tbt_reduction_min, "Verdict: required TBT reduction (fraction)", 0.0, 1.0);
     number(c, "--ttft-increase-max-ms", a->th.ttft_increase_max_ms, "Verdict: allowed TTFT increase (ms)", 0.0,

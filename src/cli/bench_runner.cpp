@@ -1,17 +1,94 @@
 #include "cli/bench_runner.h"
 
+#include <deque>
 #include <filesystem>
+#include <map>
+#include <mutex>
 
 #include "core/error.h"
 #include "format/gguf.h"
+#include "hw/memory_presets.h"
 #include "hw/npu/npu_device.h"
 #include "hw/npu/npu_preset.h"
 #include "layout/pim_layout.h"
 #include "model/arch_presets.h"
 #include "model/hparams.h"
 #include "runtime/model_shape.h"
+#include "sim/topology.h"
 
 namespace duet::cli {
+
+namespace {
+
+// What makes two rigs differ: every settings/config value the rig reads, the overrides and
+// the presets folder.
+std::string rig_key(const config::Settings& st, const config::CoopConfig& cfg, const std::string& pim,
+                    const std::string& dispatch) {
+    std::string key = st.ascend.soc_version + "|" + pim + "|" + dispatch + "|" + hw::config_dir();
+    for (const auto& f : config::coop_config_fields()) key += "|" + f.show(cfg);
+    return key;
+}
+
+struct RigCache {
+    std::mutex mu;
+    std::map<std::string, std::shared_ptr<const sim::HardwareRig>> rigs;
+    std::deque<std::string> order;  // oldest first
+    int64_t built = 0;
+};
+RigCache& rig_cache() {
+    static RigCache cache;
+    return cache;
+}
+
+}  // namespace
+
+std::shared_ptr<const sim::HardwareRig> cached_hardware_rig(const config::Settings& st, const config::CoopConfig& cfg,
+                                                            const std::string& pim_preset,
+                                                            const std::string& npu_dispatch) {
+    const std::string key = rig_key(st, cfg, pim_preset, npu_dispatch);
+    RigCache& c = rig_cache();
+    {
+        std::lock_guard<std::mutex> lock(c.mu);
+        auto it = c.rigs.find(key);
+        if (it != c.rigs.end()) return it->second;
+    }
+    std::shared_ptr<const sim::HardwareRig> rig = sim::make_hardware_rig(st, cfg, pim_preset, npu_dispatch);
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto [it, inserted] = c.rigs.emplace(key, rig);
+    if (inserted) {
+        ++c.built;
+        c.order.push_back(key);
+        if (c.order.size() > 16) {
+            c.rigs.erase(c.order.front());
+            c.order.pop_front();
+        }
+    }
+    return it->second;
+}
+
+int64_t hardware_rigs_built() {
+    std::lock_guard<std::mutex> lock(rig_cache().mu);
+    return rig_cache().built;
+}
+
+config::TopologySection topology_from_flags(const config::TopologySection& base, const std::string& file, int64_t npus,
+                                            int64_t pims) {
+    config::TopologySection t = file.empty() ? base : config::load_topology_file(file, base);
+    if (npus != -1) {
+        if (npus < 1 || npus > 64) fail("--npus = {} is not allowed (allowed: 1 to 64)", npus);
+        t.npus = npus;
+    }
+    if (pims != -1) {
+        if (pims < 0 || pims > 64) fail("--pims = {} is not allowed (allowed: 0 to 64)", pims);
+        const size_t named = config::split_names(t.pim_presets).size();
+        if (named > 0 && int64_t(named) != pims)
+            fail("--pims = {} but topology.pim_presets = \"{}\" names {} presets (allowed: --pims {}, or change "
+                 "pim_presets)", pims, t.pim_presets, named, named);
+        t.pims = pims;
+    }
+    config::check_pim_presets(t);
+    return t;
+}
 
 // --model PRESET|FILE -> the shape the planner needs. Shared with doctor.
 sim::ModelShape bench_model_shape(const std::string& model, const std::string& dtype) {
@@ -35,6 +112,35 @@ std::vector<std::string> known_soc_names() {
     return out;
 }
 
+namespace {
+
+// A shown value ("\"gemv\"", "128", "true") as the JSON value it spells, not as a string of it.
+nlohmann::json shown_value(const std::string& shown) {
+    nlohmann::json v = nlohmann::json::parse(shown, nullptr, /*allow_exceptions=*/false);
+    return v.is_discarded() ? nlohmann::json(shown) : v;
+}
+
+}  // namespace
+
+nlohmann::json config_json(const config::Settings& st, const config::CoopConfig& cfg) {
+    nlohmann::json j;
+    for (const auto& f : config::settings_fields()) j["settings"][f.dotted()] = shown_value(f.show(st));
+    for (const auto& f : config::coop_config_fields()) j["config"][f.dotted()] = shown_value(f.show(cfg));
+    return j;
+}
+
+nlohmann::json topology_json(const sim::SimHardware& hw) {
+    nlohmann::json devices = nlohmann::json::array(), links = nlohmann::json::array();
+    for (const sim::SimDevice& d : hw.devices)
+        devices.push_back({{"name", d.name}, {"kind", sim::device_kind_name(d.kind)}, {"model", d.model->name()},
+                           {"link", d.link >= 0 ? hw.links[size_t(d.link)].name : std::string()}});
+    for (const sim::SimLink& l : hw.links)
+        links.push_back({{"name", l.name}, {"preset", l.preset}, {"shared_memory", l.shared_memory},
+                         {"bandwidth_gbps", l.bandwidth_gbps}, {"latency_ns", l.latency_ns},
+                         {"per_transfer_ns", l.per_transfer_ns}});
+    return {{"devices", devices}, {"links", links}};
+}
+
 BenchSetup prepare_bench(const config::Settings& st, const config::CoopConfig& cfg, const TraceBenchInputs& in,
                          bool file_mode) {
     BenchSetup s;
@@ -44,20 +150,21 @@ BenchSetup prepare_bench(const config::Settings& st, const config::CoopConfig& c
         fail("settings ascend.enable_pim_coop = false but --target = \"{}\" uses the PIM (allowed: set enable_pim_coop "
              "to true, or --target npu_only)", in.target);
     const sim::ModelShape shape = bench_model_shape(in.model, st.runtime.dtype);
-    s.rig = sim::make_hardware_rig(st, cfg, in.pim, in.dispatch);
+    s.rig = cached_hardware_rig(st, cfg, in.pim, in.dispatch);
     for (sim::Policy p : {s.pb, s.pt})
-        if (p != sim::Policy::NPU_ONLY && !s.rig->hw.pim)
+        if (p != sim::Policy::NPU_ONLY && !s.rig->pim)
             fail("policy {} needs a PIM model, but PIM preset '{}' is unavailable: {}", sim::policy_name(p),
                  s.rig->pim_preset, s.rig->pim_unavailable);
-    const std::string want = cfg.pim.precision == "bf16" ? "bfloat16" : "float16";
+    const bool bf16 = cfg.pim.precision == config::PimPrecision::BF16;
+    const std::string want = bf16 ? "bfloat16" : "float16";
     if (!file_mode && (s.pb != sim::Policy::NPU_ONLY || s.pt != sim::Policy::NPU_ONLY) && st.runtime.dtype != want)
         fail("settings runtime.dtype = \"{}\" but config.toml pim.precision = \"{}\": the baseline and the PIM base "
              "would hold different weights (allowed: runtime.dtype float16 with pim.precision fp16, bfloat16 with bf16)",
-             st.runtime.dtype, cfg.pim.precision);
+             st.runtime.dtype, config::pim_precision_name(cfg.pim.precision));
     // [pim] precision: the weight base holds the model in the PIM's operand type
     auto shape_for = [&](sim::Policy p) {
         sim::ModelShape m = shape;
-        if (p != sim::Policy::NPU_ONLY) m.weight_dtype = cfg.pim.precision == "bf16" ? DType::BF16 : DType::F16;
+        if (p != sim::Policy::NPU_ONLY) m.weight_dtype = bf16 ? DType::BF16 : DType::F16;
         return m;
     };
     s.shape_b = shape_for(s.pb);
@@ -76,6 +183,7 @@ sim::BenchReport finish_bench(const config::Settings& st, const config::CoopConf
                               const BenchSetup& s, const sim::Plan& plan_b, const sim::Plan& plan_t, int64_t seq_len) {
     sim::RunOptions ob = sim::run_options_from(cfg, s.pb), ot = sim::run_options_from(cfg, s.pt);
     ob.record_events = ot.record_events = in.record_events;
+    ob.record_decode_steps = ot.record_decode_steps = in.trace_steps;
     const auto& rig = *s.rig;
     sim::BenchReport r;
     r.model = in.model;
@@ -83,7 +191,7 @@ sim::BenchReport finish_bench(const config::Settings& st, const config::CoopConf
     r.gen_len = in.gen_len;
     r.batch = in.batch;
     r.npu = rig.npu->name() + " (" + hw::npu::dispatch_name(rig.npu->options().dispatch) + ")";
-    r.pim = rig.hw.pim ? rig.pim_preset : "none";
+    r.pim = rig.pim ? rig.pim_preset : "none";
     r.memory = rig.hw.memory_name;
     r.thresholds = in.thresholds;
     r.baseline = sim::simulate_run(s.shape_b, plan_b, seq_len + in.gen_len, in.batch, ob, rig.hw);
@@ -92,10 +200,8 @@ sim::BenchReport finish_bench(const config::Settings& st, const config::CoopConf
         layout::check_index_ratio(r.target.memory.block_index_bytes, r.target.memory.weights_bytes,
                                   rig.layout->params());
     r.verdicts = sim::judge(r.baseline, r.target, in.thresholds, rig.hw);
-    nlohmann::json cfg_json;
-    for (const auto& f : config::settings_fields()) cfg_json["settings"][f.dotted()] = f.show(st);
-    for (const auto& f : config::coop_config_fields()) cfg_json["config"][f.dotted()] = f.show(cfg);
-    r.config = cfg_json;
+    r.config = config_json(st, cfg);
+    r.topology = topology_json(rig.hw);
     return r;
 }
 

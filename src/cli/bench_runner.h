@@ -26,13 +26,14 @@ struct TraceBenchInputs {
     sim::Thresholds thresholds;
     bool record_events = false;  // keep per-op events (for --trace)
     bool fuse = false;           // plan the fused graph (graph/fuse_matmuls.h)
+    int64_t trace_steps = -1;    // with record_events: decode steps recorded (-1: all)
 };
 
 // The parts of a comparison that FILE mode and trace-only mode share.
 struct BenchSetup {
     sim::Policy pb = sim::Policy::NPU_ONLY, pt = sim::Policy::NPU_PIM_COOP;
     sim::ModelShape shape_b, shape_t;  // weights per policy (the PIM base holds [pim] precision)
-    std::unique_ptr<sim::HardwareRig> rig;
+    std::shared_ptr<const sim::HardwareRig> rig;  // shared with the rig cache: immutable
 };
 // Validates the policies against the settings and the available devices and builds the rig.
 BenchSetup prepare_bench(const config::Settings& st, const config::CoopConfig& cfg, const TraceBenchInputs& in,
@@ -43,10 +44,30 @@ void plan_generations(const BenchSetup& s, const TraceBenchInputs& in, sim::Plan
 sim::BenchReport finish_bench(const config::Settings& st, const config::CoopConfig& cfg, const TraceBenchInputs& in,
                               const BenchSetup& s, const sim::Plan& plan_b, const sim::Plan& plan_t, int64_t seq_len);
 
+// The effective settings + config knobs as JSON values (report "config").
+nlohmann::json config_json(const config::Settings& st, const config::CoopConfig& cfg);
+// The devices and links of the machine (report "topology", docs/report-schema.md).
+nlohmann::json topology_json(const sim::SimHardware& hw);
+
 // --model PRESET|FILE -> the shape the planner needs (weights in `dtype`, settings' names).
 sim::ModelShape bench_model_shape(const std::string& model, const std::string& dtype);
 // NPU preset names soc_version may take (aliases included).
 std::vector<std::string> known_soc_names();
+
+// The hardware rig for these settings, config (its [topology] included) and overrides, built
+// once per process and configuration and then shared (a bench, every sweep point and every
+// served request reuse it instead of re-reading the presets). Thread safe; at most 16 rigs are
+// kept (the oldest configuration is dropped first).
+std::shared_ptr<const sim::HardwareRig> cached_hardware_rig(const config::Settings& st, const config::CoopConfig& cfg,
+                                                            const std::string& pim_preset,
+                                                            const std::string& npu_dispatch);
+// How many rigs cached_hardware_rig has built so far in this process (for tests).
+int64_t hardware_rigs_built();
+
+// The [topology] section after `duet bench --topology FILE --npus N --pims M` (each optional:
+// file empty, counts -1). Throws duet::Error naming the flag or file key, value and what is allowed.
+config::TopologySection topology_from_flags(const config::TopologySection& base, const std::string& file, int64_t npus,
+                                            int64_t pims);
 
 // Throws duet::Error for bad inputs (unknown policy, preset, inconsistent precision).
 sim::BenchReport run_trace_bench(const config::Settings& st, const config::CoopConfig& cfg,

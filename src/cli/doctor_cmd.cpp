@@ -61,7 +61,7 @@ void run_doctor(const DoctorArgs& a) {
         std::printf("  NPU %s: %d cube / %d vector cores at %.0f MHz, peak fp16 %.1f TFLOP/s, %s %.0f GiB at %.0f GB/s\n",
                     p.soc_version.c_str(), p.cube_cores, p.vector_cores, p.cube_clock_mhz, p.peak_cube_flops(false) / 1e12,
                     p.memory_type.c_str(), p.memory_capacity_gib, p.memory_bandwidth_gbps);
-        if (rig->hw.pim)
+        if (rig->pim)
             std::printf("  PIM %s: internal bandwidth %.0f GB/s (%.1fx the NPU's external %.0f GB/s)\n",
                         rig->pim_preset.c_str(), rig->hw.pim_internal_bw_gbps,
                         rig->hw.pim_internal_bw_gbps / rig->hw.mem_bw_gbps, rig->hw.mem_bw_gbps);

@@ -14,9 +14,9 @@
 #include "core/error.h"
 #include "hw/dram/mem_workload.h"
 #include "hw/memory_presets.h"
-#include "hw/pim/layout_placement.h"
 #include "hw/pim/pim_functional.h"
 #include "hw/pim/pim_gemv.h"
+#include "sim/layout_placement.h"
 
 namespace duet::cli {
 namespace {
@@ -165,9 +165,9 @@ void run_gemv(const GemvArgs& a) {
     const auto x = random_operands(g.dtype, g.k, rng);
     hw::pim::FunctionalResult f;
     if (a.layout == "row_major_128bit") {
-        const auto lp = hw::pim::plan_for_device(spec, g, plan);
+        const auto lp = sim::plan_for_device(spec, g, plan);
         const auto base = layout::to_pim(w.data(), lp);
-        f = hw::pim::run_gemv_functional(spec, g, hw::pim::layout_placement(lp, base), w.data(), x.data());
+        f = hw::pim::run_gemv_functional(spec, g, sim::layout_placement(lp, base), w.data(), x.data());
     } else if (a.layout == "row_per_unit") {
         std::vector<uint8_t> storage;
         const auto pl = hw::pim::row_per_unit_placement(spec, g, w.data(), storage);

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "hw/npu/npu_device.h"
 #include "hw/npu/npu_memory.h"
+#include "sim/hw_rig.h"
 
 namespace duet::cli {
 namespace {
@@ -20,8 +21,7 @@ struct NpuArgs {
     int64_t heads = 32, kv_heads = 0;
     std::string dtype = "f16";
     std::string dispatch = "queue1";
-    double memory_efficiency = 1.0;
-    const CLI::Option* memory_efficiency_opt = nullptr;  // not given: from the DRAM model
+    std::string memory_efficiency = "peak";  // as duet bench models the NPU (sim::npu_memory_efficiency)
     std::string presets;
 };
 
@@ -38,14 +38,10 @@ void run(const NpuArgs& a) {
         fail("--npu-dispatch = '{}' is not allowed (allowed: eager, queue0, queue1, queue2, graph)", a.dispatch);
     hw::npu::NpuPreset preset =
         a.presets.empty() ? hw::npu::load_npu_preset(a.soc) : hw::npu::load_npu_preset(a.soc, a.presets);
-    hw::npu::NpuOptions opt;
-    opt.dispatch = *dispatch;
-    const bool from_dram_model = a.memory_efficiency_opt == nullptr || a.memory_efficiency_opt->count() == 0;
-    if (!from_dram_model && !(a.memory_efficiency > 0 && a.memory_efficiency <= 1))
-        fail("--memory-efficiency = {} is out of range (allowed: greater than 0, at most 1)", a.memory_efficiency);
-    opt.memory_efficiency =
-        from_dram_model ? hw::npu::dram_stream_efficiency(preset.memory_type) : a.memory_efficiency;
-    const hw::npu::NpuDevice dev(std::move(preset), opt);
+    const double efficiency = sim::npu_memory_efficiency(a.memory_efficiency, preset.memory_type, "--memory-efficiency");
+    const auto device = sim::make_npu(std::move(preset), *dispatch, efficiency);
+    const hw::npu::NpuDevice& dev = *device;
+    const hw::npu::NpuOptions& opt = dev.options();
     const auto& p = dev.preset();
 
     hw::OpShape op;
@@ -93,7 +89,9 @@ void run(const NpuArgs& a) {
     std::printf("  device            %.1f TFLOP/s %s peak, %s %.0f GiB at %.1f GB/s x efficiency %.3f (%s)\n",
                 p.peak_cube_flops(int8) * 1e-12, int8 ? "int8" : "fp16", p.memory_type.c_str(), p.memory_capacity_gib,
                 p.memory_bandwidth_gbps, opt.memory_efficiency,
-                from_dram_model ? "DRAM model, sequential stream" : "--memory-efficiency");
+                a.memory_efficiency == "dram"   ? "DRAM model, sequential stream"
+                : a.memory_efficiency == "peak" ? "published peak, as duet bench"
+                                                : "--memory-efficiency");
     if (p.tdp_w > 0)
         std::printf("  energy            at most %.3f mJ (TDP %.0f W x time)\n", b.cost.energy_pj * 1e-9, p.tdp_w);
     else
@@ -134,10 +132,10 @@ void register_pim_sim_npu(CLI::App& app) {
     text(cmd, "--npu-dispatch", args->dispatch,
          "eager, queue0, queue1, queue2 (TASK_QUEUE_ENABLE levels) or graph (--dispatch: deprecated alias)");
     alias(cmd, "--dispatch", "--npu-dispatch", args->dispatch);
-    args->memory_efficiency_opt =
-        number(cmd, "--memory-efficiency", args->memory_efficiency,
-               "sustained fraction of the peak memory bandwidth, above 0", 0.0, 1.0,
-               DefaultFrom{"the DRAM model's analytical efficiency for a sequential stream on the preset's memory"});
+    text(cmd, "--memory-efficiency", args->memory_efficiency,
+         "sustained fraction of the peak memory bandwidth: peak (as duet bench), dram (the DRAM model's analytical "
+         "efficiency for a sequential stream on the preset's memory) or a number in (0, 1]",
+         DefaultFrom{"peak"});
     text(cmd, "--presets", args->presets, "directory of the NPU presets", DefaultFrom{"configs/hw"});
     cmd->callback([args] { run(*args); });
 }

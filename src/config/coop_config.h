@@ -6,6 +6,10 @@
 //   [scheduling] prefill_engine, decode_engine, zero_copy_switch, preconvert_first_token,
 //                npu_only_layers (per-layer override, e.g. "0-1,31"; empty = none)
 //   [memory]     weight_base_shared, index_granularity, cache_limit_mb
+//   [topology]   npus, pims, npu_link, pim_link, pim_presets (docs/topology.md; also read from
+//                a file named by `duet bench --topology`, see load_topology_file)
+// Enumerated knobs are validated once, at load, into the typed enums below; nothing
+// downstream compares their spelling again.
 // Missing keys keep the defaults (== configs/config.toml); unknown keys are errors.
 // DUET_<SECTION>_<KEY> variables override the file (DUET_PIM_ALIGNMENT, ...).
 // Thread safety: plain value type.
@@ -19,23 +23,31 @@
 
 namespace duet::config {
 
+enum class PimLayout { ROW_MAJOR_128BIT, ROW_MAJOR_256BIT };  // "row_major_128bit", "row_major_256bit"
+enum class ComputeUnit { GEMV, GEMV_ATTENTION };                // "gemv", "gemv_attention"
+enum class PimPrecision { FP16, BF16 };                         // "fp16", "bf16"
+enum class TargetFormat { NZ, ND };                             // "NZ", "ND"
+enum class PrefillEngine { NPU_GEMM, PIM_GEMV };                // "npu_gemm", "pim_gemv"
+enum class DecodeEngine { PIM_GEMV, NPU_GEMV };                 // "pim_gemv", "npu_gemv"
+const char* pim_precision_name(PimPrecision p);                 // as written in config.toml
+
 struct PimSection {
-    std::string layout = "row_major_128bit";
+    PimLayout layout = PimLayout::ROW_MAJOR_128BIT;
     int64_t alignment_bits = 128;     // key `alignment`: layout granule in bits (128 or 256), rows padded to it
-    std::string compute_unit = "gemv";  // "gemv": PIM runs weight GEMVs; "gemv_attention": also decode attention
-    std::string precision = "fp16";
+    ComputeUnit compute_unit = ComputeUnit::GEMV;  // GEMV: PIM runs weight GEMVs; GEMV_ATTENTION: also decode attention
+    PimPrecision precision = PimPrecision::FP16;
 };
 
 struct ReorderSection {
     int64_t block_size_kb = 16;
-    std::string target_format = "NZ";  // what the NPU converts blocks into for prefill
+    TargetFormat target_format = TargetFormat::NZ;  // what the NPU converts blocks into for prefill
     double index_ratio_limit = 0.05;   // block index bytes / weight bytes must stay below
     int64_t prefetch_depth = 4;        // blocks converted ahead of the block being computed
 };
 
 struct SchedulingSection {
-    std::string prefill_engine = "npu_gemm";
-    std::string decode_engine = "pim_gemv";
+    PrefillEngine prefill_engine = PrefillEngine::NPU_GEMM;
+    DecodeEngine decode_engine = DecodeEngine::PIM_GEMV;
     bool zero_copy_switch = true;
     bool preconvert_first_token = true;
     std::string npu_only_layers;  // "" or a list like "0-1,31"
@@ -47,12 +59,37 @@ struct MemorySection {
     int64_t cache_limit_mb = 512;    // conversion cache: prefetch buffers + preconverted tiles
 };
 
+// The simulated machine (docs/topology.md): npu0 is the host; every other device has one
+// link to it, of the named preset in configs/hw/links.toml.
+struct TopologySection {
+    int64_t npus = 1;                      // NPUs of settings ascend.soc_version
+    int64_t pims = 1;                      // PIM devices (0: none)
+    std::string npu_link = "hccs_910b";    // link preset joining npu1.. to npu0
+    std::string pim_link = "shared_hbm";   // link preset joining each PIM device to npu0
+    std::string pim_presets;               // "" (all the default preset) or one name per PIM device, comma-separated
+};
+
 struct CoopConfig {
     PimSection pim;
     ReorderSection reorder;
     SchedulingSection scheduling;
     MemorySection memory;
+    TopologySection topology;
 };
+
+// Link preset names [topology] npu_link / pim_link accept (configs/hw/links.toml sections).
+const std::vector<std::string>& link_preset_names();
+
+// A topology file (`duet bench --topology FILE`): a [topology] section with the keys above and
+// nothing else. Keys it sets override `base`; errors name the file, key, value and what is allowed.
+TopologySection load_topology_file(const std::string& path, const TopologySection& base);
+
+// Throws duet::Error when pim_presets names a number of presets other than `pims` (checked on
+// the final topology, after config.toml, --topology and --pims are applied).
+void check_pim_presets(const TopologySection& t);
+
+// Splits "a,b" into names (empty text: none).
+std::vector<std::string> split_names(const std::string& text);
 
 const std::vector<Field<CoopConfig>>& coop_config_fields();
 

@@ -1,22 +1,50 @@
 #pragma once
 // What the simulator needs to know about the hardware, as interfaces and plain numbers the
 // CLI fills from the device presets (sim never hard-codes a device):
-//  - hw::Device for the NPU and the PIM (supports/estimate per operator);
+//  - the machine: a list of devices (hw::Device models: NPUs and PIM devices) joined by links
+//    (docs/topology.md). devices[0] is npu0, the host: it runs every operator not placed
+//    elsewhere and receives the gathered outputs of split operators; every other device has
+//    one link to npu0 (a star);
 //  - LayoutModel: how a weight matrix is stored (NZ for the baseline; the PIM base plus its
 //    block index for co-inference) and what converting it costs on the NPU;
 //  - a few scalars for verdicts and warnings (peak bandwidths, capacity).
 // Units are in the names. Pointers are not owned and must outlive the simulation.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 #include "hw/device.h"
 
 namespace duet::sim {
 
-enum class Unit { NPU = 0, PIM = 1 };
-constexpr int kUnits = 2;
-const char* unit_name(Unit u);
+enum class DeviceKind { NPU = 0, PIM = 1 };
+const char* device_kind_name(DeviceKind k);  // "npu", "pim"
+
+// One link between a device and npu0 (configs/hw/links.toml).
+struct SimLink {
+    std::string name;              // "pim1-npu0"
+    std::string preset;            // "cxl2_x16"
+    bool shared_memory = false;    // both ends use the same DRAM: nothing is copied, transfers cost 0
+    double bandwidth_gbps = 0;     // GB/s = bytes per ns
+    double latency_ns = 0;
+    double per_transfer_ns = 0;    // fixed cost of starting one transfer (DMA setup, doorbell)
+    // Time one transfer of `bytes` occupies the link (0 for shared memory).
+    double transfer_ns(uint64_t bytes) const {
+        if (shared_memory || bytes == 0) return 0;
+        return per_transfer_ns + latency_ns + double(bytes) / bandwidth_gbps;
+    }
+};
+
+// A link whose ends share one memory (nothing is copied).
+SimLink shared_memory_link();
+
+struct SimDevice {
+    std::string name;              // "npu0", "pim1": names stats, trace tracks and report fields
+    DeviceKind kind = DeviceKind::NPU;
+    const hw::Device* model = nullptr;  // required
+    int link = -1;                 // index into SimHardware::links joining it to npu0; -1 for npu0
+};
 
 // One weight matrix W[n][k] in the PIM layout.
 struct PimMatrixInfo {
@@ -37,16 +65,25 @@ public:
 };
 
 struct SimHardware {
-    const hw::Device* npu = nullptr;  // required
-    const hw::Device* pim = nullptr;  // required unless every run is npu_only
+    std::vector<SimDevice> devices;   // devices[0] must be an NPU (npu0, the host)
+    std::vector<SimLink> links;
     const LayoutModel* layout = nullptr;  // required
     std::string memory_name;          // e.g. "HBM2-PIM"
-    double mem_bw_gbps = 0;           // peak external bandwidth of the memory holding weights and KV
-    double pim_internal_bw_gbps = 0;  // aggregate bandwidth the PIM units see inside the banks
+    double mem_bw_gbps = 0;           // peak external bandwidth of the memory holding weights and KV (all NPUs)
+    double pim_internal_bw_gbps = 0;  // aggregate bandwidth the PIM units see inside the banks (all PIM devices)
     uint64_t mem_capacity_bytes = 0;  // device memory (0: unknown, not checked)
     double conversion_pj_per_byte = 0;  // energy of one extra byte read by a layout conversion
     double pointer_switch_ns = 0;     // prefill -> decode switch with zero_copy_switch (a sync)
     int64_t kv_block_tokens = 128;    // paged KV cache block (tokens per block)
+
+    // Indices of the devices of `kind`, in order (npu0, npu1, ... / pim0, pim1, ...).
+    std::vector<int> devices_of(DeviceKind kind) const;
+    bool has(DeviceKind kind) const;
+    // Appends a device; a non-host device gets a link to npu0. Returns its index.
+    int add_device(DeviceKind kind, const hw::Device* model, const SimLink& link_to_host = shared_memory_link());
 };
+
+// The classic machine: npu0 and, when `pim` is non-null, pim0 in npu0's memory (shared_memory link).
+SimHardware npu_pim_hardware(const hw::Device* npu, const hw::Device* pim, const LayoutModel* layout);
 
 }  // namespace duet::sim

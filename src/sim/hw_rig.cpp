@@ -3,18 +3,20 @@
 #include "config/coop_config.h"
 #include "core/error.h"
 #include "hw/memory_presets.h"
+#include "hw/npu/npu_memory.h"
 #include "hw/npu/npu_preset.h"
-#include "hw/pim/pim_spec.h"
 #include "hw/pim/pim_device.h"
+#include "hw/pim/pim_spec.h"
+#include "sim/topology.h"
 
 namespace duet::sim {
 
 RunOptions run_options_from(const config::CoopConfig& cfg, Policy policy) {
     RunOptions o;
     o.placement.policy = policy;
-    o.placement.prefill_on_npu = cfg.scheduling.prefill_engine == "npu_gemm";
-    o.placement.decode_on_pim = cfg.scheduling.decode_engine == "pim_gemv";
-    o.placement.attention_on_pim = cfg.pim.compute_unit == "gemv_attention";
+    o.placement.prefill_on_npu = cfg.scheduling.prefill_engine == config::PrefillEngine::NPU_GEMM;
+    o.placement.decode_on_pim = cfg.scheduling.decode_engine == config::DecodeEngine::PIM_GEMV;
+    o.placement.attention_on_pim = cfg.pim.compute_unit == config::ComputeUnit::GEMV_ATTENTION;
     o.placement.npu_only_layers =
         config::parse_layer_list(cfg.scheduling.npu_only_layers, "config.toml: scheduling.npu_only_layers");
     o.prefetch_depth = cfg.reorder.prefetch_depth;
@@ -26,25 +28,32 @@ RunOptions run_options_from(const config::CoopConfig& cfg, Policy policy) {
     return o;
 }
 
-std::unique_ptr<HardwareRig> make_hardware_rig(const config::Settings& settings, const config::CoopConfig& cfg,
-                                               const std::string& pim_preset, const std::string& npu_dispatch) {
-    auto rig = std::make_unique<HardwareRig>();
-    hw::npu::NpuPreset np = hw::npu::load_npu_preset(settings.ascend.soc_version);
-    hw::npu::NpuOptions nopt;
-    if (!npu_dispatch.empty()) {
-        auto d = hw::npu::dispatch_from_name(npu_dispatch);
-        if (!d) fail("--npu-dispatch = \"{}\" is not a dispatch mode (allowed: eager, queue0, queue1, queue2, graph)", npu_dispatch);
-        nopt.dispatch = *d;
+double npu_memory_efficiency(const std::string& text, const std::string& memory_type, const std::string& flag) {
+    if (text.empty() || text == "peak") return 1.0;
+    if (text == "dram") return hw::npu::dram_stream_efficiency(memory_type);
+    double e = 0;
+    size_t used = 0;
+    try {
+        e = std::stod(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
     }
-    rig->npu = std::make_unique<hw::npu::NpuDevice>(np, nopt);
-    rig->pim_preset = pim_preset.empty() ? "pim_hbm2_fimdram" : pim_preset;
+    if (used != text.size() || !(e > 0 && e <= 1))
+        fail("{} = '{}' is not allowed (allowed: peak, dram, or a number greater than 0 and at most 1)", flag, text);
+    return e;
+}
 
-    layout::PimLayoutParams lp;
-    lp.alignment_bits = int(cfg.pim.alignment_bits);
-    lp.block_size_kb = int(cfg.reorder.block_size_kb);
-    lp.index_granularity = int(cfg.memory.index_granularity);
-    lp.index_ratio_limit = cfg.reorder.index_ratio_limit;
-    layout::MemoryOrganisation org;
+std::unique_ptr<hw::npu::NpuDevice> make_npu(hw::npu::NpuPreset preset, hw::npu::DispatchMode dispatch,
+                                             double memory_efficiency) {
+    hw::npu::NpuOptions opt;
+    opt.dispatch = dispatch;
+    opt.memory_efficiency = memory_efficiency;
+    return std::make_unique<hw::npu::NpuDevice>(std::move(preset), opt);
+}
+
+namespace {
+
+layout::NpuDataPath npu_data_path(const hw::npu::NpuPreset& np) {
     layout::NpuDataPath path;
     path.clock_mhz = np.cube_clock_mhz;
     path.cores = np.cube_cores;
@@ -52,29 +61,97 @@ std::unique_ptr<HardwareRig> make_hardware_rig(const config::Settings& settings,
     path.gm_write_bytes_per_cycle = np.ub_to_ddr_bytes_per_cycle > 0 ? np.ub_to_ddr_bytes_per_cycle : np.ddr_read_bytes_per_cycle;
     path.vector_bytes_per_cycle = np.vector_bytes_per_cycle;
     path.memory_bandwidth_gbps = np.memory_bandwidth_gbps;
+    return path;
+}
 
-    SimHardware& h = rig->hw;
-    h.npu = rig->npu.get();
-    h.mem_bw_gbps = np.memory_bandwidth_gbps;
-    h.mem_capacity_bytes = uint64_t(np.memory_capacity_gib * double(1ull << 30));
-    h.memory_name = np.memory_type;
-    try {
-        hw::pim::PimSpec ps = hw::load_pim_preset(rig->pim_preset);
-        org.channels = ps.mem.org.modelled_channels();
-        org.banks = ps.mem.org.banks();
-        org.row_bytes = ps.mem.org.page_bytes;
-        const double col_ns = ps.timing.nCCD_AB * ps.mem.timing.tCK_ns;
-        h.pim_internal_bw_gbps = col_ns > 0 ? double(org.channels) * ps.units_per_channel() * ps.unit.access_bits / 8.0 / col_ns : 0;
-        h.pointer_switch_ns = ps.timing.host_sync_ns + 2 * ps.timing.mode_switch_cycles * ps.mem.timing.tCK_ns;
-        h.memory_name = np.memory_type + " (NPU) + " + ps.name;
-        rig->pim = std::make_unique<hw::pim::PimDevice>(ps, int(cfg.pim.alignment_bits));
-    } catch (const Error& e) {
-        if (!pim_preset.empty()) throw;
-        rig->pim_unavailable = e.what();
+// The PIM preset of each PIM device: [topology] pim_presets, else `pim_preset` (or the default) for all.
+std::vector<std::string> pim_presets_of(const config::TopologySection& t, const std::string& pim_preset) {
+    config::check_pim_presets(t);
+    std::vector<std::string> names = config::split_names(t.pim_presets);
+    if (names.empty()) names.assign(size_t(t.pims), pim_preset.empty() ? "pim_hbm2_fimdram" : pim_preset);
+    return names;
+}
+
+// Adds the PIM devices; the first defines the layout's memory organisation and the switch cost.
+void add_pims(HardwareRig& rig, const config::CoopConfig& cfg, const std::vector<std::string>& presets,
+              const std::string& npu_memory, layout::MemoryOrganisation& org, bool explicit_preset) {
+    SimHardware& h = rig.hw;
+    if (presets.empty()) {
+        rig.pim_unavailable = "config.toml: topology.pims = 0";
+        return;
     }
-    rig->layout = std::make_unique<LayoutBinding>(lp, org, path, cfg.reorder.target_format == "ND");
+    const SimLink link = load_link_preset(cfg.topology.pim_link);
+    std::string names;
+    for (size_t i = 0; i < presets.size(); ++i) {
+        hw::pim::PimSpec ps;
+        try {
+            ps = hw::load_pim_preset(presets[i]);
+        } catch (const Error& e) {
+            if (explicit_preset || i > 0) throw;
+            rig.pim_unavailable = e.what();
+            return;
+        }
+        const double col_ns = ps.timing.nCCD_AB * ps.mem.timing.tCK_ns;
+        const int channels = ps.mem.org.modelled_channels();
+        h.pim_internal_bw_gbps += col_ns > 0 ? double(channels) * ps.units_per_channel() * ps.unit.access_bits / 8.0 / col_ns : 0;
+        auto dev = std::make_unique<hw::pim::PimDevice>(ps, int(cfg.pim.alignment_bits));
+        h.add_device(DeviceKind::PIM, dev.get(), link);
+        if (i == 0) {
+            org.channels = channels;
+            org.banks = ps.mem.org.banks();
+            org.row_bytes = ps.mem.org.page_bytes;
+            h.pointer_switch_ns = ps.timing.host_sync_ns + 2 * ps.timing.mode_switch_cycles * ps.mem.timing.tCK_ns;
+            rig.pim_preset = presets[0];
+            rig.pim = std::move(dev);
+            names = ps.name;
+        } else {
+            rig.more_devices.push_back(std::move(dev));
+            if (names.find(ps.name) == std::string::npos) names += ", " + ps.name;
+        }
+    }
+    h.memory_name = npu_memory + " (NPU) + " + (presets.size() > 1 ? std::to_string(presets.size()) + "x " : "") + names;
+}
+
+}  // namespace
+
+std::unique_ptr<HardwareRig> make_hardware_rig(const config::Settings& settings, const config::CoopConfig& cfg,
+                                               const std::string& pim_preset, const std::string& npu_dispatch) {
+    auto rig = std::make_unique<HardwareRig>();
+    hw::npu::NpuPreset np = hw::npu::load_npu_preset(settings.ascend.soc_version);
+    hw::npu::DispatchMode dispatch = hw::npu::NpuOptions{}.dispatch;
+    if (!npu_dispatch.empty()) {
+        auto d = hw::npu::dispatch_from_name(npu_dispatch);
+        if (!d) fail("--npu-dispatch = \"{}\" is not a dispatch mode (allowed: eager, queue0, queue1, queue2, graph)", npu_dispatch);
+        dispatch = *d;
+    }
+    const double efficiency = npu_memory_efficiency("peak", np.memory_type, "npu memory efficiency");
+    const config::TopologySection& topo = cfg.topology;
+    SimHardware& h = rig->hw;
+    rig->npu = make_npu(np, dispatch, efficiency);
+    h.add_device(DeviceKind::NPU, rig->npu.get());
+    if (topo.npus > 1) {
+        const SimLink link = load_link_preset(topo.npu_link);
+        for (int64_t i = 1; i < topo.npus; ++i) {
+            rig->more_devices.push_back(make_npu(np, dispatch, efficiency));
+            h.add_device(DeviceKind::NPU, rig->more_devices.back().get(), link);
+        }
+    }
+    // every NPU brings its own memory (peak bandwidth and capacity add up)
+    h.mem_bw_gbps = np.memory_bandwidth_gbps * double(topo.npus);
+    h.mem_capacity_bytes = uint64_t(np.memory_capacity_gib * double(1ull << 30)) * uint64_t(topo.npus);
+    h.memory_name = np.memory_type;
+    rig->pim_preset = pim_preset.empty() ? "pim_hbm2_fimdram" : pim_preset;
+
+    layout::MemoryOrganisation org;
+    add_pims(*rig, cfg, pim_presets_of(topo, pim_preset), np.memory_type, org,
+             !pim_preset.empty() || !topo.pim_presets.empty());
+    layout::PimLayoutParams lp;
+    lp.alignment_bits = int(cfg.pim.alignment_bits);
+    lp.block_size_kb = int(cfg.reorder.block_size_kb);
+    lp.index_granularity = int(cfg.memory.index_granularity);
+    lp.index_ratio_limit = cfg.reorder.index_ratio_limit;
+    rig->layout = std::make_unique<LayoutBinding>(lp, org, npu_data_path(np), cfg.reorder.target_format == config::TargetFormat::ND);
     h.layout = rig->layout.get();
-    h.pim = rig->pim.get();
     h.conversion_pj_per_byte = 0;  // the load path reads the same DRAM rows; extra bytes priced by the NPU model
     return rig;
 }

@@ -1,10 +1,13 @@
 #pragma once
-// Builds the simulated hardware from the validated settings and config: the NPU preset named
-// by settings ascend.soc_version (hw::npu::NpuDevice), a PIM preset (hw::pim device, from the
-// dram branch), and the layout model (layout/) with config.toml's [pim]/[reorder]/[memory]
-// knobs. Owns the devices; `hw()` points into it, so keep the rig alive while simulating.
+// Builds the simulated machine from the validated settings and config: the NPUs of the preset
+// named by settings ascend.soc_version (hw::npu::NpuDevice), the PIM devices (hw::pim presets),
+// the links between them (configs/hw/links.toml, [topology] in config.toml) and the layout
+// model (layout/) with config.toml's [pim]/[reorder]/[memory] knobs. Owns the devices; `hw`
+// points into it, so keep the rig alive while simulating. A built rig is immutable and thread
+// safe to share (cli/bench_runner.h caches one per configuration).
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "config/coop_config.h"
 #include "config/settings.h"
@@ -16,19 +19,30 @@
 namespace duet::sim {
 
 struct HardwareRig {
-    std::unique_ptr<hw::npu::NpuDevice> npu;
-    std::unique_ptr<hw::Device> pim;      // null when no PIM model is available
+    std::unique_ptr<hw::npu::NpuDevice> npu;  // npu0
+    std::unique_ptr<hw::Device> pim;          // pim0; null when there is no PIM device
+    std::vector<std::unique_ptr<hw::Device>> more_devices;  // npu1.., pim1..
     std::unique_ptr<LayoutBinding> layout;
-    std::string pim_preset;
-    std::string pim_unavailable;          // why pim is null
+    std::string pim_preset;                   // pim0's preset
+    std::string pim_unavailable;              // why pim is null
     SimHardware hw;
 };
 
 // `pim_preset` empty: the default PIM preset; `npu_dispatch`: the NPU's host launch mode
-// (eager, queue0, queue1, queue2, graph; empty = queue1, torch_npu's default).
+// (eager, queue0, queue1, queue2, graph; empty = queue1, torch_npu's default). The machine is
+// cfg.topology ([topology]: npus, pims, links, per-device PIM presets).
 // Throws duet::Error for unknown presets or modes.
 std::unique_ptr<HardwareRig> make_hardware_rig(const config::Settings& settings, const config::CoopConfig& cfg,
                                                const std::string& pim_preset, const std::string& npu_dispatch = "");
+
+// The memory efficiency of the NPU model, shared by `duet bench` and `duet pim-sim npu` so both
+// model the same NPU: "peak" (1.0: the preset's published bandwidth; the default of both),
+// "dram" (hw/dram's sustained fraction for a long sequential stream on the preset's memory,
+// hw::npu::dram_stream_efficiency) or a number in (0, 1]. Throws duet::Error naming `flag`.
+double npu_memory_efficiency(const std::string& text, const std::string& memory_type, const std::string& flag);
+// The one construction path of the NPU model (bench's rig, pim-sim npu).
+std::unique_ptr<hw::npu::NpuDevice> make_npu(hw::npu::NpuPreset preset, hw::npu::DispatchMode dispatch,
+                                             double memory_efficiency);
 
 // Knobs of one run from the config (placement policy given separately).
 RunOptions run_options_from(const config::CoopConfig& cfg, Policy policy);

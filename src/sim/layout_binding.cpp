@@ -4,7 +4,7 @@
 
 namespace duet::sim {
 
-const layout::PimLayoutPlan& LayoutBinding::plan(int64_t n, int64_t k, DType dtype) const {
+const layout::PimLayoutPlan& LayoutBinding::plan_locked(int64_t n, int64_t k, DType dtype) const {
     auto key = std::make_tuple(n, k, int(dtype));
     auto it = plans_.find(key);
     if (it == plans_.end()) it = plans_.emplace(key, layout::plan_pim_layout(n, k, dtype, params_, org_, false)).first;
@@ -16,10 +16,11 @@ uint64_t LayoutBinding::nz_bytes(int64_t n, int64_t k, DType dtype) const {
 }
 
 PimMatrixInfo LayoutBinding::pim(int64_t n, int64_t k, DType dtype) const {
+    std::lock_guard<std::mutex> lock(mu_);
     auto key = std::make_tuple(n, k, int(dtype));
     auto it = infos_.find(key);
     if (it != infos_.end()) return it->second;
-    const layout::PimLayoutPlan& p = plan(n, k, dtype);
+    const layout::PimLayoutPlan& p = plan_locked(n, k, dtype);
     layout::ConversionCost c =
         to_nd_ ? layout::matrix_conversion_cost(layout::ConversionKind::PIM_TO_ND, layout::ConversionEngine::VECTOR, p, path_)
                : layout::matrix_conversion_cost(layout::ConversionKind::PIM_TO_NZ, layout::ConversionEngine::LOAD_PATH, p,
@@ -35,8 +36,9 @@ PimMatrixInfo LayoutBinding::pim(int64_t n, int64_t k, DType dtype) const {
 }
 
 double LayoutBinding::nz_to_pim_ns(int64_t n, int64_t k, DType dtype) const {
+    std::lock_guard<std::mutex> lock(mu_);
     return layout::matrix_conversion_cost(layout::ConversionKind::NZ_TO_PIM, layout::ConversionEngine::VECTOR,
-                                          plan(n, k, dtype), path_)
+                                          plan_locked(n, k, dtype), path_)
         .t_ns;
 }
 

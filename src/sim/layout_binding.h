@@ -1,7 +1,9 @@
 #pragma once
 // sim::LayoutModel backed by layout/ (plan_pim_layout, FRACTAL_NZ sizes, NPU conversion cost).
-// Plans are memoised per matrix shape. Not thread-safe (the memo is mutable); one per run.
+// Plans are memoised per matrix shape under a mutex: thread safe, so one binding serves
+// concurrent runs (the cached rig of cli/bench_runner.h).
 #include <map>
+#include <mutex>
 #include <tuple>
 
 #include "layout/conversion_cost.h"
@@ -24,11 +26,12 @@ public:
     const layout::MemoryOrganisation& organisation() const { return org_; }
 
 private:
-    const layout::PimLayoutPlan& plan(int64_t n, int64_t k, DType dtype) const;
+    const layout::PimLayoutPlan& plan_locked(int64_t n, int64_t k, DType dtype) const;  // mu_ held
     layout::PimLayoutParams params_;
     layout::MemoryOrganisation org_;
     layout::NpuDataPath path_;
     bool to_nd_;
+    mutable std::mutex mu_;  // guards plans_ and infos_
     mutable std::map<std::tuple<int64_t, int64_t, int>, layout::PimLayoutPlan> plans_;
     mutable std::map<std::tuple<int64_t, int64_t, int>, PimMatrixInfo> infos_;
 };

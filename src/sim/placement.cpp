@@ -6,8 +6,6 @@
 
 namespace duet::sim {
 
-const char* unit_name(Unit u) { return u == Unit::NPU ? "npu" : "pim"; }
-
 const char* policy_name(Policy p) {
     switch (p) {
         case Policy::NPU_ONLY: return "npu_only";
@@ -24,29 +22,71 @@ Policy policy_from_name(const std::string& name, const std::string& where) {
     fail("{} = \"{}\" is not a placement policy (allowed: npu_only, pim_only, npu_pim_coop, auto)", where, name);
 }
 
+hw::OpShape split_rows(const hw::OpShape& s, int part, int parts) {
+    if (parts <= 1) return s;
+    hw::OpShape p = s;
+    p.n = s.n / parts + (part < s.n % parts ? 1 : 0);
+    const double frac = s.n > 0 ? double(p.n) / double(s.n) : 0;
+    p.weight_bytes = s.n > 0 ? s.weight_bytes / uint64_t(s.n) * uint64_t(p.n) : 0;
+    p.out_bytes = s.n > 0 ? s.out_bytes / uint64_t(s.n) * uint64_t(p.n) : 0;
+    p.flops = s.flops * frac;
+    return p;
+}
+
+Placer::Placer(PlacementOptions opts, const SimHardware& hw)
+    : opts_(std::move(opts)), hw_(hw), npus_(hw.devices_of(DeviceKind::NPU)), pims_(hw.devices_of(DeviceKind::PIM)) {
+    if (npus_.empty() || npus_[0] != 0) fail("simulated machine: devices[0] must be an NPU (the host, npu0)");
+}
+
 bool Placer::forced_npu(int layer) const {
     return layer >= 0 && std::binary_search(opts_.npu_only_layers.begin(), opts_.npu_only_layers.end(), layer);
 }
 
 bool Placer::pim_layout(int layer) const { return opts_.policy != Policy::NPU_ONLY && !forced_npu(layer); }
 
-Unit Placer::place(const OpRecord& rec, const hw::OpShape& shape) const {
-    if (opts_.policy == Policy::NPU_ONLY || forced_npu(rec.layer) || !hw_.pim) return Unit::NPU;
+DeviceKind Placer::choose_kind(const OpRecord& rec, const hw::OpShape& shape) const {
+    if (opts_.policy == Policy::NPU_ONLY || forced_npu(rec.layer) || pims_.empty()) return DeviceKind::NPU;
     const bool matmul = rec.kind == OpKind::MATMUL, attention = rec.kind == OpKind::ATTENTION;
-    if (!matmul && !attention) return Unit::NPU;
-    if (!hw_.pim->supports(shape)) return Unit::NPU;
+    if (!matmul && !attention) return DeviceKind::NPU;
+    // the first (largest) part is what each PIM device would run
+    const int pim_parts = matmul ? int(pims_.size()) : 1;
+    const hw::OpShape pim_part = split_rows(shape, 0, pim_parts);
+    const hw::Device& pim0 = *hw_.devices[size_t(pims_[0])].model;
+    if (!pim0.supports(pim_part)) return DeviceKind::NPU;
     switch (opts_.policy) {
-        case Policy::PIM_ONLY: return Unit::PIM;
+        case Policy::PIM_ONLY: return DeviceKind::PIM;
         case Policy::NPU_PIM_COOP:
-            if (rec.phase == Phase::PREFILL) return matmul && !opts_.prefill_on_npu ? Unit::PIM : Unit::NPU;
-            if (matmul) return opts_.decode_on_pim ? Unit::PIM : Unit::NPU;
-            return opts_.attention_on_pim ? Unit::PIM : Unit::NPU;
+            if (rec.phase == Phase::PREFILL) return matmul && !opts_.prefill_on_npu ? DeviceKind::PIM : DeviceKind::NPU;
+            if (matmul) return opts_.decode_on_pim ? DeviceKind::PIM : DeviceKind::NPU;
+            return opts_.attention_on_pim ? DeviceKind::PIM : DeviceKind::NPU;
         case Policy::AUTO: {
-            if (!hw_.npu->supports(shape)) return Unit::PIM;
-            return hw_.pim->estimate(shape).t_ns < hw_.npu->estimate(shape).t_ns ? Unit::PIM : Unit::NPU;
+            const hw::Device& npu0 = *hw_.devices[0].model;
+            const hw::OpShape npu_part = split_rows(shape, 0, matmul && !pim_layout(rec.layer) ? int(npus_.size()) : 1);
+            if (!npu0.supports(npu_part)) return DeviceKind::PIM;
+            return pim0.estimate(pim_part).t_ns < npu0.estimate(npu_part).t_ns ? DeviceKind::PIM : DeviceKind::NPU;
         }
-        default: return Unit::NPU;
+        default: return DeviceKind::NPU;
     }
+}
+
+// Every device of `kind` that supports its row slice, when all do; else the first alone.
+std::vector<int> Placer::split_devices(DeviceKind kind, const hw::OpShape& shape) const {
+    const std::vector<int>& all = kind == DeviceKind::NPU ? npus_ : pims_;
+    const int parts = int(all.size());
+    if (parts <= 1 || shape.n < parts) return {all[0]};
+    for (int i = 0; i < parts; ++i)
+        if (!hw_.devices[size_t(all[size_t(i)])].model->supports(split_rows(shape, i, parts))) return {all[0]};
+    return all;
+}
+
+OpPlacement Placer::place(const OpRecord& rec, const hw::OpShape& shape) const {
+    OpPlacement p;
+    p.kind = choose_kind(rec, shape);
+    // NPUs other than npu0 hold NZ slices only: a PIM-layout matrix is converted on npu0's load path
+    const bool splittable = rec.kind == OpKind::MATMUL && (p.kind == DeviceKind::PIM || !pim_layout(rec.layer));
+    if (splittable) p.devices = split_devices(p.kind, shape);
+    else p.devices = {p.kind == DeviceKind::NPU ? npus_[0] : pims_[0]};
+    return p;
 }
 
 hw::OpShape to_op_shape(const OpRecord& r, DType act_dtype) {

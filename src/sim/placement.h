@@ -1,13 +1,18 @@
 #pragma once
-// Placement: which unit runs each operator (DESIGN.md "Scheduler/placement").
+// Placement: which device runs each operator (DESIGN.md "Scheduler/placement", docs/topology.md).
+// First a device kind per policy:
 //   npu_only      baseline: weights in NZ, every op on the NPU
 //   pim_only      every MATMUL and ATTENTION the PIM supports runs on PIM; the rest on the NPU
 //   npu_pim_coop  prefill MATMULs per [scheduling] prefill_engine (npu_gemm: NPU), decode
 //                 MATMULs per decode_engine (pim_gemv: PIM); decode ATTENTION on PIM when
 //                 [pim] compute_unit = "gemv_attention"; norms, RoPE, softmax, sampling and
 //                 anything the PIM does not support stay on the NPU
-//   auto          MATMUL/ATTENTION on whichever supporting unit estimates the shorter time
-// Per-layer override: layers in npu_only_layers run on the NPU with their weights in NZ.
+//   auto          MATMUL/ATTENTION on whichever kind estimates the shorter time
+// Then devices of that kind: a MATMUL is split by rows of W across every device of the kind
+// that supports its slice (each holds its slice of the weights; the partial outputs are
+// gathered to npu0 over the links); any other operator runs on the first device of the kind
+// (npu0, or pim0, which holds the KV cache). Devices are asked (supports, estimate), never
+// hard-coded. Per-layer override: layers in npu_only_layers run on npu0 with weights in NZ.
 // Thread safety: const methods only; devices must be thread-safe for const calls.
 #include <string>
 #include <vector>
@@ -25,25 +30,39 @@ Policy policy_from_name(const std::string& name, const std::string& where);
 
 struct PlacementOptions {
     Policy policy = Policy::NPU_PIM_COOP;
-    bool prefill_on_npu = true;      // [scheduling] prefill_engine == "npu_gemm"
-    bool decode_on_pim = true;       // [scheduling] decode_engine == "pim_gemv"
-    bool attention_on_pim = false;   // [pim] compute_unit == "gemv_attention"
+    bool prefill_on_npu = true;      // [scheduling] prefill_engine == npu_gemm
+    bool decode_on_pim = true;       // [scheduling] decode_engine == pim_gemv
+    bool attention_on_pim = false;   // [pim] compute_unit == gemv_attention
     std::vector<int> npu_only_layers;
 };
 
+// Where one operator runs: one device, or a MATMUL split by rows across several.
+struct OpPlacement {
+    std::vector<int> devices;  // indices into SimHardware::devices; part i runs on devices[i]
+    DeviceKind kind = DeviceKind::NPU;
+    bool split() const { return devices.size() > 1; }
+};
+
+// Part `part` of `parts` of a row-split MATMUL: rows n / parts (the first n % parts parts take
+// one more), weight, output bytes and flops in proportion; every part reads the whole input.
+hw::OpShape split_rows(const hw::OpShape& s, int part, int parts);
+
 class Placer {
 public:
-    Placer(PlacementOptions opts, const SimHardware& hw) : opts_(std::move(opts)), hw_(hw) {}
+    Placer(PlacementOptions opts, const SimHardware& hw);
     // `shape` is the device view of `rec` (sim/op_shape.h).
-    Unit place(const OpRecord& rec, const hw::OpShape& shape) const;
+    OpPlacement place(const OpRecord& rec, const hw::OpShape& shape) const;
     // True when layer's weight matrices (layer -1: lm-head) live in the PIM layout.
     bool pim_layout(int layer) const;
     const PlacementOptions& options() const { return opts_; }
 
 private:
     bool forced_npu(int layer) const;
+    DeviceKind choose_kind(const OpRecord& rec, const hw::OpShape& shape) const;
+    std::vector<int> split_devices(DeviceKind kind, const hw::OpShape& shape) const;
     PlacementOptions opts_;
     const SimHardware& hw_;
+    std::vector<int> npus_, pims_;  // device indices by kind
 };
 
 }  // namespace duet::sim

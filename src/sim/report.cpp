@@ -33,20 +33,22 @@ RunReport simulate_run(const ModelShape& shape, const Plan& plan, int64_t contex
         r.tbt_p50_ns = percentile(tbt, 0.50);
         r.tbt_p99_ns = percentile(tbt, 0.99);
     }
-    const double decode_pj = tl.decode.unit[0].energy_pj + tl.decode.unit[1].energy_pj;
+    const DeviceStats dn = tl.decode.npu(), dp = tl.decode.pim(), pn = tl.prefill.npu(), pp = tl.prefill.pim();
+    const double decode_pj = dn.energy_pj + dp.energy_pj;
     const double tokens = double(tbt.size()) * batch;
     // extra conversion energy is booked to prefill, where the conversions of npu_pim_coop happen
-    r.prefill_energy_pj = tl.prefill.unit[0].energy_pj + tl.prefill.unit[1].energy_pj;
+    r.prefill_energy_pj = pn.energy_pj + pp.energy_pj;
     r.decode_energy_per_token_pj = tokens > 0 ? decode_pj / tokens : 0;
     r.prefill_energy_pj += tl.conversion_energy_pj;
     const double wall = tl.decode.wall_ns;
     if (wall > 0) {
-        r.decode_ext_bw_gbps = (tl.decode.unit[0].bytes_moved + tl.decode.unit[1].bytes_moved) / wall;  // B/ns == GB/s
+        r.decode_ext_bw_gbps = (dn.bytes_moved + dp.bytes_moved) / wall;  // B/ns == GB/s
         r.decode_ext_bw_util = hw.mem_bw_gbps > 0 ? r.decode_ext_bw_gbps / hw.mem_bw_gbps : 0;
-        r.pim_util = tl.decode.unit[1].busy_ns / wall;
-        r.pim_internal_bw_util =
-            hw.pim_internal_bw_gbps > 0 ? tl.decode.unit[1].weight_bytes / wall / hw.pim_internal_bw_gbps : 0;
-        if (tl.decode.unit[1].busy_ns > 0) r.pim_gemv_gbps = tl.decode.unit[1].weight_bytes / tl.decode.unit[1].busy_ns;
+        // mean over the PIM devices (each is busy at most the wall time)
+        const int pims = std::max(1, tl.decode.devices_of(DeviceKind::PIM));
+        r.pim_util = dp.busy_ns / wall / double(pims);
+        r.pim_internal_bw_util = hw.pim_internal_bw_gbps > 0 ? dp.weight_bytes / wall / hw.pim_internal_bw_gbps : 0;
+        if (dp.busy_ns > 0) r.pim_gemv_gbps = dp.weight_bytes / dp.busy_ns;
     }
     if (r.decode_ext_bw_util > 0.9)
         r.warnings.push_back(fmt::format(
@@ -77,15 +79,18 @@ std::vector<Verdict> judge(const RunReport& b, const RunReport& t, const Thresho
         v.met = v.value >= v.threshold;
         if (!v.met && b.tbt_mean_ns > 0) {
             const double steps = double(std::max<size_t>(1, t.timeline.tbt_ns.size()));
-            const double npu_rest = t.timeline.decode.unit[0].busy_ns / steps / b.tbt_mean_ns;
-            const double pim_part = t.timeline.decode.unit[1].busy_ns / steps / b.tbt_mean_ns;
+            const DeviceStats tn = t.timeline.decode.npu(), tp = t.timeline.decode.pim();
+            const int pims = std::max(1, t.timeline.decode.devices_of(DeviceKind::PIM));
+            const double npu_rest = tn.busy_ns / steps / b.tbt_mean_ns;
+            // the PIM devices work in parallel on the slices of each GEMV
+            const double pim_part = tp.busy_ns / double(pims) / steps / b.tbt_mean_ns;
             const double ratio = hw.mem_bw_gbps > 0 ? hw.pim_internal_bw_gbps / hw.mem_bw_gbps : 0;
-            if (t.policy != "npu_only" && t.timeline.decode.unit[1].ops == 0 && t.batch > 1 && t.weight_base_shared)
+            if (t.policy != "npu_only" && tp.ops == 0 && t.batch > 1 && t.weight_base_shared)
                 v.binding_limit = fmt::format("the PIM ran no decode operator: with batch {} and "
                                               "memory.weight_base_shared = true every decode matmul has {} rows, and the "
                                               "PIM model runs single-vector GEMVs",
                                               t.batch, t.batch);
-            else if (t.policy != "npu_only" && t.timeline.decode.unit[1].ops == 0)
+            else if (t.policy != "npu_only" && tp.ops == 0)
                 v.binding_limit = "the PIM ran no decode operator: its model supports none of them (check [pim] "
                                   "precision and [scheduling] decode_engine against the PIM preset)";
             else if (pim_part >= npu_rest && ratio > 0)

@@ -20,11 +20,11 @@ struct RunReport {
     Timeline timeline;
     MemoryBreakdown memory;
     double tbt_mean_ns = 0, tbt_p50_ns = 0, tbt_p99_ns = 0;
-    double decode_energy_per_token_pj = 0;   // decode steps only (both units + conversion)
+    double decode_energy_per_token_pj = 0;   // decode steps only (every device + conversion)
     double prefill_energy_pj = 0;
-    double decode_ext_bw_gbps = 0;           // NPU + PIM bytes over the external bus / decode wall time
+    double decode_ext_bw_gbps = 0;           // bytes every device moved over its memory interface / decode wall time
     double decode_ext_bw_util = 0;           // of SimHardware::mem_bw_gbps
-    double pim_util = 0;                     // PIM busy / decode wall time
+    double pim_util = 0;                     // PIM busy / decode wall time, mean over the PIM devices
     double pim_internal_bw_util = 0;         // PIM weight bytes / decode wall / pim_internal_bw_gbps
     double pim_gemv_gbps = 0;                // PIM weight bytes / PIM busy time: the rate its GEMVs reach
     std::vector<std::string> warnings;
@@ -60,6 +60,7 @@ struct BenchReport {
     RunReport baseline, target;
     std::vector<Verdict> verdicts;
     nlohmann::json config;         // the effective settings + config knobs, for reproduction
+    nlohmann::json topology;       // devices and links of the simulated machine (docs/report-schema.md)
     nlohmann::json functional;     // FILE mode only (null otherwise): real tokens and host times
 };
 

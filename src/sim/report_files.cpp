@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -34,19 +35,36 @@ void write_file_atomic(const std::string& path, const std::string& text) {
     }
 }
 
+// One Perfetto process (track group) per run and device or link: "target npu_pim_coop: pim1",
+// its threads the device's compute queue, conversion stream and host launches.
 std::string chrome_trace_json(const BenchReport& r) {
     nlohmann::json events = nlohmann::json::array();
-    int pid = 1;
+    int run_index = 0;
     for (const RunReport* run : {&r.baseline, &r.target}) {
-        events.push_back({{"ph", "M"}, {"pid", pid}, {"name", "process_name"},
-                          {"args", {{"name", (pid == 1 ? "baseline " : "target ") + run->policy}}}});
-        for (int t = 0; t < kTracks; ++t)
-            events.push_back({{"ph", "M"}, {"pid", pid}, {"tid", t}, {"name", "thread_name"},
-                              {"args", {{"name", track_name(Track(t))}}}});
+        const std::string run_name = (run_index == 0 ? "baseline " : "target ") + run->policy;
+        const auto& tracks = run->timeline.tracks;
+        std::vector<std::string> groups;
+        std::vector<int> pid_of(tracks.size()), tid_of(tracks.size());
+        for (size_t t = 0; t < tracks.size(); ++t) {
+            auto g = std::find(groups.begin(), groups.end(), tracks[t].group);
+            if (g == groups.end()) {
+                groups.push_back(tracks[t].group);
+                g = groups.end() - 1;
+                const int pid = 1 + run_index * 1000 + int(g - groups.begin());
+                events.push_back({{"ph", "M"}, {"pid", pid}, {"name", "process_name"},
+                                  {"args", {{"name", run_name + ": " + tracks[t].group}}}});
+                events.push_back({{"ph", "M"}, {"pid", pid}, {"name", "process_sort_index"}, {"args", {{"sort_index", pid}}}});
+            }
+            pid_of[t] = 1 + run_index * 1000 + int(g - groups.begin());
+            tid_of[t] = int(t);
+            events.push_back({{"ph", "M"}, {"pid", pid_of[t]}, {"tid", tid_of[t]}, {"name", "thread_name"},
+                              {"args", {{"name", tracks[t].name}}}});
+        }
         for (const TimelineEvent& e : run->timeline.events)
-            events.push_back({{"ph", "X"}, {"pid", pid}, {"tid", int(e.track)}, {"name", e.name},
-                              {"cat", phase_name(e.phase)}, {"ts", e.start_ns / 1e3}, {"dur", e.dur_ns / 1e3}});
-        ++pid;
+            events.push_back({{"ph", "X"}, {"pid", pid_of[size_t(e.track)]}, {"tid", tid_of[size_t(e.track)]},
+                              {"name", e.name}, {"cat", phase_name(e.phase)}, {"ts", e.start_ns / 1e3},
+                              {"dur", e.dur_ns / 1e3}});
+        ++run_index;
     }
     return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}.dump();
 }
@@ -72,7 +90,16 @@ std::string svg_chart(const BenchReport& r) {
         double v = max_tbt * i / 4, y = top + plot_h - plot_h * i / 4;
         s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{:.3f}</text>\n", left - 4, y + 4, v / 1e6);
     }
-    s += fmt::format("<text x=\"{}\" y=\"{}\">decode token</text>\n", left + plot_w / 2 - 30, top + plot_h + 30);
+    // x ticks: decode token numbers (1-based) at 0, 1/4, ..., 1 of the axis
+    for (int i = 0; i <= 4; ++i) {
+        const double x = left + plot_w * i / 4;
+        const size_t token = 1 + (n > 1 ? size_t(std::llround(double(n - 1) * i / 4)) : 0);
+        s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", x, top + plot_h,
+                         top + plot_h + 4);
+        s += fmt::format("<text class=\"xtick\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x,
+                         top + plot_h + 16, token);
+    }
+    s += fmt::format("<text x=\"{}\" y=\"{}\">decode token</text>\n", left + plot_w / 2 - 30, top + plot_h + 32);
     const char* colors[2] = {"#1f77b4", "#d62728"};
     int ci = 0;
     for (const RunReport* run : {&r.baseline, &r.target}) {

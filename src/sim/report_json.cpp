@@ -17,12 +17,12 @@ json memory_json(const MemoryBreakdown& m) {
             {"total_bytes", m.total_bytes()}};
 }
 
-json unit_json(const UnitStats& u) {
+json device_json(const DeviceStats& u) {
     return {{"busy_ns", u.busy_ns}, {"bytes_moved", u.bytes_moved}, {"weight_bytes", u.weight_bytes}, {"energy_pj", u.energy_pj},
             {"launch_ns", u.launch_ns}, {"ops", u.ops}};
 }
-UnitStats unit_from(const json& j) {
-    UnitStats u;
+DeviceStats device_from(const json& j) {
+    DeviceStats u;
     u.busy_ns = j.at("busy_ns");
     u.bytes_moved = j.at("bytes_moved");
     u.weight_bytes = j.at("weight_bytes");
@@ -31,13 +31,43 @@ UnitStats unit_from(const json& j) {
     u.ops = j.at("ops");
     return u;
 }
-json phase_json(const PhaseStats& p) { return {{"wall_ns", p.wall_ns}, {"npu", unit_json(p.unit[0])}, {"pim", unit_json(p.unit[1])}}; }
+// "npu" and "pim": totals over the devices of the kind; "devices": one entry per device, in
+// SimHardware order, named npu0, pim0, pim1, ...
+json phase_json(const PhaseStats& p) {
+    json devices = json::array();
+    for (const DeviceStats& d : p.device) {
+        json e = device_json(d);
+        e["name"] = d.name;
+        e["kind"] = device_kind_name(d.kind);
+        devices.push_back(e);
+    }
+    return {{"wall_ns", p.wall_ns}, {"npu", device_json(p.npu())}, {"pim", device_json(p.pim())}, {"devices", devices}};
+}
 PhaseStats phase_from(const json& j) {
     PhaseStats p;
     p.wall_ns = j.at("wall_ns");
-    p.unit[0] = unit_from(j.at("npu"));
-    p.unit[1] = unit_from(j.at("pim"));
+    for (const json& e : j.at("devices")) {
+        DeviceStats d = device_from(e);
+        d.name = e.at("name").get<std::string>();
+        const std::string kind = e.at("kind").get<std::string>();
+        if (kind != "npu" && kind != "pim") fail("device {} has kind \"{}\" (allowed: npu, pim)", d.name, kind);
+        d.kind = kind == "npu" ? DeviceKind::NPU : DeviceKind::PIM;
+        p.device.push_back(d);
+    }
     return p;
+}
+json links_json(const std::vector<LinkStats>& links) {
+    json out = json::array();
+    for (const LinkStats& l : links)
+        out.push_back({{"name", l.name}, {"busy_ns", l.busy_ns}, {"bytes", l.bytes}, {"transfers", l.transfers}});
+    return out;
+}
+std::vector<LinkStats> links_from(const json& j) {
+    std::vector<LinkStats> out;
+    for (const json& e : j)
+        out.push_back({e.at("name").get<std::string>(), e.at("busy_ns").get<double>(), e.at("bytes").get<double>(),
+                       e.at("transfers").get<int64_t>()});
+    return out;
 }
 
 RunReport run_from(const json& j) {
@@ -58,6 +88,7 @@ RunReport run_from(const json& j) {
     tl.conversions = t.at("conversions");
     tl.prefill = phase_from(t.at("prefill"));
     tl.decode = phase_from(t.at("decode"));
+    tl.links = links_from(t.at("links"));
     const json& m = j.at("memory");
     r.memory.weights_bytes = m.at("weights_bytes");
     r.memory.weights_pim_base_bytes = m.at("weights_pim_base_bytes");
@@ -91,7 +122,8 @@ json run_to_json(const RunReport& r) {
              {{"prefill_ns", tl.prefill_ns}, {"switch_ns", tl.switch_ns}, {"ttft_ns", tl.ttft_ns}, {"tbt_ns", tl.tbt_ns},
               {"conversion_ns", tl.conversion_ns}, {"conversion_exposed_ns", tl.conversion_exposed_ns},
               {"conversion_bytes_read", tl.conversion_bytes_read}, {"conversion_energy_pj", tl.conversion_energy_pj},
-              {"conversions", tl.conversions}, {"prefill", phase_json(tl.prefill)}, {"decode", phase_json(tl.decode)}}},
+              {"conversions", tl.conversions}, {"prefill", phase_json(tl.prefill)}, {"decode", phase_json(tl.decode)},
+              {"links", links_json(tl.links)}}},
             {"memory", memory_json(r.memory)},
             {"tbt_mean_ns", r.tbt_mean_ns},
             {"tbt_p50_ns", r.tbt_p50_ns},
@@ -117,6 +149,7 @@ json report_to_json(const BenchReport& r) {
             {"gen_len", r.gen_len},
             {"batch", r.batch},
             {"devices", {{"npu", r.npu}, {"pim", r.pim}, {"memory", r.memory}}},
+            {"topology", r.topology},
             {"thresholds",
              {{"tbt_reduction_min", r.thresholds.tbt_reduction_min},
               {"ttft_increase_max_ms", r.thresholds.ttft_increase_max_ms},
@@ -140,6 +173,7 @@ BenchReport report_from_json(const json& j) {
         r.npu = j.at("devices").at("npu");
         r.pim = j.at("devices").at("pim");
         r.memory = j.at("devices").at("memory");
+        r.topology = j.at("topology");
         r.thresholds.tbt_reduction_min = j.at("thresholds").at("tbt_reduction_min");
         r.thresholds.ttft_increase_max_ms = j.at("thresholds").at("ttft_increase_max_ms");
         r.thresholds.memory_increase_max = j.at("thresholds").at("memory_increase_max");
@@ -194,6 +228,21 @@ std::string format_table(const BenchReport& r) {
     row("PIM internal bandwidth used", fmt::format("{:.1f} %", 100 * b.pim_internal_bw_util),
         fmt::format("{:.1f} %", 100 * t.pim_internal_bw_util));
     row("  PIM GEMV rate while busy", fmt::format("{:.0f} GB/s", b.pim_gemv_gbps), fmt::format("{:.0f} GB/s", t.pim_gemv_gbps));
+    // per device and per link of the topology (same machine in both runs)
+    const auto per_step = [](const RunReport& run, double ns) {
+        const double steps = double(run.timeline.tbt_ns.size());
+        return steps > 0 ? fmt::format("{:.3f} ms", ns / steps / 1e6) : std::string("-");
+    };
+    row("Decode busy per token", "", "");
+    for (size_t d = 0; d < t.timeline.decode.device.size(); ++d) {
+        const auto& bd = b.timeline.decode.device, &td = t.timeline.decode.device;
+        row("  " + td[d].name, d < bd.size() ? per_step(b, bd[d].busy_ns) : "-", per_step(t, td[d].busy_ns));
+    }
+    for (size_t l = 0; l < t.timeline.links.size(); ++l) {
+        const auto& bl = b.timeline.links, &tlk = t.timeline.links;
+        if (tlk[l].transfers == 0 && (l >= bl.size() || bl[l].transfers == 0)) continue;
+        row("  link " + tlk[l].name, l < bl.size() ? per_step(b, bl[l].busy_ns) : "-", per_step(t, tlk[l].busy_ns));
+    }
     row("Energy per decode token", fmt::format("{:.3f} mJ", b.decode_energy_per_token_pj / 1e9),
         fmt::format("{:.3f} mJ", t.decode_energy_per_token_pj / 1e9),
         ratio(b.decode_energy_per_token_pj, t.decode_energy_per_token_pj));

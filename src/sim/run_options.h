@@ -17,6 +17,7 @@ struct RunOptions {
     int64_t cache_limit_mb = 512;       // [memory] conversion cache cap
     int64_t block_size_kb = 16;         // [reorder] conversion block (for buffer accounting)
     bool record_events = false;         // keep per-op events for --trace
+    int64_t record_decode_steps = -1;   // with record_events: decode steps recorded (-1: all; prefill always)
 };
 
 }  // namespace duet::sim

@@ -1,20 +1,20 @@
 #include "sim/timeline.h"
 
 #include <algorithm>
-#include <cmath>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "core/log.h"
 #include "sim/op_shape.h"
+#include "sim/timeline_conversion.h"
 
 namespace duet::sim {
 namespace {
 
-// Device estimates repeat across layers and steps: memoise them per (unit, shape).
+// Device estimates repeat across layers and steps: memoise them per (device, shape).
 struct ShapeKey {
-    int unit, cls;
+    int device, cls;
     int64_t m, n, k, h, hkv;
     uint64_t wb, ib, ob;
     bool operator==(const ShapeKey&) const = default;
@@ -22,7 +22,7 @@ struct ShapeKey {
 struct ShapeKeyHash {
     size_t operator()(const ShapeKey& s) const {
         uint64_t h = 1469598103934665603ull;
-        for (uint64_t v : {uint64_t(s.unit), uint64_t(s.cls), uint64_t(s.m), uint64_t(s.n), uint64_t(s.k),
+        for (uint64_t v : {uint64_t(s.device), uint64_t(s.cls), uint64_t(s.m), uint64_t(s.n), uint64_t(s.k),
                            uint64_t(s.h), uint64_t(s.hkv), s.wb, s.ib, s.ob})
             h = (h ^ v) * 1099511628211ull;
         return size_t(h);
@@ -32,12 +32,11 @@ struct ShapeKeyHash {
 class CostCache {
 public:
     explicit CostCache(const SimHardware& hw) : hw_(hw) {}
-    hw::Cost get(Unit u, const hw::OpShape& s) {
-        ShapeKey key{int(u), int(s.cls), s.m, s.n, s.k, s.n_head, s.n_head_kv, s.weight_bytes, s.in_bytes, s.out_bytes};
+    hw::Cost get(int device, const hw::OpShape& s) {
+        ShapeKey key{device, int(s.cls), s.m, s.n, s.k, s.n_head, s.n_head_kv, s.weight_bytes, s.in_bytes, s.out_bytes};
         auto it = cache_.find(key);
         if (it != cache_.end()) return it->second;
-        const hw::Device* d = u == Unit::NPU ? hw_.npu : hw_.pim;
-        hw::Cost c = d->estimate(s);
+        hw::Cost c = hw_.devices[size_t(device)].model->estimate(s);
         cache_.emplace(key, c);
         return c;
     }
@@ -48,160 +47,276 @@ private:
 };
 
 std::string op_label(const OpRecord& r) {
-    const char* role = r.kind == OpKind::MATMUL ? weight_role_name(r.role) : "";
-    if (r.layer < 0) return fmt::format("{} {}", op_kind_name(r.kind), role);
-    return fmt::format("L{} {} {}", r.layer, op_kind_name(r.kind), role);
+    std::string s = r.layer < 0 ? std::string(op_kind_name(r.kind)) : fmt::format("L{} {}", r.layer, op_kind_name(r.kind));
+    if (r.kind == OpKind::MATMUL) s += fmt::format(" {}", weight_role_name(r.role));
+    return s;
 }
+
+// Q, K, V (and gate, up) read the same normed input and are independent of each other: on
+// different devices they overlap; everything else waits for all before it.
+bool overlaps_previous(const Plan& plan, size_t i, const ForwardSpan& fw) {
+    // The graph marks siblings (same input, no dependency: Q, K, V; gate, up).
+    return i > fw.begin && plan.ops[i].sibling_of_prev;
+}
+
+// Every sequence of a batch without weight sharing streams its own copy of the weights: the
+// device sees `repeat` matmuls of m / repeat rows.
+hw::OpShape per_sequence(const OpRecord& r, hw::OpShape s, const RunOptions& opts, int& repeat) {
+    repeat = 1;
+    if (r.phase == Phase::DECODE && r.kind == OpKind::MATMUL && r.n_seq > 1 && !opts.weight_base_shared) {
+        repeat = r.n_seq;
+        s.m = r.m / r.n_seq;
+        s.cls = s.m == 1 ? hw::OpClass::GEMV : hw::OpClass::GEMM;
+        s.in_bytes /= uint64_t(repeat);
+        s.out_bytes /= uint64_t(repeat);
+        s.flops /= repeat;
+    }
+    return s;
+}
+
+// NZ -> PIM of every PIM-layout matrix at the switch (zero_copy_switch = false).
+double full_switch_conversion_ns(const ModelShape& shape, const Plan& plan, const Placer& placer,
+                                 const LayoutModel& layout, int64_t& conversions) {
+    // The matrices are the MATMUL records of the first forward (the graph's list, fused or not).
+    double sw = 0;
+    if (plan.forwards.empty()) return sw;
+    const ForwardSpan& fw = plan.forwards.front();
+    for (int l = -1; l < int(shape.n_layer); ++l) {
+        if (!placer.pim_layout(l)) continue;
+        double layer_ns = 0;
+        for (size_t i = fw.begin; i < fw.end; ++i) {
+            const OpRecord& r = plan.ops[i];
+            if (r.kind == OpKind::MATMUL && r.layer == l) layer_ns += layout.nz_to_pim_ns(r.n, r.k, shape.weight_dtype);
+        }
+        DUET_LOG_DEBUG("convert layer {} NZ->PIM at the switch: {:.2f} us", l, layer_ns / 1e3);
+        sw += layer_ns;
+        ++conversions;
+    }
+    return sw;
+}
+
+// The scheduler of one run: the state of every queue, and one step per operator.
+class Scheduler {
+public:
+    Scheduler(const ModelShape& shape, const Plan& plan, const Placer& placer, const RunOptions& opts,
+              const SimHardware& hw)
+        : shape_(shape), plan_(plan), placer_(placer), opts_(opts), hw_(hw), costs_(hw),
+          device_free_(hw.devices.size(), 0.0), link_free_(hw.links.size(), 0.0), conv_(hw.devices.size()) {
+        for (const SimDevice& d : hw.devices) {
+            DeviceStats s;
+            s.name = d.name;
+            s.kind = d.kind;
+            tl_.prefill.device.push_back(s);
+        }
+        tl_.decode.device = tl_.prefill.device;
+        for (const SimLink& l : hw.links) {
+            LinkStats ls;
+            ls.name = l.name;
+            tl_.links.push_back(ls);
+        }
+        add_tracks();
+    }
+
+    Timeline run() {
+        int64_t decode_steps = 0;
+        for (const ForwardSpan& fw : plan_.forwards) {
+            recording_ = opts_.record_events &&
+                         (fw.phase == Phase::PREFILL || opts_.record_decode_steps < 0 || decode_steps < opts_.record_decode_steps);
+            run_forward(fw);
+            if (fw.phase == Phase::DECODE) ++decode_steps;
+        }
+        if (!tl_.tbt_ns.empty())
+            DUET_LOG_INFO("[{}] decode: {} steps, {:.3f} ms (NPU busy {:.3f} ms, PIM busy {:.3f} ms)",
+                          policy_name(opts_.placement.policy), tl_.tbt_ns.size(), tl_.decode.wall_ns / 1e6,
+                          tl_.decode.npu().busy_ns / 1e6, tl_.decode.pim().busy_ns / 1e6);
+        return std::move(tl_);
+    }
+
+private:
+    void add_tracks() {
+        for (const SimDevice& d : hw_.devices) {
+            compute_track_.push_back(track(d.name, "compute"));
+            convert_track_.push_back(d.kind == DeviceKind::NPU ? track(d.name, "conversion (PIM->NZ)") : -1);
+            launch_track_.push_back(track(d.name, "host launch"));
+        }
+        for (const SimLink& l : hw_.links) link_track_.push_back(track(l.name, "transfers"));
+    }
+    int track(const std::string& group, const std::string& name) {
+        tl_.tracks.push_back({group, name});
+        return int(tl_.tracks.size()) - 1;
+    }
+    template <class Label>
+    void emit(int tr, Label&& label, double start, double dur, Phase ph) {
+        if (recording_ && dur > 0) tl_.events.push_back({tr, label(), start, dur, ph});
+    }
+
+    void run_forward(const ForwardSpan& fw) {
+        PhaseStats& ps = fw.phase == Phase::PREFILL ? tl_.prefill : tl_.decode;
+        const double fw_start = t_;
+        for (size_t i = fw.begin; i < fw.end; ++i) {
+            if (!overlaps_previous(plan_, i, fw)) group_ready_ = t_;
+            t_ = std::max(t_, run_op(plan_.ops[i], ps));
+        }
+        ps.wall_ns += t_ - fw_start;
+        if (fw.phase == Phase::PREFILL) finish_prefill();
+        else tl_.tbt_ns.push_back(t_ - prev_forward_end_);
+        prev_forward_end_ = t_;
+    }
+
+    // Runs every part of one operator; returns when its (gathered) output is ready.
+    double run_op(const OpRecord& r, PhaseStats& ps) {
+        int repeat = 1;
+        const hw::OpShape s = per_sequence(r, to_op_shape(r), opts_, repeat);
+        const OpPlacement where = placer_.place(r, s);
+        const int parts = int(where.devices.size());
+        double end = 0;
+        for (int p = 0; p < parts; ++p) {
+            auto label = [&]() { return parts > 1 ? fmt::format("{} [{}/{}]", op_label(r), p + 1, parts) : op_label(r); };
+            end = std::max(end, run_part(r, split_rows(s, p, parts), where.devices[size_t(p)], repeat, ps, label));
+        }
+        return end;
+    }
+
+    bool converts(const OpRecord& r, int device) const {
+        return hw_.devices[size_t(device)].kind == DeviceKind::NPU && r.kind == OpKind::MATMUL &&
+               opts_.placement.policy != Policy::NPU_ONLY && placer_.pim_layout(r.layer) &&
+               !(opts_.preconvert_first_token && r.layer == 0) && !(r.phase == Phase::PREFILL && !opts_.zero_copy_switch);
+    }
+
+    template <class Label>
+    double run_part(const OpRecord& r, const hw::OpShape& s, int dev, int repeat, PhaseStats& ps, Label& label) {
+        const hw::Cost c = costs_.get(dev, s);
+        const double op_ns = c.t_ns * repeat;
+        charge(ps.device[size_t(dev)], c, s, repeat);
+        const int link = hw_.devices[size_t(dev)].link;
+        double ready = group_ready_;
+        if (link >= 0) ready = transfer(link, s.in_bytes * uint64_t(repeat), ready, r.phase, [&] { return "send input " + label(); });
+        const double T0 = std::max(ready, device_free_[size_t(dev)]);
+        double end = T0 + op_ns;
+        if (converts(r, dev)) end = convert(r, T0, op_ns, repeat, dev, label);
+        emit(compute_track_[size_t(dev)], label, end - op_ns, op_ns, r.phase);
+        if (c.t_launch_ns > 0)
+            emit(launch_track_[size_t(dev)], [&] { return "launch " + label(); }, end - op_ns, c.t_launch_ns * repeat, r.phase);
+        device_free_[size_t(dev)] = end;
+        if (link >= 0) end = transfer(link, s.out_bytes * uint64_t(repeat), end, r.phase, [&] { return "gather " + label(); });
+        return end;
+    }
+
+    static void charge(DeviceStats& us, const hw::Cost& c, const hw::OpShape& s, int repeat) {
+        us.busy_ns += c.t_ns * repeat;
+        us.bytes_moved += c.bytes_moved * repeat;
+        us.weight_bytes += double(s.weight_bytes) * repeat;
+        us.energy_pj += c.energy_pj * repeat;
+        us.launch_ns += c.t_launch_ns * repeat;
+        us.ops += repeat;
+    }
+
+    // One transfer over `link` once `ready`; returns when it has arrived.
+    template <class Label>
+    double transfer(int link, uint64_t bytes, double ready, Phase ph, Label&& label) {
+        const SimLink& l = hw_.links[size_t(link)];
+        const double dur = l.transfer_ns(bytes);
+        if (dur <= 0) return ready;
+        const double start = std::max(ready, link_free_[size_t(link)]);
+        link_free_[size_t(link)] = start + dur;
+        LinkStats& ls = tl_.links[size_t(link)];
+        ls.busy_ns += dur;
+        ls.bytes += double(bytes);
+        ++ls.transfers;
+        emit(link_track_[size_t(link)], label, start, dur, ph);
+        return start + dur;
+    }
+
+    // The matmul's compute end when its weights are converted PIM->NZ on the load path.
+    template <class Label>
+    double convert(const OpRecord& r, double T0, double op_ns, int repeat, int dev, Label& label) {
+        const PimMatrixInfo pm = hw_.layout->pim(r.n, r.k, r.weight_dtype);
+        const ConvertedMatmul cm = convert_on_load_path(T0, op_ns, pm.to_nz_ns, pm.n_blocks, opts_.prefetch_depth,
+                                                        conv_[size_t(dev)]);
+        const double exposed = cm.end_ns - (T0 + op_ns);
+        tl_.conversion_ns += pm.to_nz_ns;
+        tl_.conversion_exposed_ns += exposed;
+        tl_.conversion_bytes_read += double(pm.to_nz_bytes_read) * repeat;
+        // the load path replaces the plain weight read: only the extra bytes cost energy
+        const double extra = std::max(0.0, double(pm.to_nz_bytes_read) - double(r.weight_bytes));
+        tl_.conversion_energy_pj += extra * hw_.conversion_pj_per_byte * repeat;
+        ++tl_.conversions;
+        emit(convert_track_[size_t(dev)], [&] { return "convert " + label(); }, cm.conv_start_ns,
+             cm.conv_end_ns - cm.conv_start_ns, r.phase);
+        if (r.phase == Phase::PREFILL)
+            DUET_LOG_DEBUG("convert {} PIM->NZ: {} blocks, {:.2f} us converting, {:.2f} us exposed", op_label(r),
+                           std::max<int64_t>(1, pm.n_blocks), pm.to_nz_ns / 1e3, exposed / 1e3);
+        return cm.end_ns;
+    }
+
+    void finish_prefill() {
+        tl_.prefill_ns = t_;
+        double sw = 0;
+        if (opts_.placement.policy != Policy::NPU_ONLY) {
+            if (opts_.zero_copy_switch) {
+                sw = hw_.pointer_switch_ns;
+                DUET_LOG_DEBUG("pointer switch prefill -> decode: {:.3f} us (zero_copy_switch)", sw / 1e3);
+            } else {  // prefill ran from NZ copies; convert every PIM-layout matrix back to the base
+                sw = full_switch_conversion_ns(shape_, plan_, placer_, *hw_.layout, tl_.conversions);
+                tl_.conversion_ns += sw;
+            }
+        }
+        emit(convert_track_[0], [&] { return std::string(opts_.zero_copy_switch ? "pointer switch" : "full NZ->PIM conversion"); },
+             t_, sw, Phase::PREFILL);
+        tl_.switch_ns = sw;
+        t_ += sw;
+        tl_.ttft_ns = t_;
+        DUET_LOG_INFO("[{}] prefill: {:.3f} ms (NPU busy {:.3f} ms, PIM busy {:.3f} ms), conversion exposed "
+                      "{:.3f} ms, switch {:.3f} ms, TTFT {:.3f} ms",
+                      policy_name(opts_.placement.policy), tl_.prefill_ns / 1e6, tl_.prefill.npu().busy_ns / 1e6,
+                      tl_.prefill.pim().busy_ns / 1e6, tl_.conversion_exposed_ns / 1e6, sw / 1e6, tl_.ttft_ns / 1e6);
+    }
+
+    const ModelShape& shape_;
+    const Plan& plan_;
+    const Placer& placer_;
+    const RunOptions& opts_;
+    const SimHardware& hw_;
+    CostCache costs_;
+    Timeline tl_;
+    double t_ = 0;                     // completion of everything issued so far (the dependency chain)
+    double group_ready_ = 0;           // inputs of the current sibling group (Q/K/V, gate/up) ready
+    double prev_forward_end_ = 0;
+    std::vector<double> device_free_;  // each device's queue is free
+    std::vector<double> link_free_;    // each link is free
+    std::vector<ConverterState> conv_; // one converter per NPU (unused for PIM devices)
+    std::vector<int> compute_track_, convert_track_, launch_track_, link_track_;
+    bool recording_ = false;
+};
 
 }  // namespace
 
-const char* track_name(Track t) {
-    switch (t) {
-        case Track::NPU: return "NPU";
-        case Track::PIM: return "PIM";
-        case Track::CONVERT: return "NPU conversion (PIM->NZ)";
-        case Track::HOST: return "host launch";
-    }
-    return "?";
+void DeviceStats::add(const DeviceStats& o) {
+    busy_ns += o.busy_ns;
+    bytes_moved += o.bytes_moved;
+    weight_bytes += o.weight_bytes;
+    energy_pj += o.energy_pj;
+    launch_ns += o.launch_ns;
+    ops += o.ops;
+}
+
+DeviceStats PhaseStats::total(DeviceKind kind) const {
+    DeviceStats t;
+    t.kind = kind;
+    for (const DeviceStats& d : device)
+        if (d.kind == kind) t.add(d);
+    return t;
+}
+
+int PhaseStats::devices_of(DeviceKind kind) const {
+    int n = 0;
+    for (const DeviceStats& d : device) n += d.kind == kind ? 1 : 0;
+    return n;
 }
 
 Timeline simulate_timeline(const ModelShape& shape, const Plan& plan, const Placer& placer, const RunOptions& opts,
                            const SimHardware& hw) {
-    Timeline tl;
-    CostCache costs(hw);
-    const int64_t D = opts.prefetch_depth;
-    const bool coop_layout = opts.placement.policy != Policy::NPU_ONLY;
-    double t = 0;          // completion of everything issued so far (the dependency chain)
-    double unit_free[kUnits] = {0, 0};
-    double group_ready = 0;  // inputs of the current sibling group (Q/K/V, gate/up) ready
-    double conv_free = 0;  // converter available (finished its last block)
-    double gate = 0;       // first prefetch buffer of the next matmul frees up
-    double prev_forward_end = 0;
-    auto emit = [&](Track tr, std::string name, double start, double dur, Phase ph) {
-        if (opts.record_events && dur > 0) tl.events.push_back({tr, std::move(name), start, dur, ph});
-    };
-
-    for (const ForwardSpan& fw : plan.forwards) {
-        PhaseStats& ps = fw.phase == Phase::PREFILL ? tl.prefill : tl.decode;
-        const double fw_start = t;
-        for (size_t i = fw.begin; i < fw.end; ++i) {
-            const OpRecord& r = plan.ops[i];
-            hw::OpShape s = to_op_shape(r);
-            int repeat = 1;
-            if (r.phase == Phase::DECODE && r.kind == OpKind::MATMUL && r.n_seq > 1 && !opts.weight_base_shared) {
-                // every sequence streams its own copy of the weights
-                repeat = r.n_seq;
-                s.m = r.m / r.n_seq;
-                s.cls = s.m == 1 ? hw::OpClass::GEMV : hw::OpClass::GEMM;
-                s.in_bytes /= uint64_t(repeat);
-                s.out_bytes /= uint64_t(repeat);
-                s.flops /= repeat;
-            }
-            const Unit u = placer.place(r, s);
-            const hw::Cost c = costs.get(u, s);
-            const double op_ns = c.t_ns * repeat;
-            UnitStats& us = ps.unit[int(u)];
-            us.busy_ns += op_ns;
-            us.bytes_moved += c.bytes_moved * repeat;
-            us.weight_bytes += double(s.weight_bytes) * repeat;
-            us.energy_pj += c.energy_pj * repeat;
-            us.launch_ns += c.t_launch_ns * repeat;
-            us.ops += repeat;
-
-            const bool converts = u == Unit::NPU && r.kind == OpKind::MATMUL && coop_layout &&
-                                  placer.pim_layout(r.layer) && !(opts.preconvert_first_token && r.layer == 0) &&
-                                  !(r.phase == Phase::PREFILL && !opts.zero_copy_switch);
-            // Siblings in the graph (Q, K, V; gate, up: same input, no dependency) overlap on
-            // different units; everything else waits for all before it.
-            const bool sibling = i > fw.begin && r.sibling_of_prev;
-            if (!sibling) group_ready = t;
-            const double T0 = std::max(group_ready, unit_free[int(u)]);
-            double end = T0 + op_ns;
-            if (converts) {
-                const PimMatrixInfo pm = hw.layout->pim(r.n, r.k, r.weight_dtype);
-                const double N = double(std::max<int64_t>(1, pm.n_blocks));
-                const double cb = pm.to_nz_ns / N, pb = op_ns / N;
-                const double S = std::max(conv_free, gate);
-                double conv_end;
-                if (D == 0) {
-                    end = std::max(T0, S + cb) + pb + (N - 1) * (cb + pb);
-                    conv_end = end - pb;
-                } else {
-                    double k0 = T0 > S ? std::min({std::floor((T0 - S) / cb), double(D + 1), N}) : 0;
-                    if (k0 <= 0) {
-                        end = std::max({T0 + N * pb, S + cb + N * pb, S + N * cb + pb});
-                        conv_end = S + N * cb;
-                    } else {
-                        double resume = S + k0 * cb;
-                        if (k0 == double(D + 1) && k0 < N) resume = std::max(resume, T0 + pb);
-                        end = std::max(T0 + N * pb, resume + (N - k0) * cb + pb);
-                        conv_end = k0 < N ? resume + (N - k0) * cb : S + k0 * cb;
-                    }
-                }
-                const double exposed = end - (T0 + op_ns);
-                tl.conversion_ns += pm.to_nz_ns;
-                tl.conversion_exposed_ns += exposed;
-                tl.conversion_bytes_read += double(pm.to_nz_bytes_read) * repeat;
-                // the load path replaces the plain weight read: only the extra bytes cost energy
-                const double extra = std::max(0.0, double(pm.to_nz_bytes_read) - double(r.weight_bytes));
-                tl.conversion_energy_pj += extra * hw.conversion_pj_per_byte * repeat;
-                ++tl.conversions;
-                emit(Track::CONVERT, "convert " + op_label(r), S, conv_end - S, r.phase);
-                if (fw.phase == Phase::PREFILL)
-                    DUET_LOG_DEBUG("convert {} PIM->NZ: {} blocks, {:.2f} us converting, {:.2f} us exposed",
-                                   op_label(r), int64_t(N), pm.to_nz_ns / 1e3, exposed / 1e3);
-                conv_free = conv_end;
-                gate = std::max(T0, end - double(std::min<int64_t>(D, int64_t(N) - 1)) * pb);
-            }
-            emit(u == Unit::NPU ? Track::NPU : Track::PIM, op_label(r), end - op_ns, op_ns, r.phase);
-            if (c.t_launch_ns > 0) emit(Track::HOST, "launch " + op_label(r), end - op_ns, c.t_launch_ns * repeat, r.phase);
-            unit_free[int(u)] = end;
-            t = std::max(t, end);
-        }
-        ps.wall_ns += t - fw_start;
-        if (fw.phase == Phase::PREFILL) {
-            tl.prefill_ns = t;
-            double sw = 0;
-            if (coop_layout) {
-                if (opts.zero_copy_switch) {
-                    sw = hw.pointer_switch_ns;
-                    DUET_LOG_DEBUG("pointer switch prefill -> decode: {:.3f} us (zero_copy_switch)", sw / 1e3);
-                } else {
-                    // prefill ran from NZ copies; convert every PIM-layout matrix back to the base
-                    const int64_t q = shape.n_head * shape.head_dim, kv = shape.n_head_kv * shape.head_dim;
-                    for (int l = -1; l < int(shape.n_layer); ++l) {
-                        if (!placer.pim_layout(l)) continue;
-                        std::vector<std::pair<int64_t, int64_t>> mats;
-                        if (l < 0) mats = {{shape.n_vocab, shape.n_embd}};
-                        else mats = {{q, shape.n_embd}, {kv, shape.n_embd}, {kv, shape.n_embd}, {shape.n_embd, q},
-                                     {shape.n_ff, shape.n_embd}, {shape.n_ff, shape.n_embd}, {shape.n_embd, shape.n_ff}};
-                        double layer_ns = 0;
-                        for (auto [n, k] : mats) layer_ns += hw.layout->nz_to_pim_ns(n, k, shape.weight_dtype);
-                        DUET_LOG_DEBUG("convert layer {} NZ->PIM at the switch: {:.2f} us", l, layer_ns / 1e3);
-                        sw += layer_ns;
-                        ++tl.conversions;
-                    }
-                    tl.conversion_ns += sw;
-                }
-            }
-            emit(Track::CONVERT, opts.zero_copy_switch ? "pointer switch" : "full NZ->PIM conversion", t, sw, fw.phase);
-            tl.switch_ns = sw;
-            t += sw;
-            tl.ttft_ns = t;
-            DUET_LOG_INFO("[{}] prefill: {:.3f} ms (NPU busy {:.3f} ms, PIM busy {:.3f} ms), conversion exposed "
-                          "{:.3f} ms, switch {:.3f} ms, TTFT {:.3f} ms",
-                          policy_name(opts.placement.policy), tl.prefill_ns / 1e6, tl.prefill.unit[0].busy_ns / 1e6,
-                          tl.prefill.unit[1].busy_ns / 1e6, tl.conversion_exposed_ns / 1e6, sw / 1e6, tl.ttft_ns / 1e6);
-        } else {
-            tl.tbt_ns.push_back(t - prev_forward_end);
-        }
-        prev_forward_end = t;
-    }
-    if (!tl.tbt_ns.empty())
-        DUET_LOG_INFO("[{}] decode: {} steps, {:.3f} ms (NPU busy {:.3f} ms, PIM busy {:.3f} ms)",
-                      policy_name(opts.placement.policy), tl.tbt_ns.size(), tl.decode.wall_ns / 1e6,
-                      tl.decode.unit[0].busy_ns / 1e6, tl.decode.unit[1].busy_ns / 1e6);
-    return tl;
+    return Scheduler(shape, plan, placer, opts, hw).run();
 }
 
 }  // namespace duet::sim

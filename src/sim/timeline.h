@@ -1,19 +1,20 @@
 #pragma once
-// The modelled timeline of one run: each forward's operators in dependency order on their
-// units (NPU, PIM), a conversion stream beside the NPU, and the prefill->decode switch.
+// The modelled timeline of one run: each forward's operators in dependency order on the
+// devices of the machine (sim/hardware.h: npu0, npu1.., pim0..), one queue per device, link
+// transfers on one track per link, a conversion stream beside each NPU and the
+// prefill->decode switch.
 //
-// Model (docs/co-inference.md has the derivation):
+// Model (docs/co-inference.md and docs/topology.md have the derivation):
 //  - Operators of a forward depend on everything before them, except that Q/K/V and gate/up
-//    (same input, independent outputs) may overlap when placed on different units; an op
-//    starts when its inputs are ready and its unit is free; its duration is the unit's
+//    (same input, independent outputs) may overlap when placed on different devices; an op
+//    starts when its inputs are ready and its device is free; its duration is the device's
 //    hw::Device estimate.
+//  - A MATMUL split by rows across devices (sim/placement.h) runs one part per device; a
+//    device behind a copying link first receives the input (a transfer on the link), and its
+//    partial output is gathered to npu0 (another transfer); the op ends when the last part
+//    has arrived. Shared-memory links copy nothing.
 //  - An NPU MATMUL whose weights live in the PIM layout converts them PIM->NZ block by block
-//    on the load path while the cube computes. With c = conversion and p = compute time per
-//    block, N blocks, compute free at T0 and the converter able to start at S:
-//      prefetch_depth D = 0: serial, end = max(T0, S + c) + p + (N - 1)(c + p)
-//      D >= 1: end = max(T0 + N p, S + c + N p, S + N c + p), where up to D + 1 blocks of the
-//      next matmul are converted ahead during the ops in between (attention, norms).
-//    Conversion is hidden when c <= p and visible when c > p.
+//    on the load path while the cube computes (sim/timeline_conversion.h has the algebra).
 //  - preconvert_first_token: layer 0's matrices were converted at load time (no conversion).
 //  - The switch after prefill: zero_copy_switch -> pointer switch (hw.pointer_switch_ns);
 //    otherwise every PIM-layout matrix is converted NZ -> PIM (LayoutModel::nz_to_pim_ns).
@@ -31,29 +32,45 @@
 
 namespace duet::sim {
 
-enum class Track { NPU = 0, PIM = 1, CONVERT = 2, HOST = 3 };
-constexpr int kTracks = 4;
-const char* track_name(Track t);
+// One row of the trace: a device's compute queue, its conversion stream or host launches, or a link.
+struct TrackInfo {
+    std::string group;  // the device or link it belongs to: "npu0", "pim1", "pim1-npu0"
+    std::string name;   // "compute", "conversion (PIM->NZ)", "host launch", "transfers"
+};
 
 struct TimelineEvent {
-    Track track = Track::NPU;
-    std::string name;     // "L3 matmul ffn_up", "convert L3 ffn_up", "switch"
+    int track = 0;        // index into Timeline::tracks
+    std::string name;     // "L3 matmul ffn_up", "convert L3 matmul ffn_up", "gather L3 matmul ffn_up [2/2]"
     double start_ns = 0, dur_ns = 0;
     Phase phase = Phase::PREFILL;
 };
 
-struct UnitStats {
-    double busy_ns = 0;       // time the unit computed
+struct DeviceStats {
+    std::string name;         // "npu0", "pim1" (SimDevice::name); empty for a kind total
+    DeviceKind kind = DeviceKind::NPU;
+    double busy_ns = 0;       // time the device computed
     double bytes_moved = 0;   // over the external memory interface, as reported by the device model
-    double weight_bytes = 0;  // weight / KV operand bytes of the ops the unit ran (OpShape::weight_bytes)
+    double weight_bytes = 0;  // weight / KV operand bytes of the ops the device ran (OpShape::weight_bytes)
     double energy_pj = 0;
     double launch_ns = 0;     // part of busy_ns that is launch/dispatch overhead
-    int64_t ops = 0;
+    int64_t ops = 0;          // operators (a split MATMUL counts once on every device it ran on)
+    void add(const DeviceStats& o);  // sums the figures (not the name)
 };
 
 struct PhaseStats {
-    UnitStats unit[kUnits];
+    std::vector<DeviceStats> device;  // indexed like SimHardware::devices
     double wall_ns = 0;
+    DeviceStats total(DeviceKind kind) const;  // summed over the devices of `kind`
+    DeviceStats npu() const { return total(DeviceKind::NPU); }
+    DeviceStats pim() const { return total(DeviceKind::PIM); }
+    int devices_of(DeviceKind kind) const;
+};
+
+struct LinkStats {
+    std::string name;         // "pim1-npu0"
+    double busy_ns = 0;       // time the link carried transfers
+    double bytes = 0;
+    int64_t transfers = 0;
 };
 
 struct Timeline {
@@ -67,7 +84,9 @@ struct Timeline {
     double conversion_energy_pj = 0;
     int64_t conversions = 0;        // matrices converted
     PhaseStats prefill, decode;
-    std::vector<TimelineEvent> events;  // when RunOptions::record_events
+    std::vector<LinkStats> links;   // indexed like SimHardware::links (prefill + decode)
+    std::vector<TrackInfo> tracks;  // what TimelineEvent::track indexes
+    std::vector<TimelineEvent> events;  // when RunOptions::record_events (decode steps per record_decode_steps)
 };
 
 Timeline simulate_timeline(const ModelShape& shape, const Plan& plan, const Placer& placer, const RunOptions& opts,

@@ -38,7 +38,7 @@ TEST(CoopConfig, ValuesAndErrors) {
     auto b = write_test_file("unknown.toml", "[pim]\nalign = 128\n");
     EXPECT_EQ(error_of(b), b + ": unknown key 'pim.align' (allowed here: layout, alignment, compute_unit, precision)");
     auto s = write_test_file("section.toml", "[pimm]\n");
-    EXPECT_EQ(error_of(s), s + ": unknown key 'pimm' (allowed here: pim, reorder, scheduling, memory)");
+    EXPECT_EQ(error_of(s), s + ": unknown key 'pimm' (allowed here: pim, reorder, scheduling, memory, topology)");
     auto t = write_test_file("type.toml", "[memory]\ncache_limit_mb = \"lots\"\n");
     EXPECT_EQ(error_of(t), t + ": key 'memory.cache_limit_mb' has type string, expected integer");
     auto r = write_test_file("range.toml", "[reorder]\nindex_ratio_limit = 2.0\n");
@@ -89,4 +89,41 @@ TEST(CoopConfig, LayerList) {
     } catch (const duet::Error& e) {
         EXPECT_STREQ(e.what(), "--npu-layers: layer list \"a\" is not valid (allowed: layers and ranges like \"0-1,31\")");
     }
+}
+
+// Enumerated knobs are validated once into typed enums; the file spelling comes back from show().
+TEST(CoopConfig, EnumsAreTypedAtLoad) {
+    CoopConfig c = load_coop_config("", {{"DUET_PIM_PRECISION", "bf16"}, {"DUET_REORDER_TARGET_FORMAT", "ND"},
+                                         {"DUET_SCHEDULING_DECODE_ENGINE", "npu_gemv"}, {"DUET_TOPOLOGY_PIMS", "2"}});
+    EXPECT_EQ(c.pim.precision, PimPrecision::BF16);
+    EXPECT_EQ(c.reorder.target_format, TargetFormat::ND);
+    EXPECT_EQ(c.scheduling.decode_engine, DecodeEngine::NPU_GEMV);
+    EXPECT_EQ(c.scheduling.prefill_engine, PrefillEngine::NPU_GEMM);
+    EXPECT_EQ(c.topology.pims, 2);
+    for (const auto& f : coop_config_fields())
+        if (f.dotted() == "reorder.target_format") EXPECT_EQ(f.show(c), "\"ND\"");
+}
+
+TEST(CoopConfig, TopologyFileOnlyTakesTopologyKeys) {
+    const std::string p = write_test_file("config_test_topology.toml", "[topology]\npims = 2\n[pim]\nalignment = 256\n");
+    try {
+        load_topology_file(p, TopologySection{});
+        FAIL();
+    } catch (const duet::Error& e) {
+        EXPECT_EQ(std::string(e.what()), p + ": unknown key 'pim' (allowed here: topology)");
+    }
+    TopologySection two;
+    two.pims = 2;
+    two.pim_presets = "a";
+    try {
+        check_pim_presets(two);
+        FAIL();
+    } catch (const duet::Error& e) {
+        EXPECT_EQ(std::string(e.what()), "topology.pim_presets = \"a\" names 1 presets for topology.pims = 2 (allowed: "
+                                         "one per PIM device, or \"\")");
+    }
+    const std::string ok = write_test_file("config_test_topology3.toml", "[topology]\nnpus = 4\n");
+    const TopologySection t = load_topology_file(ok, TopologySection{});
+    EXPECT_EQ(t.npus, 4);
+    EXPECT_EQ(t.pims, 1);
 }

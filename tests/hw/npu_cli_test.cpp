@@ -55,3 +55,16 @@ TEST(NpuCli, AliasAndErrors) {
     r = run("--npu-dispatch fast --n 64 --k 64 --m 1");
     EXPECT_EQ(r.out, "duet: error: --npu-dispatch = 'fast' is not allowed (allowed: eager, queue0, queue1, queue2, graph)\n");
 }
+
+// `duet bench` and `duet pim-sim npu` model the same NPU (one construction path, default peak).
+TEST(NpuCli, MemoryEfficiencyDefaultIsBenchsPeak) {
+    if (!have_binary()) GTEST_SKIP() << "build the duet target first";
+    const std::string op = "--soc Ascend910B2 --op gemv --n 4096 --k 4096";
+    const CliRun peak = run(op), dram = run(op + " --memory-efficiency dram");
+    EXPECT_NE(peak.out.find("x efficiency 1.000 (published peak, as duet bench)"), std::string::npos) << peak.out;
+    EXPECT_NE(dram.out.find("(DRAM model, sequential stream)"), std::string::npos) << dram.out;
+    const CliRun bad = run(op + " --memory-efficiency 1.5");
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_EQ(bad.out, "duet: error: --memory-efficiency = '1.5' is not allowed (allowed: peak, dram, or a number greater "
+                       "than 0 and at most 1)\n");
+}

@@ -6,12 +6,14 @@
 
 #include "core/dtype.h"
 #include "hw/memory_presets.h"
-#include "hw/pim/layout_placement.h"
 #include "hw/pim/pim_functional.h"
+#include "sim/layout_placement.h"
 
 using namespace duet;
 using namespace duet::hw;
 using namespace duet::hw::pim;
+using duet::sim::layout_placement;
+using duet::sim::plan_for_device;
 
 namespace {
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <set>
@@ -67,7 +68,7 @@ TEST(BenchCli, TraceAndSvgFiles) {
     std::set<std::string> tracks;
     for (const auto& e : j["traceEvents"])
         if (e["name"] == "thread_name") tracks.insert(e["args"]["name"].get<std::string>());
-    EXPECT_EQ(tracks, (std::set<std::string>{"NPU", "PIM", "NPU conversion (PIM->NZ)", "host launch"}));
+    EXPECT_EQ(tracks, (std::set<std::string>{"compute", "conversion (PIM->NZ)", "host launch", "transfers"}));
     std::ifstream g(svg);
     std::string text((std::istreambuf_iterator<char>(g)), std::istreambuf_iterator<char>());
     EXPECT_EQ(text.rfind("<svg", 0), 0u);
@@ -265,4 +266,107 @@ TEST(BenchCli, LogLevelsShowPhasesConversionsAndTheSwitch) {
     const std::string full = stderr_of("DUET_SCHEDULING_ZERO_COPY_SWITCH=false", "debug");
     EXPECT_NE(full.find("NZ->PIM at the switch: "), std::string::npos) << full;
     EXPECT_EQ(full.find("pointer switch prefill -> decode: "), std::string::npos) << full;
+}
+
+// The PIM part of decode TBT is TBT minus the NPU's busy time per step (decode is one chain:
+// norms, RoPE, attention and sampling on the NPU, the GEMVs on the PIM devices). Each GEMV's PIM
+// time is a part proportional to its rows (the weight stream through the bank units) plus a
+// part that does not shrink with them (mode switches, the input broadcast into every unit,
+// reading the partial sums, launch): splitting the rows over two PIM devices running in
+// parallel takes the PIM part to a little over half — 0.45 to 0.6 allows the fixed part up to
+// a fifth of the GEMV time and catches both "no split" (1.0) and a double count (< 0.45).
+TEST(BenchCli, TwoPimsHalveThePimShareOfTbt) {
+    Result one = run("", kBench), two = run("", std::string(kBench) + " --pims 2");
+    ASSERT_EQ(two.code, 0) << two.out;
+    auto pim_share = [](const Result& r) {
+        const auto& t = r.report["target"];
+        const double steps = double(t["timeline"]["tbt_ns"].size());
+        return t["tbt_mean_ns"].get<double>() - t["timeline"]["decode"]["npu"]["busy_ns"].get<double>() / steps;
+    };
+    const double ratio = pim_share(two) / pim_share(one);
+    EXPECT_GT(ratio, 0.45) << ratio;
+    EXPECT_LT(ratio, 0.60) << ratio;
+    // per-device stats: both PIM devices ran every decode GEMV (their halves)
+    const auto& devices = two.report["target"]["timeline"]["decode"]["devices"];
+    ASSERT_EQ(devices.size(), 3u);
+    EXPECT_EQ(devices[0]["name"], "npu0");
+    EXPECT_EQ(devices[1]["name"], "pim0");
+    EXPECT_EQ(devices[2]["name"], "pim1");
+    EXPECT_EQ(devices[1]["ops"], devices[2]["ops"]);
+    EXPECT_EQ(devices[1]["ops"].get<int64_t>(), pim_ops(one));
+    EXPECT_EQ(two.report["topology"]["devices"].size(), 3u);
+    EXPECT_EQ(two.report["topology"]["links"][1]["name"], "pim1-npu0");
+    EXPECT_NE(two.out.find("  pim1 "), std::string::npos) << two.out;  // a table row per device
+}
+
+TEST(BenchCli, TopologyFlagsFileAndErrors) {
+    Result bad = run("", std::string(kBench) + " --npus 0", false);
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_EQ(bad.out, "duet: error: --npus = 0 is not allowed (allowed: 1 to 64)\n");
+    const std::string file = std::string(DUET_BINARY_DIR) + "/bench_cli_topology.toml";
+    {
+        std::ofstream f(file);
+        f << "[topology]\npims = 2\npim_link = \"nvlink\"\n";
+    }
+    Result link = run("", std::string(kBench) + " --topology " + file, false);
+    EXPECT_EQ(link.code, 2);
+    EXPECT_EQ(link.out, "duet: error: " + file + ": key 'topology.pim_link' = \"nvlink\" is not allowed (allowed: "
+                        "shared_hbm, hccs_910b, pcie4_x16, pcie5_x16, cxl2_x16)\n");
+    {
+        std::ofstream f(file);
+        f << "[topology]\npims = 2\npim_link = \"cxl2_x16\"\n";
+    }
+    Result cxl = run("", std::string(kBench) + " --topology " + file);
+    ASSERT_EQ(cxl.code, 0) << cxl.out;
+    const auto& links = cxl.report["target"]["timeline"]["links"];
+    EXPECT_GT(links[0]["transfers"].get<int64_t>(), 0);  // inputs sent, partial outputs gathered
+    EXPECT_EQ(cxl.report["topology"]["links"][0]["preset"], "cxl2_x16");
+    EXPECT_EQ(cxl.report["config"]["config"]["topology.pim_link"], "cxl2_x16");
+    Result shared = run("", std::string(kBench) + " --pims 2");
+    EXPECT_GT(tbt(cxl), tbt(shared));
+    Result env = run("DUET_TOPOLOGY_PIMS=2", kBench);
+    EXPECT_EQ(tbt(env), tbt(shared));
+    Result presets = run("DUET_TOPOLOGY_PIM_PRESETS=pim_hbm2_fimdram,pim_hbm2_fimdram", std::string(kBench) + " --pims 3", false);
+    EXPECT_EQ(presets.code, 2);
+    EXPECT_EQ(presets.out, "duet: error: --pims = 3 but topology.pim_presets = \"pim_hbm2_fimdram,pim_hbm2_fimdram\" names "
+                           "2 presets (allowed: --pims 2, or change pim_presets)\n");
+}
+
+// The report's config holds values, not JSON strings of them ("gemv", not "\"gemv\"").
+TEST(BenchCli, ReportConfigValuesAreNotDoubleEncoded) {
+    Result r = run("", kBench);
+    const auto& c = r.report["config"];
+    EXPECT_EQ(c["config"]["pim.compute_unit"], "gemv");
+    EXPECT_EQ(c["config"]["pim.alignment"], 128);
+    EXPECT_EQ(c["config"]["scheduling.zero_copy_switch"], true);
+    EXPECT_EQ(c["config"]["topology.pims"], 1);
+}
+
+TEST(BenchCli, TraceStepsLimitsTheRecordedDecodeSteps) {
+    const std::string all = std::string(DUET_BINARY_DIR) + "/bench_cli_trace_all.json";
+    const std::string two = std::string(DUET_BINARY_DIR) + "/bench_cli_trace_two.json";
+    Result a = run("", std::string(kBench) + " --seq-len 16 --trace " + all);
+    Result b = run("", std::string(kBench) + " --seq-len 16 --trace-steps 2 --trace " + two);
+    ASSERT_EQ(b.code, 0) << b.out;
+    EXPECT_NE(b.out.find("trace: writing "), std::string::npos) << b.out;  // progress before the write
+    auto decode_events = [](const std::string& path, double& last_end_us) {
+        std::ifstream in(path);
+        nlohmann::json j = nlohmann::json::parse(in);
+        int64_t n = 0;
+        last_end_us = 0;
+        for (const auto& e : j["traceEvents"])
+            if (e["ph"] == "X" && e["cat"] == "decode") {
+                ++n;
+                last_end_us = std::max(last_end_us, e["ts"].get<double>() + e["dur"].get<double>());
+            }
+        return n;
+    };
+    double end_all = 0, end_two = 0;
+    const int64_t n_all = decode_events(all, end_all), n_two = decode_events(two, end_two);
+    // gen-len 8: 7 decode steps; 2 recorded, each with the same events
+    EXPECT_EQ(n_two * 7, n_all * 2);
+    EXPECT_LT(end_two, end_all);
+    EXPECT_EQ(a.report["target"]["tbt_mean_ns"], b.report["target"]["tbt_mean_ns"]);  // figures unchanged
+    Result neg = run("", std::string(kBench) + " --trace-steps -2", false);
+    EXPECT_EQ(neg.out, "duet: error: --trace-steps = -2 is not allowed (allowed: 0 or more)\n");
 }

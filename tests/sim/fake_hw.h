@@ -7,6 +7,7 @@
 
 #include "sim/hardware.h"
 #include "sim/model_shape.h"
+#include "sim/timeline.h"
 
 namespace fake {
 
@@ -77,10 +78,7 @@ struct Rig {
     Pim pim;
     Layout layout;
     sim::SimHardware hw() const {
-        sim::SimHardware h;
-        h.npu = &npu;
-        h.pim = &pim;
-        h.layout = &layout;
+        sim::SimHardware h = sim::npu_pim_hardware(&npu, &pim, &layout);
         h.memory_name = "fake-mem";
         h.mem_bw_gbps = npu.bytes_per_ns;
         h.pim_internal_bw_gbps = pim.internal_bytes_per_ns;
@@ -89,6 +87,15 @@ struct Rig {
         return h;
     }
 };
+
+// Decode stats of the classic machine (npu0, pim0) for hand-made reports.
+inline void npu_pim_devices(sim::PhaseStats& p) {
+    p.device.resize(2);
+    p.device[0].name = "npu0";
+    p.device[0].kind = sim::DeviceKind::NPU;
+    p.device[1].name = "pim0";
+    p.device[1].kind = sim::DeviceKind::PIM;
+}
 
 // A small llama-like shape: fast to simulate, big enough for steady state.
 inline sim::ModelShape small_shape() {

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
+#include <set>
 
 #include "core/error.h"
 #include "fake_hw.h"
@@ -17,7 +19,8 @@ RunReport fake_run(const char* policy, double ttft_ms, double tbt_ms, uint64_t m
     r.policy = policy;
     r.timeline.ttft_ns = r.timeline.prefill_ns = ttft_ms * 1e6;
     r.timeline.tbt_ns = {tbt_ms * 1e6, tbt_ms * 1e6};
-    r.timeline.decode.unit[0].busy_ns = 2 * tbt_ms * 1e6;
+    fake::npu_pim_devices(r.timeline.decode);
+    r.timeline.decode.device[0].busy_ns = 2 * tbt_ms * 1e6;
     r.tbt_mean_ns = tbt_ms * 1e6;
     r.memory.weights_bytes = mem;
     return r;
@@ -49,7 +52,7 @@ TEST(Verdicts, MetAndNotMetWithBindingLimit) {
     SimHardware hw = rig.hw();  // PIM 4x the external bandwidth
     RunReport b = fake_run("npu_only", 100, 10, 1000);
     RunReport good = fake_run("npu_pim_coop", 110, 1.5, 1020);
-    good.timeline.decode.unit[0].busy_ns = 0;
+    good.timeline.decode.device[0].busy_ns = 0;
     auto v = judge(b, good, Thresholds{}, hw);
     ASSERT_EQ(v.size(), 3u);
     EXPECT_TRUE(v[0].met);
@@ -60,9 +63,9 @@ TEST(Verdicts, MetAndNotMetWithBindingLimit) {
     EXPECT_NEAR(v[2].value, 0.02, 1e-12);
 
     RunReport bad = fake_run("npu_pim_coop", 130, 3, 1100);
-    bad.timeline.decode.unit[0].busy_ns = 2 * 0.4e6;
-    bad.timeline.decode.unit[1].busy_ns = 2 * 2.6e6;
-    bad.timeline.decode.unit[1].ops = 64;
+    bad.timeline.decode.device[0].busy_ns = 2 * 0.4e6;
+    bad.timeline.decode.device[1].busy_ns = 2 * 2.6e6;
+    bad.timeline.decode.device[1].ops = 64;
     bad.pim_gemv_gbps = 3200;
     bad.timeline.conversion_exposed_ns = 30e6;
     bad.memory.block_index_bytes = 80;
@@ -86,15 +89,15 @@ TEST(Verdicts, NpuSideWorkBinds) {
     fake::Rig rig;
     RunReport b = fake_run("npu_only", 100, 10, 1000);
     RunReport t = fake_run("npu_pim_coop", 100, 5, 1000);
-    t.timeline.decode.unit[0].busy_ns = 2 * 4e6;
-    t.timeline.decode.unit[1].busy_ns = 2 * 1e6;
-    t.timeline.decode.unit[1].ops = 2;
+    t.timeline.decode.device[0].busy_ns = 2 * 4e6;
+    t.timeline.decode.device[1].busy_ns = 2 * 1e6;
+    t.timeline.decode.device[1].ops = 2;
     auto v = judge(b, t, Thresholds{}, rig.hw());
     EXPECT_EQ(v[0].binding_limit,
               "operators that stay on the NPU (norms, RoPE, attention, sampling, launch) take 0.40 of the baseline TBT; "
               "PIM work 0.10");
-    t.timeline.decode.unit[1].ops = 0;
-    t.timeline.decode.unit[1].busy_ns = 0;
+    t.timeline.decode.device[1].ops = 0;
+    t.timeline.decode.device[1].busy_ns = 0;
     v = judge(b, t, Thresholds{}, rig.hw());
     EXPECT_EQ(v[0].binding_limit,
               "the PIM ran no decode operator: its model supports none of them (check [pim] precision and [scheduling] "
@@ -125,18 +128,34 @@ TEST(Report, AtomicWriteAndTraceParses) {
     std::ifstream in(path);
     nlohmann::json j = nlohmann::json::parse(in);
     size_t complete = 0;
-    std::set<int> pids, tids;
+    std::map<int, std::string> process;           // pid -> "target npu_pim_coop: pim0"
+    std::map<std::pair<int, int>, std::string> thread;  // (pid, tid) -> "compute"
+    for (const auto& e : j["traceEvents"]) {
+        if (e["ph"] == "M" && e["name"] == "process_name") process[e["pid"].get<int>()] = e["args"]["name"];
+        if (e["ph"] == "M" && e["name"] == "thread_name")
+            thread[{e["pid"].get<int>(), e["tid"].get<int>()}] = e["args"]["name"];
+    }
+    std::set<std::string> busy;  // "process / thread" with events
     for (const auto& e : j["traceEvents"]) {
         if (e["ph"] != "X") continue;
         ++complete;
-        pids.insert(e["pid"].get<int>());
-        tids.insert(e["tid"].get<int>());
+        const int pid = e["pid"].get<int>(), tid = e["tid"].get<int>();
+        busy.insert(process[pid] + " / " + thread[{pid, tid}]);
         EXPECT_GE(e["dur"].get<double>(), 0);
+        const std::string name = e["name"];
+        EXPECT_TRUE(!name.empty() && name.back() != ' ' && name.front() != ' ') << "'" << name << "'";
     }
     EXPECT_GT(complete, 2 * (4 + 15 * 4u));
-    EXPECT_EQ(pids.size(), 2u);
-    EXPECT_TRUE(tids.count(int(Track::PIM)));
-    EXPECT_TRUE(tids.count(int(Track::CONVERT)));
+    // one track group per run and device (and link)
+    std::set<std::string> groups;
+    for (const auto& [pid, name] : process) groups.insert(name);
+    EXPECT_EQ(groups, (std::set<std::string>{"baseline npu_only: npu0", "baseline npu_only: pim0",
+                                             "baseline npu_only: pim0-npu0", "target npu_pim_coop: npu0",
+                                             "target npu_pim_coop: pim0", "target npu_pim_coop: pim0-npu0"}));
+    EXPECT_TRUE(busy.count("baseline npu_only: npu0 / compute"));
+    EXPECT_TRUE(busy.count("target npu_pim_coop: pim0 / compute"));
+    EXPECT_TRUE(busy.count("target npu_pim_coop: npu0 / conversion (PIM->NZ)"));
+    EXPECT_FALSE(busy.count("baseline npu_only: pim0 / compute"));
     EXPECT_THROW(write_file_atomic("/nonexistent-dir/x/../../proc/none/r.json", "x"), Error);
 }
 
@@ -150,4 +169,31 @@ TEST(Report, SvgAndTable) {
     EXPECT_NE(table.find("TBT p99"), std::string::npos);
     EXPECT_NE(table.find("Verdicts:"), std::string::npos);
     EXPECT_NE(table.find(r.verdicts[0].line), std::string::npos);
+}
+
+// The TBT chart's x axis carries decode token numbers: 1, a quarter, half, three quarters, last.
+TEST(Report, SvgXAxisHasTokenTicks) {
+    const BenchReport r = real_report(false);  // gen 6: 5 decode tokens
+    const std::string svg = svg_chart(r);
+    std::vector<std::string> labels;
+    const std::string tag = "class=\"xtick\"";
+    for (size_t pos = svg.find(tag); pos != std::string::npos; pos = svg.find(tag, pos + 1)) {
+        const size_t open = svg.find('>', pos) + 1;
+        labels.push_back(svg.substr(open, svg.find('<', open) - open));
+    }
+    EXPECT_EQ(labels, (std::vector<std::string>{"1", "2", "3", "4", "5"}));
+}
+
+// Event names carry no padding: "L0 rmsnorm", not "L0 rmsnorm " (the role of a non-matmul is empty).
+TEST(Report, EventNamesHaveNoTrailingSpaces) {
+    const BenchReport r = real_report(true);
+    std::set<std::string> names;
+    for (const auto& e : r.target.timeline.events) {
+        ASSERT_FALSE(e.name.empty());
+        EXPECT_NE(e.name.back(), ' ') << "'" << e.name << "'";
+        names.insert(e.name);
+    }
+    EXPECT_TRUE(names.count("L0 rmsnorm"));
+    EXPECT_TRUE(names.count("L0 matmul attn_q"));
+    EXPECT_TRUE(names.count("embed"));
 }

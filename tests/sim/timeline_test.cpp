@@ -46,14 +46,14 @@ TEST(Timeline, BaselineIsTheSumOfNpuEstimates) {
     EXPECT_EQ(r.timeline.tbt_ns.size(), size_t(c.gen - 1));
     EXPECT_NEAR(r.tbt_mean_ns * double(c.gen - 1), decode, 1e-6 * decode);
     EXPECT_EQ(r.timeline.conversions, 0);
-    EXPECT_EQ(r.timeline.decode.unit[1].ops, 0);
+    EXPECT_EQ(r.timeline.decode.pim().ops, 0);
 }
 
 TEST(Timeline, CoopMovesDecodeGemvsToPimAndCutsTbt) {
     Case c;
     RunReport b = c.run(baseline()), t = c.run(coop());
-    EXPECT_GT(t.timeline.decode.unit[1].ops, 0);
-    EXPECT_EQ(t.timeline.prefill.unit[1].ops, 0);  // prefill GEMMs stay on the NPU
+    EXPECT_GT(t.timeline.decode.pim().ops, 0);
+    EXPECT_EQ(t.timeline.prefill.pim().ops, 0);  // prefill GEMMs stay on the NPU
     EXPECT_LT(t.tbt_mean_ns, b.tbt_mean_ns);
     // PIM reads weights at 4x the external bandwidth: TBT ratio cannot go below 1/4
     EXPECT_GT(t.tbt_mean_ns / b.tbt_mean_ns, 0.25);
@@ -174,7 +174,7 @@ TEST(Timeline, NpuOnlyLayersOverride) {
     RunOptions o = coop();
     o.placement.npu_only_layers = {0, 1};
     RunReport all = c.run(coop()), some = c.run(o);
-    EXPECT_LT(some.timeline.decode.unit[1].ops, all.timeline.decode.unit[1].ops);
+    EXPECT_LT(some.timeline.decode.pim().ops, all.timeline.decode.pim().ops);
     EXPECT_GT(some.tbt_mean_ns, all.tbt_mean_ns);
     EXPECT_LT(some.memory.block_index_bytes, all.memory.block_index_bytes);
     EXPECT_LT(some.memory.weights_pim_base_bytes, all.memory.weights_pim_base_bytes);
@@ -187,7 +187,7 @@ TEST(Timeline, AttentionOnPimByConfig) {
     o.placement.attention_on_pim = true;
     RunReport g = c.run(coop()), a = c.run(o);
     const int64_t steps = c.gen - 1;
-    EXPECT_EQ(a.timeline.decode.unit[1].ops - g.timeline.decode.unit[1].ops, steps * c.shape.n_layer);
+    EXPECT_EQ(a.timeline.decode.pim().ops - g.timeline.decode.pim().ops, steps * c.shape.n_layer);
 }
 
 TEST(Timeline, DecodeEngineNpuKeepsDecodeOffPim) {
@@ -195,7 +195,7 @@ TEST(Timeline, DecodeEngineNpuKeepsDecodeOffPim) {
     RunOptions o = coop();
     o.placement.decode_on_pim = false;
     RunReport r = c.run(o), b = c.run(baseline());
-    EXPECT_EQ(r.timeline.decode.unit[1].ops, 0);
+    EXPECT_EQ(r.timeline.decode.pim().ops, 0);
     EXPECT_GE(r.tbt_mean_ns, b.tbt_mean_ns - 1e-6);  // reading the PIM base through conversion costs more
 }
 
@@ -205,8 +205,8 @@ TEST(Timeline, PrefillEngineOnPim) {
     RunOptions o = coop();
     o.placement.prefill_on_npu = false;
     RunReport npu = c.run(coop()), pim = c.run(o);
-    EXPECT_EQ(npu.timeline.prefill.unit[1].ops, 0);
-    EXPECT_EQ(pim.timeline.prefill.unit[1].ops, 7 * c.shape.n_layer + 1);  // every matmul incl. the LM head
+    EXPECT_EQ(npu.timeline.prefill.pim().ops, 0);
+    EXPECT_EQ(pim.timeline.prefill.pim().ops, 7 * c.shape.n_layer + 1);  // every matmul incl. the LM head
     EXPECT_EQ(pim.timeline.conversions, 0);  // nothing converted for the NPU in prefill
 }
 
@@ -216,7 +216,7 @@ TEST(Timeline, AutoPicksTheFasterUnit) {
     o.placement.policy = Policy::AUTO;
     RunReport a = c.run(o), t = c.run(coop());
     EXPECT_LE(a.tbt_mean_ns, t.tbt_mean_ns + 1e-6);
-    EXPECT_GT(a.timeline.decode.unit[1].ops, 0);
+    EXPECT_GT(a.timeline.decode.pim().ops, 0);
 }
 
 TEST(Memory, BreakdownSumsAndCacheLimit) {
@@ -266,13 +266,13 @@ TEST(Timeline, SiblingMatmulsOnDifferentUnitsOverlap) {
     c.gen = 2;
     NarrowPim pim;
     SimHardware hw = c.rig.hw();
-    hw.pim = &pim;
+    hw.devices[1].model = &pim;
     Plan p = plan_generation(c.shape, c.seq, c.gen, 1);
     RunReport r = simulate_run(c.shape, p, c.seq + c.gen, 1, coop(), hw);
     const PhaseStats& d = r.timeline.decode;
-    ASSERT_EQ(d.unit[1].ops, 2);  // K and V
+    ASSERT_EQ(d.pim().ops, 2);  // K and V
     // wall time < work of both units: Q ran while K, V ran
-    EXPECT_LT(d.wall_ns, d.unit[0].busy_ns + d.unit[1].busy_ns - 1);
+    EXPECT_LT(d.wall_ns, d.npu().busy_ns + d.pim().busy_ns - 1);
     // and exactly: Q and (K then V) overlap, so the saving is min(Q, K + V)
     Plan one = plan_generation(c.shape, c.seq, c.gen, 1);
     double q = 0, kv = 0;
@@ -282,5 +282,5 @@ TEST(Timeline, SiblingMatmulsOnDifferentUnitsOverlap) {
         if (rec.role == WeightRole::ATTN_Q) q = c.rig.npu.estimate(to_op_shape(rec)).t_ns;
         if (rec.role == WeightRole::ATTN_K || rec.role == WeightRole::ATTN_V) kv += pim.estimate(to_op_shape(rec)).t_ns;
     }
-    EXPECT_NEAR(d.unit[0].busy_ns + d.unit[1].busy_ns - d.wall_ns, std::min(q, kv), 1e-6 * q);
+    EXPECT_NEAR(d.npu().busy_ns + d.pim().busy_ns - d.wall_ns, std::min(q, kv), 1e-6 * q);
 }

@@ -9,7 +9,7 @@
 // different banks/channels are summed on the host in fp32 (int64 for int8) in channel-major
 // unit order. The result is compared with an f64 reference on the same operand values.
 // hw stays independent of layout/: the placement comes in through PimPlacement (an adapter for
-// layout::PimLayoutPlan is in hw/pim/layout_placement.h). Not thread safe per call; reentrant.
+// layout::PimLayoutPlan is in sim/layout_placement.h). Not thread safe per call; reentrant.
 #include <cstdint>
 #include <functional>
 #include <vector>

@@ -1,0 +1,36 @@
+#include "sim/topology.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "config/coop_config.h"
+#include "core/error.h"
+#include "core/toml_reader.h"
+#include "hw/memory_presets.h"
+
+namespace duet::sim {
+
+const std::vector<std::string>& link_preset_names() { return config::link_preset_names(); }
+
+SimLink load_link_preset(const std::string& name, const std::string& dir) {
+    const auto& names = link_preset_names();
+    if (std::find(names.begin(), names.end(), name) == names.end())
+        fail("unknown link preset '{}' (known: {})", name, config::join_names(names));
+    const std::string path = (dir.empty() ? hw::config_dir() : dir) + "/hw/links.toml";
+    TomlDoc doc = TomlDoc::parse_file(path);
+    TomlSection s = doc.section(name);
+    SimLink l;
+    l.preset = name;
+    l.shared_memory = s.get_enum("kind", {"link", "shared_memory"}) == "shared_memory";
+    l.bandwidth_gbps = s.get_double("bandwidth_gbps", 0, 1e6);
+    l.latency_ns = s.get_double("latency_ns", 0, 1e9);
+    l.per_transfer_ns = s.get_double("per_transfer_ns", 0, 1e9);
+    s.finish();
+    if (!l.shared_memory && l.bandwidth_gbps <= 0)
+        fail("{}: key '{}' = {} is not allowed (allowed: more than 0 for kind = \"link\")", path,
+             s.dotted("bandwidth_gbps"), l.bandwidth_gbps);
+    return l;
+}
+
+}  // namespace duet::sim
