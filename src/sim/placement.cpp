@@ -57,16 +57,24 @@ DeviceKind Placer::choose_kind(const OpRecord& rec, const hw::OpShape& shape) co
         case Policy::PIM_ONLY: return DeviceKind::PIM;
         case Policy::NPU_PIM_COOP:
             if (rec.phase == Phase::PREFILL) return matmul && !opts_.prefill_on_npu ? DeviceKind::PIM : DeviceKind::NPU;
+            // A batched decode GEMM (m > 1 vectors) re-reads the weights once per vector on the
+            // PIM: it stays there only while that is still faster than the NPU.
+            if (matmul && opts_.decode_on_pim && shape.m > 1) return faster_kind(rec, shape, pim_part);
             if (matmul) return opts_.decode_on_pim ? DeviceKind::PIM : DeviceKind::NPU;
             return opts_.attention_on_pim ? DeviceKind::PIM : DeviceKind::NPU;
-        case Policy::AUTO: {
-            const hw::Device& npu0 = *hw_.devices[0].model;
-            const hw::OpShape npu_part = split_rows(shape, 0, matmul && !pim_layout(rec.layer) ? int(npus_.size()) : 1);
-            if (!npu0.supports(npu_part)) return DeviceKind::PIM;
-            return pim0.estimate(pim_part).t_ns < npu0.estimate(npu_part).t_ns ? DeviceKind::PIM : DeviceKind::NPU;
-        }
+        case Policy::AUTO: return faster_kind(rec, shape, pim_part);
         default: return DeviceKind::NPU;
     }
+}
+
+// The kind whose first device finishes its part sooner (PIM part given, NPU part derived).
+DeviceKind Placer::faster_kind(const OpRecord& rec, const hw::OpShape& shape, const hw::OpShape& pim_part) const {
+    const hw::Device& npu0 = *hw_.devices[0].model;
+    const hw::Device& pim0 = *hw_.devices[size_t(pims_[0])].model;
+    const bool matmul = rec.kind == OpKind::MATMUL;
+    const hw::OpShape npu_part = split_rows(shape, 0, matmul && !pim_layout(rec.layer) ? int(npus_.size()) : 1);
+    if (!npu0.supports(npu_part)) return DeviceKind::PIM;
+    return pim0.estimate(pim_part).t_ns < npu0.estimate(npu_part).t_ns ? DeviceKind::PIM : DeviceKind::NPU;
 }
 
 // Every device of `kind` that supports its row slice, when all do; else the first alone.

@@ -4,7 +4,8 @@
 //   npu_only      baseline: weights in NZ, every op on the NPU
 //   pim_only      every MATMUL and ATTENTION the PIM supports runs on PIM; the rest on the NPU
 //   npu_pim_coop  prefill MATMULs per [scheduling] prefill_engine (npu_gemm: NPU), decode
-//                 MATMULs per decode_engine (pim_gemv: PIM); decode ATTENTION on PIM when
+//                 MATMULs per decode_engine (pim_gemv: PIM; a batched decode matmul, m > 1,
+//                 only while the PIM's batched estimate beats the NPU's); decode ATTENTION on PIM when
 //                 [pim] compute_unit = "gemv_attention"; norms, RoPE, softmax, sampling and
 //                 anything the PIM does not support stay on the NPU
 //   auto          MATMUL/ATTENTION on whichever kind estimates the shorter time
@@ -59,6 +60,7 @@ public:
 private:
     bool forced_npu(int layer) const;
     DeviceKind choose_kind(const OpRecord& rec, const hw::OpShape& shape) const;
+    DeviceKind faster_kind(const OpRecord& rec, const hw::OpShape& shape, const hw::OpShape& pim_part) const;
     std::vector<int> split_devices(DeviceKind kind, const hw::OpShape& shape) const;
     PlacementOptions opts_;
     const SimHardware& hw_;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "hw/pim/pim_device.h"
 
 namespace duet::sim {
 
@@ -87,9 +88,10 @@ std::vector<Verdict> judge(const RunReport& b, const RunReport& t, const Thresho
             const double ratio = hw.mem_bw_gbps > 0 ? hw.pim_internal_bw_gbps / hw.mem_bw_gbps : 0;
             if (t.policy != "npu_only" && tp.ops == 0 && t.batch > 1 && t.weight_base_shared)
                 v.binding_limit = fmt::format("the PIM ran no decode operator: with batch {} and "
-                                              "memory.weight_base_shared = true every decode matmul has {} rows, and the "
-                                              "PIM model runs single-vector GEMVs",
-                                              t.batch, t.batch);
+                                              "memory.weight_base_shared = true every decode matmul has {} rows; the "
+                                              "PIM re-reads the weights once per vector (at most {} vectors) and is "
+                                              "slower than the NPU for each of them",
+                                              t.batch, t.batch, hw::pim::PimDevice::kMaxBatch);
             else if (t.policy != "npu_only" && tp.ops == 0)
                 v.binding_limit = "the PIM ran no decode operator: its model supports none of them (check [pim] "
                                   "precision and [scheduling] decode_engine against the PIM preset)";
