@@ -17,6 +17,7 @@ const char* submit_status_name(SubmitStatus s) {
         case SubmitStatus::PROMPT_TOO_LONG: return "prompt too long";
         case SubmitStatus::KV_TOO_SMALL: return "KV cache too small";
         case SubmitStatus::STOPPED: return "stopped";
+        case SubmitStatus::GROUP_TOO_LARGE: return "group larger than the running batch";
     }
     return "?";
 }
@@ -35,6 +36,7 @@ struct Batcher::Slot {
     bool done = false;
     bool stopped = false;  // a stop sequence was found: nothing more is sent
     int64_t feed_now = 0;  // tokens fed in the current step
+    std::vector<std::unique_ptr<Slot>> followers;  // submit_group: fork this slot's prompt once it is computed
 
     bool cancelled() const { return req.cancelled && req.cancelled->load(); }
     int64_t unfed() const { return int64_t(tokens.size()) - kv.n_tokens(); }
@@ -71,21 +73,36 @@ Batcher::~Batcher() {
     prefix_.reset();  // releases its blocks before the engine's cache goes away
 }
 
-SubmitStatus Batcher::submit(GenRequest req) {
-    const int64_t n_prompt = int64_t(req.prompt.size());
-    DUET_CHECK(n_prompt > 0, "empty prompt");
-    if (n_prompt + 1 > n_ctx_) return SubmitStatus::PROMPT_TOO_LONG;
-    const auto& kv = engine_->kv_cache();
-    if ((n_prompt + 1 + kv.block_tokens() - 1) / kv.block_tokens() > kv.n_blocks()) return SubmitStatus::KV_TOO_SMALL;
-
+std::unique_ptr<Batcher::Slot> Batcher::make_slot(GenRequest req) {
     auto slot = std::make_unique<Slot>();
     slot->sampler = std::make_unique<model::Sampler>(req.sampling, model_->hparams().n_vocab);
     slot->decoder = std::make_unique<model::StreamDecoder>(model_->tokenizer());
     for (int32_t t : req.prompt) slot->sampler->accept(t);
     slot->tokens = req.prompt;
-    slot->result.prompt_tokens = n_prompt;
+    slot->result.prompt_tokens = int64_t(req.prompt.size());
     slot->t_submit_ns = now_ns();
     slot->req = std::move(req);
+    return slot;
+}
+
+SubmitStatus Batcher::submit(GenRequest req) {
+    std::vector<GenRequest> one;
+    one.push_back(std::move(req));
+    return submit_group(std::move(one));
+}
+
+SubmitStatus Batcher::submit_group(std::vector<GenRequest> reqs) {
+    DUET_CHECK(!reqs.empty(), "empty request group");
+    const int64_t n_prompt = int64_t(reqs[0].prompt.size());
+    DUET_CHECK(n_prompt > 0, "empty prompt");
+    for (const auto& r : reqs) DUET_CHECK(r.prompt == reqs[0].prompt, "a request group must share one prompt");
+    if (int64_t(reqs.size()) > opts_.n_parallel) return SubmitStatus::GROUP_TOO_LARGE;
+    if (n_prompt + 1 > n_ctx_) return SubmitStatus::PROMPT_TOO_LONG;
+    const auto& kv = engine_->kv_cache();
+    if ((n_prompt + 1 + kv.block_tokens() - 1) / kv.block_tokens() > kv.n_blocks()) return SubmitStatus::KV_TOO_SMALL;
+
+    auto slot = make_slot(std::move(reqs[0]));
+    for (size_t i = 1; i < reqs.size(); ++i) slot->followers.push_back(make_slot(std::move(reqs[i])));
     {
         std::lock_guard<std::mutex> lock(mu_);
         if (stop_) return SubmitStatus::STOPPED;
@@ -115,7 +132,8 @@ void Batcher::loop() {
             if (stop_) return;
             // Admission: between steps, from the head of the queue, while slots and blocks last.
             const bool may_admit = opts_.continuous || running_.empty();
-            while (may_admit && !queue_.empty() && int64_t(running_.size()) < opts_.n_parallel) {
+            while (may_admit && !queue_.empty() &&
+                   int64_t(running_.size() + 1 + queue_.front()->followers.size()) <= opts_.n_parallel) {
                 if (queue_.front()->cancelled()) {
                     auto s = std::move(queue_.front());
                     queue_.pop_front();
@@ -211,27 +229,14 @@ void Batcher::step() {
         ForwardOutput out;
         const ForwardStatus st = engine_->forward(batch, out);
         if (st == ForwardStatus::OK) {
+            std::vector<std::unique_ptr<Slot>> forked;
             for (size_t i = 0; i < fed.size(); ++i) {
                 Slot& s = *fed[i];
                 if (s.unfed() > 0) continue;  // prompt chunk not finished: no token yet
-                const int32_t tok = s.sampler->sample(out.last(i));
-                s.sampler->accept(tok);
-                s.tokens.push_back(tok);
-                s.result.tokens.push_back(tok);
-                s.result.completion_tokens++;
-                if (s.result.completion_tokens == 1) s.result.ttft_ms = double(now_ns() - s.t_submit_ns) / 1e6;
-                if (!s.req.ignore_eos && model_->tokenizer().is_eog(tok)) {
-                    s.tokens.pop_back();  // never fed back
-                    finish(s, "stop");
-                    continue;
-                }
-                s.text += s.decoder->feed(tok);
-                emit_text(s, false);
-                if (s.done) continue;
-                if ((s.req.max_tokens > 0 && s.result.completion_tokens >= s.req.max_tokens) ||
-                    s.kv.n_tokens() + 1 > n_ctx_)
-                    finish(s, "length");
+                if (!s.followers.empty()) fork_followers(s, out.last(i), forked);
+                after_sample(s, s.sampler->sample(out.last(i)), out.last(i));
             }
+            for (auto& f : forked) running_.push_back(std::move(f));
             std::lock_guard<std::mutex> lock(mu_);
             stats_.steps++;
             break;
@@ -255,6 +260,43 @@ void Batcher::step() {
         queue_.push_front(std::move(victim));
     }
     std::erase_if(running_, [](const auto& s) { return s->done; });
+}
+
+// Records the token sampled for s from `logits`; finishes s at end of generation or length.
+void Batcher::after_sample(Slot& s, int32_t tok, const float* logits) {
+    s.sampler->accept(tok);
+    if (s.req.on_token) s.req.on_token(tok, logits);
+    s.tokens.push_back(tok);
+    s.result.tokens.push_back(tok);
+    s.result.completion_tokens++;
+    if (s.result.completion_tokens == 1) s.result.ttft_ms = double(now_ns() - s.t_submit_ns) / 1e6;
+    if (!s.req.ignore_eos && model_->tokenizer().is_eog(tok)) {
+        s.tokens.pop_back();  // never fed back
+        finish(s, "stop");
+        return;
+    }
+    s.text += s.decoder->feed(tok);
+    emit_text(s, false);
+    if (s.done) return;
+    if ((s.req.max_tokens > 0 && s.result.completion_tokens >= s.req.max_tokens) || s.kv.n_tokens() + 1 > n_ctx_)
+        finish(s, "length");
+}
+
+// The leader's prompt is in its KV: each follower shares those blocks (refcount + 1; the
+// partly filled last block is copied when the follower first writes into it) and draws its
+// first token from the same logits with its own sampler.
+void Batcher::fork_followers(Slot& leader, const float* logits, std::vector<std::unique_ptr<Slot>>& out) {
+    KvCache& cache = engine_->kv_cache();
+    for (auto& f : leader.followers) {
+        f->kv.share_prefix(cache, leader.kv, leader.kv.n_tokens());
+        f->result.forked_tokens = leader.kv.n_tokens();
+        f->result.cached_tokens = leader.result.cached_tokens;
+        f->result.queue_ms = leader.result.queue_ms;
+        f->admitted_once = true;
+        after_sample(*f, f->sampler->sample(logits), logits);
+        out.push_back(std::move(f));
+    }
+    leader.followers.clear();
 }
 
 void Batcher::emit_text(Slot& s, bool final) {
@@ -291,6 +333,8 @@ void Batcher::emit_text(Slot& s, bool final) {
 void Batcher::finish(Slot& s, const char* reason, const std::string& error) {
     if (s.done) return;
     s.done = true;
+    for (auto& f : s.followers) finish(*f, reason, error);  // never forked: they end with their leader
+    s.followers.clear();
     if (std::string_view(reason) != "cancelled") {
         // Send what is left: bytes the decoder held and a tail held back as a possible stop.
         s.text += s.decoder->flush();
