@@ -21,7 +21,9 @@ struct Refused {
     bool (*neutral)(const json&);
 };
 bool is_false(const json& v) { return v.is_boolean() && !v.get<bool>(); }
-bool is_empty(const json& v) { return (v.is_array() || v.is_object() || v.is_string()) && v.empty(); }
+bool is_empty(const json& v) {
+    return v.is_string() ? v.get_ref<const std::string&>().empty() : (v.is_array() || v.is_object()) && v.empty();
+}
 bool is_one(const json& v) { return v.is_number_integer() && v.get<int64_t>() == 1; }
 bool is_text_only(const json& v) { return v == json::array({"text"}); }
 const Refused kRefused[] = {
