@@ -10,6 +10,8 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "model/chat_template.h"
+#include "model/grammar/json_schema.h"
+#include "model/grammar/token_table.h"
 #include "runtime/engine.h"
 #include "runtime/generator.h"
 #include "runtime/model.h"
@@ -25,7 +27,29 @@ struct RunArgs {
     int threads = 0;
     int64_t seed = -1;
     model::SamplerParams sampling;
+    std::string json_schema, grammar;  // constrained output (files)
 };
+
+std::string read_text_file(const std::string& path, const char* flag) {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) fail("{} {}: cannot open the file", flag, path);
+    std::string text;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+    std::fclose(f);
+    return text;
+}
+
+// --json-schema / --grammar: the grammar the output must match (nullptr without either).
+std::shared_ptr<const model::grammar::Grammar> output_grammar(const RunArgs& a) {
+    if (!a.json_schema.empty() && !a.grammar.empty()) fail("--json-schema and --grammar exclude each other");
+    if (!a.grammar.empty()) return model::grammar::Grammar::parse(read_text_file(a.grammar, "--grammar"), a.grammar);
+    if (a.json_schema.empty()) return nullptr;
+    const auto schema = nlohmann::ordered_json::parse(read_text_file(a.json_schema, "--json-schema"), nullptr, false);
+    if (schema.is_discarded()) fail("--json-schema {}: the file is not valid JSON", a.json_schema);
+    return model::grammar::Grammar::parse(model::grammar::json_schema_to_grammar(schema, a.json_schema), a.json_schema);
+}
 
 std::string chat_prompt(const runtime::Model& m, const RunArgs& a) {
     model::ChatTemplate tmpl;
@@ -57,9 +81,14 @@ void run(const RunArgs& a) {
     model::SamplerParams sp = a.sampling;
     sp.seed = a.seed >= 0 ? uint64_t(a.seed) : std::random_device{}();
     model::validate(sp);
+    const auto grammar = output_grammar(a);  // before loading: a bad file fails fast
 
     auto model = runtime::Model::load(a.model_path);
     check_ctx(model->hparams(), a.ctx, 1, *kv, "--ctx", available_memory_bytes());  // before the KV allocation
+    if (grammar) {
+        sp.grammar = grammar;
+        sp.grammar_tokens = model::grammar::TokenTable::from_tokenizer(model->tokenizer());
+    }
     runtime::EngineOptions eo;
     eo.n_threads = a.threads;
     eo.n_ctx = a.ctx;
@@ -106,7 +135,8 @@ void register_run(CLI::App& app) {
         "  duet gen-model --arch tiny-llama --seed 42 -o build/tiny.gguf\n"
         "  duet run -m build/tiny.gguf -p \"Once upon a time\" -n 32 --temp 0\n"
         "  duet run -m qwen.gguf --chat --system \"Be brief.\" -p \"What is PIM?\" --seed 1\n"
-        "  duet run -m build/tiny.gguf -p \"Hi\" -n 4 --temp 0 --op-trace ops.csv\n");
+        "  duet run -m build/tiny.gguf -p \"Hi\" -n 4 --temp 0 --op-trace ops.csv\n"
+        "  duet run -m build/tiny.gguf -p \"JSON:\" -n 200 --json-schema person.schema.json\n");
     cmd->add_option("-m,--model", args->model_path, "GGUF model file")->required();
     cmd->add_option("-p,--prompt", args->prompt, "Prompt text")->required();
     number(cmd, "-n,--n-predict", args->n_predict, "Tokens to generate at most (-1: until end of text)", int64_t(-1),
@@ -137,6 +167,9 @@ void register_run(CLI::App& app) {
     cmd->add_flag("--no-timings", args->no_timings, "Do not print the timing block on stderr");
     cmd->add_option("--op-trace", args->op_trace,
                     "Write every operator the engine ran (kind, shapes, bytes, FLOPs) to this CSV file");
+    cmd->add_option("--json-schema", args->json_schema,
+                    "Constrain the output to JSON valid against this JSON Schema file (docs/grammar.md)");
+    cmd->add_option("--grammar", args->grammar, "Constrain the output to this grammar file (docs/grammar.md)");
     cmd->callback([args] { run(*args); });
 }
 

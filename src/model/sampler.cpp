@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -28,21 +29,32 @@ void validate(const SamplerParams& p) {
                 "-2 to 2");
     check_range("presence_penalty", p.presence_penalty, p.presence_penalty >= -2 && p.presence_penalty <= 2,
                 "-2 to 2");
+    if (p.grammar && !p.grammar_tokens) fail("sampler: a grammar needs the vocabulary's token table");
 }
 
 Sampler::Sampler(SamplerParams params, int64_t n_vocab) : params_(params), n_vocab_(n_vocab), rng_(params.seed) {
     validate(params_);
     if (n_vocab <= 0) fail("sampler: n_vocab = {} is out of range (allowed: > 0)", n_vocab);
+    if (params_.grammar) {
+        if (params_.grammar_tokens->n_vocab() != n_vocab)
+            fail("sampler: the grammar's token table has {} tokens, the model {}", params_.grammar_tokens->n_vocab(),
+                 n_vocab);
+        matcher_ = std::make_unique<grammar::Matcher>(params_.grammar, params_.grammar_tokens);
+    }
 }
 
 void Sampler::reset() {
     history_.clear();
     rng_.seed(params_.seed);
+    if (matcher_) matcher_->reset();
+    last_sampled_ = -1;
 }
 
 void Sampler::accept(int32_t token) {
     if (token < 0 || token >= n_vocab_)
         fail("sampler: accepted token {} is out of range (allowed: 0 to {})", token, n_vocab_ - 1);
+    if (matcher_ && token == last_sampled_ && !matcher_->tokens().is_eog(token)) matcher_->accept_token(token);
+    last_sampled_ = -1;
     if (params_.repeat_last_n == 0) return;
     history_.push_back(token);
     if (params_.repeat_last_n > 0 && history_.size() > static_cast<size_t>(params_.repeat_last_n)) history_.pop_front();
@@ -63,7 +75,26 @@ std::vector<float> Sampler::penalized(const float* logits) const {
 double Sampler::uniform01() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
 
 int32_t Sampler::sample(const float* logits) {
-    const std::vector<float> l = penalized(logits);
+    std::vector<float> l = penalized(logits);
+    last_sampled_ = matcher_ ? sample_constrained(l) : draw(l);
+    return last_sampled_;
+}
+
+int32_t Sampler::sample_constrained(std::vector<float>& l) {
+    const auto& eog = matcher_->tokens().eog_tokens();
+    if (matcher_->must_end() && !eog.empty()) return eog[0];
+    const int32_t first = draw(l);
+    if (matcher_->token_allowed(first)) return first;
+    if (matcher_->allowed_tokens(allowed_) == 0) {
+        if (!eog.empty()) return eog[0];
+        fail("grammar: no token of the vocabulary can continue the text");
+    }
+    for (size_t i = 0; i < l.size(); ++i)
+        if (!allowed_[i]) l[i] = -std::numeric_limits<float>::infinity();
+    return draw(l);
+}
+
+int32_t Sampler::draw(const std::vector<float>& l) {
     if (params_.temperature == 0.0f) {
         return static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());  // first max on ties
     }
@@ -110,7 +141,9 @@ int32_t Sampler::sample(const float* logits) {
         cum += w[i];
         if (u < cum) return c[i].id;
     }
-    return c.back().id;  // u rounded to the very top
+    for (size_t i = c.size(); i-- > 0;)  // u rounded to the very top: the last candidate with weight
+        if (w[i] > 0) return c[i].id;
+    return c[0].id;
 }
 
 }  // namespace duet::model

@@ -11,11 +11,22 @@
 //
 // Randomness: std::mt19937_64 seeded with `seed`; the uniform draw is built from the raw
 // 64-bit output, so the same seed gives the same choices on every platform.
+// Grammar constraint (optional, SamplerParams::grammar): only tokens the grammar accepts next
+// may be drawn, and end-of-generation only once the text is complete (grammar/matcher.h).
+// The unconstrained chain draws first; when its token is accepted it is kept, otherwise the
+// rejected tokens' logits become -inf and the chain draws again. Without truncation
+// (top-k/top-p/min-p off) this samples exactly the renormalised masked distribution: the
+// first draw lands on allowed token t with p(t), else the redraw picks t with p(t) / p(allowed).
+// Most steps then cost one token check instead of a full vocabulary mask.
+//
 // Thread safety: a Sampler is per-sequence state; use it from one thread at a time.
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <random>
 #include <vector>
+
+#include "model/grammar/matcher.h"
 
 namespace duet::model {
 
@@ -29,6 +40,8 @@ struct SamplerParams {
     float frequency_penalty = 0.0f; // [-2, 2]
     float presence_penalty = 0.0f;  // [-2, 2]
     uint64_t seed = 0;
+    std::shared_ptr<const grammar::Grammar> grammar;           // optional output constraint
+    std::shared_ptr<const grammar::TokenTable> grammar_tokens; // required with grammar (same vocabulary)
 };
 
 // Throws duet::Error "sampler: <name> = <value> is out of range (allowed: ...)".
@@ -39,7 +52,8 @@ public:
     Sampler(SamplerParams params, int64_t n_vocab);  // validates
     // logits: [n_vocab] floats, not modified. Returns the chosen token id. Does not accept it.
     int32_t sample(const float* logits);
-    // Records a token (prompt or generated) for the penalties.
+    // Records a token (prompt or generated) for the penalties. Accepting the token sample()
+    // just returned also advances the grammar.
     void accept(int32_t token);
     // Forgets the history and re-seeds the generator.
     void reset();
@@ -47,13 +61,20 @@ public:
     const SamplerParams& params() const { return params_; }
     // The logits after the penalties (for tests and diagnostics).
     std::vector<float> penalized(const float* logits) const;
+    // The grammar's state (nullptr without a grammar).
+    const grammar::Matcher* matcher() const { return matcher_.get(); }
 
 private:
     SamplerParams params_;
     int64_t n_vocab_;
     std::mt19937_64 rng_;
     std::deque<int32_t> history_;
+    std::unique_ptr<grammar::Matcher> matcher_;
+    int32_t last_sampled_ = -1;  // the token sample() returned, until accept() takes it
+    std::vector<uint8_t> allowed_;
     double uniform01();
+    int32_t draw(const std::vector<float>& logits);
+    int32_t sample_constrained(std::vector<float>& logits);
 };
 
 }  // namespace duet::model

@@ -17,6 +17,7 @@ const char* submit_status_name(SubmitStatus s) {
         case SubmitStatus::PROMPT_TOO_LONG: return "prompt too long";
         case SubmitStatus::KV_TOO_SMALL: return "KV cache too small";
         case SubmitStatus::STOPPED: return "stopped";
+        case SubmitStatus::GROUP_TOO_LARGE: return "group larger than the running batch";
     }
     return "?";
 }
@@ -29,6 +30,7 @@ struct Batcher::Slot {
     int64_t t_submit_ns = 0;
     bool admitted_once = false;
     bool done = false;
+    std::vector<std::unique_ptr<Slot>> followers;  // submit_group: fork this slot's prompt once it is computed
 
     bool cancelled() const { return req.cancelled && req.cancelled->load(); }
 };
@@ -64,13 +66,7 @@ Batcher::~Batcher() {
     prefix_.reset();  // releases its blocks before the engine's cache goes away
 }
 
-SubmitStatus Batcher::submit(GenRequest req) {
-    const int64_t n_prompt = int64_t(req.prompt.size());
-    DUET_CHECK(n_prompt > 0, "empty prompt");
-    if (n_prompt + 1 > n_ctx_) return SubmitStatus::PROMPT_TOO_LONG;
-    const auto& kv = engine_->kv_cache();
-    if ((n_prompt + 1 + kv.block_tokens() - 1) / kv.block_tokens() > kv.n_blocks()) return SubmitStatus::KV_TOO_SMALL;
-
+std::unique_ptr<Batcher::Slot> Batcher::make_slot(GenRequest req) {
     auto slot = std::make_unique<Slot>();
     slot->req = std::move(req);
     const GenRequest& r = slot->req;
@@ -80,8 +76,30 @@ SubmitStatus Batcher::submit(GenRequest req) {
     };
     slot->run = std::make_unique<SequenceRun>(*model_, r.sampling, r.prompt,
                                               RunLimits{r.max_tokens, r.ignore_eos, r.stop}, slot->kv, on_text);
-    slot->result.prompt_tokens = n_prompt;
+    if (r.on_token) slot->run->set_on_sample(r.on_token);
+    slot->result.prompt_tokens = int64_t(r.prompt.size());
     slot->t_submit_ns = now_ns();
+    return slot;
+}
+
+SubmitStatus Batcher::submit(GenRequest req) {
+    std::vector<GenRequest> one;
+    one.push_back(std::move(req));
+    return submit_group(std::move(one));
+}
+
+SubmitStatus Batcher::submit_group(std::vector<GenRequest> reqs) {
+    DUET_CHECK(!reqs.empty(), "empty request group");
+    const int64_t n_prompt = int64_t(reqs[0].prompt.size());
+    DUET_CHECK(n_prompt > 0, "empty prompt");
+    for (const auto& r : reqs) DUET_CHECK(r.prompt == reqs[0].prompt, "a request group must share one prompt");
+    if (int64_t(reqs.size()) > opts_.n_parallel) return SubmitStatus::GROUP_TOO_LARGE;
+    if (n_prompt + 1 > n_ctx_) return SubmitStatus::PROMPT_TOO_LONG;
+    const auto& kv = engine_->kv_cache();
+    if ((n_prompt + 1 + kv.block_tokens() - 1) / kv.block_tokens() > kv.n_blocks()) return SubmitStatus::KV_TOO_SMALL;
+
+    auto slot = make_slot(std::move(reqs[0]));
+    for (size_t i = 1; i < reqs.size(); ++i) slot->followers.push_back(make_slot(std::move(reqs[i])));
     {
         std::lock_guard<std::mutex> lock(mu_);
         if (stop_) return SubmitStatus::STOPPED;
@@ -111,7 +129,8 @@ void Batcher::loop() {
             if (stop_) return;
             // Admission: between steps, from the head of the queue, while slots and blocks last.
             const bool may_admit = opts_.continuous || running_.empty();
-            while (may_admit && !queue_.empty() && int64_t(running_.size()) < opts_.n_parallel) {
+            while (may_admit && !queue_.empty() &&
+                   int64_t(running_.size() + 1 + queue_.front()->followers.size()) <= opts_.n_parallel) {
                 if (queue_.front()->cancelled()) {
                     auto s = std::move(queue_.front());
                     queue_.pop_front();
@@ -193,7 +212,13 @@ void Batcher::step() {
         // The step loop `duet run` uses too (runtime/generator.h): same feeding, same stops.
         std::vector<SequenceRun*> runs;
         for (auto& s : running_) runs.push_back(s->run.get());
-        const ForwardStatus st = step_runs(*engine_, runs, opts_.step_token_budget);
+        std::vector<std::unique_ptr<Slot>> forked;
+        auto fork = [&](SequenceRun& run, const float* logits) {
+            for (auto& s : running_)
+                if (s->run.get() == &run && !s->followers.empty()) fork_followers(*s, logits, forked);
+        };
+        const ForwardStatus st = step_runs(*engine_, runs, opts_.step_token_budget, fork);
+        for (auto& f : forked) running_.push_back(std::move(f));
         if (st == ForwardStatus::OK) {
             for (auto& s : running_)
                 if (s->run->stopped()) finish(*s, s->run->stop_reason());
@@ -222,6 +247,23 @@ void Batcher::step() {
     std::erase_if(running_, [](const auto& s) { return s->done; });
 }
 
+// The leader's prompt is in its KV: each follower shares those blocks (refcount + 1; the
+// partly filled last block is copied when the follower first writes into it) and draws its
+// first token from the same logits with its own sampler.
+void Batcher::fork_followers(Slot& leader, const float* logits, std::vector<std::unique_ptr<Slot>>& out) {
+    KvCache& cache = engine_->kv_cache();
+    for (auto& f : leader.followers) {
+        f->kv.share_prefix(cache, leader.kv, leader.kv.n_tokens());
+        f->result.forked_tokens = leader.kv.n_tokens();
+        f->result.cached_tokens = leader.result.cached_tokens;
+        f->result.queue_ms = leader.result.queue_ms;
+        f->admitted_once = true;
+        f->run->advance(logits, n_ctx_);
+        out.push_back(std::move(f));
+    }
+    leader.followers.clear();
+}
+
 // Engine thread. The step threw part-way: the running requests' KV may be half written, so
 // each finishes with "error" and its blocks are freed without entering the prefix cache.
 void Batcher::fail_running(const std::string& error) {
@@ -238,6 +280,8 @@ void Batcher::fail_running(const std::string& error) {
 void Batcher::finish(Slot& s, StopReason reason, const std::string& error) {
     if (s.done) return;
     s.done = true;
+    for (auto& f : s.followers) finish(*f, reason, error);  // never forked: they end with their leader
+    s.followers.clear();
     s.run->stop(reason);  // sends held-back text unless cancelled or failed; an earlier reason wins
     const StopReason why = s.run->stop_reason();
     KvCache& cache = engine_->kv_cache();

@@ -54,6 +54,7 @@ struct GenResult {
     int64_t prompt_tokens = 0;
     int64_t completion_tokens = 0;  // tokens sampled, including an end-of-generation token that ended it
     int64_t cached_tokens = 0;  // prompt tokens reused from the prefix cache
+    int64_t forked_tokens = 0;  // prompt tokens whose KV blocks were shared with the group's first request (submit_group)
     double queue_ms = 0;        // submit -> admitted
     double ttft_ms = 0;         // submit -> first token
     double total_ms = 0;        // submit -> done
@@ -68,6 +69,9 @@ struct GenRequest {
     bool ignore_eos = false;        // keep generating past end-of-generation tokens (benchmarks, tests)
     std::function<void(const std::string& text)> on_text;  // streamed text, UTF-8 complete
     std::function<void(const GenResult&)> on_done;          // exactly once
+    // Optional: every sampled token with the logits it was drawn from ([n_vocab], valid during
+    // the call only), before the end-of-generation check (logprobs).
+    std::function<void(int32_t token, const float* logits)> on_token;
     std::shared_ptr<std::atomic<bool>> cancelled;           // optional
 };
 
@@ -77,6 +81,7 @@ enum class SubmitStatus {
     PROMPT_TOO_LONG,  // prompt does not fit the context (n_ctx)
     KV_TOO_SMALL,     // prompt + 1 token needs more KV blocks than the whole pool has
     STOPPED,          // the batcher is shutting down
+    GROUP_TOO_LARGE,  // submit_group with more requests than n_parallel slots
 };
 const char* submit_status_name(SubmitStatus s);
 
@@ -98,6 +103,13 @@ public:
     Batcher& operator=(const Batcher&) = delete;
 
     SubmitStatus submit(GenRequest req);
+    // n > 1 completions of one prompt (every request's prompt must be the same): the group runs
+    // together; the first request computes the prompt and the others fork its KV blocks
+    // (refcount, copy on write) once it is done, then sample their first token from the same
+    // logits. The group is admitted when that many slots are free; more than n_parallel()
+    // requests is GROUP_TOO_LARGE.
+    SubmitStatus submit_group(std::vector<GenRequest> reqs);
+    int64_t n_parallel() const { return opts_.n_parallel; }
     BatcherStats stats() const;
     const Model& model() const { return *model_; }
     int64_t n_ctx() const { return n_ctx_; }
@@ -108,6 +120,8 @@ private:
     struct Slot;
     void loop();
     bool admit(std::unique_ptr<Slot>& slot);
+    std::unique_ptr<Slot> make_slot(GenRequest req);
+    void fork_followers(Slot& leader, const float* logits, std::vector<std::unique_ptr<Slot>>& out);
     void step();
     void fail_running(const std::string& error);  // after a step threw
     void finish(Slot& s, StopReason reason, const std::string& error = "");

@@ -54,6 +54,7 @@ void SequenceRun::advance(const float* logits, int64_t n_ctx) {
     if (limits_.max_tokens == 0) return stop(StopReason::LENGTH);
     const int32_t tok = sampler_->sample(logits);
     sampler_->accept(tok);
+    if (on_sample_) on_sample_(tok, logits);
     if (++n_sampled_ == 1) first_token_ns_ = now_ns();
     if (!limits_.ignore_eos && model_.has_tokenizer() && model_.tokenizer().is_eog(tok))
         return stop(StopReason::EOG);  // never fed back, not part of the output
@@ -106,7 +107,8 @@ void SequenceRun::emit_text(bool final) {
     if (stop_at != std::string::npos && !stopped()) reason_ = StopReason::STOP_SEQUENCE;
 }
 
-ForwardStatus step_runs(Engine& engine, std::span<SequenceRun* const> runs, int64_t token_budget) {
+ForwardStatus step_runs(Engine& engine, std::span<SequenceRun* const> runs, int64_t token_budget,
+                        const std::function<void(SequenceRun&, const float*)>& before_sample) {
     // Decode tokens first (one each), then prompt chunks within the step's token budget.
     int64_t budget = token_budget;
     for (SequenceRun* r : runs) r->feed_now_ = 0;
@@ -132,8 +134,11 @@ ForwardStatus step_runs(Engine& engine, std::span<SequenceRun* const> runs, int6
     ForwardOutput out;
     const ForwardStatus st = engine.forward(batch, out);
     if (st != ForwardStatus::OK) return st;
-    for (size_t i = 0; i < fed.size(); ++i)
-        if (fed[i]->unfed() == 0) fed[i]->advance(out.last(i), engine.n_ctx());  // else: prompt chunk, no token yet
+    for (size_t i = 0; i < fed.size(); ++i) {
+        if (fed[i]->unfed() > 0) continue;  // prompt chunk, no token yet
+        if (before_sample) before_sample(*fed[i], out.last(i));
+        fed[i]->advance(out.last(i), engine.n_ctx());
+    }
     return st;
 }
 

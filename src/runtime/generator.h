@@ -73,10 +73,17 @@ public:
     // Ends the run (first reason wins). Unless CANCELLED or ERROR, the text still held back
     // (decoder bytes, a possible stop-string prefix) is sent.
     void stop(StopReason r);
+    // Optional: every sampled id with the logits it was drawn from ([n_vocab], valid during the
+    // call only), before the end-of-generation check (logprobs).
+    void set_on_sample(std::function<void(int32_t, const float*)> f) { on_sample_ = std::move(f); }
+    // All tokens fed: samples the next one from `logits` ([n_vocab]) and applies the stop rules.
+    // step_runs calls it; a run that forked another's KV (n > 1 completions) calls it with the
+    // logits of the prompt it shares.
+    void advance(const float* logits, int64_t n_ctx);
 
 private:
-    friend ForwardStatus step_runs(Engine& engine, std::span<SequenceRun* const> runs, int64_t token_budget);
-    void advance(const float* logits, int64_t n_ctx);  // all tokens fed: sample the next one
+    friend ForwardStatus step_runs(Engine& engine, std::span<SequenceRun* const> runs, int64_t token_budget,
+                                   const std::function<void(SequenceRun&, const float*)>& before_sample);
     void emit_text(bool final);
 
     const Model& model_;
@@ -88,6 +95,7 @@ private:
     std::unique_ptr<model::StreamDecoder> decoder_;  // set when on_text is
     std::function<void(std::string_view)> on_text_;
     std::function<void(int32_t)> on_token_;
+    std::function<void(int32_t, const float*)> on_sample_;
     std::vector<int32_t> generated_;
     int64_t n_sampled_ = 0;
     int64_t first_token_ns_ = 0;
@@ -102,7 +110,10 @@ private:
 // each run whose tokens are all fed samples its next token and may stop. On KV_FULL nothing was
 // computed or changed: the caller frees memory and calls again, or stops runs. CTX_EXCEEDED
 // cannot happen for runs the caller keeps within the context (advance() stops them first).
-ForwardStatus step_runs(Engine& engine, std::span<SequenceRun* const> runs, int64_t token_budget);
+// before_sample (optional) sees each run about to sample, with its logits (the batcher forks
+// n > 1 completions there).
+ForwardStatus step_runs(Engine& engine, std::span<SequenceRun* const> runs, int64_t token_budget,
+                        const std::function<void(SequenceRun&, const float*)>& before_sample = {});
 
 struct GenerateOptions {
     int64_t n_predict = 128;          // tokens to generate at most; < 0: until EOG or context full

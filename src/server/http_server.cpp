@@ -3,29 +3,16 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
-#include <chrono>
-#include <ctime>
-#include <random>
-
 #include "core/error.h"
 #include "core/log.h"
 #include "server/api_error.h"
-#include "server/completion_request.h"
+#include "server/completion_handler.h"
 #include "server/http_transport.h"
 
 namespace duet::server {
 namespace {
 
 using nlohmann::json;
-
-std::string random_hex(int n) {
-    static std::mutex mu;
-    static std::mt19937_64 rng{std::random_device{}()};
-    std::lock_guard<std::mutex> lock(mu);
-    std::string s;
-    while (int(s.size()) < n) s += fmt::format("{:016x}", rng());
-    return s.substr(0, size_t(n));
-}
 
 // Generated text may hold bytes that are not UTF-8 (a model can emit any byte token): they are
 // replaced by U+FFFD instead of failing the whole response.
@@ -37,32 +24,6 @@ void send_json(httplib::Response& res, int status, const json& body) {
 }
 
 void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.status(), e.to_json()); }
-
-// Text and the end of one generation, handed from the batcher's thread to an HTTP thread.
-struct Channel {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::deque<std::string> pieces;
-    bool done = false;
-    runtime::GenResult result;
-    std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
-
-    void push(const std::string& text) {
-        {
-            std::lock_guard<std::mutex> lock(mu);
-            pieces.push_back(text);
-        }
-        cv.notify_all();
-    }
-    void finish(const runtime::GenResult& r) {
-        {
-            std::lock_guard<std::mutex> lock(mu);
-            result = r;
-            done = true;
-        }
-        cv.notify_all();
-    }
-};
 
 }  // namespace
 
@@ -98,7 +59,9 @@ void register_server_metrics(Metrics& m) {
 HttpServer::HttpServer(ServerOptions opts, runtime::Batcher& batcher, TaskService& tasks, Metrics& metrics,
                        ModelledTimings timings)
     : opts_(std::move(opts)), batcher_(batcher), tasks_(tasks), metrics_(metrics), timings_(std::move(timings)),
-      http_(std::make_unique<httplib::Server>()) {
+      http_(std::make_unique<httplib::Server>()),
+      completions_(std::make_unique<CompletionHandler>(CompletionSettings{opts_.model_id, opts_.chat_template}, batcher,
+                                                       metrics, timings_)) {
     const size_t threads = size_t(std::max(1, opts_.http_threads));
     const size_t cap = std::max<size_t>(1, opts_.max_connections);
     http_->new_task_queue = [threads, cap] { return new ConnectionLimiter(threads, cap); };
@@ -260,193 +223,7 @@ void HttpServer::routes() {
 }
 
 void HttpServer::handle_completion(const std::string& body, bool chat, HttpExchange& ex) {
-    const CompletionRequest r = parse_completion_request(body, chat);
-    if (!r.model.empty() && r.model != opts_.model_id)
-        throw ApiError::not_found(
-            fmt::format("The model '{}' does not exist (this server serves '{}')", r.model, opts_.model_id), "model");
-
-    const auto& tok = batcher_.model().tokenizer();
-    std::vector<int32_t> prompt;
-    if (chat) {
-        std::vector<model::ChatMessage> msgs;
-        for (const auto& m : r.messages) msgs.push_back({m.role, m.content});
-        const std::string bos = tok.bos() >= 0 ? tok.token_to_piece(tok.bos(), true) : "";
-        const std::string eos = tok.eos() >= 0 ? tok.token_to_piece(tok.eos(), true) : "";
-        std::string text;
-        try {
-            text = model::render_chat(opts_.chat_template, msgs, true, bos, eos);
-        } catch (const Error& e) {
-            throw ApiError::bad_request(e.what(), "messages");
-        }
-        prompt = tok.encode(text, false, true);
-    } else {
-        prompt = tok.encode(r.prompt, tok.add_bos_default(), false);
-    }
-    const char* prompt_param = chat ? "messages" : "prompt";
-    if (prompt.empty()) throw ApiError::bad_request(fmt::format("'{}' is empty", prompt_param), prompt_param);
-    const int64_t n_ctx = batcher_.n_ctx();
-    const int64_t n_prompt = int64_t(prompt.size());
-    if (n_prompt + 1 > n_ctx || (r.max_tokens > 0 && n_prompt + r.max_tokens > n_ctx)) {
-        const std::string msg =
-            r.max_tokens > 0
-                ? fmt::format("This model's maximum context length is {} tokens. However, you requested {} tokens "
-                              "({} in the {}, {} in the completion). Please reduce the length of the {} or completion.",
-                              n_ctx, n_prompt + r.max_tokens, n_prompt, prompt_param, r.max_tokens, prompt_param)
-                : fmt::format("This model's maximum context length is {} tokens. However, your {} resulted in {} "
-                              "tokens. Please reduce the length of the {}.",
-                              n_ctx, prompt_param, n_prompt, prompt_param);
-        throw ApiError(400, "invalid_request_error", msg, prompt_param, "context_length_exceeded");
-    }
-
-    model::SamplerParams sp;
-    sp.temperature = r.temperature;
-    sp.top_p = r.top_p;
-    sp.top_k = 0;
-    sp.min_p = 0;
-    sp.repeat_penalty = 1.0f;
-    sp.presence_penalty = r.presence_penalty;
-    sp.frequency_penalty = r.frequency_penalty;
-    sp.seed = r.seed ? *r.seed : std::random_device{}();
-
-    auto ch = std::make_shared<Channel>();
-    runtime::GenRequest g;
-    g.prompt = prompt;
-    g.sampling = sp;
-    g.max_tokens = r.max_tokens;
-    g.stop = r.stop;
-    g.ignore_eos = r.ignore_eos;
-    g.cancelled = ch->cancelled;
-    g.on_text = [ch](const std::string& t) { ch->push(t); };
-    // Runs on the batcher's thread, possibly after this server object is gone (shutdown):
-    // capture only what outlives the batcher (the Metrics, owned by the serve command).
-    g.on_done = [ch, m = &metrics_](const runtime::GenResult& res) {
-        m->inc("duet_completions_total");
-        m->inc("duet_prompt_tokens_total", double(res.prompt_tokens));
-        m->inc("duet_generation_tokens_total", double(res.completion_tokens));
-        if (res.completion_tokens > 0) {
-            m->observe("duet_ttft_seconds", res.ttft_ms / 1e3);
-            m->observe("duet_request_seconds", res.total_ms / 1e3);
-        }
-        if (res.completion_tokens > 1)
-            m->observe("duet_tbt_seconds", (res.total_ms - res.ttft_ms) / 1e3 / double(res.completion_tokens - 1));
-        ch->finish(res);
-    };
-    switch (batcher_.submit(std::move(g))) {
-        case runtime::SubmitStatus::ACCEPTED: break;
-        case runtime::SubmitStatus::QUEUE_FULL:
-            throw ApiError::rate_limited("The server's request queue is full; retry later");
-        case runtime::SubmitStatus::PROMPT_TOO_LONG:
-            throw ApiError(400, "invalid_request_error",
-                           fmt::format("This model's maximum context length is {} tokens. However, your {} resulted "
-                                       "in {} tokens.", n_ctx, prompt_param, n_prompt),
-                           prompt_param, "context_length_exceeded");
-        case runtime::SubmitStatus::KV_TOO_SMALL:
-            throw ApiError::unavailable(fmt::format(
-                "The KV cache pool ({} blocks) cannot hold a prompt of {} tokens even when empty; start the server "
-                "with a larger --kv-blocks (or, with --kv-blocks 0, a larger --ctx or --parallel)",
-                batcher_.stats().kv_blocks_total, n_prompt));
-        case runtime::SubmitStatus::STOPPED: throw ApiError::unavailable("The server is shutting down");
-    }
-
-    const std::string id = (chat ? "chatcmpl-" : "cmpl-") + random_hex(24);
-    const int64_t created = int64_t(std::time(nullptr));
-    auto usage_json = [](const runtime::GenResult& res) {
-        return json{{"prompt_tokens", res.prompt_tokens},
-                    {"completion_tokens", res.completion_tokens},
-                    {"total_tokens", res.prompt_tokens + res.completion_tokens},
-                    {"prompt_tokens_details", {{"cached_tokens", res.cached_tokens}}}};
-    };
-    auto duet_json = [this](const runtime::GenResult& res) {
-        json d = timings_ ? timings_(res.prompt_tokens, res.completion_tokens) : json::object();
-        d["host"] = {{"queue_ms", res.queue_ms}, {"ttft_ms", res.ttft_ms}, {"total_ms", res.total_ms}};
-        return d;
-    };
-    const std::string object = chat ? "chat.completion" : "text_completion";
-    const std::string model_id = opts_.model_id;
-
-    if (!r.stream) {
-        std::unique_lock<std::mutex> lock(ch->mu);
-        ch->cv.wait(lock, [&] { return ch->done; });
-        std::string text;
-        for (auto& p : ch->pieces) text += p;
-        const auto& res = ch->result;
-        if (res.finish_reason == "error") throw ApiError(500, "server_error", res.error);
-        json choice = {{"index", 0}, {"finish_reason", res.finish_reason}};
-        if (chat)
-            choice["message"] = {{"role", "assistant"}, {"content", text}};
-        else
-            choice["text"] = text, choice["logprobs"] = nullptr;
-        send_json(ex.res, 200,
-                  {{"id", id}, {"object", object}, {"created", created}, {"model", model_id},
-                   {"choices", json::array({choice})}, {"usage", usage_json(res)}, {"duet", duet_json(res)}});
-        return;
-    }
-
-    const bool include_usage = r.include_usage;
-    ex.res.set_header("Cache-Control", "no-cache");
-    ex.res.set_chunked_content_provider(
-        "text/event-stream",
-        [ch, chat, id, created, model_id, include_usage, usage_json, duet_json, first = true](
-            size_t, httplib::DataSink& sink) mutable {
-            auto chunk = [&](const json& choice_delta, const json& finish) {
-                json c = {{"index", 0}, {"finish_reason", finish}};
-                if (chat)
-                    c["delta"] = choice_delta;
-                else
-                    c["text"] = choice_delta.value("content", ""), c["logprobs"] = nullptr;
-                return json{{"id", id},
-                            {"object", chat ? "chat.completion.chunk" : "text_completion"},
-                            {"created", created},
-                            {"model", model_id},
-                            {"choices", json::array({c})}};
-            };
-            auto send = [&](const json& j) {
-                const std::string line = "data: " + dump_json(j) + "\n\n";
-                return sink.write(line.data(), line.size());
-            };
-            std::deque<std::string> pieces;
-            bool done = false;
-            {
-                std::unique_lock<std::mutex> lock(ch->mu);
-                ch->cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return ch->done || !ch->pieces.empty(); });
-                pieces.swap(ch->pieces);
-                done = ch->done;
-            }
-            if (first && chat) {
-                first = false;
-                if (!send(chunk({{"role", "assistant"}, {"content", ""}}, nullptr))) {
-                    ch->cancelled->store(true);
-                    return false;
-                }
-            }
-            for (const auto& p : pieces)
-                if (!send(chunk({{"content", p}}, nullptr))) {
-                    ch->cancelled->store(true);
-                    return false;
-                }
-            if (!done) {
-                if (!sink.is_writable()) {
-                    ch->cancelled->store(true);
-                    return false;
-                }
-                return true;
-            }
-            const auto& res = ch->result;
-            bool ok = send(chunk(json::object(), res.finish_reason));
-            if (ok && include_usage) {
-                json u = {{"id", id},       {"object", chat ? "chat.completion.chunk" : "text_completion"},
-                          {"created", created}, {"model", model_id},
-                          {"choices", json::array()}, {"usage", usage_json(res)}, {"duet", duet_json(res)}};
-                ok = send(u);
-            }
-            static const std::string kDone = "data: [DONE]\n\n";
-            if (ok) ok = sink.write(kDone.data(), kDone.size());
-            if (ok) sink.done();
-            return ok;
-        },
-        [ch](bool success) {
-            if (!success) ch->cancelled->store(true);
-        });
+    completions_->handle(body, chat, ex.res);  // completion_handler.h
 }
 
 }  // namespace duet::server

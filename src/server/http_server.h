@@ -66,6 +66,7 @@ private:
     Metrics& metrics_;
     ModelledTimings timings_;
     std::unique_ptr<httplib::Server> http_;
+    std::unique_ptr<class CompletionHandler> completions_;  // POST /v1/chat/completions, /v1/completions
     int port_ = 0;
     int listen_fd_ = -1;                       // the listening socket (owned by http_)
     static constexpr int kListenBacklog = 1024;  // pending connections the kernel queues

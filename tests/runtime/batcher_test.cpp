@@ -109,5 +109,47 @@ TEST(Batcher, RefusesWhatCanNeverFitAndReusesPrefixes) {
     EXPECT_GT(b.stats().prefix_hit_tokens, 0u);
 }
 
+// n > 1 (submit_group): choices 2..n fork the first one's prompt blocks. Greedy, each choice
+// must equal a lone request; the pool must be exactly empty afterwards (no leaked refcounts);
+// a group larger than the batch is refused.
+TEST(Batcher, GroupForksThePromptBlocksAndMatchesLoneRequests) {
+    const std::string path = test::generated_model("tiny-llama");
+    ASSERT_FALSE(path.empty());
+    auto model = Model::load(path);
+    EngineOptions eo;
+    eo.n_threads = 1;
+    eo.n_ctx = 128;
+    const std::string prompt = "Once upon a time there was a little dog";  // not a whole number of blocks
+    Collected alone;
+    alone.results.resize(1);
+    alone.texts.resize(1);
+    {
+        Batcher b(model, eo, {});
+        ASSERT_EQ(b.submit(greedy_request(*model, prompt, 12, alone, 0)), SubmitStatus::ACCEPTED);
+        b.wait_idle();
+    }
+    BatcherOptions bo;
+    bo.n_parallel = 3;
+    bo.prefix_cache = false;
+    Batcher b(model, eo, bo);
+    Collected c;
+    c.results.resize(3);
+    c.texts.resize(3);
+    std::vector<GenRequest> group;
+    for (size_t i = 0; i < 3; ++i) group.push_back(greedy_request(*model, prompt, 12, c, i));
+    ASSERT_EQ(b.submit_group(std::move(group)), SubmitStatus::ACCEPTED);
+    b.wait_idle();
+    const int64_t n_prompt = alone.results[0].prompt_tokens;
+    for (size_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(c.results[i].tokens, alone.results[0].tokens) << i;
+        EXPECT_EQ(c.texts[i], alone.texts[0]) << i;
+        EXPECT_EQ(c.results[i].forked_tokens, i == 0 ? 0 : n_prompt) << i;
+    }
+    EXPECT_EQ(b.stats().kv_blocks_used, 0);
+    std::vector<GenRequest> big;
+    for (size_t i = 0; i < 4; ++i) big.push_back(greedy_request(*model, prompt, 1, c, 0));
+    EXPECT_EQ(b.submit_group(std::move(big)), SubmitStatus::GROUP_TOO_LARGE);
+}
+
 }  // namespace
 }  // namespace duet::runtime

@@ -1,6 +1,8 @@
 // `duet run` and `duet logits` as users call them: the real binary, its files and messages.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -195,6 +197,37 @@ TEST(CliRun, OpTraceCsvHasOneLinePerOperator) {
     if (forwards > 1) {
         EXPECT_NE(lines[1 + 4 + 15 * n_layer].find(",embed,none,decode,-1,1,1,"), std::string::npos);
     }
+}
+
+// --json-schema: a tiny random model's output parses and validates; a bad schema is a clear error.
+TEST(CliRun, JsonSchemaConstrainsTheOutput) {
+    const std::string model = test::generated_model("tiny-llama");
+    ASSERT_FALSE(model.empty());
+    const std::string schema = std::string(DUET_BINARY_DIR) + "/test-models/cli_run_schema.json";
+    {
+        std::ofstream f(schema);
+        f << R"({"type":"object","properties":{"name":{"type":"string","maxLength":6},)"
+             R"("kind":{"enum":["cat","dog"]},"legs":{"type":"integer"}},"required":["name","kind","legs"]})";
+    }
+    for (int seed : {1, 2, 3}) {
+        const Result r = run_duet(fmt::format("run -m '{}' -p 'A pet:' -n 120 --seed {} --no-timings --json-schema '{}'",
+                                              model, seed, schema));
+        ASSERT_EQ(r.rc, 0) << r.err;
+        const auto v = nlohmann::json::parse(r.out, nullptr, false);  // stdout ends with one newline
+        ASSERT_FALSE(v.is_discarded()) << r.out;
+        EXPECT_TRUE(v["name"].is_string() && v["legs"].is_number_integer()) << r.out;
+        EXPECT_TRUE(v["kind"] == "cat" || v["kind"] == "dog") << r.out;
+    }
+    {
+        std::ofstream f(schema);
+        f << R"({"type":"object","properties":{"n":{"type":"integer","minimum":1}}})";
+    }
+    const Result bad = run_duet(fmt::format("run -m '{}' -p hi --json-schema '{}'", model, schema));
+    EXPECT_EQ(bad.rc, 2);
+    EXPECT_NE(bad.err.find("duet: error: " + schema + ": /properties/n: keyword 'minimum' is not supported"),
+              std::string::npos)
+        << bad.err;
+    std::remove(schema.c_str());
 }
 
 }  // namespace

@@ -55,21 +55,21 @@ TEST(CompletionRequest, ErrorsNameTheParameter) {
     EXPECT_EQ(error_of(R"({"messages":[]})"), T(400, "messages", "'messages' must not be empty"));
     EXPECT_EQ(error_of(R"({"messages":[{"role":"robot","content":"x"}]})"),
               T(400, "messages[0].role",
-                "'messages[0].role' = \"robot\" is not allowed (allowed: system, developer, user, assistant)"));
+                "'messages[0].role' = \"robot\" is not allowed (allowed: system, developer, user, assistant, tool)"));
     EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"temperature":3})"),
               T(400, "temperature", "'temperature' = 3 is out of range (allowed: 0 to 2)"));
     EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"temperature":"hot"})"),
               T(400, "temperature", "'temperature' must be a number, got string"));
     EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"max_tokens":0})"),
               T(400, "max_tokens", "'max_tokens' = 0 must be at least 1"));
-    EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"n":2})"),
-              T(400, "n", "'n' = 2 is not supported (allowed: 1)"));
+    EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"n":0})"),
+              T(400, "n", "'n' = 0 is out of range (allowed: 1 to 128)"));
     EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"stop":["a","b","c","d","e"]})"),
               T(400, "stop", "'stop' has 5 sequences (allowed: at most 4)"));
     EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"stream_options":{"include_usage":true}})"),
               T(400, "stream_options", "'stream_options' is only allowed when 'stream' is true"));
-    EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true})"),
-              T(400, "logprobs", "'logprobs' is not supported by duet"));
+    EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":3})"),
+              T(400, "top_logprobs", "'top_logprobs' needs 'logprobs': true"));
     EXPECT_EQ(error_of(R"({"prompt":5})", false),
               T(400, "prompt", "'prompt' must be a string (or an array of one string)"));
 }

@@ -1,0 +1,85 @@
+// bench_grammar_mask: cost of one full grammar mask (Matcher::allowed_tokens) and of the
+// sampler's fast path (one token check) per vocabulary, at two grammar positions of a JSON
+// schema: inside a string (nearly every token allowed: the worst case for the trie walk) and
+// between properties (few allowed). Compare with a decode step of the same model
+// (bench_engine): the mask must stay a small fraction of it. Synthetic vocabularies of the
+// arch presets: tiny-llama (SPM, 512), llama2-7b (SPM, 32000), llama3-8b (BPE, 128256).
+#include <benchmark/benchmark.h>
+
+#include <map>
+
+#include "model/arch_presets.h"
+#include "model/grammar/json_schema.h"
+#include "model/grammar/matcher.h"
+#include "model/synthetic_vocab.h"
+#include "model/tokenizer/tokenizer.h"
+
+using namespace duet::model;
+
+namespace {
+
+const char* kArch[] = {"tiny-llama", "llama2-7b", "llama3-8b"};
+
+std::shared_ptr<const grammar::TokenTable> table_for(int i) {
+    static std::map<int, std::shared_ptr<const grammar::TokenTable>> cache;
+    auto& t = cache[i];
+    if (t) return t;
+    const SyntheticVocab sv = build_synthetic_vocab(arch_preset(kArch[i]));
+    Vocab v;
+    v.kind = sv.model == "llama" ? TokenizerKind::SPM : TokenizerKind::BPE;
+    v.tokens = sv.tokens;
+    v.scores = sv.scores;
+    for (int32_t ty : sv.token_types) v.types.push_back(TokenType(ty));
+    v.merges = sv.merges;
+    v.pre = sv.pre;
+    v.bos_id = sv.bos_id;
+    v.eos_id = sv.eos_id;
+    v.eot_id = sv.eot_id.value_or(-1);
+    v.add_space_prefix = v.kind == TokenizerKind::SPM;
+    t = grammar::TokenTable::from_tokenizer(*Tokenizer::from_vocab(v));
+    return t;
+}
+
+grammar::Matcher matcher_at(int vocab, const char* prefix) {
+    static auto g = grammar::Grammar::parse(grammar::json_schema_to_grammar(nlohmann::ordered_json::parse(
+        R"({"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name","age"]})")));
+    grammar::Matcher m(g, table_for(vocab));
+    if (!m.accept_bytes(prefix)) throw std::runtime_error("bench prefix rejected");
+    return m;
+}
+
+void BM_MaskInString(benchmark::State& st) {
+    auto m = matcher_at(int(st.range(0)), "{\"name\": \"ab");
+    std::vector<uint8_t> allowed;
+    int64_t n = 0;
+    for (auto _ : st) benchmark::DoNotOptimize(n = m.allowed_tokens(allowed));
+    st.SetLabel(std::string(kArch[st.range(0)]) + ", vocab " + std::to_string(allowed.size()) + ", allowed " +
+                std::to_string(n));
+}
+
+void BM_MaskBetweenProperties(benchmark::State& st) {
+    auto m = matcher_at(int(st.range(0)), "{\"name\": \"ab\"");
+    std::vector<uint8_t> allowed;
+    int64_t n = 0;
+    for (auto _ : st) benchmark::DoNotOptimize(n = m.allowed_tokens(allowed));
+    st.SetLabel(std::string(kArch[st.range(0)]) + ", vocab " + std::to_string(allowed.size()) + ", allowed " +
+                std::to_string(n));
+}
+
+void BM_FastPathTokenCheck(benchmark::State& st) {
+    auto m = matcher_at(int(st.range(0)), "{\"name\": \"ab");
+    const auto& t = m.tokens();
+    int32_t id = 0;
+    for (auto _ : st) {
+        benchmark::DoNotOptimize(m.token_allowed(id));
+        id = (id + 7919) % int32_t(t.n_vocab());
+    }
+    st.SetLabel(kArch[st.range(0)]);
+}
+
+}  // namespace
+
+BENCHMARK(BM_MaskInString)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MaskBetweenProperties)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_FastPathTokenCheck)->DenseRange(0, 2)->Unit(benchmark::kNanosecond);
+BENCHMARK_MAIN();

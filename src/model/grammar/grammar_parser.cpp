@@ -1,0 +1,364 @@
+// Grammar::parse: the text format of grammar.h -> rules of byte-set / rule-reference elements.
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "model/grammar/grammar.h"
+#include "model/grammar/utf8_ranges.h"
+
+namespace duet::model::grammar {
+namespace {
+
+using Seq = std::vector<Element>;
+using Alts = std::vector<Seq>;
+constexpr int kMaxRepeat = 1000;  // assumption: bound on {m,n} so a typo cannot build a huge grammar
+
+class Parser {
+public:
+    Parser(std::string_view text, std::string_view source) : s_(text), source_(source) {}
+
+    std::shared_ptr<const Grammar> run() {
+        skip_space();
+        while (pos_ < s_.size()) {
+            const std::string name = identifier();
+            if (name.empty()) error(fmt::format("expected a rule name, found '{}'", s_[pos_]));
+            skip_space();
+            if (s_.substr(pos_, 3) != "::=") error(fmt::format("expected '::=' after rule name '{}'", name));
+            pos_ += 3;
+            const uint32_t id = rule_id(name);
+            if (defined_[id]) error(fmt::format("rule '{}' is defined twice", name));
+            defined_[id] = true;
+            def_line_[id] = line_;
+            rules_[id] = alternatives(name, false);
+            skip_space();
+        }
+        return finish();
+    }
+
+private:
+    std::string_view s_;
+    std::string source_;
+    size_t pos_ = 0;
+    int line_ = 1;
+    std::vector<std::string> names_;
+    std::vector<Alts> rules_;
+    std::vector<bool> defined_;
+    std::vector<int> def_line_, use_line_;
+    std::unordered_map<std::string, uint32_t> ids_;
+    std::vector<std::bitset<256>> sets_;
+    std::unordered_map<std::bitset<256>, uint32_t> set_ids_;
+    std::unordered_map<std::string, int> helper_count_;
+
+    [[noreturn]] void error(const std::string& what) const { fail("{}: line {}: {}", source_, line_, what); }
+
+    uint32_t rule_id(const std::string& name) {
+        auto [it, fresh] = ids_.try_emplace(name, uint32_t(names_.size()));
+        if (fresh) {
+            names_.push_back(name);
+            rules_.emplace_back();
+            defined_.push_back(false);
+            def_line_.push_back(0);
+            use_line_.push_back(line_);
+        }
+        return it->second;
+    }
+    uint32_t helper(const std::string& base, Alts alts) {
+        const std::string name = fmt::format("{}_{}", base, ++helper_count_[base]);
+        const uint32_t id = rule_id(name);
+        defined_[id] = true;
+        rules_[id] = std::move(alts);
+        return id;
+    }
+    Element bytes(const std::bitset<256>& set) {
+        auto [it, fresh] = set_ids_.try_emplace(set, uint32_t(sets_.size()));
+        if (fresh) sets_.push_back(set);
+        return {Element::BYTES, it->second};
+    }
+
+    void skip_space() {
+        while (pos_ < s_.size()) {
+            const char c = s_[pos_];
+            if (c == '#') {
+                while (pos_ < s_.size() && s_[pos_] != '\n') ++pos_;
+            } else if (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
+                if (c == '\n') ++line_;
+                ++pos_;
+            } else {
+                break;
+            }
+        }
+    }
+    static bool ident_char(char c) { return std::isalnum(uint8_t(c)) || c == '_' || c == '-'; }
+    std::string identifier() {
+        const size_t b = pos_;
+        while (pos_ < s_.size() && ident_char(s_[pos_])) ++pos_;
+        return std::string(s_.substr(b, pos_ - b));
+    }
+    // True when an identifier followed by ::= starts at pos_ (the next rule's definition).
+    bool at_definition() const {
+        size_t p = pos_;
+        while (p < s_.size() && ident_char(s_[p])) ++p;
+        if (p == pos_) return false;
+        while (p < s_.size() && (s_[p] == ' ' || s_[p] == '\t')) ++p;
+        return s_.substr(p, 3) == "::=";
+    }
+
+    Alts alternatives(const std::string& rule, bool nested) {
+        Alts alts;
+        alts.push_back(sequence(rule, nested));
+        while (pos_ < s_.size() && s_[pos_] == '|') {
+            ++pos_;
+            alts.push_back(sequence(rule, nested));
+        }
+        return alts;
+    }
+
+    Seq sequence(const std::string& rule, bool nested) {
+        Seq seq;
+        for (;;) {
+            skip_space();
+            if (pos_ >= s_.size() || s_[pos_] == '|' || s_[pos_] == ')') break;
+            if (at_definition()) {
+                if (nested) error("missing ')' before the next rule");
+                break;
+            }
+            Seq item = primary(rule);
+            postfix(rule, item);
+            seq.insert(seq.end(), item.begin(), item.end());
+        }
+        return seq;
+    }
+
+    Seq primary(const std::string& rule) {
+        const char c = s_[pos_];
+        if (c == '"') {
+            ++pos_;
+            Seq seq;
+            while (pos_ < s_.size() && s_[pos_] != '"') {
+                std::bitset<256> one;
+                for (uint8_t b : utf8_encode(escaped_char("literal"))) {
+                    one.reset();
+                    one.set(b);
+                    seq.push_back(bytes(one));
+                }
+            }
+            if (pos_ >= s_.size()) error("unterminated literal (missing '\"')");
+            ++pos_;
+            return seq;
+        }
+        if (c == '[') return char_class(rule);
+        if (c == '.') {
+            ++pos_;
+            return class_elements(rule, {{0, kMaxCodePoint}});
+        }
+        if (c == '(') {
+            ++pos_;
+            Alts alts = alternatives(rule, true);
+            if (pos_ >= s_.size() || s_[pos_] != ')') error("missing ')'");
+            ++pos_;
+            if (alts.size() == 1) return alts[0];
+            return {{Element::RULE, helper(rule, std::move(alts))}};
+        }
+        const std::string name = identifier();
+        if (name.empty()) error(fmt::format("unexpected '{}'", c));
+        const uint32_t id = rule_id(name);
+        if (!defined_[id] && use_line_[id] == 0) use_line_[id] = line_;
+        return {{Element::RULE, id}};
+    }
+
+    uint32_t escaped_char(const char* what) {
+        if (pos_ >= s_.size()) error(fmt::format("unterminated {}", what));
+        if (s_[pos_] != '\\') {
+            size_t len = 0;
+            const uint32_t cp = utf8_decode(s_.substr(pos_), len);
+            if (s_[pos_] == '\n') ++line_;
+            pos_ += len;
+            return cp;
+        }
+        if (++pos_ >= s_.size()) error(fmt::format("unterminated {}", what));
+        const char e = s_[pos_++];
+        switch (e) {
+            case 'n': return '\n';
+            case 'r': return '\r';
+            case 't': return '\t';
+            case 'x': return hex(2);
+            case 'u': return hex(4);
+            case 'U': return hex(8);
+            case '\\': case '"': case '[': case ']': case '-': case '^': case '/': case '\'': return uint32_t(e);
+            default: error(fmt::format("unknown escape '\\{}' (allowed: \\n \\r \\t \\xHH \\uHHHH \\\\ \\\" \\] \\-)", e));
+        }
+    }
+    uint32_t hex(int n) {
+        uint32_t v = 0;
+        for (int i = 0; i < n; ++i, ++pos_) {
+            if (pos_ >= s_.size() || !std::isxdigit(uint8_t(s_[pos_])))
+                error(fmt::format("escape needs {} hex digits", n));
+            const char h = char(std::tolower(s_[pos_]));
+            v = v * 16 + uint32_t(h <= '9' ? h - '0' : h - 'a' + 10);
+        }
+        if (v > kMaxCodePoint) error(fmt::format("code point {:#x} is out of range (allowed: up to 0x10FFFF)", v));
+        return v;
+    }
+
+    Seq char_class(const std::string& rule) {
+        ++pos_;  // '['
+        const bool negate = pos_ < s_.size() && s_[pos_] == '^';
+        if (negate) ++pos_;
+        std::vector<CodeRange> ranges;
+        while (pos_ < s_.size() && s_[pos_] != ']') {
+            const uint32_t lo = escaped_char("character class");
+            uint32_t hi = lo;
+            if (pos_ + 1 < s_.size() && s_[pos_] == '-' && s_[pos_ + 1] != ']') {
+                ++pos_;
+                hi = escaped_char("character class");
+                if (hi < lo) error(fmt::format("character range {:#x}-{:#x} is reversed", lo, hi));
+            }
+            ranges.push_back({lo, hi});
+        }
+        if (pos_ >= s_.size()) error("unterminated character class (missing ']')");
+        ++pos_;
+        if (negate) ranges = complement(ranges);
+        if (ranges.empty()) error("character class matches nothing");
+        return class_elements(rule, ranges);
+    }
+
+    // One element: a byte set when every code point is ASCII, else a helper rule whose
+    // alternatives are the UTF-8 byte-range sequences of the class.
+    Seq class_elements(const std::string& rule, const std::vector<CodeRange>& ranges) {
+        std::vector<std::vector<ByteRange>> seqs;
+        for (const auto& r : ranges) utf8_sequences(r, seqs);
+        std::bitset<256> ascii;
+        Alts alts;
+        for (const auto& seq : seqs) {
+            if (seq.size() == 1 && seq[0].hi < 0x80) {
+                for (uint32_t b = seq[0].lo; b <= seq[0].hi; ++b) ascii.set(b);
+                continue;
+            }
+            Seq s;
+            for (const auto& br : seq) {
+                std::bitset<256> set;
+                for (uint32_t b = br.lo; b <= br.hi; ++b) set.set(b);
+                s.push_back(bytes(set));
+            }
+            alts.push_back(std::move(s));
+        }
+        if (alts.empty()) return {bytes(ascii)};
+        if (ascii.any()) alts.insert(alts.begin(), Seq{bytes(ascii)});
+        return {{Element::RULE, helper(rule, std::move(alts))}};
+    }
+
+    int count() {
+        const size_t b = pos_;
+        while (pos_ < s_.size() && std::isdigit(uint8_t(s_[pos_]))) ++pos_;
+        if (b == pos_) error("expected a number in {m,n}");
+        const long v = std::stol(std::string(s_.substr(b, pos_ - b)));
+        if (v > kMaxRepeat) error(fmt::format("repeat count {} is too large (allowed: up to {})", v, kMaxRepeat));
+        return int(v);
+    }
+
+    void postfix(const std::string& rule, Seq& item) {
+        if (pos_ >= s_.size()) return;
+        const char c = s_[pos_];
+        int lo = 0, hi = 0;  // hi < 0: unbounded
+        if (c == '*') lo = 0, hi = -1;
+        else if (c == '+') lo = 1, hi = -1;
+        else if (c == '?') lo = 0, hi = 1;
+        else if (c != '{') return;
+        ++pos_;
+        if (c == '{') {
+            lo = hi = count();
+            if (pos_ < s_.size() && s_[pos_] == ',') {
+                ++pos_;
+                hi = pos_ < s_.size() && s_[pos_] == '}' ? -1 : count();
+            }
+            if (pos_ >= s_.size() || s_[pos_] != '}') error("missing '}' in {m,n}");
+            ++pos_;
+            if (hi >= 0 && hi < lo) error(fmt::format("repeat {{{},{}}} has max below min", lo, hi));
+        }
+        item = repeat(rule, item, lo, hi);
+    }
+
+    Seq repeat(const std::string& rule, const Seq& x, int lo, int hi) {
+        Seq out;
+        for (int i = 0; i < lo; ++i) out.insert(out.end(), x.begin(), x.end());
+        if (hi < 0) {  // R ::= x R | ""
+            const uint32_t r = helper(rule, {});
+            Seq loop = x;
+            loop.push_back({Element::RULE, r});
+            rules_[r] = {loop, {}};
+            out.push_back({Element::RULE, r});
+        } else if (hi > lo) {  // R_1 ::= x | "";  R_k ::= x R_{k-1} | ""
+            uint32_t prev = helper(rule, {x, {}});
+            for (int k = 2; k <= hi - lo; ++k) {
+                Seq more = x;
+                more.push_back({Element::RULE, prev});
+                prev = helper(rule, {more, {}});
+            }
+            out.push_back({Element::RULE, prev});
+        }
+        return out;
+    }
+
+    void check_left_recursion() const {
+        const size_t n = rules_.size();
+        std::vector<bool> nullable(n, false);
+        for (bool changed = true; changed;) {
+            changed = false;
+            for (size_t r = 0; r < n; ++r) {
+                if (nullable[r]) continue;
+                for (const Seq& alt : rules_[r])
+                    if (std::all_of(alt.begin(), alt.end(),
+                                    [&](const Element& e) { return e.kind == Element::RULE && nullable[e.index]; })) {
+                        nullable[r] = changed = true;
+                        break;
+                    }
+            }
+        }
+        std::vector<int> state(n, 0);  // 0 new, 1 on the DFS path, 2 done
+        std::function<void(size_t)> visit = [&](size_t r) {
+            state[r] = 1;
+            for (const Seq& alt : rules_[r])
+                for (const Element& e : alt) {
+                    if (e.kind != Element::RULE) break;
+                    if (state[e.index] == 1)
+                        fail("{}: rule '{}' is left-recursive (it can reach itself before matching any byte)", source_,
+                             names_[e.index]);
+                    if (state[e.index] == 0) visit(e.index);
+                    if (!nullable[e.index]) break;
+                }
+            state[r] = 2;
+        };
+        for (size_t r = 0; r < n; ++r)
+            if (state[r] == 0) visit(r);
+    }
+
+    std::shared_ptr<const Grammar> finish() {
+        for (size_t r = 0; r < names_.size(); ++r)
+            if (!defined_[r]) fail("{}: line {}: rule '{}' is used but not defined", source_, use_line_[r], names_[r]);
+        auto root = ids_.find("root");
+        if (root == ids_.end()) fail("{}: no rule named 'root' (the start rule)", source_);
+        check_left_recursion();
+        auto g = std::make_shared<Grammar>();
+        g->rule_names = names_;
+        g->sets = sets_;
+        g->root = root->second;
+        g->rules.resize(rules_.size());
+        for (size_t r = 0; r < rules_.size(); ++r)
+            for (const Seq& alt : rules_[r]) {
+                g->rules[r].push_back(uint32_t(g->elems.size()));
+                g->elems.insert(g->elems.end(), alt.begin(), alt.end());
+                g->elems.push_back({Element::END, 0});
+            }
+        return g;
+    }
+};
+
+}  // namespace
+
+std::shared_ptr<const Grammar> Grammar::parse(std::string_view text, std::string_view source) {
+    return Parser(text, source).run();
+}
+
+}  // namespace duet::model::grammar

@@ -1,0 +1,268 @@
+#include "server/completion_handler.h"
+
+#include <httplib.h>
+
+#include <ctime>
+#include <random>
+
+#include "core/error.h"
+#include "model/grammar/json_schema.h"
+#include "model/tokenizer/tokenizer.h"
+#include "server/api_error.h"
+#include "server/completion_exchange.h"
+
+namespace duet::server {
+
+using nlohmann::json;
+
+CompletionHandler::CompletionHandler(CompletionSettings settings, runtime::Batcher& batcher, Metrics& metrics,
+                                     TimingsFn timings)
+    : settings_(std::move(settings)), batcher_(batcher), metrics_(metrics), timings_(std::move(timings)) {}
+
+CompletionHandler::~CompletionHandler() = default;
+
+void CompletionHandler::handle(const std::string& body, bool chat, httplib::Response& res) {
+    const CompletionRequest r = parse_completion_request(body, chat);
+    if (!r.model.empty() && r.model != settings_.model_id)
+        throw ApiError::not_found(
+            fmt::format("The model '{}' does not exist (this server serves '{}')", r.model, settings_.model_id), "model");
+    if (r.n > batcher_.n_parallel())
+        throw ApiError::bad_request(fmt::format("'n' = {} is more than this server runs at once (allowed: 1 to {}, "
+                                                "the server's --parallel)",
+                                                r.n, batcher_.n_parallel()),
+                                    "n");
+    const Prepared p = prepare(r);
+    auto ex = schedule(r, p);
+    if (r.stream)
+        render_stream(r, p, ex, res);
+    else
+        render_json(r, p, *ex, res);
+}
+
+std::shared_ptr<const model::grammar::TokenTable> CompletionHandler::token_table() {
+    std::lock_guard<std::mutex> lock(table_mu_);
+    if (!table_) table_ = model::grammar::TokenTable::from_tokenizer(batcher_.model().tokenizer());
+    return table_;
+}
+
+std::vector<int32_t> CompletionHandler::prompt_tokens(const CompletionRequest& r,
+                                                      const std::vector<model::ToolFunction>& shown) {
+    const auto& tok = batcher_.model().tokenizer();
+    if (!r.chat) return tok.encode(r.prompt, tok.add_bos_default(), false);
+    std::vector<model::ChatMessage> msgs;
+    std::vector<model::ToolChatMessage> tool_msgs;
+    bool tool_messages = false;
+    for (const auto& m : r.messages) {
+        msgs.push_back({m.role, m.content});
+        tool_msgs.push_back({m.role, m.content, m.tool_calls, m.tool_call_id});
+        tool_messages = tool_messages || m.role == "tool" || !m.tool_calls.empty();
+    }
+    const std::string bos = tok.bos() >= 0 ? tok.token_to_piece(tok.bos(), true) : "";
+    const std::string eos = tok.eos() >= 0 ? tok.token_to_piece(tok.eos(), true) : "";
+    std::string text;
+    try {
+        text = shown.empty() && !tool_messages
+                   ? model::render_chat(settings_.chat_template, msgs, true, bos, eos)
+                   : model::render_chat_tools(settings_.chat_template, tool_msgs, shown, true, bos, eos);
+    } catch (const Error& e) {
+        throw ApiError::bad_request(e.what(), shown.empty() ? "messages" : "tools");
+    }
+    return tok.encode(text, false, true);
+}
+
+// The grammar the output must match: a forced tool call, a JSON schema or any JSON object.
+std::shared_ptr<const model::grammar::Grammar> CompletionHandler::grammar_for(const CompletionRequest& r) {
+    namespace g = model::grammar;
+    try {
+        if (r.tool_choice == ToolChoice::REQUIRED || r.tool_choice == ToolChoice::FUNCTION) {
+            std::vector<model::ToolFunction> allowed;
+            for (const auto& t : r.tools)
+                if (r.tool_choice == ToolChoice::REQUIRED || t.name == r.tool_choice_name) allowed.push_back(t);
+            return g::Grammar::parse(model::tool_call_grammar(settings_.chat_template, allowed), "tools");
+        }
+    } catch (const Error& e) {
+        throw ApiError::bad_request(e.what(), "tools");
+    }
+    try {
+        if (r.response_format == ResponseFormat::JSON_OBJECT)
+            return g::Grammar::parse(g::json_object_grammar(), "json_object");
+        if (r.response_format == ResponseFormat::JSON_SCHEMA)
+            return g::Grammar::parse(g::json_schema_to_grammar(r.json_schema, "response_format.json_schema.schema"),
+                                     "response_format.json_schema.schema");
+    } catch (const Error& e) {
+        throw ApiError::bad_request(e.what(), "response_format.json_schema.schema");
+    }
+    return nullptr;
+}
+
+CompletionHandler::Prepared CompletionHandler::prepare(const CompletionRequest& r) {
+    Prepared p;
+    const bool tools_on = r.tool_choice != ToolChoice::NONE;
+    if (tools_on && !model::chat_template_has_tools(settings_.chat_template))
+        throw ApiError::bad_request(fmt::format("'tools' cannot be used: this server's chat template ({}) has no tool "
+                                                "format (tools work with llama3, chatml, mistral)",
+                                                model::chat_template_name(settings_.chat_template)),
+                                    "tools");
+    p.prompt = prompt_tokens(r, tools_on ? r.tools : std::vector<model::ToolFunction>{});
+    p.grammar = grammar_for(r);
+    if (r.tool_choice == ToolChoice::AUTO) p.tool_mode = ToolCallStream::Mode::AUTO;
+    if (r.tool_choice == ToolChoice::REQUIRED || r.tool_choice == ToolChoice::FUNCTION) {
+        p.tool_mode = ToolCallStream::Mode::FORCED;
+        for (const auto& t : r.tools)
+            if (r.tool_choice == ToolChoice::REQUIRED || t.name == r.tool_choice_name) p.tool_names.push_back(t.name);
+    }
+    p.id = (r.chat ? "chatcmpl-" : "cmpl-") + random_hex(24);
+    p.created = int64_t(std::time(nullptr));
+
+    const char* param = r.chat ? "messages" : "prompt";
+    if (p.prompt.empty()) throw ApiError::bad_request(fmt::format("'{}' is empty", param), param);
+    const int64_t n_ctx = batcher_.n_ctx();
+    const int64_t n_prompt = int64_t(p.prompt.size());
+    if (n_prompt + 1 > n_ctx || (r.max_tokens > 0 && n_prompt + r.max_tokens > n_ctx)) {
+        const std::string msg =
+            r.max_tokens > 0
+                ? fmt::format("This model's maximum context length is {} tokens. However, you requested {} tokens "
+                              "({} in the {}, {} in the completion). Please reduce the length of the {} or completion.",
+                              n_ctx, n_prompt + r.max_tokens, n_prompt, param, r.max_tokens, param)
+                : fmt::format("This model's maximum context length is {} tokens. However, your {} resulted in {} "
+                              "tokens. Please reduce the length of the {}.",
+                              n_ctx, param, n_prompt, param);
+        throw ApiError(400, "invalid_request_error", msg, param, "context_length_exceeded");
+    }
+    return p;
+}
+
+std::shared_ptr<CompletionHandler::Exchange> CompletionHandler::schedule(const CompletionRequest& r, const Prepared& p) {
+    auto ex = std::make_shared<Exchange>();
+    ex->choices.resize(size_t(r.n));
+    model::SamplerParams sp;
+    sp.temperature = r.temperature;
+    sp.top_p = r.top_p;
+    sp.top_k = 0;
+    sp.min_p = 0;
+    sp.repeat_penalty = 1.0f;
+    sp.presence_penalty = r.presence_penalty;
+    sp.frequency_penalty = r.frequency_penalty;
+    if (p.grammar) {
+        sp.grammar = p.grammar;
+        sp.grammar_tokens = token_table();
+    }
+    const uint64_t seed = r.seed ? *r.seed : std::random_device{}();
+    const model::Tokenizer& tok = batcher_.model().tokenizer();
+    const int64_t n_vocab = batcher_.model().hparams().n_vocab;
+    std::vector<runtime::GenRequest> reqs;
+    for (int i = 0; i < r.n; ++i) {
+        runtime::GenRequest g;
+        g.prompt = p.prompt;
+        g.sampling = sp;
+        g.sampling.seed = seed + uint64_t(i);  // choice i: its own stream of draws
+        g.max_tokens = r.max_tokens;
+        g.stop = r.stop;
+        g.ignore_eos = r.ignore_eos;
+        g.cancelled = ex->cancelled;
+        // Batcher callbacks run on its engine thread, possibly after this handler is gone
+        // (shutdown): they capture only the exchange and what outlives the batcher.
+        g.on_text = [ex, i](const std::string& t) {
+            std::lock_guard<std::mutex> lock(ex->mu);
+            ex->choices[size_t(i)].pieces.push_back(t);
+            ex->cv.notify_all();
+        };
+        if (r.logprobs || r.return_token_ids)
+            g.on_token = [ex, i, &tok, n_vocab, want = r.logprobs, top = r.top_logprobs, keep_eog = r.ignore_eos](
+                             int32_t t, const float* logits) {
+                if (tok.is_eog(t) && !keep_eog) return;  // the end, not part of the output
+                TokenLogprob lp;
+                if (want) lp = token_logprob(tok, t, logits, n_vocab, top);
+                std::lock_guard<std::mutex> lock(ex->mu);
+                if (want) ex->choices[size_t(i)].logprobs.push_back(std::move(lp));
+                ex->choices[size_t(i)].token_ids.push_back(t);
+            };
+        g.on_done = [ex, i, m = &metrics_](const runtime::GenResult& res) {
+            m->inc("duet_completions_total");
+            m->inc("duet_prompt_tokens_total", double(res.prompt_tokens));
+            m->inc("duet_generation_tokens_total", double(res.completion_tokens));
+            if (res.completion_tokens > 0) {
+                m->observe("duet_ttft_seconds", res.ttft_ms / 1e3);
+                m->observe("duet_request_seconds", res.total_ms / 1e3);
+            }
+            if (res.completion_tokens > 1)
+                m->observe("duet_tbt_seconds", (res.total_ms - res.ttft_ms) / 1e3 / double(res.completion_tokens - 1));
+            std::lock_guard<std::mutex> lock(ex->mu);
+            ex->choices[size_t(i)].result = res;
+            ex->choices[size_t(i)].done = true;
+            ex->cv.notify_all();
+        };
+        reqs.push_back(std::move(g));
+    }
+    const char* param = r.chat ? "messages" : "prompt";
+    const int64_t n_prompt = int64_t(p.prompt.size());
+    switch (batcher_.submit_group(std::move(reqs))) {
+        case runtime::SubmitStatus::ACCEPTED: break;
+        case runtime::SubmitStatus::QUEUE_FULL:
+            throw ApiError::rate_limited("The server's request queue is full; retry later");
+        case runtime::SubmitStatus::PROMPT_TOO_LONG:
+            throw ApiError(400, "invalid_request_error",
+                           fmt::format("This model's maximum context length is {} tokens. However, your {} resulted "
+                                       "in {} tokens.", batcher_.n_ctx(), param, n_prompt),
+                           param, "context_length_exceeded");
+        case runtime::SubmitStatus::KV_TOO_SMALL:
+            throw ApiError::unavailable(fmt::format(
+                "The KV cache pool ({} blocks) cannot hold a prompt of {} tokens even when empty; start the server "
+                "with a larger --kv-blocks (or, with --kv-blocks 0, a larger --ctx or --parallel)",
+                batcher_.stats().kv_blocks_total, n_prompt));
+        case runtime::SubmitStatus::GROUP_TOO_LARGE:
+            throw ApiError::bad_request(fmt::format("'n' = {} is more than this server runs at once", r.n), "n");
+        case runtime::SubmitStatus::STOPPED: throw ApiError::unavailable("The server is shutting down");
+    }
+    return ex;
+}
+
+json CompletionHandler::duet_json(const std::vector<runtime::GenResult>& results) const {
+    const auto& first = results.at(0);
+    int64_t completion = 0, shared = 0;
+    for (const auto& r : results) completion += r.completion_tokens, shared += r.forked_tokens;
+    json d = timings_ ? timings_(first.prompt_tokens, completion) : json::object();
+    d["host"] = {{"queue_ms", first.queue_ms}, {"ttft_ms", first.ttft_ms}, {"total_ms", first.total_ms}};
+    d["shared_prompt_tokens"] = shared;  // n > 1: prompt tokens choices 2..n forked instead of computing
+    return d;
+}
+
+void CompletionHandler::render_json(const CompletionRequest& r, const Prepared& p, Exchange& ex,
+                                    httplib::Response& res) {
+    std::unique_lock<std::mutex> lock(ex.mu);
+    ex.cv.wait(lock, [&] { return ex.all_done(); });
+    json choices = json::array();
+    std::vector<runtime::GenResult> results;
+    for (size_t i = 0; i < ex.choices.size(); ++i) {
+        auto& c = ex.choices[i];
+        if (c.result.finish_reason == "error") throw ApiError(500, "server_error", c.result.error);
+        results.push_back(c.result);
+        ToolCallStream stream(p.tool_mode, settings_.chat_template, p.tool_names);
+        for (const auto& piece : c.pieces) stream.feed(piece);
+        stream.finish();
+        json choice = {{"index", i}, {"finish_reason", finish_reason(c.result, stream.called())}};
+        if (r.chat) {
+            json msg = {{"role", "assistant"}, {"content", stream.content()}};
+            if (stream.called()) {
+                msg["content"] = stream.content().empty() ? json(nullptr) : json(stream.content());
+                msg["tool_calls"] = tool_calls_json(stream.calls());
+            }
+            choice["message"] = msg;
+            choice["logprobs"] = r.logprobs ? chat_logprobs_json(c.logprobs) : json(nullptr);
+        } else {
+            choice["text"] = stream.content();
+            choice["logprobs"] = r.logprobs ? completion_logprobs_json(c.logprobs, 0) : json(nullptr);
+        }
+        if (r.return_token_ids) choice["token_ids"] = c.token_ids;
+        choices.push_back(choice);
+    }
+    json body = {{"id", p.id},         {"object", r.chat ? "chat.completion" : "text_completion"},
+                 {"created", p.created}, {"model", settings_.model_id},
+                 {"choices", choices},   {"usage", usage_json(results)},
+                 {"duet", duet_json(results)}};
+    if (r.return_token_ids) body["prompt_token_ids"] = p.prompt;
+    res.status = 200;
+    res.set_content(dump_json(body), "application/json");
+}
+
+}  // namespace duet::server
