@@ -11,6 +11,7 @@ PACKAGES=(
     libopenblas-dev libsqlite3-dev libpcre2-dev
     clang libclang-rt-14-dev
     python3 python3-numpy
+    libopenmpi-dev openmpi-bin
 )
 
 missing=()

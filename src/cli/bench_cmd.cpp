@@ -26,6 +26,7 @@ struct BenchArgs {
     int64_t seq_len = -1, gen_len = 256, batch = -1;  // -1: from settings.json
     std::string model, settings_path, config_path, report, trace, svg, pim, dispatch;
     sim::Thresholds th;
+    bool no_verdict_exit = false;
 };
 
 void run_bench(const BenchArgs& a, const CLI::App& root) {
@@ -109,6 +110,9 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
              model, in.baseline, in.target);
     const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     DUET_LOG_INFO("bench: {} ops per run simulated in {:.1f} ms wall", plan.ops.size(), wall_ms);
+    bool all_met = true;  // exit status: 0 all verdicts met, 3 any NOT MET (unless --no-verdict-exit), 2 errors
+    for (const auto& v : r.verdicts) all_met = all_met && v.met;
+    if (!all_met && !a.no_verdict_exit) throw ExitStatus{3};
 }
 
 }  // namespace
@@ -121,7 +125,8 @@ void register_bench(CLI::App& app) {
         "no weights); a GGUF file also runs the engine for real in both policies and checks the tokens agree.\n"
         "Examples:\n  duet bench --baseline npu_only --target npu_pim_coop --seq-len 2048 --gen-len 256 \\\n"
         "             --model llama2-7b --report reports/coop_2k.json --trace timeline.json --svg chart.svg\n"
-        "  duet bench -m model.gguf --seq-len 64 --gen-len 32");
+        "  duet bench -m model.gguf --seq-len 64 --gen-len 32\n"
+        "Exit status: 0 when every verdict is MET, 3 when any is NOT MET (--no-verdict-exit: 0), 2 for errors.");
     a->settings_path = std::string(DUET_DEFAULT_CONFIG_DIR) + "/settings.json";
     a->config_path = std::string(DUET_DEFAULT_CONFIG_DIR) + "/config.toml";
     c->add_option("--baseline", a->baseline, "Baseline policy: npu_only, pim_only, npu_pim_coop, auto")->capture_default_str();
@@ -144,6 +149,7 @@ void register_bench(CLI::App& app) {
         ->capture_default_str();
     c->add_option("--memory-increase-max", a->th.memory_increase_max, "Verdict: allowed memory increase (fraction)")
         ->capture_default_str();
+    c->add_flag("--no-verdict-exit", a->no_verdict_exit, "Exit 0 even when a verdict is NOT MET (exploration)");
     c->callback([a, &app]() { run_bench(*a, app); });
 }
 

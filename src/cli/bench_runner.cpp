@@ -35,8 +35,14 @@ std::vector<std::string> known_soc_names() {
     return out;
 }
 
+int64_t modelled_npu_count(const config::CoopConfig&) { return 1; }
+
 BenchSetup prepare_bench(const config::Settings& st, const config::CoopConfig& cfg, const TraceBenchInputs& in,
                          bool file_mode) {
+    {
+        config::Diagnostics diag;  // throws: device_id must name a modelled NPU
+        config::check_device_id(st, modelled_npu_count(cfg), config::process_env(), diag);
+    }
     BenchSetup s;
     s.pb = sim::policy_from_name(in.baseline, "--baseline");
     s.pt = sim::policy_from_name(in.target, "--target");

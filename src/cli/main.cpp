@@ -9,7 +9,6 @@
 int main(int argc, char** argv) {
     CLI::App app{"duet: LLM inference engine and NPU + PIM co-inference simulator", "duet"};
     app.require_subcommand(1);
-    app.set_version_flag("--version", "duet 0.1.0");
     duet::set_log_level("warn");
     app.add_option_function<std::string>(
            "--log-level", [](const std::string& level) { duet::set_log_level(level, "--log-level"); },
@@ -29,6 +28,7 @@ int main(int argc, char** argv) {
 
     // npu branch
     duet::cli::register_pim_sim_npu(app);
+    duet::cli::register_pim_sim_version(app);
 
     // sim branch
     duet::cli::register_bench(app);
@@ -36,12 +36,17 @@ int main(int argc, char** argv) {
     // server
     duet::cli::register_serve(app);
     duet::cli::register_client_commands(app);
+    // tune
+    duet::cli::register_tune(app);
 
 
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         return app.exit(e);
+    } catch (const duet::cli::ExitStatus& e) {
+        std::fflush(stdout);
+        return e.code;
     } catch (const duet::Error& e) {
         std::fprintf(stderr, "duet: error: %s\n", e.what());
         return 2;

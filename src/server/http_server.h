@@ -33,6 +33,7 @@ struct ServerOptions {
     std::optional<std::string> api_key;   // nullopt: no auth (only with --no-auth)
     std::string model_id;                 // the name /v1/models lists and requests must use
     size_t max_body_bytes = 1 << 20;      // larger bodies get 413
+    std::string api_prefix;               // "" or "/api": the OpenAI routes are served at <prefix>/v1/...
     int http_threads = 64;                // concurrent connections served
     model::ChatTemplate chat_template = model::ChatTemplate::CHATML;
 };
