@@ -40,7 +40,7 @@ void print_devices(const config::Settings& st, const config::CoopConfig& cfg, co
         const std::string line(100, '-');
         std::printf("+%s+\n| %-98s |\n+%s+\n", line.c_str(),
                     "duet (modelled devices, npu-smi info layout)            Version: duet " DUET_VERSION_STRING, line.c_str());
-        std::printf("| %-6s| %-14s| %-34s| %-39s|\n", "NPU", "Name", "Memory (type, capacity, bandwidth)", "PIM (device, units)");
+        std::printf("| %-6s| %-14s| %-34s| %-39s|\n", "NPU", "Name", "Memory (type, size, bandwidth)", "PIM (device, units)");
         std::printf("+%s+\n", std::string(100, '=').c_str());
         const int64_t n_npus = modelled_npu_count(cfg);
         for (int64_t id = 0; id < n_npus; ++id) {

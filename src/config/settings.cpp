@@ -194,7 +194,7 @@ void check_env_names(const EnvMap& env, const std::string& api_key_env, Diagnost
     for (const auto& f : coop_config_fields()) overrides.push_back(f.env);
     std::vector<std::string> known = overrides;
     // Read elsewhere: kernel ISA cap, the default key variable, demo/bench script knobs.
-    for (const char* x : {"DUET_ISA", "DUET_API_KEY", "DUET_DEMO_MODEL", "DUET_BENCH_THREADS", "DUET_BENCH_DTYPES",
+    for (const char* x : {"DUET_ISA", "DUET_API_KEY", "DUET_CONFIG_DIR", "DUET_DEMO_MODEL", "DUET_BENCH_THREADS", "DUET_BENCH_DTYPES",
                           "DUET_SHARED_MODELS", "DUET_PRINT_GOLDEN", "DUET_PRINT_ORACLE", "DUET_REFERENCE_PYTHON"})
         known.push_back(x);
     known.push_back(api_key_env);

@@ -88,7 +88,8 @@ TEST(BenchCli, ExitCodeFollowsTheVerdicts) {
     const std::string report = tmp("bench.json");
     auto [rc, out] = run("bench --model llama2-7b --gen-len 8 --report " + report);
     bool all = true;
-    for (const auto& v : nlohmann::json::parse(slurp(report))["verdicts"]) all = all && v["met"].get<bool>();
+    const auto rep = nlohmann::json::parse(slurp(report));  // named: a range-for over a temporary's member dangles
+    for (const auto& v : rep["verdicts"]) all = all && v["met"].get<bool>();
     EXPECT_EQ(rc, all ? 0 : 3) << out;
     std::tie(rc, out) = run("bench --model llama2-7b --gen-len 8 --tbt-reduction-min 0.999");
     EXPECT_EQ(rc, 3) << out;
