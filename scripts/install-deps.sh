@@ -12,6 +12,7 @@ PACKAGES=(
     clang libclang-rt-14-dev
     python3 python3-numpy
     nodejs npm
+    libopenmpi-dev openmpi-bin
 )
 
 missing=()

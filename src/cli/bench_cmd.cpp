@@ -30,6 +30,7 @@ struct BenchArgs {
     int64_t trace_steps = -1;      // -1: every decode step
     sim::Thresholds th;
     bool fuse = false;
+    bool no_verdict_exit = false;
 };
 
 void run_bench(const BenchArgs& a, const CLI::App& root) {
@@ -120,6 +121,9 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
              model, in.baseline, in.target);
     const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     DUET_LOG_INFO("bench: {} ops per run simulated in {:.1f} ms wall", plan.ops.size(), wall_ms);
+    bool all_met = true;  // exit status: 0 all verdicts met, 3 any NOT MET (unless --no-verdict-exit), 2 errors
+    for (const auto& v : r.verdicts) all_met = all_met && v.met;
+    if (!all_met && !a.no_verdict_exit) throw ExitStatus{3};
 }
 
 }  // namespace
@@ -133,7 +137,8 @@ void register_bench(CLI::App& app) {
         "Examples:\n  duet bench --baseline npu_only --target npu_pim_coop --seq-len 2048 --gen-len 256 \\\n"
         "             --model llama2-7b --report reports/coop_2k.json --trace timeline.json --svg chart.svg\n"
         "  duet bench --model llama2-7b --pims 2        (decode GEMVs split across two PIM devices)\n"
-        "  duet bench -m model.gguf --seq-len 64 --gen-len 32");
+        "  duet bench -m model.gguf --seq-len 64 --gen-len 32\n"
+        "Exit status: 0 when every verdict is MET, 3 when any is NOT MET (--no-verdict-exit: 0), 2 for errors.");
     a->settings_path = std::string(DUET_DEFAULT_CONFIG_DIR) + "/settings.json";
     a->config_path = std::string(DUET_DEFAULT_CONFIG_DIR) + "/config.toml";
     text(c, "--baseline", a->baseline, "Baseline policy: npu_only, pim_only, npu_pim_coop, auto");
@@ -167,6 +172,7 @@ void register_bench(CLI::App& app) {
            1e6);
     number(c, "--memory-increase-max", a->th.memory_increase_max,
            "Verdict: allowed peak memory increase (fraction, 1 = +100%)", 0.0, 10.0);
+    c->add_flag("--no-verdict-exit", a->no_verdict_exit, "Exit 0 even when a verdict is NOT MET (exploration)");
     c->callback([a, &app]() { run_bench(*a, app); });
 }
 

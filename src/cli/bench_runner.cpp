@@ -141,8 +141,15 @@ nlohmann::json topology_json(const sim::SimHardware& hw) {
     return {{"devices", devices}, {"links", links}};
 }
 
+// The NPUs of the simulated machine ([topology] npus; settings ascend.device_id indexes them).
+int64_t modelled_npu_count(const config::CoopConfig& cfg) { return cfg.topology.npus; }
+
 BenchSetup prepare_bench(const config::Settings& st, const config::CoopConfig& cfg, const TraceBenchInputs& in,
                          bool file_mode) {
+    {
+        config::Diagnostics diag;  // throws: device_id must name a modelled NPU
+        config::check_device_id(st, modelled_npu_count(cfg), config::process_env(), diag);
+    }
     BenchSetup s;
     s.pb = sim::policy_from_name(in.baseline, "--baseline");
     s.pt = sim::policy_from_name(in.target, "--target");

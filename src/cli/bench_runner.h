@@ -51,6 +51,9 @@ nlohmann::json topology_json(const sim::SimHardware& hw);
 
 // --model PRESET|FILE -> the shape the planner needs (weights in `dtype`, settings' names).
 sim::ModelShape bench_model_shape(const std::string& model, const std::string& dtype);
+// NPUs of the modelled topology: settings ascend.device_id must be below it. 1 until the
+// topology work ([topology] in config.toml) models more.
+int64_t modelled_npu_count(const config::CoopConfig& cfg);
 // NPU preset names soc_version may take (aliases included).
 std::vector<std::string> known_soc_names();
 

@@ -26,6 +26,7 @@ struct ClientArgs {
 struct Endpoint {
     config::ApiSettings api;
     std::string key;
+    std::string prefix;  // api_base's path ("/api"): every request goes to prefix + "/v1/..." 
     std::unique_ptr<httplib::Client> http;
 };
 
@@ -34,7 +35,9 @@ Endpoint connect(const ClientArgs& a) {
     Endpoint e;
     e.api = config::load_settings(a.settings_path, env, {}).api;
     e.key = config::api_key(e.api, env);
-    e.http = std::make_unique<httplib::Client>(e.api.api_base);
+    const config::ApiBase base = config::parse_api_base(e.api.api_base);
+    e.prefix = base.prefix;
+    e.http = std::make_unique<httplib::Client>(base.origin);
     if (!e.http->is_valid()) fail("settings api.api_base = \"{}\" is not a usable URL", e.api.api_base);
     const auto ms = std::chrono::milliseconds(e.api.timeout_ms);
     e.http->set_connection_timeout(ms);
@@ -45,7 +48,8 @@ Endpoint connect(const ClientArgs& a) {
 }
 
 // One request with max_retries retries on transport errors, 429 and 5xx (backoff 0.2 s, doubling).
-httplib::Result send(Endpoint& e, const std::string& method, const std::string& path, const std::string& body = "") {
+httplib::Result send(Endpoint& e, const std::string& method, const std::string& v1_path, const std::string& body = "") {
+    const std::string path = e.prefix + v1_path;
     int64_t delay_ms = 200;
     for (int64_t attempt = 0;; ++attempt) {
         httplib::Result r = method == "GET"      ? e.http->Get(path)
@@ -175,7 +179,9 @@ void register_client_commands(CLI::App& app) {
         double poll_s = 0.5;
     };
     auto s = std::make_shared<Submit>();
-    CLI::App* sub = t->add_subcommand("submit", "Submit a task built from config.toml (all its knobs) and --set overrides");
+    CLI::App* sub = t->add_subcommand("submit",
+                                      "Submit a task: bench carries every config.toml knob plus --set overrides;\n"
+                                      "npu_pim_gemv_optimize carries only --set keys, which stay fixed while duet tune searches the rest");
     sub->add_option("--task", s->kind, "bench or npu_pim_gemv_optimize")->capture_default_str();
     sub->add_option("--config", a->config_path, "config.toml whose knobs the task carries")->capture_default_str();
     sub->add_option("--set", s->sets, "KEY=VALUE task parameter (JSON value), e.g. seq_len=4096 or pim.alignment=256");
@@ -185,7 +191,9 @@ void register_client_commands(CLI::App& app) {
         Endpoint e = connect(*a);
         const config::CoopConfig cfg = config::load_coop_config(a->config_path, config::process_env());
         json body = {{"task", s->kind}};
-        for (const auto& f : config::coop_config_fields()) body[f.dotted()] = json::parse(f.show(cfg));
+        // A bench carries every config.toml knob; an optimisation only what --set fixes (the rest is searched).
+        if (s->kind == "bench")
+            for (const auto& f : config::coop_config_fields()) body[f.dotted()] = json::parse(f.show(cfg));
         for (const auto& kv : s->sets) {
             const size_t eq = kv.find('=');
             if (eq == std::string::npos || eq == 0) fail("--set '{}' is not KEY=VALUE", kv);
@@ -227,7 +235,13 @@ void register_client_commands(CLI::App& app) {
         Endpoint e = connect(*a);
         auto r = send(e, "GET", "/v1/tasks");
         if (!r || r->status != 200) explain_failure(e, r, "task list");
-        for (const auto& task : json::parse(r->body)["data"]) print_task(task);
+        // Parse into a named object: a range-for over json::parse(...)["data"] iterates a reference into a
+        // temporary destroyed before the loop body runs (printed nothing).
+        const json list = json::parse(r->body, nullptr, false);
+        if (!list.is_object() || !list.contains("data") || !list["data"].is_array())
+            fail("task list: {} answered without a \"data\" array: {}", e.api.api_base, r->body.substr(0, 200));
+        if (list["data"].empty()) std::printf("no tasks on %s\n", e.api.api_base.c_str());
+        for (const auto& task : list["data"]) print_task(task);
     });
 }
 

@@ -4,9 +4,19 @@
 // duet::Error for bad input (main prints it and exits 2).
 #include <CLI/CLI.hpp>
 
+#define DUET_VERSION_STRING "0.1.0"
+
 namespace duet::cli {
 
-void register_version(CLI::App& app);
+// Thrown by a command to end with this exit status after printing its output (e.g. `duet
+// bench` exits 3 when a verdict is NOT MET); main returns `code`.
+struct ExitStatus {
+    int code = 0;
+};
+
+void register_version(CLI::App& app);  // also `duet --version`
+// `duet pim-sim --version`; call after pim-sim is registered.
+void register_pim_sim_version(CLI::App& app);
 
 // format branch
 void register_gen_model(CLI::App& app);
@@ -31,5 +41,8 @@ void register_doctor(CLI::App& app);
 // server
 void register_serve(CLI::App& app);
 void register_client_commands(CLI::App& app);  // ping, task
+
+// tune
+void register_tune(CLI::App& app);
 
 }  // namespace duet::cli

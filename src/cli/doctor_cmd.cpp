@@ -1,8 +1,10 @@
-// `duet doctor`: modelled devices, validated settings/config (every error), API key presence,
-// model file check. Like `npu-smi info` plus a config linter.
+// `duet doctor`: the modelled devices in the layout of `npu-smi info`, validated settings and
+// config (every error and warning), where the API key comes from, CANN presence (information
+// only), the model check. Exit 0 with warnings; 2 when a problem was found.
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "cli/bench_runner.h"
 #include "cli/commands.h"
@@ -12,6 +14,7 @@
 #include "core/error.h"
 #include "hw/memory_presets.h"
 #include "hw/npu/npu_preset.h"
+#include "hw/pim/pim_spec.h"
 #include "model/arch_presets.h"
 #include "runtime/model.h"
 #include "sim/hw_rig.h"
@@ -19,16 +22,55 @@
 
 namespace duet::cli {
 
-
 namespace {
 
 struct DoctorArgs {
     std::string settings_path, config_path, model, pim;
 };
 
+std::string origin(const std::string& env_var, const config::EnvMap& env) {
+    return env.count(env_var) ? fmt::format("  (from {})", env_var) : "";
+}
+
+// The devices as `npu-smi info` lays them out: one row per NPU with its chip, memory and the
+// PIM attached to that memory.
+void print_devices(const config::Settings& st, const config::CoopConfig& cfg, const std::string& pim, int& problems) {
+    try {
+        auto rig = sim::make_hardware_rig(st, cfg, pim);
+        const auto& p = rig->npu->preset();
+        const std::string line(100, '-');
+        std::printf("+%s+\n| %-98s |\n+%s+\n", line.c_str(),
+                    "duet (modelled devices, npu-smi info layout)            Version: duet " DUET_VERSION_STRING, line.c_str());
+        std::printf("| %-6s| %-14s| %-34s| %-39s|\n", "NPU", "Name", "Memory (type, size, bandwidth)", "PIM (device, units)");
+        std::printf("+%s+\n", std::string(100, '=').c_str());
+        const int64_t n_npus = modelled_npu_count(cfg);
+        for (int64_t id = 0; id < n_npus; ++id) {
+            std::string pim_col = "none";
+            if (rig->pim) {
+                const hw::pim::PimSpec ps = hw::load_pim_preset(rig->pim_preset);
+                pim_col = fmt::format("{}: {} ch x {} units", ps.name, ps.mem.org.modelled_channels(), ps.units_per_channel());
+            }
+            std::printf("| %-6s| %-14s| %-34s| %-39s|\n",
+                        fmt::format("{}{}", id, id == st.ascend.device_id ? "*" : "").c_str(), p.soc_version.c_str(),
+                        fmt::format("{} {:.0f} GiB {:.0f} GB/s", p.memory_type, p.memory_capacity_gib, p.memory_bandwidth_gbps).c_str(),
+                        pim_col.c_str());
+            std::printf("| %-6s| %-14s| %-34s| %-39s|\n", "", "",
+                        fmt::format("{} cube/{} vector cores {:.0f} MHz", p.cube_cores, p.vector_cores, p.cube_clock_mhz).c_str(),
+                        rig->pim ? fmt::format("internal {:.0f} GB/s ({:.1f}x external)", rig->hw.pim_internal_bw_gbps,
+                                                  rig->hw.pim_internal_bw_gbps / rig->hw.mem_bw_gbps).c_str()
+                                    : rig->pim_unavailable.substr(0, 39).c_str());
+            std::printf("+%s+\n", line.c_str());
+        }
+        std::printf("  * = settings ascend.device_id; peak fp16 %.1f TFLOP/s per NPU\n", p.peak_cube_flops(false) / 1e12);
+    } catch (const Error& e) {
+        std::printf("  ERROR %s\n", e.what());
+        ++problems;
+    }
+}
+
 void run_doctor(const DoctorArgs& a) {
     const config::EnvMap env = config::process_env();
-    int problems = 0;
+    int problems = 0, warnings = 0;
     std::vector<std::string> socs;
     try {
         socs = known_soc_names();
@@ -39,38 +81,49 @@ void run_doctor(const DoctorArgs& a) {
     config::Diagnostics ds(true), dc(true);
     config::Settings st = config::load_settings(a.settings_path, env, socs, ds);
     config::CoopConfig cfg = config::load_coop_config(a.config_path, env, dc);
+    config::check_device_id(st, modelled_npu_count(cfg), env, ds);
 
-    std::printf("settings: %s\n", a.settings_path.c_str());
+    std::printf("settings: %s%s\n", a.settings_path.c_str(),
+                st.api_section == "taotoken" ? " (API section read from 'taotoken', another name of 'api')"
+                : st.api_section == "api"    ? " (API section read from 'api')"
+                                             : "");
     for (const auto& e : ds.errors()) std::printf("  ERROR %s\n", e.c_str());
+    for (const auto& w : ds.warnings()) std::printf("  WARN %s\n", w.c_str());
     for (const auto& f : config::settings_fields())
-        std::printf("  %-28s %s%s\n", f.dotted().c_str(), f.show(st).c_str(), env.count(f.env) ? fmt::format("  (from {})", f.env).c_str() : "");
+        std::printf("  %-28s %s%s\n", f.dotted().c_str(), f.show(st).c_str(), origin(f.env, env).c_str());
     std::printf("config: %s\n", a.config_path.c_str());
     for (const auto& e : dc.errors()) std::printf("  ERROR %s\n", e.c_str());
     for (const auto& f : config::coop_config_fields())
-        std::printf("  %-36s %s%s\n", f.dotted().c_str(), f.show(cfg).c_str(),
-                    env.count(f.env) ? fmt::format("  (from {})", f.env).c_str() : "");
+        std::printf("  %-36s %s%s\n", f.dotted().c_str(), f.show(cfg).c_str(), origin(f.env, env).c_str());
     problems += int(ds.errors().size() + dc.errors().size());
+    warnings += int(ds.warnings().size());
 
-    const bool key_set = !config::api_key(st.api, env).empty();
-    std::printf("api key: variable %s is %s\n", st.api.api_key_env.c_str(), key_set ? "set (value not shown)" : "NOT set");
-
-    std::printf("devices:\n");
     try {
-        auto rig = sim::make_hardware_rig(st, cfg, a.pim);
-        const auto& p = rig->npu->preset();
-        std::printf("  NPU %s: %d cube / %d vector cores at %.0f MHz, peak fp16 %.1f TFLOP/s, %s %.0f GiB at %.0f GB/s\n",
-                    p.soc_version.c_str(), p.cube_cores, p.vector_cores, p.cube_clock_mhz, p.peak_cube_flops(false) / 1e12,
-                    p.memory_type.c_str(), p.memory_capacity_gib, p.memory_bandwidth_gbps);
-        if (rig->pim)
-            std::printf("  PIM %s: internal bandwidth %.0f GB/s (%.1fx the NPU's external %.0f GB/s)\n",
-                        rig->pim_preset.c_str(), rig->hw.pim_internal_bw_gbps,
-                        rig->hw.pim_internal_bw_gbps / rig->hw.mem_bw_gbps, rig->hw.mem_bw_gbps);
+        const config::ApiKey key = config::find_api_key(st.api, env);
+        if (!key.value.empty())
+            std::printf("api key: set, read from %s (value not shown)\n", key.source.c_str());
         else
-            std::printf("  PIM %s: unavailable: %s\n", rig->pim_preset.c_str(), rig->pim_unavailable.c_str());
+            std::printf("api key: NOT set (variable %s%s)\n", st.api.api_key_env.c_str(),
+                        st.api.api_key_file.empty() ? ", no api_key_file" : (", nor in " + st.api.api_key_file).c_str());
     } catch (const Error& e) {
-        std::printf("  ERROR %s\n", e.what());
+        std::printf("api key: ERROR %s\n", e.what());
         ++problems;
     }
+    const config::ApiBase base = config::parse_api_base(st.api.api_base);
+    std::printf("api: requests go to %s%s/v1/...\n", base.origin.c_str(), base.prefix.c_str());
+    if (!model::find_arch_preset(st.api.model) && !std::filesystem::exists(st.api.model)) {
+        std::printf("  WARN settings api.model = \"%s\" is neither an architecture preset nor a file: `duet bench`, "
+                    "`duet tune` and tasks need one (presets: %s)%s\n",
+                    st.api.model.c_str(), model::arch_preset_list().c_str(),
+                    st.api.model == "your-target-model" ? "; \"your-target-model\" is the guide's placeholder: replace it" : "");
+        ++warnings;
+    }
+    if (!st.ascend.cann_path.empty())
+        std::printf("cann: %s %s (information only: duet models the NPU and needs no CANN)\n", st.ascend.cann_path.c_str(),
+                    std::filesystem::exists(st.ascend.cann_path) ? "is present" : "is not present on this machine");
+
+    std::printf("devices:\n");
+    print_devices(st, cfg, a.pim, problems);
     std::printf("  NPU presets: %s\n", config::join_names(hw::npu::known_soc_versions()).c_str());
     std::printf("  memory presets: %s\n", config::join_names(hw::memory_preset_names()).c_str());
     std::printf("  PIM presets: %s\n", config::join_names(hw::pim_preset_names()).c_str());
@@ -92,7 +145,8 @@ void run_doctor(const DoctorArgs& a) {
         }
     }
     if (problems) fail("doctor found {} problem{}", problems, problems == 1 ? "" : "s");
-    std::printf("doctor: no problems found\n");
+    if (warnings) std::printf("doctor: no problems found, %d warning%s\n", warnings, warnings == 1 ? "" : "s");
+    else std::printf("doctor: no problems found\n");
 }
 
 }  // namespace
@@ -100,7 +154,8 @@ void run_doctor(const DoctorArgs& a) {
 void register_doctor(CLI::App& app) {
     auto a = std::make_shared<DoctorArgs>();
     CLI::App* c = app.add_subcommand("doctor",
-                                     "Show the modelled devices and check settings, config, API key and model file\n"
+                                     "Show the modelled devices (npu-smi info layout) and check settings, config, API key,\n"
+                                     "CANN path (information) and model file. Exit 0 (warnings allowed) or 2 (problems).\n"
                                      "Example:\n  duet doctor --settings configs/settings.json --config configs/config.toml "
                                      "-m model.gguf");
     a->settings_path = std::string(DUET_DEFAULT_CONFIG_DIR) + "/settings.json";

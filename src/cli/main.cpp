@@ -14,7 +14,6 @@
 int main(int argc, char** argv) {
     CLI::App app{"duet: LLM inference engine and NPU + PIM co-inference simulator", "duet"};
     app.require_subcommand(1);
-    app.set_version_flag("--version", "duet 0.1.0");
     // Subcommands (registered below, which inherit this) hand options they do not know to
     // their parent: `duet run --log-level debug ...` reaches the root's --log-level.
     app.fallthrough();
@@ -39,6 +38,7 @@ int main(int argc, char** argv) {
 
     // npu branch
     duet::cli::register_pim_sim_npu(app);
+    duet::cli::register_pim_sim_version(app);
 
     // sim branch
     duet::cli::register_bench(app);
@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
     // server
     duet::cli::register_serve(app);
     duet::cli::register_client_commands(app);
+    // tune
+    duet::cli::register_tune(app);
 
     if (argc <= 1) {  // `duet` alone: the usage, as a usage error
         std::fputs(app.help().c_str(), stderr);
@@ -63,6 +65,9 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         std::fprintf(stderr, "duet: error: %s\n", e.what());
         return 2;
+    } catch (const duet::cli::ExitStatus& e) {
+        std::fflush(stdout);
+        return e.code;
     } catch (const duet::Error& e) {
         std::fprintf(stderr, "duet: error: %s\n", e.what());
         return 2;

@@ -117,12 +117,20 @@ CoopConfig load_coop_config(const std::string& path, const EnvMap& env, Diagnost
         }
     }
     apply_env(env, fields, c, diag);
+    // A combination an override made is blamed on the variable(s), not on the file.
+    std::string where;
+    for (const char* var : {"DUET_PIM_LAYOUT", "DUET_PIM_ALIGNMENT"})
+        if (env.count(var)) where += (where.empty() ? "environment variable " : " + ") + std::string(var);
+    if (where.empty()) where = path.empty() ? std::string("built-in config") : path;
+    check_coop_config(c, where, diag);
+    return c;
+}
+
+void check_coop_config(const CoopConfig& c, const std::string& where, Diagnostics& diag) {
     const int64_t layout_bits = c.pim.layout == PimLayout::ROW_MAJOR_256BIT ? 256 : 128;
     if (layout_bits != c.pim.alignment_bits)
-        diag.error(fmt::format("{}: key 'pim.layout' = \"row_major_{}bit\" needs pim.alignment = {} (found {})",
-                               path.empty() ? std::string("built-in config") : path, layout_bits, layout_bits,
-                               c.pim.alignment_bits));
-    return c;
+        diag.error(fmt::format("{}: key 'pim.layout' = \"{}\" needs pim.alignment = {} (found {})", where,
+                               fmt::format("row_major_{}bit", layout_bits), layout_bits, c.pim.alignment_bits));
 }
 
 CoopConfig load_coop_config(const std::string& path, const EnvMap& env) {

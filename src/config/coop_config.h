@@ -97,6 +97,11 @@ const std::vector<Field<CoopConfig>>& coop_config_fields();
 CoopConfig load_coop_config(const std::string& path, const EnvMap& env, Diagnostics& diag);
 CoopConfig load_coop_config(const std::string& path, const EnvMap& env);
 
+// The rules between keys (pim.layout needs the matching pim.alignment), applied by the loader
+// after the file and the environment, and by tasks and `duet tune` to their combinations, so
+// every source is refused with the same message. `where` names the source.
+void check_coop_config(const CoopConfig& c, const std::string& where, Diagnostics& diag);
+
 // Parses npu_only_layers ("0-1,31") into a sorted list; throws duet::Error naming `where`.
 std::vector<int> parse_layer_list(const std::string& text, const std::string& where);
 

@@ -5,6 +5,7 @@
 #include "config/env.h"
 #include "config/loader.h"
 #include "core/error.h"
+#include "core/log.h"
 
 extern char** environ;
 
@@ -13,6 +14,11 @@ namespace duet::config {
 void Diagnostics::error(std::string msg) {
     if (!collect_all_) throw Error(msg);
     errors_.push_back(std::move(msg));
+}
+
+void Diagnostics::warn(std::string msg) {
+    if (!collect_all_) DUET_LOG_WARN("{}", msg);
+    warnings_.push_back(std::move(msg));
 }
 
 EnvMap process_env() {
@@ -34,6 +40,42 @@ const char* json_type_name(const nlohmann::json& j) {
     if (j.is_object()) return "object";
     if (j.is_array()) return "array";
     return "null";
+}
+
+nlohmann::json parse_json_checked(const std::string& text, const std::string& file, Diagnostics& diag) {
+    struct Frame {
+        std::set<std::string> seen;
+        std::string key;  // the key being parsed in this object
+    };
+    std::vector<Frame> stack;
+    std::vector<std::string> dups;
+    auto cb = [&](int, nlohmann::json::parse_event_t ev, nlohmann::json& parsed) {
+        using E = nlohmann::json::parse_event_t;
+        if (ev == E::object_start) stack.push_back({});
+        else if (ev == E::object_end && !stack.empty()) stack.pop_back();
+        else if (ev == E::key && !stack.empty()) {
+            const std::string k = parsed.get<std::string>();
+            stack.back().key = k;
+            if (!stack.back().seen.insert(k).second) {
+                std::string dotted;
+                for (const auto& f : stack) dotted += (dotted.empty() ? "" : ".") + f.key;
+                dups.push_back(dotted);
+            }
+        }
+        return true;
+    };
+    nlohmann::json doc;
+    try {
+        doc = nlohmann::json::parse(text, cb);
+    } catch (const nlohmann::json::parse_error& e) {
+        const std::string what = e.what();
+        diag.error(fmt::format("{}: JSON parse error at byte {}: {}", file, e.byte, what.substr(what.find("parse error"))));
+        return nlohmann::json(nlohmann::json::value_t::discarded);
+    }
+    for (const auto& d : dups)
+        diag.error(fmt::format("{}: key '{}' appears more than once (allowed: once; JSON readers keep only one of them)",
+                               file, d));
+    return doc;
 }
 
 }  // namespace duet::config

@@ -13,12 +13,15 @@ public:
     explicit Diagnostics(bool collect_all = false) : collect_all_(collect_all) {}
     // Throws duet::Error(msg) unless collecting.
     void error(std::string msg);
+    // Recorded, and logged as a warning unless collecting (doctor prints them itself).
+    void warn(std::string msg);
     bool collecting() const { return collect_all_; }
     const std::vector<std::string>& errors() const { return errors_; }
+    const std::vector<std::string>& warnings() const { return warnings_; }
 
 private:
     bool collect_all_;
-    std::vector<std::string> errors_;
+    std::vector<std::string> errors_, warnings_;
 };
 
 }  // namespace duet::config

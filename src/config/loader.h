@@ -4,6 +4,7 @@
 // leaves the field at its previous (default) value.
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <set>
 
 #include "config/diagnostics.h"
@@ -39,18 +40,26 @@ void apply_value(const Field<T>& f, const Value& v, const std::string& where, T&
     f.set(out, v);
 }
 
+// Parses JSON text, reporting every duplicate key of an object as an error naming its dotted
+// path ("runtime.seq_len"): nlohmann keeps only the last, so a duplicate silently loses a value.
+nlohmann::json parse_json_checked(const std::string& text, const std::string& file, Diagnostics& diag);
+
+// `aliases`: other names of a section ("taotoken" -> "api"); keys are named as written.
 template <class T>
 void apply_json(const nlohmann::json& doc, const std::string& file, const std::vector<Field<T>>& fields, T& out,
-                Diagnostics& diag) {
+                Diagnostics& diag, const std::map<std::string, std::string>& aliases = {}) {
     if (!doc.is_object()) return diag.error(fmt::format("{}: the top level must be an object, found {}", file, json_type_name(doc)));
-    const auto sections = field_sections(fields);
-    for (const auto& [sec, body] : doc.items()) {
-        if (std::find(sections.begin(), sections.end(), sec) == sections.end()) {
-            diag.error(fmt::format("{}: unknown key '{}' (allowed here: {})", file, sec, join_names(sections)));
+    auto sections = field_sections(fields);
+    for (const auto& [alias, _] : aliases) sections.push_back(alias);
+    for (const auto& [written_sec, body] : doc.items()) {
+        const auto al = aliases.find(written_sec);
+        const std::string sec = al != aliases.end() ? al->second : written_sec;
+        if (std::find(sections.begin(), sections.end(), written_sec) == sections.end()) {
+            diag.error(fmt::format("{}: unknown key '{}' (allowed here: {})", file, written_sec, join_names(sections)));
             continue;
         }
         if (!body.is_object()) {
-            diag.error(fmt::format("{}: key '{}' has type {}, expected object", file, sec, json_type_name(body)));
+            diag.error(fmt::format("{}: key '{}' has type {}, expected object", file, written_sec, json_type_name(body)));
             continue;
         }
         for (const auto& [key, node] : body.items()) {
@@ -58,10 +67,11 @@ void apply_json(const nlohmann::json& doc, const std::string& file, const std::v
             for (const auto& c : fields)
                 if (c.section == sec && c.key == key) f = &c;
             if (!f) {
-                diag.error(fmt::format("{}: unknown key '{}.{}' (allowed here: {})", file, sec, key,
+                diag.error(fmt::format("{}: unknown key '{}.{}' (allowed here: {})", file, written_sec, key,
                                        join_names(section_keys(fields, sec))));
                 continue;
             }
+            const std::string written = written_sec + "." + key;
             Value v;
             v.kind = f->kind;
             const char* expected = nullptr;
@@ -79,11 +89,18 @@ void apply_json(const nlohmann::json& doc, const std::string& file, const std::v
                     if (node.is_string()) v.s = node.template get<std::string>(); else expected = "string";
             }
             if (expected) {
-                diag.error(fmt::format("{}: key '{}' has type {}, expected {}", file, f->dotted(), json_type_name(node),
+                diag.error(fmt::format("{}: key '{}' has type {}, expected {}", file, written, json_type_name(node),
                                        expected));
                 continue;
             }
-            apply_value(*f, v, file, out, diag);
+            std::string err = validate_value(*f, v, file);
+            if (!err.empty()) {
+                const std::string canon = "key '" + f->dotted() + "'";
+                if (const size_t at = err.find(canon); at != std::string::npos) err.replace(at, canon.size(), "key '" + written + "'");
+                diag.error(std::move(err));
+                continue;
+            }
+            f->set(out, v);
         }
     }
 }

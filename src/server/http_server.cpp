@@ -119,7 +119,7 @@ void HttpServer::routes() {
                                 opts_.max_connections)));
             return httplib::Server::HandlerResponse::Handled;
         }
-        if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+        if (req.path.rfind(opts_.api_prefix + "/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
         try {
             check_auth(req.get_header_value("Authorization"));
         } catch (const ApiError& e) {
@@ -178,10 +178,10 @@ void HttpServer::routes() {
         return json{{"id", opts_.model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "duet"},
                     {"context_length", batcher_.n_ctx()}};
     };
-    s.Get("/v1/models", [model_json](const httplib::Request&, httplib::Response& res) {
+    s.Get(opts_.api_prefix + "/v1/models", [model_json](const httplib::Request&, httplib::Response& res) {
         send_json(res, 200, {{"object", "list"}, {"data", json::array({model_json()})}});
     });
-    s.Get(R"(/v1/models/(.+))", [this, model_json](const httplib::Request& req, httplib::Response& res) {
+    s.Get(opts_.api_prefix + R"(/v1/models/(.+))", [this, model_json](const httplib::Request& req, httplib::Response& res) {
         if (req.matches[1] != opts_.model_id)
             throw ApiError::not_found(fmt::format("The model '{}' does not exist", req.matches[1].str()), "model");
         send_json(res, 200, model_json());
@@ -189,32 +189,32 @@ void HttpServer::routes() {
     // POST bodies are read through a counting reader (http_transport.h): the size limit holds
     // while reading, for chunked bodies too, and the body is JSON whatever its Content-Type.
     using Reader = httplib::ContentReader;
-    s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res, const Reader& rd) {
+    s.Post(opts_.api_prefix + "/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res, const Reader& rd) {
         HttpExchange ex{req, res};
         handle_completion(read_body(req, res, rd, opts_.max_body_bytes), true, ex);
     });
-    s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res, const Reader& rd) {
+    s.Post(opts_.api_prefix + "/v1/completions", [this](const httplib::Request& req, httplib::Response& res, const Reader& rd) {
         HttpExchange ex{req, res};
         handle_completion(read_body(req, res, rd, opts_.max_body_bytes), false, ex);
     });
 
-    s.Post("/v1/tasks", [this](const httplib::Request& req, httplib::Response& res, const Reader& rd) {
+    s.Post(opts_.api_prefix + "/v1/tasks", [this](const httplib::Request& req, httplib::Response& res, const Reader& rd) {
         json body = json::parse(read_body(req, res, rd, opts_.max_body_bytes), nullptr, false);
         if (body.is_discarded()) throw ApiError::bad_request("request body is not valid JSON");
         const std::string id = tasks_.submit(body);
         send_json(res, 200, TaskService::to_json(*tasks_.store().get(id)));
     });
-    s.Get("/v1/tasks", [this](const httplib::Request&, httplib::Response& res) {
+    s.Get(opts_.api_prefix + "/v1/tasks", [this](const httplib::Request&, httplib::Response& res) {
         json data = json::array();
         for (const auto& t : tasks_.store().list()) data.push_back(TaskService::to_json(t));
         send_json(res, 200, {{"object", "list"}, {"data", data}});
     });
-    s.Get(R"(/v1/tasks/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    s.Get(opts_.api_prefix + R"(/v1/tasks/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
         auto t = tasks_.store().get(req.matches[1]);
         if (!t) throw ApiError::not_found(fmt::format("No task with id '{}'", req.matches[1].str()), "task_id");
         send_json(res, 200, TaskService::to_json(*t));
     });
-    s.Delete(R"(/v1/tasks/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    s.Delete(opts_.api_prefix + R"(/v1/tasks/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
         const std::string id = req.matches[1];
         if (!tasks_.store().get(id)) throw ApiError::not_found(fmt::format("No task with id '{}'", id), "task_id");
         tasks_.store().cancel(id);  // finished tasks keep their status

@@ -37,6 +37,7 @@ struct ServerOptions {
     size_t max_body_bytes = 1 << 20;      // larger bodies get 413 (checked while reading)
     int http_threads = 64;                // connections served at once by worker threads
     size_t max_connections = 256;         // open connections at most (served + waiting); more get 503
+    std::string api_prefix;               // "" or "/api": the OpenAI routes are served at <prefix>/v1/...
     model::ChatTemplate chat_template = model::ChatTemplate::CHATML;
 };
 

@@ -65,6 +65,7 @@ nlohmann::json TaskService::to_json(const TaskRecord& t) {
     nlohmann::json j = {{"id", t.id},           {"object", "task"},        {"task", t.kind},
                         {"status", t.status},   {"progress", t.progress},  {"params", t.params},
                         {"created_at", t.created_ms / 1000}, {"updated_at", t.updated_ms / 1000}};
+    if (!t.progress_detail.is_null()) j["progress_detail"] = t.progress_detail;
     j["result"] = t.result;
     j["error"] = t.error.empty() ? nlohmann::json() : nlohmann::json(t.error);
     return j;
@@ -93,7 +94,11 @@ void TaskService::loop() {
         };
         auto cancelled = [&] { return stopping() || store_.is_cancelled(id); };
         try {
-            nlohmann::json result = kind.run(rec->params, [&](double p) { store_.set_progress(id, p); }, cancelled);
+            auto progress = [&](double p, const nlohmann::json& detail) {
+                store_.set_progress(id, p);
+                if (!detail.is_null()) store_.set_progress_detail(id, detail);
+            };
+            nlohmann::json result = kind.run(rec->params, progress, cancelled);
             // A task cut short by shutdown stays "running" in the store: the next open marks it interrupted.
             if (!stopping() && !store_.is_cancelled(id)) store_.finish(id, result);
         } catch (const std::exception& e) {

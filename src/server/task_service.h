@@ -22,9 +22,11 @@ namespace duet::server {
 struct TaskKind {
     // Checks and normalises the parameters (fills defaults) before the task is stored.
     std::function<nlohmann::json(const nlohmann::json& params)> validate;
-    // Does the work; returns the result stored with the task. progress(f) with f in [0, 1];
-    // should return early when cancelled() becomes true. Throws duet::Error on failure.
-    std::function<nlohmann::json(const nlohmann::json& params, const std::function<void(double)>& progress,
+    // Does the work; returns the result stored with the task. progress(f) with f in [0, 1] and
+    // an optional detail object shown as the task's "progress_detail" (null: none); should
+    // return early when cancelled() becomes true. Throws duet::Error on failure.
+    using Progress = std::function<void(double fraction, const nlohmann::json& detail)>;
+    std::function<nlohmann::json(const nlohmann::json& params, const Progress& progress,
                                  const std::function<bool()>& cancelled)>
         run;
 };

@@ -125,15 +125,25 @@ std::optional<TaskRecord> TaskStore::get(const std::string& id) const {
     Stmt s(db_, fmt::format("SELECT {} FROM duet_tasks WHERE id=?1", kColumns).c_str(), path_);
     s.bind(1, id);
     if (s.step() != SQLITE_ROW) return std::nullopt;
-    return read_row(s);
+    TaskRecord r = read_row(s);
+    if (auto it = details_.find(id); it != details_.end()) r.progress_detail = it->second;
+    return r;
 }
 
 std::vector<TaskRecord> TaskStore::list() const {
     std::lock_guard<std::mutex> lock(mu_);
     Stmt s(db_, fmt::format("SELECT {} FROM duet_tasks ORDER BY created_ms DESC, rowid DESC", kColumns).c_str(), path_);
     std::vector<TaskRecord> out;
-    while (s.step() == SQLITE_ROW) out.push_back(read_row(s));
+    while (s.step() == SQLITE_ROW) {
+        out.push_back(read_row(s));
+        if (auto it = details_.find(out.back().id); it != details_.end()) out.back().progress_detail = it->second;
+    }
     return out;
+}
+
+void TaskStore::set_progress_detail(const std::string& id, const nlohmann::json& detail) {
+    std::lock_guard<std::mutex> lock(mu_);
+    details_[id] = detail;
 }
 
 bool TaskStore::transition(const std::string& id, const char* sql_tail, const std::vector<std::string>& binds) {

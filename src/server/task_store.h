@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +25,9 @@ struct TaskRecord {
     nlohmann::json params;
     nlohmann::json result;  // null until done
     std::string error;      // set when failed or interrupted
+    // What a running task reports beyond the fraction (e.g. {"points_done", "points_total",
+    // "best_so_far"}); kept in memory only, null after a restart.
+    nlohmann::json progress_detail;
     int64_t created_ms = 0, updated_ms = 0;  // Unix epoch milliseconds
 };
 
@@ -45,6 +49,7 @@ public:
     // (e.g. a worker finishing a task that was cancelled meanwhile).
     bool start(const std::string& id);
     bool set_progress(const std::string& id, double progress);
+    void set_progress_detail(const std::string& id, const nlohmann::json& detail);  // in memory only
     bool finish(const std::string& id, const nlohmann::json& result);
     bool mark_failed(const std::string& id, const std::string& error);
     bool cancel(const std::string& id);
@@ -58,6 +63,7 @@ private:
     sqlite3* db_ = nullptr;
     mutable std::mutex mu_;
     int interrupted_at_open_ = 0;
+    std::map<std::string, nlohmann::json> details_;  // progress_detail by id (guarded by mu_)
 };
 
 }  // namespace duet::server

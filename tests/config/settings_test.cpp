@@ -40,7 +40,7 @@ TEST(Settings, UnknownKeyNamesAllowed) {
     auto p = write_test_file("unknown.json", R"({"runtime": {"seqlen": 512}})");
     EXPECT_EQ(error_of(p), p + ": unknown key 'runtime.seqlen' (allowed here: seq_len, batch_size, dtype, log_level)");
     auto q = write_test_file("unknown_sec.json", R"({"npu": {}})");
-    EXPECT_EQ(error_of(q), q + ": unknown key 'npu' (allowed here: ascend, api, runtime)");
+    EXPECT_EQ(error_of(q), q + ": unknown key 'npu' (allowed here: ascend, api, runtime, taotoken)");
 }
 
 TEST(Settings, WrongTypeAndRange) {

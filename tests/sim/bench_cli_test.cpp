@@ -21,7 +21,9 @@ Result run(const std::string& env, const std::string& args, bool want_report = t
     static int counter = 0;
     const std::string report = std::string(DUET_BINARY_DIR) + "/bench_cli_test_" + std::to_string(counter++) + ".json";
     std::remove(report.c_str());
-    std::string cmd = "env " + env + " " + std::string(DUET_BINARY_DIR) + "/duet --log-level off " + args +
+    // These tests check the numbers; the verdict exit status (3 when NOT MET) is tested in tests/tune.
+    const std::string no_gate = args.rfind("bench", 0) == 0 ? " --no-verdict-exit" : "";
+    std::string cmd = "env " + env + " " + std::string(DUET_BINARY_DIR) + "/duet --log-level off " + args + no_gate +
                       (want_report ? " --report " + report : "") + " 2>&1";
     Result r;
     FILE* p = popen(cmd.c_str(), "r");
@@ -228,10 +230,10 @@ TEST(DoctorCli, ReportsEveryErrorAndNeverTheKey) {
     EXPECT_NE(r.out.find("ERROR " + cfg + ": key 'pim.alignment' = 3 is out of range (allowed: 128 to 256)"),
               std::string::npos);
     EXPECT_NE(r.out.find("ERROR " + cfg + ": unknown key 'memory.foo'"), std::string::npos);
-    EXPECT_NE(r.out.find("api key: variable DUET_API_KEY is set (value not shown)"), std::string::npos);
+    EXPECT_NE(r.out.find("api key: set, read from variable DUET_API_KEY (value not shown)"), std::string::npos);
     EXPECT_EQ(r.out.find("sk-secret-value"), std::string::npos);
     EXPECT_NE(r.out.find("duet: error: doctor found 3 problems"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("PIM pim_hbm2_fimdram: internal bandwidth"), std::string::npos);
+    EXPECT_NE(r.out.find("| 0*    | Ascend910B"), std::string::npos);
     Result ok = run("", "doctor -m llama2-7b", false);
     EXPECT_EQ(ok.code, 0) << ok.out;
     EXPECT_NE(ok.out.find("model llama2-7b: 32 layers, n_embd 4096"), std::string::npos) << ok.out;
@@ -247,7 +249,7 @@ TEST(DoctorCli, ReportsEveryErrorAndNeverTheKey) {
 TEST(BenchCli, LogLevelsShowPhasesConversionsAndTheSwitch) {
     auto stderr_of = [](const std::string& env, const std::string& level) {
         const std::string cmd = "env " + env + " " + std::string(DUET_BINARY_DIR) + "/duet --log-level " + level +
-                                " bench --model tiny-llama --seq-len 16 --gen-len 2 2>&1 >/dev/null";
+                                " bench --model tiny-llama --seq-len 16 --gen-len 2 --no-verdict-exit 2>&1 >/dev/null";
         std::string out;
         FILE* p = popen(cmd.c_str(), "r");
         char buf[4096];

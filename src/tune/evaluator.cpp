@@ -1,0 +1,158 @@
+#include "tune/evaluator.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace duet::tune {
+
+Objective objective_from_name(const std::string& name) {
+    if (name == "tbt") return Objective::TBT;
+    if (name == "energy") return Objective::ENERGY;
+    if (name == "tokens_per_s") return Objective::TOKENS_PER_S;
+    fail("--objective = \"{}\" is not allowed (allowed: tbt, energy, tokens_per_s)", name);
+}
+
+const char* objective_name(Objective o) {
+    switch (o) {
+        case Objective::TBT: return "tbt";
+        case Objective::ENERGY: return "energy";
+        case Objective::TOKENS_PER_S: return "tokens_per_s";
+    }
+    return "?";
+}
+
+bool better(const PointResult& a, const PointResult& b) {
+    if (a.ok != b.ok) return a.ok;
+    if (a.feasible != b.feasible) return a.feasible;
+    const double x = a.feasible ? a.objective : a.violation, y = b.feasible ? b.objective : b.violation;
+    if (x != y) return x < y;
+    if (!a.feasible && a.objective != b.objective) return a.objective < b.objective;
+    return a.key < b.key;
+}
+
+nlohmann::json point_to_json(const PointResult& r) {
+    nlohmann::json j = {{"values", r.values}, {"ok", r.ok}};
+    if (!r.ok) {
+        j["error"] = r.error;
+        return j;
+    }
+    j["feasible"] = r.feasible;
+    j["tbt_ms"] = r.tbt_ms;
+    j["ttft_ms"] = r.ttft_ms;
+    j["memory_bytes"] = r.memory_bytes;
+    j["energy_pj_per_token"] = r.energy_pj_per_token;
+    j["tokens_per_s"] = r.tokens_per_s;
+    j["baseline_tbt_ms"] = r.baseline_tbt_ms;
+    j["baseline_ttft_ms"] = r.baseline_ttft_ms;
+    j["objective"] = r.objective;
+    j["violation"] = r.violation;
+    nlohmann::json v = nlohmann::json::object();
+    for (const auto& x : r.verdicts) {
+        v[x.name] = {{"value", x.value}, {"threshold", x.threshold}, {"met", x.met}};
+        if (!x.met) v[x.name]["binding_limit"] = x.binding;
+    }
+    j["verdicts"] = v;
+    return j;
+}
+
+PointResult point_from_json(const nlohmann::json& j) {
+    PointResult r;
+    r.values = j.at("values");
+    r.ok = j.at("ok").get<bool>();
+    if (!r.ok) {
+        r.error = j.value("error", "");
+        return r;
+    }
+    r.feasible = j.at("feasible").get<bool>();
+    r.tbt_ms = j.at("tbt_ms").get<double>();
+    r.ttft_ms = j.at("ttft_ms").get<double>();
+    r.memory_bytes = j.at("memory_bytes").get<double>();
+    r.energy_pj_per_token = j.at("energy_pj_per_token").get<double>();
+    r.tokens_per_s = j.at("tokens_per_s").get<double>();
+    r.baseline_tbt_ms = j.at("baseline_tbt_ms").get<double>();
+    r.baseline_ttft_ms = j.at("baseline_ttft_ms").get<double>();
+    r.objective = j.at("objective").get<double>();
+    r.violation = j.at("violation").get<double>();
+    for (const auto& [name, v] : j.at("verdicts").items())
+        r.verdicts.push_back({name, v.at("value").get<double>(), v.at("threshold").get<double>(), v.at("met").get<bool>(),
+                              v.value("binding_limit", "")});
+    return r;
+}
+
+struct Evaluator::Entry {
+    cli::BenchSetup setup;
+    std::map<int64_t, std::pair<sim::Plan, sim::Plan>> plans;  // by batch
+};
+
+Evaluator::Evaluator(const Space& space, const Candidate& base, Objective objective)
+    : space_(space), base_(base), objective_(objective) {}
+
+Evaluator::Entry& Evaluator::setup_for(const Candidate& c) {
+    // Everything make_hardware_rig and prepare_bench read.
+    std::string key = c.in.model + "|" + c.in.pim + "|" + c.in.dispatch + "|" + c.in.baseline + "|" + c.in.target;
+    for (const auto& f : config::settings_fields())
+        if (f.section == "ascend" || f.dotted() == "runtime.dtype") key.append("|").append(f.show(c.st));
+    for (const char* k : {"pim.alignment", "pim.precision", "reorder.block_size_kb", "reorder.target_format",
+                          "reorder.index_ratio_limit", "memory.index_granularity"})
+        for (const auto& f : config::coop_config_fields())
+            if (f.dotted() == k) key.append("|").append(f.show(c.cfg));
+    auto& slot = setups_[key];
+    if (!slot) {
+        auto e = std::make_shared<Entry>();
+        e->setup = cli::prepare_bench(c.st, c.cfg, c.in, false);
+        slot = e;
+    }
+    return *slot;
+}
+
+sim::BenchReport Evaluator::report(const Point& p) {
+    const Candidate c = space_.apply(base_, p);
+    Entry& e = setup_for(c);
+    auto it = e.plans.find(c.in.batch);
+    if (it == e.plans.end()) {
+        std::pair<sim::Plan, sim::Plan> pl;
+        cli::plan_generations(e.setup, c.in, pl.first, pl.second);
+        it = e.plans.emplace(c.in.batch, std::move(pl)).first;
+    }
+    return cli::finish_bench(c.st, c.cfg, c.in, e.setup, it->second.first, it->second.second, c.in.seq_len);
+}
+
+PointResult Evaluator::evaluate(const Point& p) {
+    PointResult r;
+    r.key = space_.key(p);
+    r.values = space_.values_json(p);
+    sim::BenchReport b;
+    try {
+        b = report(p);
+    } catch (const Error& e) {
+        r.error = e.what();
+        return r;
+    }
+    r.ok = true;
+    r.tbt_ms = b.target.tbt_mean_ns / 1e6;
+    r.ttft_ms = b.target.timeline.ttft_ns / 1e6;
+    r.baseline_tbt_ms = b.baseline.tbt_mean_ns / 1e6;
+    r.baseline_ttft_ms = b.baseline.timeline.ttft_ns / 1e6;
+    r.memory_bytes = double(b.target.memory.total_bytes());
+    r.energy_pj_per_token = b.target.decode_energy_per_token_pj;
+    r.tokens_per_s = b.target.tbt_mean_ns > 0 ? double(b.batch) * 1e9 / b.target.tbt_mean_ns : 0;
+    r.feasible = true;
+    for (const auto& v : b.verdicts) {
+        r.verdicts.push_back({v.name, v.value, v.threshold, v.met, v.binding_limit});
+        r.feasible = r.feasible && v.met;
+        if (!v.met) {  // relative miss: below a minimum, or at/above a maximum
+            const double scale = std::max(1e-9, std::fabs(v.threshold));
+            r.violation += v.name == "tbt_reduction" ? (v.threshold - v.value) / scale
+                                                     : (v.value - v.threshold) / scale + 1e-6;
+        }
+    }
+    switch (objective_) {
+        case Objective::TBT: r.objective = r.tbt_ms; break;
+        case Objective::ENERGY: r.objective = r.energy_pj_per_token; break;
+        case Objective::TOKENS_PER_S: r.objective = -r.tokens_per_s; break;
+    }
+    return r;
+}
+
+}  // namespace duet::tune

@@ -1,0 +1,74 @@
+#pragma once
+// Evaluates tune points: applies a point to the base configuration, runs the trace-only
+// baseline-vs-target comparison of `duet bench` (cli::finish_bench, the same code) and
+// condenses the report into a PointResult.
+//
+// Reuse: the hardware rig (NPU + PIM device models, layout binding) and the model's plans are
+// built once per distinct hardware key (preset pair, dispatch mode and the layout knobs the
+// rig is built from: alignment, block size, index granularity/limit, target format) and per
+// batch, then reused for every point that shares them; a point costs two timeline
+// simulations and the verdicts.
+// Thread safety: one Evaluator per thread (its caches are not locked).
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/report.h"
+#include "tune/space.h"
+
+namespace duet::tune {
+
+enum class Objective { TBT, ENERGY, TOKENS_PER_S };
+Objective objective_from_name(const std::string& name);  // tbt, energy, tokens_per_s; throws naming --objective
+const char* objective_name(Objective o);
+
+struct VerdictResult {
+    std::string name;     // tbt_reduction, ttft_increase_ms, memory_increase
+    double value = 0, threshold = 0;
+    bool met = false;
+    std::string binding;  // the limit that decides it when not met
+};
+
+struct PointResult {
+    std::string key;           // Space::key
+    nlohmann::json values;     // Space::values_json
+    bool ok = false;           // false: the configuration was refused (error says why)
+    std::string error;
+    double tbt_ms = 0, ttft_ms = 0, energy_pj_per_token = 0, tokens_per_s = 0;  // target run
+    double baseline_tbt_ms = 0, baseline_ttft_ms = 0;
+    double memory_bytes = 0;   // target peak memory
+    std::vector<VerdictResult> verdicts;
+    bool feasible = false;     // ok and every verdict met
+    double objective = 0;      // lower is better (tokens/s negated)
+    double violation = 0;      // sum of the verdicts' relative misses (0 when feasible)
+};
+
+// Search order: feasible before infeasible; feasible by objective, infeasible by violation;
+// refused points last; ties broken by key (deterministic).
+bool better(const PointResult& a, const PointResult& b);
+
+nlohmann::json point_to_json(const PointResult& r);
+PointResult point_from_json(const nlohmann::json& j);
+
+class Evaluator {
+public:
+    Evaluator(const Space& space, const Candidate& base, Objective objective);
+    PointResult evaluate(const Point& p);
+    // The full bench report of a point (for the best point's printout and the task result).
+    sim::BenchReport report(const Point& p);
+    int rigs_built() const { return int(setups_.size()); }
+
+private:
+    struct Entry;
+    Entry& setup_for(const Candidate& c);
+
+    const Space& space_;
+    Candidate base_;
+    Objective objective_;
+    std::map<std::string, std::shared_ptr<Entry>> setups_;
+};
+
+}  // namespace duet::tune

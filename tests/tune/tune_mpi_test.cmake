@@ -1,0 +1,35 @@
+# Runs the same `duet tune` once in one process and once under `mpirun -np 2`, and requires
+# byte-identical results files and the same printed best point.
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK})
+set(ARGS tune --model llama2-7b --seq-len 256 --gen-len 8 --quiet --no-sensitivity
+         --only reorder.block_size_kb,reorder.prefetch_depth,pim.compute_unit)
+execute_process(COMMAND ${DUET} ${ARGS} --results ${WORK}/one.jsonl --out ${WORK}/one.toml
+                RESULT_VARIABLE rc1 OUTPUT_VARIABLE out1 ERROR_VARIABLE err1)
+execute_process(COMMAND ${MPIRUN} --allow-run-as-root --oversubscribe -np 2 ${DUET} ${ARGS}
+                        --results ${WORK}/two.jsonl --out ${WORK}/two.toml
+                RESULT_VARIABLE rc2 OUTPUT_VARIABLE out2 ERROR_VARIABLE err2)
+if(NOT rc1 EQUAL rc2)
+    message(FATAL_ERROR "exit codes differ: single ${rc1}, mpirun ${rc2}\n${out1}\n${err1}\n---\n${out2}\n${err2}")
+endif()
+if(NOT out2 MATCHES "on 2 rank")
+    message(FATAL_ERROR "mpirun run did not use 2 ranks:\n${out2}\n${err2}")
+endif()
+file(READ ${WORK}/one.jsonl one)
+file(READ ${WORK}/two.jsonl two)
+if(NOT one STREQUAL two)
+    message(FATAL_ERROR "results files differ between one process and mpirun -np 2")
+endif()
+file(READ ${WORK}/one.toml t1)
+file(READ ${WORK}/two.toml t2)
+string(REPLACE "one.toml" "X" t1 "${t1}")
+string(REPLACE "two.toml" "X" t2 "${t2}")
+if(NOT t1 STREQUAL t2)
+    message(FATAL_ERROR "best configs differ:\n${t1}\n---\n${t2}")
+endif()
+string(REGEX MATCH "  -> [^\n]*" best1 "${out1}")
+string(REGEX MATCH "  -> [^\n]*" best2 "${out2}")
+if(NOT best1 STREQUAL best2 OR best1 STREQUAL "")
+    message(FATAL_ERROR "printed best points differ:\n${best1}\n---\n${best2}")
+endif()
+message(STATUS "single and mpirun -np 2 agree (${rc1})")

@@ -1,0 +1,193 @@
+// duet tune's search machinery on the real device models: the space applies the loader's rules,
+// the grid's best equals an independent brute force through `duet bench`'s own path (no
+// reused rigs), the results file resumes to the same file, the Pareto front is exactly the
+// non-dominated set, and the best point's config.toml loads back to the same knobs.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli/bench_runner.h"
+#include "config/coop_config.h"
+#include "core/error.h"
+#include "tune/outputs.h"
+#include "tune/tune.h"
+
+using namespace duet;
+using namespace duet::tune;
+
+namespace {
+
+TuneOptions small_options() {
+    TuneOptions o;
+    o.base.in.model = "llama2-7b";
+    o.base.in.seq_len = 256;
+    o.base.st.runtime.seq_len = 256;
+    o.base.in.gen_len = 8;
+    o.space.only = {"pim.alignment", "reorder.block_size_kb", "scheduling.zero_copy_switch"};
+    o.strategy = Strategy::GRID;
+    o.sensitivity = false;
+    return o;
+}
+
+std::string slurp(const std::string& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::string tmp(const std::string& name) { return std::string(DUET_BINARY_DIR) + "/tune_test_" + name; }
+
+}  // namespace
+
+TEST(TuneSpace, KeysValuesAndTheLoadersRules) {
+    TuneOptions o = small_options();
+    const Space s = make_space(o);
+    ASSERT_EQ(s.dims().size(), 3u);
+    EXPECT_EQ(s.size(), 2 * 6 * 2);
+    const Point p = {1, 2, 1};
+    EXPECT_EQ(s.key(p), "pim.alignment=256 reorder.block_size_kb=16 scheduling.zero_copy_switch=false");
+    Point back;
+    ASSERT_TRUE(s.point_from_json(s.values_json(p), back));
+    EXPECT_EQ(back, p);
+    const Candidate c = s.apply(o.base, p);
+    EXPECT_EQ(c.cfg.pim.alignment_bits, 256);
+    EXPECT_EQ(c.cfg.pim.layout, "row_major_256bit");  // layout follows alignment unless fixed
+    EXPECT_FALSE(c.cfg.scheduling.zero_copy_switch);
+    EXPECT_EQ(s.base_point(o.base), (Point{0, 2, 0}));  // configs/config.toml defaults: 128, 16, true
+
+    o.space.fixed["pim.layout"] = "\"row_major_128bit\"";
+    o.space.fixed["pim.alignment"] = "256";
+    const Space f = make_space(o);
+    EXPECT_EQ(f.dims().size(), 2u);  // alignment fixed: not swept
+    try {
+        f.apply(o.base, {0, 0});
+        FAIL() << "expected the loader's refusal";
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "tune point: key 'pim.layout' = \"row_major_128bit\" needs pim.alignment = 128 (found 256)");
+    }
+    o.space.fixed = {{"reorder.block_size_kb", "24"}};
+    try {
+        Candidate c2 = o.base;
+        set_knob(c2, "reorder.block_size_kb", "24", "--fix");
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "--fix: key 'reorder.block_size_kb' = 24 is not allowed (allowed: a power of two)");
+    }
+    o.space.only = {"pim.alignmnet"};
+    EXPECT_THROW(make_space(o), Error);
+}
+
+TEST(TuneGrid, BestEqualsIndependentBruteForce) {
+    TuneOptions o = small_options();
+    const TuneResult r = run_tune(o);
+    const Space s = make_space(o);
+    ASSERT_EQ(r.points.size(), 24u);
+    ASSERT_GE(r.best, 0);
+    // Independent reference: every point through run_trace_bench (fresh rig each time).
+    double best_tbt = 1e300;
+    bool any_feasible = false;
+    for (size_t i = 0; i < r.points.size(); ++i) {
+        Point p;
+        ASSERT_TRUE(s.point_from_json(r.points[i].values, p));
+        const Candidate c = s.apply(o.base, p);
+        const sim::BenchReport b = cli::run_trace_bench(c.st, c.cfg, c.in);
+        EXPECT_EQ(r.points[i].tbt_ms, b.target.tbt_mean_ns / 1e6) << r.points[i].key;
+        EXPECT_EQ(r.points[i].memory_bytes, double(b.target.memory.total_bytes()));
+        bool met = true;
+        for (const auto& v : b.verdicts) met = met && v.met;
+        EXPECT_EQ(r.points[i].feasible, met);
+        if (met) any_feasible = true, best_tbt = std::min(best_tbt, b.target.tbt_mean_ns / 1e6);
+    }
+    if (any_feasible) {
+        EXPECT_EQ(r.points[size_t(r.best)].tbt_ms, best_tbt);
+    }
+    EXPECT_LT(r.rigs_built, 24);  // rigs are shared between points (zero_copy_switch does not rebuild)
+}
+
+TEST(TuneAdaptive, DeterministicAndWithinBudget) {
+    TuneOptions o = small_options();
+    o.space.only.clear();  // the whole default space (millions of points)
+    o.strategy = Strategy::ADAPTIVE;
+    o.budget = 60;
+    o.restarts = 1;
+    const TuneResult a = run_tune(o), b = run_tune(o);
+    EXPECT_EQ(a.strategy, Strategy::ADAPTIVE);
+    EXPECT_GT(a.space_size, 1e6);
+    ASSERT_EQ(a.points.size(), b.points.size());
+    for (size_t i = 0; i < a.points.size(); ++i) EXPECT_EQ(a.points[i].key, b.points[i].key);
+    // The budget may be exceeded by at most one coordinate sweep (the largest dimension).
+    EXPECT_LE(int64_t(a.points.size()), o.budget + 6);
+    EXPECT_EQ(a.best, b.best);
+}
+
+TEST(TuneResults, ResumeWritesTheSameFile) {
+    TuneOptions o = small_options();
+    o.results_path = tmp("full.jsonl");
+    run_tune(o);
+    const std::string full = slurp(o.results_path);
+    // Interrupted after 5 points, the last line torn.
+    std::istringstream in(full);
+    std::string line, part;
+    for (int i = 0; i < 6 && std::getline(in, line); ++i) part += line + "\n";
+    std::getline(in, line);
+    part += line.substr(0, line.size() / 2);
+    o.results_path = tmp("part.jsonl");
+    std::ofstream(o.results_path) << part;
+    o.resume = true;
+    const TuneResult r = run_tune(o);
+    EXPECT_EQ(r.resumed, 5);
+    EXPECT_EQ(slurp(o.results_path), full);
+    // A different search refuses the file.
+    o.base.in.gen_len = 9;
+    try {
+        run_tune(o);
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()), o.results_path +
+                                             ": --resume: the file was written by a different search ('gen_len' = 8 "
+                                             "there, 9 now); allowed: the same flags, or a new results file");
+    }
+}
+
+TEST(TunePareto, FrontIsExactlyTheNonDominatedSet) {
+    TuneOptions o = small_options();
+    const TuneResult r = run_tune(o);
+    std::vector<bool> on(r.points.size(), false);
+    for (int i : r.pareto) on[size_t(i)] = true;
+    auto dominates = [](const PointResult& b, const PointResult& a) {
+        return b.tbt_ms <= a.tbt_ms && b.memory_bytes <= a.memory_bytes && b.ttft_ms <= a.ttft_ms &&
+               (b.tbt_ms < a.tbt_ms || b.memory_bytes < a.memory_bytes || b.ttft_ms < a.ttft_ms);
+    };
+    for (size_t i = 0; i < r.points.size(); ++i) {
+        if (!r.points[i].ok) continue;
+        bool dominated = false, dup_before = false;
+        for (size_t j = 0; j < r.points.size(); ++j) {
+            if (!r.points[j].ok || i == j) continue;
+            dominated = dominated || dominates(r.points[j], r.points[i]);
+            dup_before = dup_before || (j < i && r.points[j].tbt_ms == r.points[i].tbt_ms &&
+                                        r.points[j].memory_bytes == r.points[i].memory_bytes &&
+                                        r.points[j].ttft_ms == r.points[i].ttft_ms);
+        }
+        EXPECT_EQ(on[i], !dominated && !dup_before) << r.points[i].key;
+    }
+    const std::string svg = pareto_svg(r);
+    EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+    EXPECT_EQ(pareto_json(r)["points"].size(), r.pareto.size());
+}
+
+TEST(TuneOutputs, BestTomlLoadsBackToTheSameKnobs) {
+    TuneOptions o = small_options();
+    const Space s = make_space(o);
+    const Candidate c = s.apply(o.base, {1, 4, 1});
+    const std::string path = tmp("best.toml");
+    std::ofstream(path) << best_toml(c, "duet bench --config best.toml");
+    const config::CoopConfig back = config::load_coop_config(path, {});
+    for (const auto& f : config::coop_config_fields()) EXPECT_EQ(f.show(back), f.show(c.cfg)) << f.dotted();
+    EXPECT_EQ(reproduce_command(c, "best.toml", o.base.st, "s.json"),
+              "duet bench --settings s.json --config best.toml --model llama2-7b --seq-len 256 --gen-len 8 --batch 1 "
+              "--tbt-reduction-min 0.8 --ttft-increase-max-ms 20 --memory-increase-max 0.05");
+}
