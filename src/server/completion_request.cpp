@@ -50,7 +50,8 @@ std::string content_text(const json& content, const std::string& param) {
     for (size_t i = 0; i < content.size(); ++i) {
         const json& part = content[i];
         const std::string p = fmt::format("{}[{}]", param, i);
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+        // (json::value("type", "") would throw a type_error, a 500, for a non-string "type")
+        if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") ||
             !part["text"].is_string())
             throw ApiError::bad_request(fmt::format("'{}' must be a text part {{\"type\": \"text\", \"text\": ...}}", p), p);
         text += part["text"].get<std::string>();
