@@ -133,7 +133,7 @@ class Soak:
             text = r.read()
         finally:
             c.close()
-        self.count(f"{method} {path.split('?')[0][:20]} {r.status}")
+        self.count(f"{method} {re.sub(r'/task-[0-9a-f]+', '/{id}', path)} {r.status}")
         if r.status >= 400:
             self.check_error_shape(f"{method} {path}", r.status, text)
         if r.status >= 500 and r.status != 503:
@@ -240,7 +240,11 @@ class Soak:
                             b"\r\n\r\n" + (b"1000\r\n" + piece + b"\r\n") * n +
                             b"0\r\n\r\n")
             self.count(f"chunked big {code}")
-            if code not in (413, -1):
+            # TODO(hardening, issue 12 "Server body limit bypassed"): chunked bodies skip the limit (the
+            # whole body is read, then refused as bad JSON: 400); remove the expected failure once fixed.
+            self.expected_failure("issue 12: chunked body over the limit is not a 413", code in (413, -1),
+                                  f"HTTP {code}")
+            if code not in (400, 413, -1):
                 self.failure(f"oversized chunked body: HTTP {code}, expected 413")
         else:            # form content type (curl -d) between 8 KiB and the limit: a normal JSON body
             body = json.dumps({"prompt": "p" * 9000, "max_tokens": 1}).encode()
@@ -403,7 +407,7 @@ class Soak:
         # limit is checked, so RSS grows by the body size; remove the expected failure once it is fixed.
         self.expected_failure("issue 12: chunked body read whole before the limit applies",
                               code in (413, -1) and grew_mb < 8, f"HTTP {code}, RSS +{grew_mb:.1f} MB")
-        if code not in (413, -1):
+        if code not in (400, 413, -1):
             self.failure(f"16 MB chunked body: HTTP {code}, expected 413")
 
     def check_tasks(self, final):
@@ -447,8 +451,11 @@ class Soak:
         self.probe_chunked_memory()
 
         # kill -9 in the middle of work: start tasks and requests, then SIGKILL
+        # long tasks (a 7B preset, 64K tokens), so some are still queued or running at the kill
         for _ in range(3):
-            self.op_task()
+            status, text = self.request("POST", "/v1/tasks", {"task": "bench", "model": "llama2-7b", "gen_len": 65536})
+            if status == 200:
+                self.tasks.add(json.loads(text)["id"])
         self.restarting.set()
         def busy_stream():
             try:
