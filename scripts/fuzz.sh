@@ -58,7 +58,7 @@ for target in $TARGETS; do
         "${dict[@]}" -artifact_prefix="$BUILD/$target-" -print_final_stats=1 -print_funcs=0 \
         "$corpus/work" "$corpus/seeds" >"$log" 2>&1 || status=$?
     # the progress lines are noise in CI; keep the summary and any report
-    grep -vE "^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse|INITED)|^INFO:" "$log" | tail -n 60 || true
+    grep -vE "^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse|INITED)|^INFO:|# Uses: [0-9]+$|recommended dictionary|Recommended dictionary" "$log" | tail -n 60 || true
     if [ "$status" -ne 0 ]; then
         echo "fuzz: $target FAILED (exit $status); input in $BUILD/$target-*" >&2
         exit "$status"

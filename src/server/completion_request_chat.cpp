@@ -9,6 +9,14 @@
 namespace duet::server {
 namespace {
 
+// o["type"] == want. (json::value("type", "") throws a type_error, a 500, for a non-string "type".)
+bool has_type(const json& o, const char* want) {
+    if (!o.is_object()) return false;
+    const auto it = o.find("type");
+    return it != o.end() && it->is_string() && it->get<std::string>() == want;
+}
+
+
 using detail::json;
 using detail::wrong_type;
 
@@ -20,7 +28,7 @@ std::string content_text(const json& content, const std::string& param) {
     for (size_t i = 0; i < content.size(); ++i) {
         const json& part = content[i];
         const std::string p = fmt::format("{}[{}]", param, i);
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+        if (!part.is_object() || !has_type(part, "text") || !part.contains("text") ||
             !part["text"].is_string())
             throw ApiError::bad_request(fmt::format("'{}' must be a text part {{\"type\": \"text\", \"text\": ...}}", p), p);
         text += part["text"].get<std::string>();
@@ -91,7 +99,7 @@ void parse_tools(const json& body, CompletionRequest& r) {
     for (size_t i = 0; i < tools->size(); ++i) {
         const json& t = (*tools)[i];
         const std::string p = fmt::format("tools[{}]", i);
-        if (!t.is_object() || t.value("type", "") != "function")
+        if (!t.is_object() || !has_type(t, "function"))
             throw ApiError::bad_request(fmt::format("'{}.type' must be \"function\"", p), p + ".type");
         const json* fn = detail::field(t, "function");
         if (!fn || !fn->is_object())
@@ -133,7 +141,7 @@ void parse_tool_choice(const json& body, CompletionRequest& r) {
                 "tool_choice");
     } else if (c->is_object()) {
         const json* fn = detail::field(*c, "function");
-        if (c->value("type", "") != "function" || !fn || !fn->is_object())
+        if (!has_type(*c, "function") || !fn || !fn->is_object())
             throw ApiError::bad_request(
                 "'tool_choice' must be none, auto, required, or {\"type\": \"function\", \"function\": {\"name\": ...}}",
                 "tool_choice");

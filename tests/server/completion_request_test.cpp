@@ -70,6 +70,10 @@ TEST(CompletionRequest, ErrorsNameTheParameter) {
               T(400, "stream_options", "'stream_options' is only allowed when 'stream' is true"));
     EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":3})"),
               T(400, "top_logprobs", "'top_logprobs' needs 'logprobs': true"));
+    // found while writing completion_request_fuzz: a non-string part type was a json::type_error (HTTP 500)
+    EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":[{"type":1,"text":"x"}]}]})"),
+              T(400, "messages[0].content[0]",
+                "'messages[0].content[0]' must be a text part {\"type\": \"text\", \"text\": ...}"));
     EXPECT_EQ(error_of(R"({"prompt":5})", false),
               T(400, "prompt", "'prompt' must be a string (or an array of one string)"));
 }
