@@ -14,7 +14,6 @@ enum class Family {
 
 struct ModelShape {
     std::string name;       // "llama2-7b" or the file name, for reports
-    Family family = Family::LLAMA;
     int64_t n_vocab = 0;
     int64_t n_embd = 0;
     int64_t n_layer = 0;
@@ -24,9 +23,11 @@ struct ModelShape {
     int64_t head_dim = 0;
     bool tied_output = false;           // lm-head reuses the embedding table
     bool qkv_bias = false;              // q/k/v projections add an f32 bias (qwen2; a matmul epilogue, not a record)
-    bool rope_neox = false;             // RoPE pairs (i, i + n_rot/2) (qwen2) instead of (2i, 2i + 1)
     DType weight_dtype = DType::F16;    // matrices as stored on the device
     DType kv_dtype = DType::F16;        // KV cache elements
+    // After the fields above, so positional initialisers written before the graph keep working.
+    bool rope_neox = false;             // RoPE pairs (i, i + n_rot/2) (qwen2) instead of (2i, 2i + 1)
+    Family family = Family::LLAMA;
 };
 
 }  // namespace duet::graph
