@@ -16,7 +16,7 @@ import sys
 import tempfile
 
 ARGS = ["--log-level", "warn", "bench", "--baseline", "npu_only", "--target", "npu_pim_coop",
-        "--seq-len", "2048", "--gen-len", "256", "--model", "llama2-7b"]
+        "--seq-len", "2048", "--gen-len", "256", "--model", "llama2-7b", "--no-verdict-exit"]
 RUN_KEYS = ["tbt_mean_ns", "tbt_p50_ns", "tbt_p99_ns", "decode_energy_per_token_pj", "prefill_energy_pj",
             "decode_ext_bw_gbps", "decode_ext_bw_util", "pim_util", "pim_internal_bw_util", "pim_gemv_gbps"]
 TIMELINE_KEYS = ["prefill_ns", "switch_ns", "ttft_ns", "tbt_ns", "conversion_ns", "conversion_exposed_ns",
