@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: all deps configure build test demo bench fuzz sanitize sanitize-thread soak soak-ci kernel-matrix clean
+.PHONY: all deps configure build test demo bench fuzz sanitize sanitize-ci sanitize-thread soak soak-ci kernel-matrix clean
 
 all: build
 
@@ -39,6 +39,10 @@ fuzz: deps
 # The whole test suite under ASan + UBSan (GCC) in build-asan/; docs/testing.md.
 sanitize: deps
 	JOBS=$(JOBS) bash scripts/sanitize.sh address
+
+# CI's share: the libraries' unit tests under ASan + UBSan (scripts/sanitize.sh address-ci).
+sanitize-ci: deps
+	JOBS=$(JOBS) bash scripts/sanitize.sh address-ci
 
 # The server and runtime tests under TSan in build-tsan/.
 sanitize-thread: deps
