@@ -112,6 +112,9 @@ TEST_P(GrammarMask, CachedMaskEqualsUncachedTokenCheckOnRandomGrammars) {
                 if (ref && !table->is_eog(id)) ids.push_back(id);
             }
             ASSERT_EQ(n, count) << text;
+            std::vector<uint8_t> again;  // the same state again: served from the mask cache
+            ASSERT_EQ(m.allowed_tokens(again), n) << text;
+            ASSERT_EQ(again, allowed) << text;
             if (ids.empty()) break;
             ASSERT_TRUE(m.accept_token(ids[rng() % ids.size()])) << text;
         }

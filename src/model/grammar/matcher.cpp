@@ -103,6 +103,8 @@ void Matcher::bound_cache() {
     states_.clear();
     next_.clear();
     ids_.clear();
+    masks_.clear();
+    next_mask_slot_ = 0;
     state_ = intern(std::move(current));
 }
 
@@ -158,6 +160,11 @@ void Matcher::walk(int32_t node, int32_t state, uint8_t* allowed, int64_t& n) co
 }
 
 int64_t Matcher::allowed_tokens(std::vector<uint8_t>& allowed) const {
+    for (const CachedMask& c : masks_)
+        if (c.state == state_) {
+            allowed = c.allowed;
+            return c.n_allowed;
+        }
     allowed.assign(size_t(tokens_->n_vocab()), 0);
     int64_t n = 0;
     walk(0, state_, allowed.data(), n);
@@ -166,6 +173,12 @@ int64_t Matcher::allowed_tokens(std::vector<uint8_t>& allowed) const {
             allowed[size_t(id)] = 1;
             ++n;
         }
+    if (masks_.size() < kMaxCachedMasks) masks_.emplace_back();
+    CachedMask& slot = masks_[next_mask_slot_];
+    next_mask_slot_ = (next_mask_slot_ + 1) % kMaxCachedMasks;
+    slot.state = state_;
+    slot.n_allowed = n;
+    slot.allowed = allowed;
     return n;
 }
 

@@ -18,9 +18,13 @@
 // rejected. End-of-generation tokens are allowed exactly when the text is complete. Cost is one
 // cached transition per trie node reached (measured by bench_grammar_mask, bench/model/).
 //
-// Memory: one 1 KiB row per cached state; accept_*() drops the cache when it holds more than
-// kMaxCachedStates states (assumption: 4096, i.e. 4 MiB, is far above what a schema grammar
-// reaches between two accepted tokens; no source).
+// Mask cache: the last kMaxCachedMasks masks are kept by state id, so a state seen again (the
+// interior of a string after every token) costs one copy of n_vocab bytes.
+//
+// Memory: one 1 KiB row per cached state plus kMaxCachedMasks x n_vocab bytes; accept_*()
+// drops both caches when more than kMaxCachedStates states are held (assumption: 4096 states,
+// i.e. 4 MiB, and 8 masks are far above what a schema grammar needs between two accepted
+// tokens; no source).
 //
 // Ownership: shares the grammar and the token table; owns its cache (copies copy it).
 // Thread safety: per-sequence state; even the const methods fill the cache, so one Matcher
@@ -41,6 +45,7 @@ class Matcher {
 public:
     using Stack = std::vector<const Element*>;
     static constexpr size_t kMaxCachedStates = 4096;
+    static constexpr size_t kMaxCachedMasks = 8;
 
     Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTable> tokens);
 
@@ -77,6 +82,13 @@ private:
     mutable std::vector<std::vector<Stack>> states_;
     mutable std::vector<std::array<int32_t, 256>> next_;
     mutable std::map<std::vector<Stack>, int32_t> ids_;
+    struct CachedMask {
+        int32_t state = kDead;
+        int64_t n_allowed = 0;
+        std::vector<uint8_t> allowed;
+    };
+    mutable std::vector<CachedMask> masks_;  // at most kMaxCachedMasks, replaced round-robin
+    mutable size_t next_mask_slot_ = 0;
 
     void advance(Stack stack, std::vector<Stack>& out) const;
     std::vector<Stack> step(const std::vector<Stack>& stacks, uint8_t byte) const;
