@@ -13,6 +13,10 @@ void dedup(std::vector<Matcher::Stack>& stacks) {
     stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
 }
 
+bool any_empty(const std::vector<Matcher::Stack>& stacks) {
+    return std::any_of(stacks.begin(), stacks.end(), [](const Matcher::Stack& s) { return s.empty(); });
+}
+
 }  // namespace
 
 Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTable> tokens)
@@ -22,14 +26,16 @@ Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const T
 }
 
 void Matcher::reset() {
-    stacks_.clear();
+    std::vector<Stack> stacks;
     for (uint32_t start : grammar_->rules[grammar_->root]) {
         Stack s;
         const Element* e = &grammar_->elems[start];
         if (e->kind != Element::END) s.push_back(e);
-        advance(std::move(s), stacks_);
+        advance(std::move(s), stacks);
     }
-    dedup(stacks_);
+    dedup(stacks);
+    state_ = intern(std::move(stacks));
+    bound_cache();
 }
 
 // Expands rule references at the top until every stack's top is a byte set (or it is empty).
@@ -49,6 +55,7 @@ void Matcher::advance(Stack stack, std::vector<Stack>& out) const {
     }
 }
 
+// The stacks after one byte, sorted and deduplicated (the canonical form intern() keys on).
 std::vector<Matcher::Stack> Matcher::step(const std::vector<Stack>& stacks, uint8_t byte) const {
     std::vector<Stack> next;
     for (const Stack& s : stacks) {
@@ -63,18 +70,49 @@ std::vector<Matcher::Stack> Matcher::step(const std::vector<Stack>& stacks, uint
     return next;
 }
 
-bool Matcher::feed(std::vector<Stack>& stacks, std::string_view bytes) const {
-    for (char c : bytes) {
-        stacks = step(stacks, uint8_t(c));
-        if (stacks.empty()) return false;
+int32_t Matcher::intern(std::vector<Stack> stacks) const {
+    if (stacks.empty()) return kDead;
+    auto [it, fresh] = ids_.try_emplace(stacks, int32_t(states_.size()));
+    if (fresh) {
+        states_.push_back(std::move(stacks));
+        next_.emplace_back();
+        next_.back().fill(kUnknown);
     }
-    return true;
+    return it->second;
+}
+
+int32_t Matcher::compute_next(int32_t state, uint8_t byte) const {
+    // intern() may grow states_/next_: copy out the stacks' result before writing the row.
+    const int32_t t = intern(step(states_[size_t(state)], byte));
+    next_[size_t(state)][byte] = t;
+    return t;
+}
+
+int32_t Matcher::run(int32_t state, std::string_view bytes) const {
+    for (char c : bytes) {
+        state = next_state(state, uint8_t(c));
+        if (state == kDead) return kDead;
+    }
+    return state;
+}
+
+// Drops the cache between tokens once it is large, keeping the current state.
+void Matcher::bound_cache() {
+    if (states_.size() <= kMaxCachedStates) return;
+    std::vector<Stack> current = std::move(states_[size_t(state_)]);
+    states_.clear();
+    next_.clear();
+    ids_.clear();
+    masks_.clear();
+    next_mask_slot_ = 0;
+    state_ = intern(std::move(current));
 }
 
 bool Matcher::accept_bytes(std::string_view bytes) {
-    std::vector<Stack> s = stacks_;
-    if (!feed(s, bytes)) return false;
-    stacks_ = std::move(s);
+    const int32_t t = run(state_, bytes);
+    if (t == kDead) return false;
+    state_ = t;
+    bound_cache();
     return true;
 }
 
@@ -88,46 +126,59 @@ bool Matcher::accept_token(int32_t id) {
 bool Matcher::token_allowed(int32_t id) const {
     if (tokens_->is_eog(id)) return can_end();
     const std::string& b = tokens_->bytes(id);
-    if (b.empty()) return false;
-    std::vector<Stack> s = stacks_;
-    return feed(s, b);
+    return !b.empty() && run(state_, b) != kDead;
 }
 
-bool Matcher::can_end() const {
-    return std::any_of(stacks_.begin(), stacks_.end(), [](const Stack& s) { return s.empty(); });
+bool Matcher::token_allowed_uncached(int32_t id) const {
+    if (tokens_->is_eog(id)) return can_end();
+    const std::string& b = tokens_->bytes(id);
+    if (b.empty()) return false;
+    std::vector<Stack> s = states_[size_t(state_)];
+    for (char c : b) {
+        s = step(s, uint8_t(c));
+        if (s.empty()) return false;
+    }
+    return true;
 }
+
+bool Matcher::can_end() const { return any_empty(states_[size_t(state_)]); }
 
 bool Matcher::must_end() const {
-    return std::all_of(stacks_.begin(), stacks_.end(), [](const Stack& s) { return s.empty(); });
+    const auto& s = states_[size_t(state_)];
+    return std::all_of(s.begin(), s.end(), [](const Stack& st) { return st.empty(); });
 }
 
-void Matcher::walk(int32_t node, const std::vector<Stack>& stacks, std::vector<uint8_t>& allowed, int64_t& n) const {
-    const auto& nd = tokens_->trie()[size_t(node)];
-    if (node != 0)
-        for (int32_t id : nd.tokens) {
-            allowed[size_t(id)] = 1;
-            ++n;
-        }
-    // The bytes any live stack can take next: children outside it are pruned without work.
-    std::bitset<256> next;
-    for (const Stack& s : stacks)
-        if (!s.empty()) next |= grammar_->sets[s.back()->index];
-    for (const auto& [byte, child] : nd.children) {
-        if (!next.test(byte)) continue;
-        const std::vector<Stack> after = step(stacks, byte);
-        if (!after.empty()) walk(child, after, allowed, n);
+void Matcher::walk(int32_t node, int32_t state, uint8_t* allowed, int64_t& n) const {
+    const auto& trie = tokens_->trie();
+    for (const auto& [byte, child] : trie[size_t(node)].children) {
+        const int32_t t = next_state(state, byte);
+        if (t == kDead) continue;
+        for (int32_t id : trie[size_t(child)].tokens) allowed[size_t(id)] = 1;
+        n += int64_t(trie[size_t(child)].tokens.size());
+        walk(child, t, allowed, n);
     }
 }
 
 int64_t Matcher::allowed_tokens(std::vector<uint8_t>& allowed) const {
+    for (const CachedMask& c : masks_)
+        if (c.state == state_) {
+            allowed = c.allowed;
+            return c.n_allowed;
+        }
     allowed.assign(size_t(tokens_->n_vocab()), 0);
     int64_t n = 0;
-    walk(0, stacks_, allowed, n);
+    walk(0, state_, allowed.data(), n);
     if (can_end())
         for (int32_t id : tokens_->eog_tokens()) {
             allowed[size_t(id)] = 1;
             ++n;
         }
+    if (masks_.size() < kMaxCachedMasks) masks_.emplace_back();
+    CachedMask& slot = masks_[next_mask_slot_];
+    next_mask_slot_ = (next_mask_slot_ + 1) % kMaxCachedMasks;
+    slot.state = state_;
+    slot.n_allowed = n;
+    slot.allowed = allowed;
     return n;
 }
 

@@ -6,15 +6,32 @@
 // byte, an empty stack means the text so far is a complete sentence. Feeding a byte keeps the
 // stacks whose top set holds it (and expands rule references at the new tops).
 //
-// Masking: allowed_tokens() walks the token table's byte trie depth-first carrying the stacks,
-// so tokens sharing a prefix share the work, and prunes a subtree as soon as its prefix is
-// rejected. End-of-generation tokens are allowed exactly when the text is complete.
+// Transition cache (a lazily built DFA over stack sets): every distinct stack set reached is
+// interned once as a state id, and the state a byte leads to is computed once per (state,
+// byte) and then read from a 256-entry row. Inside a JSON string, for instance, every plain
+// character leads back to the same state, so after the first mask the per-byte cost is one
+// array load instead of copying the stacks. The cache is exact: two equal stack sets accept
+// exactly the same continuations.
 //
-// Cost is proportional to the trie nodes reached, not to n_vocab x token length; measured by
-// bench_grammar_mask (bench/model/).
+// Masking: allowed_tokens() walks the token table's byte trie depth-first carrying the state
+// id, so tokens sharing a prefix share the work, and prunes a subtree as soon as its prefix is
+// rejected. End-of-generation tokens are allowed exactly when the text is complete. Cost is one
+// cached transition per trie node reached (measured by bench_grammar_mask, bench/model/).
 //
-// Ownership: shares the grammar and the token table. Thread safety: per-sequence state.
+// Mask cache: the last kMaxCachedMasks masks are kept by state id, so a state seen again (the
+// interior of a string after every token) costs one copy of n_vocab bytes.
+//
+// Memory: one 1 KiB row per cached state plus kMaxCachedMasks x n_vocab bytes; accept_*()
+// drops both caches when more than kMaxCachedStates states are held (assumption: 4096 states,
+// i.e. 4 MiB, and 8 masks are far above what a schema grammar needs between two accepted
+// tokens; no source).
+//
+// Ownership: shares the grammar and the token table; owns its cache (copies copy it).
+// Thread safety: per-sequence state; even the const methods fill the cache, so one Matcher
+// must not be used from two threads at once.
+#include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -27,6 +44,8 @@ namespace duet::model::grammar {
 class Matcher {
 public:
     using Stack = std::vector<const Element*>;
+    static constexpr size_t kMaxCachedStates = 4096;
+    static constexpr size_t kMaxCachedMasks = 8;
 
     Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTable> tokens);
 
@@ -36,25 +55,52 @@ public:
     // Feeds raw bytes; false (state unchanged) when rejected.
     bool accept_bytes(std::string_view bytes);
     bool token_allowed(int32_t id) const;
+    // The same answer as token_allowed(), computed by stepping the pushdown stacks byte by
+    // byte without the transition cache: the reference the cached paths are tested against.
+    bool token_allowed_uncached(int32_t id) const;
     // allowed[i] = 1 when token i may come next ([n_vocab]); returns how many are allowed.
     int64_t allowed_tokens(std::vector<uint8_t>& allowed) const;
 
     bool can_end() const;   // the text so far is a complete sentence
     bool must_end() const;  // ... and nothing may follow it
     void reset();           // back to the empty text
+    size_t cached_states() const { return states_.size(); }
 
     const Grammar& grammar() const { return *grammar_; }
     const TokenTable& tokens() const { return *tokens_; }
 
 private:
+    static constexpr int32_t kDead = -1;     // no stack survives
+    static constexpr int32_t kUnknown = -2;  // transition not computed yet
+
     std::shared_ptr<const Grammar> grammar_;
     std::shared_ptr<const TokenTable> tokens_;
-    std::vector<Stack> stacks_;
+    int32_t state_ = 0;  // current stack set (index into states_)
+
+    // The cache: states_[id] = its (sorted, deduplicated) stack set; next_[id][byte] = the
+    // state after that byte, kDead or kUnknown.
+    mutable std::vector<std::vector<Stack>> states_;
+    mutable std::vector<std::array<int32_t, 256>> next_;
+    mutable std::map<std::vector<Stack>, int32_t> ids_;
+    struct CachedMask {
+        int32_t state = kDead;
+        int64_t n_allowed = 0;
+        std::vector<uint8_t> allowed;
+    };
+    mutable std::vector<CachedMask> masks_;  // at most kMaxCachedMasks, replaced round-robin
+    mutable size_t next_mask_slot_ = 0;
 
     void advance(Stack stack, std::vector<Stack>& out) const;
     std::vector<Stack> step(const std::vector<Stack>& stacks, uint8_t byte) const;
-    bool feed(std::vector<Stack>& stacks, std::string_view bytes) const;
-    void walk(int32_t node, const std::vector<Stack>& stacks, std::vector<uint8_t>& allowed, int64_t& n) const;
+    int32_t intern(std::vector<Stack> stacks) const;
+    int32_t next_state(int32_t state, uint8_t byte) const {
+        const int32_t t = next_[size_t(state)][byte];
+        return t != kUnknown ? t : compute_next(state, byte);
+    }
+    int32_t compute_next(int32_t state, uint8_t byte) const;
+    int32_t run(int32_t state, std::string_view bytes) const;  // kDead when rejected
+    void bound_cache();
+    void walk(int32_t node, int32_t state, uint8_t* allowed, int64_t& n) const;
 };
 
 }  // namespace duet::model::grammar
