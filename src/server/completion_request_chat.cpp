@@ -10,7 +10,7 @@ namespace duet::server {
 namespace {
 
 // o["type"] == want. (json::value("type", "") throws a type_error, a 500, for a non-string "type".)
-bool has_type(const json& o, const char* want) {
+bool has_type(const nlohmann::ordered_json& o, const char* want) {
     if (!o.is_object()) return false;
     const auto it = o.find("type");
     return it != o.end() && it->is_string() && it->get<std::string>() == want;

@@ -175,9 +175,10 @@ Candidate Space::apply(const Candidate& base, const Point& p, const std::string&
     Candidate c = base;
     for (size_t i = 0; i < dims_.size(); ++i) set_knob(c, dims_[i].name, dims_[i].values[size_t(p[i])], where);
     for (const auto& [k, v] : fixed_) set_knob(c, k, v, where);
-    if (!fixed_.count("pim.layout")) c.cfg.pim.layout = c.cfg.pim.alignment_bits == 256 ? "row_major_256bit" : "row_major_128bit";
-    else if (!fixed_.count("pim.alignment")) c.cfg.pim.alignment_bits = c.cfg.pim.layout == "row_major_256bit" ? 256 : 128;
-    if (!fixed_.count("pim.precision")) c.cfg.pim.precision = c.st.runtime.dtype == "bfloat16" ? "bf16" : "fp16";
+    if (!fixed_.count("pim.layout")) c.cfg.pim.layout = c.cfg.pim.alignment_bits == 256 ? config::PimLayout::ROW_MAJOR_256BIT
+                                                                              : config::PimLayout::ROW_MAJOR_128BIT;
+    else if (!fixed_.count("pim.alignment")) c.cfg.pim.alignment_bits = c.cfg.pim.layout == config::PimLayout::ROW_MAJOR_256BIT ? 256 : 128;
+    if (!fixed_.count("pim.precision")) c.cfg.pim.precision = c.st.runtime.dtype == "bfloat16" ? config::PimPrecision::BF16 : config::PimPrecision::FP16;
     config::Diagnostics diag;  // throws: the loader's message
     config::check_coop_config(c.cfg, where, diag);
     return c;
