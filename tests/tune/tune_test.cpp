@@ -55,7 +55,7 @@ TEST(TuneSpace, KeysValuesAndTheLoadersRules) {
     EXPECT_EQ(back, p);
     const Candidate c = s.apply(o.base, p);
     EXPECT_EQ(c.cfg.pim.alignment_bits, 256);
-    EXPECT_EQ(c.cfg.pim.layout, "row_major_256bit");  // layout follows alignment unless fixed
+    EXPECT_EQ(c.cfg.pim.layout, config::PimLayout::ROW_MAJOR_256BIT);  // layout follows alignment unless fixed
     EXPECT_FALSE(c.cfg.scheduling.zero_copy_switch);
     EXPECT_EQ(s.base_point(o.base), (Point{0, 2, 0}));  // configs/config.toml defaults: 128, 16, true
 
