@@ -22,6 +22,9 @@ ALLOWED = {
     "graph": {"core", "format", "model", "graph"},
     "sim": {"core", "hw", "layout", "graph", "config", "sim"},
     "runtime": {"core", "format", "model", "kernels", "sim", "graph", "config", "hw", "layout", "runtime"},
+    # tune drives the bench comparison, which lives in cli/bench_runner (its own library,
+    # duet_bench_runner); that file should move below cli (a known wart, not a licence for more).
+    "tune": {"core", "format", "model", "hw", "layout", "graph", "config", "sim", "runtime", "cli", "tune"},
 }
 TOP = {"server", "cli"}  # may include anything below them; server must not include cli
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/')

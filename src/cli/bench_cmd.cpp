@@ -39,7 +39,6 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
     config::Settings st = config::load_settings(a.settings_path, env, known_soc_names());
     config::CoopConfig cfg = config::load_coop_config(a.config_path, env);
     cfg.topology = topology_from_flags(cfg.topology, a.topology, a.npus, a.pims);
-    if (a.trace_steps < -1) fail("--trace-steps = {} is not allowed (allowed: 0 or more)", a.trace_steps);
     if (root.get_option("--log-level")->count() == 0) set_log_level(st.runtime.log_level, "settings runtime.log_level");
 
     TraceBenchInputs in;

@@ -172,8 +172,8 @@ void register_serve(CLI::App& app) {
     number(c, "--max-connections", a->max_connections,
            "Open connections at most (served or waiting for a worker); more get 503 and are closed", int64_t(1),
            int64_t(1) << 16);
-    c->add_option("--api-prefix", a->api_prefix,
-                  "Serve the API at PREFIX/v1/... (e.g. /api; default: the path of settings api.api_base)")
+    c->add_option("--api-prefix", a->api_prefix, "Serve the API at PREFIX/v1/... (e.g. /api)")
+        ->default_str("the path of settings api.api_base")
         ->check([](const std::string& p) {
             if (p.empty()) return std::string();
             bool ok = p[0] == '/';

@@ -5,9 +5,11 @@
 
 #include <chrono>
 #include <cstdio>
+#include <limits>
 
 #include "cli/bench_runner.h"
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "config/coop_config.h"
 #include "config/settings.h"
 #include "core/error.h"
@@ -154,17 +156,17 @@ void register_tune(CLI::App& app) {
     a->config_path = std::string(DUET_DEFAULT_CONFIG_DIR) + "/config.toml";
     c->add_option("--settings", a->settings_path, "settings.json (the base point)")->capture_default_str();
     c->add_option("--config", a->config_path, "config.toml (the base point)")->capture_default_str();
-    c->add_option("--model,-m", a->model, "Architecture preset or GGUF file (default: settings api.model)");
-    c->add_option("--seq-len", a->seq_len, "Prompt tokens (default: settings runtime.seq_len)");
-    c->add_option("--gen-len", a->gen_len, "Generated tokens")->capture_default_str();
-    c->add_option("--pim", a->pim, "Fix the PIM preset (default: swept with --hw-pairs, else pim_hbm2_fimdram)");
-    c->add_option("--npu-dispatch", a->dispatch, "Fix the NPU dispatch mode (default: swept)");
+    text(c, "--model,-m", a->model, "Architecture preset or GGUF file", DefaultFrom{"settings api.model"});
+    number(c, "--seq-len", a->seq_len, "Prompt tokens", int64_t(1), kMaxTokens, DefaultFrom{"settings runtime.seq_len"});
+    number(c, "--gen-len", a->gen_len, "Generated tokens", int64_t(1), int64_t(65536));
+    text(c, "--pim", a->pim, "Fix the PIM preset", DefaultFrom{"swept with --hw-pairs, else pim_hbm2_fimdram"});
+    text(c, "--npu-dispatch", a->dispatch, "Fix the NPU dispatch mode", DefaultFrom{"swept"});
     c->add_option("--objective", a->objective, "tbt, energy (decode pJ/token) or tokens_per_s")->capture_default_str();
     c->add_option("--strategy", a->strategy, "auto, grid or adaptive")->capture_default_str();
-    c->add_option("--max-grid", a->max_grid, "auto: grid search up to this many points")->capture_default_str();
-    c->add_option("--budget", a->budget, "adaptive: new points at most")->capture_default_str();
-    c->add_option("--restarts", a->restarts, "adaptive: random restarts besides the base point")->capture_default_str();
-    c->add_option("--seed", a->seed, "adaptive: seed of the restarts")->capture_default_str();
+    number(c, "--max-grid", a->max_grid, "auto: grid search up to this many points", int64_t(1), int64_t(10000000));
+    number(c, "--budget", a->budget, "adaptive: new points at most", int64_t(1), int64_t(10000000));
+    number(c, "--restarts", a->restarts, "adaptive: random restarts besides the base point", 0, 1000);
+    number(c, "--seed", a->seed, "adaptive: seed of the restarts", uint64_t(0), std::numeric_limits<uint64_t>::max());
     c->add_option("--fix", a->fix, "KEY=VALUE kept fixed (dotted key, e.g. scheduling.zero_copy_switch=true)");
     c->add_option("--vary", a->vary, "KEY=V1,V2,... values tried for a key");
     c->add_option("--only", a->only, "Sweep only these keys (others stay at the base)")->delimiter(',');
@@ -174,16 +176,14 @@ void register_tune(CLI::App& app) {
     c->add_option("--out", a->out, "Write the best point as a config.toml");
     c->add_option("--pareto-json", a->pareto_json, "Write the Pareto front as JSON");
     c->add_option("--pareto-svg", a->pareto_svg, "Write the Pareto front as an SVG scatter plot");
-    c->add_option("--threads", a->threads, "Evaluator threads per process")->capture_default_str()->check(CLI::Range(1, 256));
+    number(c, "--threads", a->threads, "Evaluator threads per process", 1, 256);
     c->add_flag("--no-sensitivity", a->no_sensitivity, "Skip the one-at-a-time sweep around the best point");
     c->add_flag("--progress", a->progress, "Show the progress bar even when stderr is not a terminal");
     c->add_flag("--quiet", a->quiet, "No progress bar");
-    c->add_option("--tbt-reduction-min", a->th.tbt_reduction_min, "Verdict: required TBT reduction (fraction)")
-        ->capture_default_str();
-    c->add_option("--ttft-increase-max-ms", a->th.ttft_increase_max_ms, "Verdict: allowed TTFT increase")
-        ->capture_default_str();
-    c->add_option("--memory-increase-max", a->th.memory_increase_max, "Verdict: allowed memory increase (fraction)")
-        ->capture_default_str();
+    number(c, "--tbt-reduction-min", a->th.tbt_reduction_min, "Verdict: required TBT reduction (fraction)", 0.0, 1.0);
+    number(c, "--ttft-increase-max-ms", a->th.ttft_increase_max_ms, "Verdict: allowed TTFT increase (ms)", 0.0, 1e6);
+    number(c, "--memory-increase-max", a->th.memory_increase_max,
+           "Verdict: allowed peak memory increase (fraction, 1 = +100%)", 0.0, 10.0);
     c->callback([a]() { run_tune_cmd(*a); });
 }
 

@@ -106,7 +106,8 @@ TEST(Verdicts, NpuSideWorkBinds) {
     v = judge(b, t, Thresholds{}, rig.hw());
     EXPECT_EQ(v[0].binding_limit,
               "the PIM ran no decode operator: with batch 4 and memory.weight_base_shared = true every decode matmul has "
-              "4 rows, and the PIM model runs single-vector GEMVs");
+              "4 rows; the PIM re-reads the weights once per vector (at most 8 vectors) and is slower than the NPU for "
+              "each of them");
 }
 
 TEST(Report, JsonRoundTrip) {
