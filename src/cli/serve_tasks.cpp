@@ -1,4 +1,5 @@
 #include "cli/serve_tasks.h"
+#include "config/json_value.h"
 
 #include <fmt/format.h>
 
@@ -19,14 +20,7 @@ namespace {
 template <class T>
 void apply_param(const config::Field<T>& f, const std::string& param, const nlohmann::json& v, T& target) {
     config::Value val;
-    val.kind = f.kind;
-    bool ok = true;
-    switch (f.kind) {
-        case config::FieldKind::INT: ok = v.is_number_integer(); if (ok) val.i = v.get<int64_t>(); break;
-        case config::FieldKind::DOUBLE: ok = v.is_number(); if (ok) val.d = v.get<double>(); break;
-        case config::FieldKind::BOOL: ok = v.is_boolean(); if (ok) val.b = v.get<bool>(); break;
-        default: ok = v.is_string(); if (ok) val.s = v.get<std::string>(); break;
-    }
+    const bool ok = config::value_from_json(f.kind, v, val);
     if (!ok)
         throw server::ApiError::bad_request(
             fmt::format("task parameter '{}' has the wrong type (allowed: {})", param,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "config/json_value.h"
 #include "config/loader.h"
 #include "core/error.h"
 #include "hw/memory_presets.h"
@@ -64,14 +65,7 @@ bool set_from(const std::vector<config::Field<T>>& fields, T& target, const std:
     for (const auto& f : fields) {
         if (f.dotted() != dotted) continue;
         config::Value val;
-        val.kind = f.kind;
-        bool ok = true;
-        switch (f.kind) {
-            case config::FieldKind::INT: ok = v.is_number_integer(); if (ok) val.i = v.get<int64_t>(); break;
-            case config::FieldKind::DOUBLE: ok = v.is_number(); if (ok) val.d = v.get<double>(); break;
-            case config::FieldKind::BOOL: ok = v.is_boolean(); if (ok) val.b = v.get<bool>(); break;
-            default: ok = v.is_string(); if (ok) val.s = v.get<std::string>(); break;
-        }
+        const bool ok = config::value_from_json(f.kind, v, val);
         if (!ok)
             fail("{}: key '{}' = {} has the wrong type (allowed: {})", where, dotted, v.dump(),
                  config::describe_allowed(f.kind, f.min, f.max, f.allowed));
