@@ -40,7 +40,7 @@ fuzz: deps
 sanitize: deps
 	JOBS=$(JOBS) bash scripts/sanitize.sh address
 
-# CI's share: the libraries' unit tests under ASan + UBSan (scripts/sanitize.sh address-ci).
+# CI's share: kernels, core, format and graph unit tests under ASan + UBSan (scripts/sanitize.sh address-ci).
 sanitize-ci: deps
 	JOBS=$(JOBS) bash scripts/sanitize.sh address-ci
 
