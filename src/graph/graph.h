@@ -29,6 +29,7 @@
 #include "core/dtype.h"
 #include "graph/model_shape.h"
 #include "graph/op_types.h"
+#include "graph/parallel.h"
 
 namespace duet::graph {
 
@@ -70,6 +71,7 @@ public:
     std::vector<Node> nodes;
     int32_t token_ids = -1;  // the TOKEN_IDS tensor
     int32_t logits = -1;     // the LOGITS tensor
+    TpShard tp;              // this graph's tensor-parallel share (tp 1: the whole model)
 
     // A new tensor with its own storage.
     int32_t add_tensor(std::string name, Rows rows, int64_t width, TensorKind kind = TensorKind::ACTIVATION);
@@ -104,7 +106,11 @@ Graph build_graph(const ModelShape& shape);
 
 // The passes a run applies after the builder (engine option / `--fuse`).
 struct GraphOptions {
-    bool fuse = false;  // graph/fuse_matmuls.h
+    bool fuse = false;       // graph/fuse_matmuls.h
+    int tp = 1;              // graph/shard_tensor_parallel.h: ranks sharing each layer
+    int tp_rank = 0;         // which of them this graph is for
+    bool flashcomm = false;  // reduce-scatter + all-gather in place of all-reduce
+    int64_t ff_align = 1;    // FFN split granule (the down projection's quant block)
 };
 Graph build_graph(const ModelShape& shape, const GraphOptions& opts);
 

@@ -13,6 +13,9 @@ const char* op_kind_name(OpKind k) {
         case OpKind::SWIGLU: return "swiglu";
         case OpKind::ADD: return "add";
         case OpKind::OUTPUT: return "output";
+        case OpKind::ALL_REDUCE: return "all_reduce";
+        case OpKind::REDUCE_SCATTER: return "reduce_scatter";
+        case OpKind::ALL_GATHER: return "all_gather";
     }
     return "?";
 }

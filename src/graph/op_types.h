@@ -14,6 +14,11 @@ enum class OpKind {
     SWIGLU,
     ADD,        // residual
     OUTPUT,     // final norm + lm-head are recorded as RMSNORM + MATMUL(OUTPUT); this marks sampling
+    // Collectives over the ranks of a tensor-parallel group (graph/shard_tensor_parallel.h):
+    // n = features per row, k = group size; in place on the row-parallel matmul's partial sums.
+    ALL_REDUCE,      // sum over ranks, every rank gets the whole result
+    REDUCE_SCATTER,  // sum over ranks, rank r gets its share of the rows (flashcomm)
+    ALL_GATHER,      // every rank gets every rank's share (flashcomm, after REDUCE_SCATTER)
 };
 
 // Which weight an operator reads. Matrices first (the values records carry), then the fused

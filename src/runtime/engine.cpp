@@ -218,6 +218,11 @@ void Engine::run_node(const graph::Node& nd, const Step& st) {
             break;
         }
         case OpKind::OUTPUT: dispatch_.output(int64_t(st.batch.size()), nd.n); break;
+        case OpKind::ALL_REDUCE:
+        case OpKind::REDUCE_SCATTER:
+        case OpKind::ALL_GATHER:
+            fail("the engine has no communicator for the {} node of layer {} (tensor parallelism runs under mpirun)",
+                 graph::op_kind_name(nd.kind), nd.layer);
     }
 }
 

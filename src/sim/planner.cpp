@@ -91,6 +91,14 @@ OpRecord Lowering::lower(const graph::Node& nd) const {
             r.out_bytes = 4 * uint64_t(m);
             r.flops = double(mn);
             break;
+        case OpKind::ALL_REDUCE:
+        case OpKind::REDUCE_SCATTER:
+        case OpKind::ALL_GATHER:
+            // k = group size; the bytes are the local tensor's (the link model prices the transfer).
+            r.k = nd.k;
+            r.in_bytes = r.out_bytes = 4 * mn;
+            r.flops = nd.kind == OpKind::ALL_GATHER ? 0.0 : double(mn);
+            break;
     }
     return r;
 }

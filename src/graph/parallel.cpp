@@ -1,0 +1,48 @@
+#include "graph/parallel.h"
+
+#include "core/error.h"
+
+namespace duet::graph {
+
+TpShard tp_shard(const ModelShape& s, int tp, int rank, int64_t ff_align) {
+    if (tp < 1 || tp > 1024) fail("--tp = {} is not allowed (allowed: 1 to 1024)", tp);
+    if (rank < 0 || rank >= tp) fail("tensor-parallel rank {} is not allowed (allowed: 0 to {})", rank, tp - 1);
+    if (s.n_head % tp != 0)
+        fail("--tp = {} does not divide the {} attention heads of '{}' (allowed: a divisor of {})", tp, s.n_head,
+             s.name, s.n_head);
+    TpShard sh;
+    sh.tp = tp;
+    sh.rank = rank;
+    const int64_t qc = s.n_head / tp;
+    sh.q_heads = {rank * qc, qc};
+    if (s.n_head_kv % tp == 0) {
+        const int64_t kc = s.n_head_kv / tp;
+        sh.kv_heads = {rank * kc, kc};
+    } else if (tp % s.n_head_kv == 0) {
+        const int64_t group = s.n_head / s.n_head_kv;  // query heads per KV head
+        sh.kv_heads = {sh.q_heads.begin / group, 1};
+    } else {
+        fail("--tp = {} and the {} KV heads of '{}' neither divide each other (allowed: a divisor or a multiple of "
+             "{} that divides {})",
+             tp, s.n_head_kv, s.name, s.n_head_kv, s.n_head);
+    }
+    if (ff_align < 1 || s.n_ff % ff_align != 0)
+        fail("the FFN width {} of '{}' is not a multiple of its block of {} features", s.n_ff, s.name, ff_align);
+    const int64_t units = s.n_ff / ff_align;
+    if (units < tp)
+        fail("--tp = {} is more than the {} blocks of {} FFN features of '{}' (allowed: 1 to {})", tp, units, ff_align,
+             s.name, units);
+    const int64_t b = units * rank / tp, e = units * (rank + 1) / tp;
+    sh.ff = {b * ff_align, (e - b) * ff_align};
+    return sh;
+}
+
+Range pp_stage_layers(const ModelShape& s, int pp, int stage) {
+    if (pp < 1 || pp > s.n_layer)
+        fail("--pp = {} is not allowed for the {} layers of '{}' (allowed: 1 to {})", pp, s.n_layer, s.name, s.n_layer);
+    if (stage < 0 || stage >= pp) fail("pipeline stage {} is not allowed (allowed: 0 to {})", stage, pp - 1);
+    const int64_t b = s.n_layer * stage / pp, e = s.n_layer * (stage + 1) / pp;
+    return {b, e - b};
+}
+
+}  // namespace duet::graph

@@ -1,0 +1,48 @@
+#pragma once
+// How a model is split across devices or MPI ranks (Megatron-style tensor parallelism and
+// layer-wise pipeline parallelism). Pure functions of the shape: the engine (which slices of
+// each matrix a rank loads), the TP graph pass (graph/shard_tensor_parallel.h), the pipeline
+// pass and the simulator all take their split from here, so they cannot disagree.
+//
+// Tensor parallel over `tp` ranks, rank r:
+//   - query heads split evenly: n_head % tp == 0 is required (as vLLM and Megatron require);
+//   - KV heads split evenly when n_head_kv % tp == 0; when tp % n_head_kv == 0 (more ranks than
+//     KV heads, GQA) each rank keeps the one KV head its query heads read, replicated on
+//     tp / n_head_kv ranks; any other ratio is refused;
+//   - the FFN's intermediate features split into contiguous ranges in units of `ff_align`
+//     (a quantised block along the down projection's rows: 32 for Q8_0/Q4_0, 256 for K-quants),
+//     as evenly as the units allow;
+//   - embedding table, norms and the lm-head are replicated.
+// Pipeline parallel over `pp` stages: stage s runs layers [s·L/pp, (s+1)·L/pp) (integer
+// division, so stages differ by at most one layer); stage 0 also embeds, the last stage also
+// runs the output norm, lm-head and sampling.
+// Errors (duet::Error) name the flag (--tp / --pp), the value and what is allowed.
+#include <cstdint>
+
+#include "graph/model_shape.h"
+
+namespace duet::graph {
+
+struct Range {
+    int64_t begin = 0;
+    int64_t count = 0;
+    int64_t end() const { return begin + count; }
+    bool operator==(const Range&) const = default;
+};
+
+struct TpShard {
+    int tp = 1;     // ranks sharing every layer
+    int rank = 0;   // this rank, 0 <= rank < tp
+    Range q_heads;  // query heads this rank computes
+    Range kv_heads; // KV heads this rank keeps (replicated across ranks when tp > n_head_kv)
+    Range ff;       // FFN intermediate features (rows of gate/up, columns of down)
+    bool operator==(const TpShard&) const = default;
+};
+
+// Rank `rank`'s share of `s` under tensor parallelism of degree `tp`.
+TpShard tp_shard(const ModelShape& s, int tp, int rank, int64_t ff_align = 1);
+
+// Layers of pipeline stage `stage` of `pp`.
+Range pp_stage_layers(const ModelShape& s, int pp, int stage);
+
+}  // namespace duet::graph

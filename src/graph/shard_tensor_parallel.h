@@ -1,0 +1,41 @@
+#pragma once
+// The tensor-parallel pass: rewrites a model's graph into the graph one rank of `tp` runs
+// (split from graph/parallel.h).
+//
+// Per layer, on rank r (heads and FFN ranges from tp_shard):
+//   Q, K, V      column-parallel: n = local heads · head_dim (rows of the global matrix)
+//   ROPE, KV_WRITE, ATTENTION over the local heads only (the rank's KV cache holds its KV heads)
+//   ATTN_OUT     row-parallel: k = local q heads · head_dim (columns of the global matrix),
+//                giving a partial sum of the full n_embd output,
+//   then the partial sums are combined before the residual ADD:
+//     ALL_REDUCE (sum over ranks, in place)                       — default
+//     REDUCE_SCATTER then ALL_GATHER (in place, same result)      — flashcomm (vllm-ascend's
+//                VLLM_ASCEND_ENABLE_FLASHCOMM replaces the all-reduce with this pair)
+//   gate, up     column-parallel: n = local FFN features; SWIGLU over them
+//   down         row-parallel: k = local FFN features, then the same collective(s).
+// Embedding, norms and the lm-head are replicated: every rank holds the whole residual stream
+// and computes the same logits. Collective nodes: in = out = the partial-sum tensor (the output
+// is an in-place alias), n = n_embd, k = tp (the group size).
+// The rewritten graph's `shape` holds the rank's local n_head, n_head_kv and n_ff, and
+// `Graph::tp` the shard, so consumers read local sizes where they read sizes before.
+// Precondition: an unsharded, unfused graph (run fusion after this pass); tp == 1 is the
+// identity. Throws duet::Error for a split the shape does not allow (graph/parallel.h).
+#include "graph/parallel.h"
+#include "graph/pass.h"
+
+namespace duet::graph {
+
+class ShardTensorParallel : public Pass {
+public:
+    ShardTensorParallel(int tp, int rank, bool flashcomm, int64_t ff_align = 1)
+        : tp_(tp), rank_(rank), flashcomm_(flashcomm), ff_align_(ff_align) {}
+    const char* name() const override { return "shard_tensor_parallel"; }
+    Graph run(const Graph& g) const override;
+
+private:
+    int tp_, rank_;
+    bool flashcomm_;
+    int64_t ff_align_;
+};
+
+}  // namespace duet::graph
