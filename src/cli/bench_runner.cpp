@@ -186,11 +186,17 @@ void plan_generations(const BenchSetup& s, const TraceBenchInputs& in, sim::Plan
                  : sim::plan_generation(s.shape_t, in.seq_len, in.gen_len, in.batch, {in.fuse});
 }
 
+sim::RunOptions bench_run_options(const config::CoopConfig& cfg, sim::Policy p, const TraceBenchInputs& in) {
+    sim::RunOptions o = sim::run_options_from(cfg, p);
+    o.record_events = in.record_events;
+    o.record_decode_steps = in.trace_steps;
+    return o;
+}
+
 sim::BenchReport finish_bench(const config::Settings& st, const config::CoopConfig& cfg, const TraceBenchInputs& in,
-                              const BenchSetup& s, const sim::Plan& plan_b, const sim::Plan& plan_t, int64_t seq_len) {
-    sim::RunOptions ob = sim::run_options_from(cfg, s.pb), ot = sim::run_options_from(cfg, s.pt);
-    ob.record_events = ot.record_events = in.record_events;
-    ob.record_decode_steps = ot.record_decode_steps = in.trace_steps;
+                              const BenchSetup& s, const sim::Plan& plan_b, const sim::Plan& plan_t, int64_t seq_len,
+                              const sim::RunReport* baseline) {
+    const sim::RunOptions ob = bench_run_options(cfg, s.pb, in), ot = bench_run_options(cfg, s.pt, in);
     const auto& rig = *s.rig;
     sim::BenchReport r;
     r.model = in.model;
@@ -201,7 +207,7 @@ sim::BenchReport finish_bench(const config::Settings& st, const config::CoopConf
     r.pim = rig.pim ? rig.pim_preset : "none";
     r.memory = rig.hw.memory_name;
     r.thresholds = in.thresholds;
-    r.baseline = sim::simulate_run(s.shape_b, plan_b, seq_len + in.gen_len, in.batch, ob, rig.hw);
+    r.baseline = baseline ? *baseline : sim::simulate_run(s.shape_b, plan_b, seq_len + in.gen_len, in.batch, ob, rig.hw);
     r.target = sim::simulate_run(s.shape_t, plan_t, seq_len + in.gen_len, in.batch, ot, rig.hw);
     if (s.pt != sim::Policy::NPU_ONLY && r.target.memory.block_index_bytes > 0)
         layout::check_index_ratio(r.target.memory.block_index_bytes, r.target.memory.weights_bytes,

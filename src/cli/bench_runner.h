@@ -40,9 +40,14 @@ BenchSetup prepare_bench(const config::Settings& st, const config::CoopConfig& c
                          bool file_mode);
 // Trace-only plans of both runs from the shapes.
 void plan_generations(const BenchSetup& s, const TraceBenchInputs& in, sim::Plan& plan_b, sim::Plan& plan_t);
-// Simulates both plans and judges them; `seq_len` is the prompt length actually planned.
+// The run options of one side of the comparison (policy `p`) as finish_bench simulates it.
+sim::RunOptions bench_run_options(const config::CoopConfig& cfg, sim::Policy p, const TraceBenchInputs& in);
+// Simulates both plans and judges them; `seq_len` is the prompt length actually planned. A
+// caller that already simulated the baseline with bench_run_options(cfg, s.pb, in) on the same
+// rig and plan (tune: it is the same for many points) passes it as `baseline`.
 sim::BenchReport finish_bench(const config::Settings& st, const config::CoopConfig& cfg, const TraceBenchInputs& in,
-                              const BenchSetup& s, const sim::Plan& plan_b, const sim::Plan& plan_t, int64_t seq_len);
+                              const BenchSetup& s, const sim::Plan& plan_b, const sim::Plan& plan_t, int64_t seq_len,
+                              const sim::RunReport* baseline = nullptr);
 
 // The effective settings + config knobs as JSON values (report "config").
 nlohmann::json config_json(const config::Settings& st, const config::CoopConfig& cfg);

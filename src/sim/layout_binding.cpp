@@ -37,9 +37,14 @@ PimMatrixInfo LayoutBinding::pim(int64_t n, int64_t k, DType dtype) const {
 
 double LayoutBinding::nz_to_pim_ns(int64_t n, int64_t k, DType dtype) const {
     std::lock_guard<std::mutex> lock(mu_);
-    return layout::matrix_conversion_cost(layout::ConversionKind::NZ_TO_PIM, layout::ConversionEngine::VECTOR,
-                                          plan_locked(n, k, dtype), path_)
-        .t_ns;
+    auto key = std::make_tuple(n, k, int(dtype));
+    auto it = to_pim_ns_.find(key);
+    if (it != to_pim_ns_.end()) return it->second;
+    const double t = layout::matrix_conversion_cost(layout::ConversionKind::NZ_TO_PIM, layout::ConversionEngine::VECTOR,
+                                                    plan_locked(n, k, dtype), path_)
+                         .t_ns;
+    to_pim_ns_.emplace(key, t);
+    return t;
 }
 
 }  // namespace duet::sim

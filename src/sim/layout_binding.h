@@ -1,6 +1,6 @@
 #pragma once
 // sim::LayoutModel backed by layout/ (plan_pim_layout, FRACTAL_NZ sizes, NPU conversion cost).
-// Plans are memoised per matrix shape under a mutex: thread safe, so one binding serves
+// Plans and conversion costs are memoised per matrix shape under a mutex: thread safe, so one binding serves
 // concurrent runs (the cached rig of cli/bench_runner.h).
 #include <map>
 #include <mutex>
@@ -31,9 +31,10 @@ private:
     layout::MemoryOrganisation org_;
     layout::NpuDataPath path_;
     bool to_nd_;
-    mutable std::mutex mu_;  // guards plans_ and infos_
+    mutable std::mutex mu_;  // guards plans_, infos_ and to_pim_ns_
     mutable std::map<std::tuple<int64_t, int64_t, int>, layout::PimLayoutPlan> plans_;
     mutable std::map<std::tuple<int64_t, int64_t, int>, PimMatrixInfo> infos_;
+    mutable std::map<std::tuple<int64_t, int64_t, int>, double> to_pim_ns_;
 };
 
 }  // namespace duet::sim

@@ -39,8 +39,11 @@ MemoryBreakdown account_memory(const ModelShape& s, const Plan& plan, int64_t co
                         uint64_t(dtype_info(s.kv_dtype).block_bytes);
 
     const graph::MemoryPlan mp = graph::plan_memory(*g);
+    int64_t prev_n_tok = -1;
     for (const ForwardSpan& f : plan.forwards) {
         const int64_t n_tok = f.n_new * batch;
+        if (n_tok == prev_n_tok) continue;  // every decode step has the same sizes
+        prev_n_tok = n_tok;
         mb.activations_bytes = std::max(mb.activations_bytes, graph::peak_live_bytes(*g, mp, n_tok, batch, 2));
         for (const graph::Node& n : g->nodes) {
             if (n.kind != OpKind::MATMUL) continue;

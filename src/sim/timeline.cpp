@@ -95,6 +95,26 @@ double full_switch_conversion_ns(const ModelShape& shape, const Plan& plan, cons
     return sw;
 }
 
+bool same_record(const OpRecord& a, const OpRecord& b) {
+    return a.kind == b.kind && a.role == b.role && a.phase == b.phase && a.layer == b.layer && a.n_seq == b.n_seq &&
+           a.m == b.m && a.n == b.n && a.k == b.k && a.n_head == b.n_head && a.n_head_kv == b.n_head_kv &&
+           a.weight_dtype == b.weight_dtype && a.weight_bytes == b.weight_bytes && a.in_bytes == b.in_bytes &&
+           a.out_bytes == b.out_bytes && a.flops == b.flops && a.sibling_of_prev == b.sibling_of_prev;
+}
+
+// One operator ready to schedule: its parts, each with its device, shape and cost.
+struct PreparedPart {
+    int device = 0;
+    hw::OpShape shape;
+    hw::Cost cost;
+};
+struct PreparedOp {
+    bool valid = false;
+    OpRecord record;  // the record the parts were computed for
+    int repeat = 1;   // per_sequence's repeat
+    std::vector<PreparedPart> parts;
+};
+
 // The scheduler of one run: the state of every queue, and one step per operator.
 class Scheduler {
 public:
@@ -155,7 +175,7 @@ private:
         const double fw_start = t_;
         for (size_t i = fw.begin; i < fw.end; ++i) {
             if (!overlaps_previous(plan_, i, fw)) group_ready_ = t_;
-            t_ = std::max(t_, run_op(plan_.ops[i], ps));
+            t_ = std::max(t_, run_op(plan_.ops[i], i - fw.begin, ps));
         }
         ps.wall_ns += t_ - fw_start;
         if (fw.phase == Phase::PREFILL) finish_prefill();
@@ -163,18 +183,40 @@ private:
         prev_forward_end_ = t_;
     }
 
-    // Runs every part of one operator; returns when its (gathered) output is ready.
-    double run_op(const OpRecord& r, PhaseStats& ps) {
-        int repeat = 1;
-        const hw::OpShape s = per_sequence(r, to_op_shape(r), opts_, repeat);
-        const OpPlacement where = placer_.place(r, s);
-        const int parts = int(where.devices.size());
+    // Runs every part of one operator (op `j` of its forward); returns when its (gathered)
+    // output is ready.
+    double run_op(const OpRecord& r, size_t j, PhaseStats& ps) {
+        const PreparedOp& op = prepare(r, j);
+        const int parts = int(op.parts.size());
         double end = 0;
         for (int p = 0; p < parts; ++p) {
             auto label = [&]() { return parts > 1 ? fmt::format("{} [{}/{}]", op_label(r), p + 1, parts) : op_label(r); };
-            end = std::max(end, run_part(r, split_rows(s, p, parts), where.devices[size_t(p)], repeat, ps, label));
+            const PreparedPart& part = op.parts[size_t(p)];
+            end = std::max(end, run_part(r, part.shape, part.cost, part.device, op.repeat, ps, label));
         }
         return end;
+    }
+
+    // Shape, placement and device costs of op j, recomputed only when its record differs from
+    // the one op j of the previous forward had: decode steps repeat every record but attention's,
+    // and all three are pure functions of the record, so the reuse is exact.
+    const PreparedOp& prepare(const OpRecord& r, size_t j) {
+        if (j >= prepared_.size()) prepared_.resize(j + 1);
+        PreparedOp& op = prepared_[j];
+        if (op.valid && same_record(op.record, r)) return op;
+        op.valid = true;
+        op.record = r;
+        const hw::OpShape s = per_sequence(r, to_op_shape(r), opts_, op.repeat);
+        const OpPlacement where = placer_.place(r, s);
+        const int parts = int(where.devices.size());
+        op.parts.resize(size_t(parts));
+        for (int p = 0; p < parts; ++p) {
+            PreparedPart& part = op.parts[size_t(p)];
+            part.device = where.devices[size_t(p)];
+            part.shape = split_rows(s, p, parts);
+            part.cost = costs_.get(part.device, part.shape);
+        }
+        return op;
     }
 
     bool converts(const OpRecord& r, int device) const {
@@ -184,8 +226,8 @@ private:
     }
 
     template <class Label>
-    double run_part(const OpRecord& r, const hw::OpShape& s, int dev, int repeat, PhaseStats& ps, Label& label) {
-        const hw::Cost c = costs_.get(dev, s);
+    double run_part(const OpRecord& r, const hw::OpShape& s, const hw::Cost& c, int dev, int repeat, PhaseStats& ps,
+                    Label& label) {
         const double op_ns = c.t_ns * repeat;
         charge(ps.device[size_t(dev)], c, s, repeat);
         const int link = hw_.devices[size_t(dev)].link;
@@ -286,6 +328,7 @@ private:
     std::vector<double> link_free_;    // each link is free
     std::vector<ConverterState> conv_; // one converter per NPU (unused for PIM devices)
     std::vector<int> compute_track_, convert_track_, launch_track_, link_track_;
+    std::vector<PreparedOp> prepared_;  // by op index within a forward
     bool recording_ = false;
 };
 

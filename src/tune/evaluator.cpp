@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 
 namespace duet::tune {
@@ -83,7 +85,26 @@ PointResult point_from_json(const nlohmann::json& j) {
 struct Evaluator::Entry {
     cli::BenchSetup setup;
     std::map<int64_t, std::pair<sim::Plan, sim::Plan>> plans;  // by batch
+    std::map<std::string, sim::RunReport> baselines;           // by baseline_key
 };
+
+namespace {
+
+// Everything the baseline run depends on besides the entry's rig and shape: batch, lengths and
+// its run options. An NPU-only baseline reads none of the PIM-side knobs (placement, the
+// conversion in timeline.cpp and the conversion cache in memory_accounting.cpp are all gated
+// on the policy), so points that differ only in those share one baseline.
+std::string baseline_key(const cli::TraceBenchInputs& in, const sim::RunOptions& o) {
+    std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}", in.batch, in.seq_len, in.gen_len, int(o.placement.policy),
+                                  o.weight_base_shared, o.record_events, o.record_decode_steps);
+    if (o.placement.policy == sim::Policy::NPU_ONLY) return key;
+    for (int l : o.placement.npu_only_layers) key += fmt::format("|{}", l);
+    return key + fmt::format("|{}{}{}|{}|{}{}|{}|{}", o.placement.prefill_on_npu, o.placement.decode_on_pim,
+                             o.placement.attention_on_pim, o.prefetch_depth, o.zero_copy_switch,
+                             o.preconvert_first_token, o.cache_limit_mb, o.block_size_kb);
+}
+
+}  // namespace
 
 Evaluator::Evaluator(const Space& space, const Candidate& base, Objective objective)
     : space_(space), base_(base), objective_(objective) {}
@@ -115,7 +136,15 @@ sim::BenchReport Evaluator::report(const Point& p) {
         cli::plan_generations(e.setup, c.in, pl.first, pl.second);
         it = e.plans.emplace(c.in.batch, std::move(pl)).first;
     }
-    return cli::finish_bench(c.st, c.cfg, c.in, e.setup, it->second.first, it->second.second, c.in.seq_len);
+    const sim::RunOptions ob = cli::bench_run_options(c.cfg, e.setup.pb, c.in);
+    const std::string bkey = baseline_key(c.in, ob);
+    auto b = e.baselines.find(bkey);
+    if (b == e.baselines.end()) {
+        sim::RunReport run = sim::simulate_run(e.setup.shape_b, it->second.first, c.in.seq_len + c.in.gen_len,
+                                               c.in.batch, ob, e.setup.rig->hw);
+        b = e.baselines.emplace(bkey, std::move(run)).first;
+    }
+    return cli::finish_bench(c.st, c.cfg, c.in, e.setup, it->second.first, it->second.second, c.in.seq_len, &b->second);
 }
 
 PointResult Evaluator::evaluate(const Point& p) {

@@ -1,6 +1,6 @@
 // duet tune's search machinery on the real device models: the space applies the loader's rules,
 // the grid's best equals an independent brute force through `duet bench`'s own path (no
-// reused rigs), the results file resumes to the same file, the Pareto front is exactly the
+// reused rigs, plans or baselines), the results file resumes to the same file, the Pareto front is exactly the
 // non-dominated set, and the best point's config.toml loads back to the same knobs.
 #include <gtest/gtest.h>
 
@@ -97,6 +97,10 @@ TEST(TuneGrid, BestEqualsIndependentBruteForce) {
         const sim::BenchReport b = cli::run_trace_bench(c.st, c.cfg, c.in);
         EXPECT_EQ(r.points[i].tbt_ms, b.target.tbt_mean_ns / 1e6) << r.points[i].key;
         EXPECT_EQ(r.points[i].memory_bytes, double(b.target.memory.total_bytes()));
+        EXPECT_EQ(r.points[i].ttft_ms, b.target.timeline.ttft_ns / 1e6);
+        // The evaluator simulates each distinct baseline once and shares it across points.
+        EXPECT_EQ(r.points[i].baseline_tbt_ms, b.baseline.tbt_mean_ns / 1e6);
+        EXPECT_EQ(r.points[i].baseline_ttft_ms, b.baseline.timeline.ttft_ns / 1e6);
         bool met = true;
         for (const auto& v : b.verdicts) met = met && v.met;
         EXPECT_EQ(r.points[i].feasible, met);
