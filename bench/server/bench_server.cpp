@@ -1,7 +1,8 @@
 // Load benchmark of `duet serve`: N concurrent streaming clients on a generated model, with
 // continuous batching on and off (--no-continuous-batching), reporting requests/s, tokens/s and
 // p50/p99 TTFT of each and their ratio. Runs the real binary on 127.0.0.1 (free ports).
-// Usage: bench_server [--clients N] [--requests R] [--max-tokens T] [--arch PRESET]
+// Usage: bench_server [--clients N[,N...]] (default 1,8,32) [--requests R] (2) [--max-tokens T] (64)
+//        [--parallel P] (8) [--arch PRESET]
 #include <httplib.h>
 
 #include <algorithm>
@@ -89,19 +90,33 @@ Result load(int port, int clients, int requests, int max_tokens) {
     return r;
 }
 
+std::vector<int> parse_list(const std::string& text) {
+    std::vector<int> out;
+    size_t at = 0;
+    while (at <= text.size()) {
+        const size_t comma = std::min(text.find(',', at), text.size());
+        out.push_back(std::stoi(text.substr(at, comma - at)));
+        at = comma + 1;
+    }
+    return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    int clients = 8, requests = 4, max_tokens = 64;
+    std::vector<int> client_counts = {1, 8, 32};
+    int requests = 2, max_tokens = 64, parallel = 8;
     std::string arch = "small-llama";
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
-        if (a == "--clients") clients = std::stoi(argv[i + 1]);
+        if (a == "--clients") client_counts = parse_list(argv[i + 1]);
         else if (a == "--requests") requests = std::stoi(argv[i + 1]);
         else if (a == "--max-tokens") max_tokens = std::stoi(argv[i + 1]);
+        else if (a == "--parallel") parallel = std::stoi(argv[i + 1]);
         else if (a == "--arch") arch = argv[i + 1];
         else {
-            std::fprintf(stderr, "bench_server: unknown option %s (allowed: --clients, --requests, --max-tokens, --arch)\n", a.c_str());
+            std::fprintf(stderr, "bench_server: unknown option %s (allowed: --clients N[,N...], --requests, --max-tokens, "
+                         "--parallel, --arch)\n", a.c_str());
             return 2;
         }
     }
@@ -115,25 +130,31 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "%s", out.c_str());
         return 1;
     }
-    std::printf("duet serve load: %s f16, %d clients x %d streaming requests of %d/4..%d tokens, --parallel %d\n",
-                arch.c_str(), clients, requests, max_tokens, max_tokens, clients);
-    std::printf("%-22s %9s %11s %10s %12s %12s %7s\n", "mode", "wall s", "requests/s", "tokens/s", "TTFT p50 ms",
-                "TTFT p99 ms", "failed");
-    Result res[2];
-    for (int mode = 0; mode < 2; ++mode) {
-        std::vector<std::string> args = {"--log-level", "warn", "serve", "-m", model, "--port", "0", "--no-auth",
-                                         "--parallel", std::to_string(clients), "--ctx", "512", "--tasks-db",
-                                         (dir / "t.db").string()};
-        if (mode == 1) args.push_back("--no-continuous-batching");
-        ServerProcess s(args, {});
-        res[mode] = load(s.port(), clients, requests, max_tokens);
-        const Result& r = res[mode];
-        std::printf("%-22s %9.2f %11.2f %10.1f %12.1f %12.1f %7d\n", mode == 0 ? "continuous batching" : "static batching",
-                    r.seconds, r.requests_per_s, r.tokens_per_s, r.ttft_p50_ms, r.ttft_p99_ms, r.failed);
+    std::printf("duet serve load: %s f16, each client %d streaming requests of %d/4..%d tokens, --parallel %d\n",
+                arch.c_str(), requests, max_tokens, max_tokens, parallel);
+    std::printf("%8s %-22s %9s %11s %10s %12s %12s %7s\n", "clients", "mode", "wall s", "requests/s", "tokens/s",
+                "TTFT p50 ms", "TTFT p99 ms", "failed");
+    int failed = 0;
+    for (int clients : client_counts) {
+        Result res[2];
+        for (int mode = 0; mode < 2; ++mode) {
+            std::vector<std::string> args = {"--log-level", "warn", "serve", "-m", model, "--port", "0", "--no-auth",
+                                             "--parallel", std::to_string(parallel), "--ctx", "512", "--tasks-db",
+                                             (dir / "t.db").string()};
+            if (mode == 1) args.push_back("--no-continuous-batching");
+            ServerProcess s(args, {});
+            res[mode] = load(s.port(), clients, requests, max_tokens);
+            const Result& r = res[mode];
+            failed += r.failed;
+            std::printf("%8d %-22s %9.2f %11.2f %10.1f %12.1f %12.1f %7d\n", clients,
+                        mode == 0 ? "continuous batching" : "static batching", r.seconds, r.requests_per_s,
+                        r.tokens_per_s, r.ttft_p50_ms, r.ttft_p99_ms, r.failed);
+        }
+        std::printf("%8d continuous / static: requests/s x%.2f, tokens/s x%.2f, TTFT p50 x%.2f, TTFT p99 x%.2f\n",
+                    clients, res[0].requests_per_s / res[1].requests_per_s, res[0].tokens_per_s / res[1].tokens_per_s,
+                    res[0].ttft_p50_ms / std::max(1e-9, res[1].ttft_p50_ms),
+                    res[0].ttft_p99_ms / std::max(1e-9, res[1].ttft_p99_ms));
     }
-    std::printf("continuous / static: requests/s x%.2f, tokens/s x%.2f, TTFT p50 x%.2f, TTFT p99 x%.2f\n",
-                res[0].requests_per_s / res[1].requests_per_s, res[0].tokens_per_s / res[1].tokens_per_s,
-                res[0].ttft_p50_ms / std::max(1e-9, res[1].ttft_p50_ms), res[0].ttft_p99_ms / std::max(1e-9, res[1].ttft_p99_ms));
     fs::remove_all(dir);
-    return res[0].failed + res[1].failed == 0 ? 0 : 1;
+    return failed == 0 ? 0 : 1;
 }

@@ -117,11 +117,21 @@ ForwardStatus step_runs(Engine& engine, std::span<SequenceRun* const> runs, int6
             r->feed_now_ = 1;
             --budget;
         }
+    // Prompt chunks: runs passed over kMaxPrefillWaitSteps times first (no starvation), then
+    // shortest remaining prompt first (a short prompt's first token is not held behind a long one).
+    std::vector<SequenceRun*> prompts;
     for (SequenceRun* r : runs)
-        if (!r->stopped() && r->unfed() > 1 && budget > 0) {
-            r->feed_now_ = std::min(r->unfed(), budget);
-            budget -= r->feed_now_;
-        }
+        if (!r->stopped() && r->unfed() > 1) prompts.push_back(r);
+    std::stable_sort(prompts.begin(), prompts.end(), [](const SequenceRun* a, const SequenceRun* b) {
+        const bool sa = a->prefill_waits_ >= kMaxPrefillWaitSteps, sb = b->prefill_waits_ >= kMaxPrefillWaitSteps;
+        if (sa != sb) return sa;
+        return a->unfed() < b->unfed();
+    });
+    for (SequenceRun* r : prompts) {
+        r->feed_now_ = std::clamp<int64_t>(budget, 0, r->unfed());
+        budget -= r->feed_now_;
+        r->prefill_waits_ = r->feed_now_ > 0 ? 0 : r->prefill_waits_ + 1;
+    }
     std::vector<SeqInput> batch;
     std::vector<SequenceRun*> fed;
     for (SequenceRun* r : runs) {

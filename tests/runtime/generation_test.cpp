@@ -160,3 +160,47 @@ TEST(Generation, ReusedPrefixGivesTheSameContinuation) {
 }
 
 }  // namespace
+
+// The step policy (generator.h): decode first, then the shortest remaining prompt, and a prompt
+// passed over kMaxPrefillWaitSteps steps goes first.
+TEST(StepPolicy, ShortPromptIsNotHeldBehindALongOneAndTheLongOneIsNotStarved) {
+    const std::string path = test::generated_model("tiny-llama");
+    ASSERT_FALSE(path.empty());
+    auto model = Model::load(path);
+    EngineOptions eo = small_engine();
+    eo.n_ctx = 256;
+    eo.n_seq_max = 8;
+    Engine engine(model, eo);
+    model::SamplerParams greedy_params;
+    greedy_params.temperature = 0;
+    RunLimits lim;
+    lim.max_tokens = 50;
+    lim.ignore_eos = true;
+    std::vector<SequenceKv> kv(6);
+    const std::vector<int32_t> long_prompt(100, 5), short_prompt(8, 7);
+    // Admitted first: the long prompt; then a short one. Budget 64 tokens a step.
+    SequenceRun long_run(*model, greedy_params, long_prompt, lim, kv[0]);
+    SequenceRun short_run(*model, greedy_params, short_prompt, lim, kv[1]);
+    SequenceRun* const two[] = {&long_run, &short_run};
+    ASSERT_EQ(step_runs(engine, two, 64), ForwardStatus::OK);
+    EXPECT_EQ(short_run.n_sampled(), 1);        // fed first, sampled in step 1
+    EXPECT_EQ(long_run.kv().n_tokens(), 56);    // the rest of the budget
+    // Starvation bound: a 100-token prompt against a stream of fresh 8-token prompts that would
+    // always be shorter; with a budget of 8 it is passed over at most kMaxPrefillWaitSteps steps.
+    SequenceRun patient(*model, greedy_params, long_prompt, lim, kv[2]);
+    std::vector<std::unique_ptr<SequenceRun>> fresh;
+    int64_t steps_without = 0, max_without = 0;
+    for (int step = 0; step < 12; ++step) {
+        fresh.push_back(std::make_unique<SequenceRun>(*model, greedy_params, short_prompt, lim, kv[3 + step % 3]));
+        SequenceRun* const pair[] = {&patient, fresh.back().get()};
+        const int64_t before = patient.kv().n_tokens();
+        ASSERT_EQ(step_runs(engine, pair, 8), ForwardStatus::OK);
+        steps_without = patient.kv().n_tokens() == before ? steps_without + 1 : 0;
+        max_without = std::max(max_without, steps_without);
+        fresh.back()->kv().release(engine.kv_cache());
+        fresh.pop_back();
+    }
+    EXPECT_EQ(max_without, kMaxPrefillWaitSteps);
+    EXPECT_GT(patient.kv().n_tokens(), 0);
+    for (SequenceKv& k : kv) k.release(engine.kv_cache());
+}
