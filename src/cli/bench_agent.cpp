@@ -6,6 +6,7 @@
 #include "cli/bench_runner.h"
 #include "cli/flags.h"
 #include "config/coop_config.h"
+#include "config/runtime_knobs.h"
 #include "config/settings.h"
 #include "core/error.h"
 #include "format/gguf.h"
@@ -41,6 +42,7 @@ void run_bench_agent(const AgentBenchArgs& a, const AgentBenchCommon& c) {
     const config::EnvMap env = config::process_env();
     const config::Settings st = config::load_settings(c.settings_path, env, known_soc_names());
     const config::CoopConfig cfg = config::load_coop_config(c.config_path, env);
+    const config::RuntimeKnobs knobs = config::read_runtime_knobs(config::runtime_knob_env());
     const workload::AgentTrace trace =
         a.workload_file.empty() ? workload::default_agent_trace(a.turns) : workload::load_agent_trace(a.workload_file);
     const std::string model = c.model.empty() ? st.api.model : c.model;
@@ -60,14 +62,16 @@ void run_bench_agent(const AgentBenchArgs& a, const AgentBenchCommon& c) {
         workload::RealOptions ro;
         ro.threads = a.threads;
         ro.max_ctx = max_ctx;
+        ro.pin_threads = knobs.cpu_affinity != 0;  // CPU_AFFINITY_CONF
         std::fprintf(stderr, "agent: replaying %lld calls on %s, %zu configurations ...\n", (long long)ab.n_calls,
                      model.c_str(), std::size(workload::kOptimisations) + 1);
         ab.real = workload::ablate_real(model, trace, ro, ab.targets);
         ab.real->what = fmt::format("{} on this host ({} threads, cold page cache at each load, KV reservation {} "
-                                    "positions)", model, a.threads > 0 ? std::to_string(a.threads) : "all", max_ctx);
+                                    "positions{})", model, a.threads > 0 ? std::to_string(a.threads) : "all", max_ctx,
+                                    ro.pin_threads ? ", threads pinned (CPU_AFFINITY_CONF)" : "");
     }
     const sim::ModelShape shape = bench_model_shape(model, st.runtime.dtype);
-    const auto rig = cached_hardware_rig(st, cfg, "", c.dispatch);
+    const auto rig = cached_hardware_rig(st, cfg, "", config::effective_npu_dispatch(c.dispatch, knobs));
     ab.modelled = workload::ablate_modelled(
         shape, trace, rig->hw, max_ctx,
         fmt::format("{} ({}) on {} ({} dispatch), npu_only, KV reservation {} positions", model,

@@ -11,6 +11,7 @@
 #include "cli/flags.h"
 #include "cli/warmup_flags.h"
 #include "config/coop_config.h"
+#include "config/runtime_knobs.h"
 #include "config/settings.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -57,7 +58,7 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
     in.baseline = a.baseline;
     in.target = a.target;
     in.pim = a.pim;
-    in.dispatch = a.dispatch;
+    in.dispatch = config::effective_npu_dispatch(a.dispatch, config::read_runtime_knobs(config::runtime_knob_env()));
     in.thresholds = a.th;
     in.record_events = !a.trace.empty();
     in.fuse = a.fuse;

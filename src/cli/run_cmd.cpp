@@ -8,11 +8,13 @@
 #include "cli/ctx_check.h"
 #include "cli/flags.h"
 #include "cli/warmup_flags.h"
+#include "config/runtime_knobs.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "model/chat_template.h"
 #include "model/grammar/json_schema.h"
 #include "model/grammar/token_table.h"
+#include "runtime/cpu_affinity.h"
 #include "runtime/engine.h"
 #include "runtime/generator.h"
 #include "runtime/model.h"
@@ -97,6 +99,8 @@ void run(const RunArgs& a) {
     eo.kv_type = *kv;
     eo.fuse = a.fuse;
     runtime::Engine engine(model, eo);
+    const bool pinned = config::read_runtime_knobs(config::runtime_knob_env()).cpu_affinity != 0;
+    if (pinned) runtime::pin_pool_threads(engine.pool());  // CPU_AFFINITY_CONF
     const runtime::WarmupStats warm = runtime::warm_up(*model, &engine, a.warmup);  // before the trace: not recorded
     sim::OpTrace trace;
     if (!a.op_trace.empty()) engine.set_trace(&trace);
@@ -126,7 +130,7 @@ void run(const RunArgs& a) {
     if (!a.no_timings)
         std::fprintf(stderr, "\nduet: %s, %d threads, kv %s, seed %llu\n%s", model->path().c_str(),
                      engine.pool().size(), a.kv_type.c_str(), (unsigned long long)sp.seed, st.format().c_str());
-    if (!a.no_timings) std::fprintf(stderr, "%s\n", warm.format().c_str());
+    if (!a.no_timings) std::fprintf(stderr, "%s%s\n", warm.format().c_str(), pinned ? "; threads pinned (CPU_AFFINITY_CONF)" : "");
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "cli/serve_tasks.h"
 #include "cli/warmup_flags.h"
 #include "config/coop_config.h"
+#include "config/runtime_knobs.h"
 #include "config/settings.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -107,9 +108,12 @@ void serve(const ServeArgs& a, const CLI::App& root) {
     register_serve_tasks(tasks, st, cfg, path);
 
     // The modelled NPU-only and NPU+PIM timings of a request of this size on the served model.
-    server::ModelledTimings timings = [st, cfg, path](int64_t n_prompt, int64_t n_gen) -> nlohmann::json {
+    // TASK_QUEUE_ENABLE picks the modelled NPU's dispatch mode (config/runtime_knobs.h)
+    const std::string dispatch = config::effective_npu_dispatch("", config::read_runtime_knobs(config::runtime_knob_env()));
+    server::ModelledTimings timings = [st, cfg, path, dispatch](int64_t n_prompt, int64_t n_gen) -> nlohmann::json {
         TraceBenchInputs in;
         in.model = path;
+        in.dispatch = dispatch;
         in.seq_len = std::max<int64_t>(1, n_prompt);
         in.gen_len = std::max<int64_t>(1, n_gen);
         try {

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "runtime/cpu_affinity.h"
 #include "runtime/engine.h"
 #include "runtime/generator.h"
 #include "runtime/model.h"
@@ -72,6 +73,7 @@ RealRun replay_real(const std::string& model_path, const AgentTrace& trace, cons
     // paged: blocks for what the session holds; else the pool reserves the whole context
     eo.kv_blocks = sw.paged_kv ? runtime::KvCache::blocks_for(need, 1, eo.block_tokens) : 0;
     runtime::Engine engine(model, eo);
+    if (opts.pin_threads) runtime::pin_pool_threads(engine.pool());
     run.kv_pool_bytes = engine.kv_cache().total_bytes();
     runtime::WarmupOptions wo;
     wo.prefault = sw.warmup;

@@ -45,6 +45,7 @@ struct RealOptions {
     int threads = 0;            // 0: all hardware threads
     int64_t max_ctx = 0;        // the max-length reservation (0: the model's trained context, at least the session)
     bool evict_first = true;    // drop the file from the page cache before loading (a cold start)
+    bool pin_threads = false;   // CPU_AFFINITY_CONF: one pool thread per CPU (runtime/cpu_affinity.h)
 };
 
 // Throws duet::Error (unreadable model, a session longer than the context allowed).
