@@ -46,6 +46,9 @@ ModelledRun replay_modelled(const sim::ModelShape& shape, const AgentTrace& trac
         c.n_generate = rq.n_generate;
         c.ttft_ms = r.timeline.ttft_ns / 1e6;
         c.tbt_ms = r.tbt_mean_ns / 1e6;
+        const sim::DeviceStats npu = r.timeline.prefill.npu();
+        c.prefill_busy_ns = npu.busy_ns;
+        c.prefill_launch_ns = npu.launch_ns;
         c.memory = r.memory;
         if (!sw.static_plan) {
             uint64_t per_op = 0;

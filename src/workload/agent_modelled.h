@@ -26,6 +26,7 @@ struct ModelledSwitches {
 struct ModelledCall {
     int64_t n_prompt = 0, n_cached = 0, n_generate = 0;
     double ttft_ms = 0, tbt_ms = 0;
+    double prefill_busy_ns = 0, prefill_launch_ns = 0;  // NPU busy in the prefill, of which launch/dispatch
     sim::MemoryBreakdown memory;
 };
 
