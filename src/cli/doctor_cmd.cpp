@@ -169,6 +169,7 @@ void run_doctor(const DoctorArgs& a) {
             ++problems;
         }
     }
+    std::fflush(stdout);  // the report before the error line, also when stdout is a pipe (> 4 KiB buffered)
     if (problems) fail("doctor found {} problem{}", problems, problems == 1 ? "" : "s");
     if (warnings) std::printf("doctor: no problems found, %d warning%s\n", warnings, warnings == 1 ? "" : "s");
     else std::printf("doctor: no problems found\n");
