@@ -4,6 +4,7 @@
 Every `#include "x/..."` in src/<folder>/ must name a folder that <folder> may depend on:
     core <- format <- model;  kernels, layout, hw, config -> core only;
     graph -> model;  sim -> hw, layout, graph, config;  runtime -> model, kernels, sim, graph;
+    workload -> runtime, sim;
     server, cli on top.
 Usage: check_layering.py SRC_DIR   (prints one line per violation, exit 1 if any)
 """
@@ -22,6 +23,9 @@ ALLOWED = {
     "graph": {"core", "format", "model", "graph"},
     "sim": {"core", "hw", "layout", "graph", "config", "sim"},
     "runtime": {"core", "format", "model", "kernels", "sim", "graph", "config", "hw", "layout", "runtime"},
+    # scripted workloads replayed on the real engine (runtime) and on the model (sim)
+    "workload": {"core", "format", "model", "kernels", "sim", "graph", "config", "hw", "layout", "runtime",
+                 "workload"},
     # tune drives the bench comparison, which lives in cli/bench_runner (its own library,
     # duet_bench_runner); that file should move below cli (a known wart, not a licence for more).
     "tune": {"core", "format", "model", "hw", "layout", "graph", "config", "sim", "runtime", "cli", "tune"},

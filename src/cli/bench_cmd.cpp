@@ -4,11 +4,14 @@
 #include <chrono>
 #include <cstdio>
 
+#include "cli/bench_agent.h"
 #include "cli/bench_file_mode.h"
 #include "cli/bench_runner.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "cli/warmup_flags.h"
 #include "config/coop_config.h"
+#include "config/runtime_knobs.h"
 #include "config/settings.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -31,9 +34,13 @@ struct BenchArgs {
     sim::Thresholds th;
     bool fuse = false;
     bool no_verdict_exit = false;
+    runtime::WarmupOptions warmup;  // FILE mode
+    AgentBenchArgs agent;           // --workload agent (cli/bench_agent.h)
 };
 
 void run_bench(const BenchArgs& a, const CLI::App& root) {
+    if (is_agent_workload(a.agent))
+        return run_bench_agent(a.agent, {a.model, a.settings_path, a.config_path, a.dispatch, a.report, a.svg});
     const auto t0 = std::chrono::steady_clock::now();
     const config::EnvMap env = config::process_env();
     config::Settings st = config::load_settings(a.settings_path, env, known_soc_names());
@@ -51,7 +58,7 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
     in.baseline = a.baseline;
     in.target = a.target;
     in.pim = a.pim;
-    in.dispatch = a.dispatch;
+    in.dispatch = config::effective_npu_dispatch(a.dispatch, config::read_runtime_knobs(config::runtime_knob_env()));
     in.thresholds = a.th;
     in.record_events = !a.trace.empty();
     in.fuse = a.fuse;
@@ -68,8 +75,8 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
         const auto& lp = setup.rig->layout->params();
         const auto& org = setup.rig->layout->organisation();
         const bool pim_b = setup.pb != sim::Policy::NPU_ONLY, pim_t = setup.pt != sim::Policy::NPU_ONLY;
-        FileRun fb = run_file_engine(in.model, in.seq_len, in.gen_len, pim_b, lp, org, in.fuse);
-        FileRun ft = run_file_engine(in.model, in.seq_len, in.gen_len, pim_t, lp, org, in.fuse);
+        FileRun fb = run_file_engine(in.model, in.seq_len, in.gen_len, pim_b, lp, org, in.fuse, a.warmup);
+        FileRun ft = run_file_engine(in.model, in.seq_len, in.gen_len, pim_t, lp, org, in.fuse, a.warmup);
         plan.ops = std::move(fb.trace);
         plan.forwards = sim::split_forwards(plan.ops);
         plan_t.ops = std::move(ft.trace);
@@ -89,7 +96,9 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
                                   {"decode_ms", f.stats.decode_ms},
                                   {"decode_ms_per_token", f.stats.n_decode > 0 ? f.stats.decode_ms / double(f.stats.n_decode) : 0.0},
                                   {"pim_layout_matrices", f.pim_matrices},
-                                  {"plain_matrices", f.plain_matrices}};
+                                  {"plain_matrices", f.plain_matrices},
+                                  {"warmup", {{"method", f.warmup.method}, {"prefault_bytes", f.warmup.prefault_bytes},
+                                              {"prefault_ms", f.warmup.prefault_ms}, {"n_forwards", f.warmup.n_forwards}}}};
         };
         functional = {{"file", in.model},         {"n_prompt", sim_seq},           {"identical", fb.tokens == ft.tokens},
                       {"tokens_baseline", fb.tokens}, {"tokens_target", ft.tokens}, {"baseline", host(fb)},
@@ -137,6 +146,7 @@ void register_bench(CLI::App& app) {
         "             --model llama2-7b --report reports/coop_2k.json --trace timeline.json --svg chart.svg\n"
         "  duet bench --model llama2-7b --pims 2        (decode GEMVs split across two PIM devices)\n"
         "  duet bench -m model.gguf --seq-len 64 --gen-len 32\n"
+        "  duet bench --workload agent -m model.gguf --report agent.json --svg agent.svg   (docs/agent.md)\n"
         "Exit status: 0 when every verdict is MET, 3 when any is NOT MET (--no-verdict-exit: 0), 2 for errors.");
     a->settings_path = std::string(DUET_DEFAULT_CONFIG_DIR) + "/settings.json";
     a->config_path = std::string(DUET_DEFAULT_CONFIG_DIR) + "/config.toml";
@@ -171,6 +181,8 @@ void register_bench(CLI::App& app) {
            1e6);
     number(c, "--memory-increase-max", a->th.memory_increase_max,
            "Verdict: allowed peak memory increase (fraction, 1 = +100%)", 0.0, 10.0);
+    add_warmup_flags(c, a->warmup);
+    add_agent_bench_flags(c, a->agent);
     c->add_flag("--no-verdict-exit", a->no_verdict_exit, "Exit 0 even when a verdict is NOT MET (exploration)");
     c->callback([a, &app]() { run_bench(*a, app); });
 }

@@ -68,7 +68,8 @@ private:
 }  // namespace
 
 FileRun run_file_engine(const std::string& path, int64_t seq_len, int64_t gen_len, bool pim_layout,
-                        const layout::PimLayoutParams& params, const layout::MemoryOrganisation& org, bool fuse) {
+                        const layout::PimLayoutParams& params, const layout::MemoryOrganisation& org, bool fuse,
+                        const runtime::WarmupOptions& warmup) {
     auto model = runtime::Model::load(path);
     const model::Hparams& hp = model->hparams();
     const int64_t ctx = std::max<int64_t>(2, hp.n_ctx_train > 0 ? hp.n_ctx_train : seq_len + gen_len);
@@ -90,6 +91,7 @@ FileRun run_file_engine(const std::string& path, int64_t seq_len, int64_t gen_le
         run.pim_matrices = ws->pim_count();
         run.plain_matrices = ws->plain_count();
     }
+    run.warmup = runtime::warm_up(*model, &engine, warmup);
     engine.set_trace(&run.trace);
     runtime::Generator gen(engine);
     runtime::GenerateOptions go;

@@ -8,6 +8,7 @@
 
 #include "layout/pim_layout.h"
 #include "runtime/generator.h"
+#include "runtime/warmup.h"
 #include "sim/op_trace.h"
 
 namespace duet::cli {
@@ -18,13 +19,15 @@ struct FileRun {
     runtime::GenerateStats stats;          // host-measured times
     int64_t pim_matrices = 0;              // matrices read through the PIM layout
     int64_t plain_matrices = 0;            // matrices left in place (dtype the layout does not take)
+    runtime::WarmupStats warmup;           // what the load's warm-up did (not in the trace)
 };
 
 // Greedy generation of gen_len tokens after a synthetic prompt of seq_len ids (capped so that
 // prompt + generation fit the model's training context). fuse: the engine runs the fused graph
-// (graph/fuse_matmuls.h). Throws duet::Error.
+// (graph/fuse_matmuls.h). warmup: runtime::warm_up after load, before the trace starts.
+// Throws duet::Error.
 FileRun run_file_engine(const std::string& path, int64_t seq_len, int64_t gen_len, bool pim_layout,
                         const layout::PimLayoutParams& params, const layout::MemoryOrganisation& org,
-                        bool fuse = false);
+                        bool fuse = false, const runtime::WarmupOptions& warmup = {});
 
 }  // namespace duet::cli

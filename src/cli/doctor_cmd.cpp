@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "config/coop_config.h"
+#include "config/runtime_knobs.h"
 #include "config/settings.h"
 #include "core/error.h"
 #include "hw/memory_presets.h"
@@ -65,6 +66,28 @@ void print_devices(const config::Settings& st, const config::CoopConfig& cfg, co
     } catch (const Error& e) {
         std::printf("  ERROR %s\n", e.what());
         ++problems;
+    }
+}
+
+// The runtime knobs (config/runtime_knobs.h): which are set, what each does, bad values and
+// near-miss spellings.
+void print_runtime_knobs(int& problems, int& warnings) {
+    std::printf("runtime knobs (environment):\n");
+    const auto env = config::runtime_knob_env();
+    for (const config::RuntimeKnobInfo& k : config::runtime_knobs()) {
+        auto it = env.find(k.name);
+        std::printf("  %-40s %s\n      %s\n", k.name.c_str(),
+                    it == env.end() ? "not set" : fmt::format("= \"{}\"", it->second).c_str(), k.effect.c_str());
+    }
+    try {
+        config::read_runtime_knobs(env);
+    } catch (const Error& e) {
+        std::printf("  ERROR %s\n", e.what());
+        ++problems;
+    }
+    for (const auto& [var, knob] : config::misspelled_runtime_knobs(config::process_env_names())) {
+        std::printf("  WARNING %s is set but is not a knob duet reads: did you mean %s?\n", var.c_str(), knob.c_str());
+        ++warnings;
     }
 }
 
@@ -128,6 +151,8 @@ void run_doctor(const DoctorArgs& a) {
     std::printf("  memory presets: %s\n", config::join_names(hw::memory_preset_names()).c_str());
     std::printf("  PIM presets: %s\n", config::join_names(hw::pim_preset_names()).c_str());
 
+    print_runtime_knobs(problems, warnings);
+
     if (!a.model.empty()) {
         try {
             if (!model::find_arch_preset(a.model)) {  // a file: open, validate, bind every weight, read the tokenizer
@@ -144,6 +169,7 @@ void run_doctor(const DoctorArgs& a) {
             ++problems;
         }
     }
+    std::fflush(stdout);  // the report before the error line, also when stdout is a pipe (> 4 KiB buffered)
     if (problems) fail("doctor found {} problem{}", problems, problems == 1 ? "" : "s");
     if (warnings) std::printf("doctor: no problems found, %d warning%s\n", warnings, warnings == 1 ? "" : "s");
     else std::printf("doctor: no problems found\n");

@@ -7,11 +7,14 @@
 #include "cli/commands.h"
 #include "cli/ctx_check.h"
 #include "cli/flags.h"
+#include "cli/warmup_flags.h"
+#include "config/runtime_knobs.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "model/chat_template.h"
 #include "model/grammar/json_schema.h"
 #include "model/grammar/token_table.h"
+#include "runtime/cpu_affinity.h"
 #include "runtime/engine.h"
 #include "runtime/generator.h"
 #include "runtime/model.h"
@@ -28,6 +31,7 @@ struct RunArgs {
     int64_t seed = -1;
     model::SamplerParams sampling;
     std::string json_schema, grammar;  // constrained output (files)
+    runtime::WarmupOptions warmup;
 };
 
 std::string read_text_file(const std::string& path, const char* flag) {
@@ -95,6 +99,9 @@ void run(const RunArgs& a) {
     eo.kv_type = *kv;
     eo.fuse = a.fuse;
     runtime::Engine engine(model, eo);
+    const bool pinned = config::read_runtime_knobs(config::runtime_knob_env()).cpu_affinity != 0;
+    if (pinned) runtime::pin_pool_threads(engine.pool());  // CPU_AFFINITY_CONF
+    const runtime::WarmupStats warm = runtime::warm_up(*model, &engine, a.warmup);  // before the trace: not recorded
     sim::OpTrace trace;
     if (!a.op_trace.empty()) engine.set_trace(&trace);
     runtime::Generator gen(engine);
@@ -123,6 +130,7 @@ void run(const RunArgs& a) {
     if (!a.no_timings)
         std::fprintf(stderr, "\nduet: %s, %d threads, kv %s, seed %llu\n%s", model->path().c_str(),
                      engine.pool().size(), a.kv_type.c_str(), (unsigned long long)sp.seed, st.format().c_str());
+    if (!a.no_timings) std::fprintf(stderr, "%s%s\n", warm.format().c_str(), pinned ? "; threads pinned (CPU_AFFINITY_CONF)" : "");
 }
 
 }  // namespace
@@ -163,6 +171,7 @@ void register_run(CLI::App& app) {
            int64_t(0), kMaxCtx);
     text(cmd, "--kv-type", args->kv_type, "KV cache type: f16 or f32");
     cmd->add_flag("--fuse", args->fuse, "Run Q/K/V and gate/up as one matmul each (same tokens)");
+    add_warmup_flags(cmd, args->warmup);
     cmd->add_flag("--echo", args->echo, "Print the prompt before the generated text");
     cmd->add_flag("--no-timings", args->no_timings, "Do not print the timing block on stderr");
     cmd->add_option("--op-trace", args->op_trace,

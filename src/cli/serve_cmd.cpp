@@ -14,7 +14,9 @@
 #include "cli/ctx_check.h"
 #include "cli/flags.h"
 #include "cli/serve_tasks.h"
+#include "cli/warmup_flags.h"
 #include "config/coop_config.h"
+#include "config/runtime_knobs.h"
 #include "config/settings.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -38,6 +40,7 @@ struct ServeArgs {
     int threads = 0;
     bool no_auth = false, no_continuous = false, no_prefix_cache = false;
     std::optional<std::string> api_prefix;
+    runtime::WarmupOptions warmup;
 };
 
 std::atomic<server::HttpServer*> g_server{nullptr};
@@ -90,6 +93,8 @@ void serve(const ServeArgs& a, const CLI::App& root) {
     bo.continuous = !a.no_continuous;
     bo.prefix_cache = !a.no_prefix_cache;
     bo.fault_at_step = a.fault_at_step;
+    bo.warmup_rounds = a.warmup.n_rounds;  // dummy forwards on the batcher's engine before it serves
+    log_warmup(runtime::warm_up(*model, nullptr, a.warmup));
     server::Metrics metrics;  // outlives the batcher: its callbacks update it
     server::register_server_metrics(metrics);
     runtime::Batcher batcher(model, eo, bo);
@@ -103,9 +108,12 @@ void serve(const ServeArgs& a, const CLI::App& root) {
     register_serve_tasks(tasks, st, cfg, path);
 
     // The modelled NPU-only and NPU+PIM timings of a request of this size on the served model.
-    server::ModelledTimings timings = [st, cfg, path](int64_t n_prompt, int64_t n_gen) -> nlohmann::json {
+    // TASK_QUEUE_ENABLE picks the modelled NPU's dispatch mode (config/runtime_knobs.h)
+    const std::string dispatch = config::effective_npu_dispatch("", config::read_runtime_knobs(config::runtime_knob_env()));
+    server::ModelledTimings timings = [st, cfg, path, dispatch](int64_t n_prompt, int64_t n_gen) -> nlohmann::json {
         TraceBenchInputs in;
         in.model = path;
+        in.dispatch = dispatch;
         in.seq_len = std::max<int64_t>(1, n_prompt);
         in.gen_len = std::max<int64_t>(1, n_gen);
         try {
@@ -180,6 +188,7 @@ void register_serve(CLI::App& app) {
             for (char ch : p) ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '/' || ch == '-' || ch == '_');
             return ok ? std::string() : "--api-prefix = \"" + p + "\" is not allowed (allowed: a path like /api)";
         });
+    add_warmup_flags(c, a->warmup);
     c->add_flag("--no-auth", a->no_auth, "Serve without an API key (refused otherwise when the key variable is unset)");
     c->add_flag("--no-continuous-batching", a->no_continuous, "A batch runs to completion before new requests join");
     c->add_flag("--no-prefix-cache", a->no_prefix_cache, "Do not share KV blocks of common prompt prefixes");

@@ -313,5 +313,6 @@ GgufFile& GgufFile::operator=(GgufFile&&) noexcept = default;
 GgufFile::~GgufFile() = default;
 
 uint64_t GgufFile::file_bytes() const { return map_ ? map_->size_bytes() : 0; }
+const MappedFile& GgufFile::mapping() const { return *map_; }
 
 }  // namespace duet::format

@@ -84,6 +84,8 @@ class GgufFile {
     uint32_t version() const { return version_; }
     uint64_t alignment() const { return alignment_; }
     uint64_t file_bytes() const;
+    // The bytes behind the file (the read-only mapping, or the copy open_memory parsed).
+    const MappedFile& mapping() const;
     uint64_t data_offset() const { return data_offset_; }  // start of the tensor data section
 
     const std::map<std::string, GgufValue>& metadata() const { return kv_; }

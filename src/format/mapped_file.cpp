@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include "core/error.h"
 
@@ -70,6 +71,48 @@ void MappedFile::prefetch(size_t offset, size_t n_bytes) const {
     const size_t begin = offset / page * page;
     const size_t end = std::min(size_bytes_, offset + n_bytes);
     ::madvise(static_cast<uint8_t*>(map_) + begin, end - begin, MADV_WILLNEED);
+}
+
+namespace {
+#ifndef MADV_POPULATE_READ
+constexpr int MADV_POPULATE_READ = 22;  // linux/mman.h since 5.14; older headers lack the name
+#endif
+constexpr size_t kPrefaultChunkBytes = size_t(64) << 20;  // progress granularity
+}  // namespace
+
+MappedFile::PrefaultResult MappedFile::prefault(const Progress& progress) const {
+    PrefaultResult r;
+    if (!map_ || map_bytes_ == 0) return r;
+    const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+    auto* base = static_cast<uint8_t*>(map_);
+    r.method = PrefaultMethod::POPULATE_READ;
+    for (size_t off = 0; off < map_bytes_; off += kPrefaultChunkBytes) {
+        const size_t n = std::min(kPrefaultChunkBytes, map_bytes_ - off);
+        // EINVAL: a kernel without MADV_POPULATE_READ; anything else (EINTR, ENOMEM...): the
+        // touch pass still brings the pages in, only slower.
+        if (r.method == PrefaultMethod::POPULATE_READ && ::madvise(base + off, n, MADV_POPULATE_READ) != 0)
+            r.method = PrefaultMethod::TOUCH;
+        if (r.method == PrefaultMethod::TOUCH) {
+            volatile uint8_t sink = 0;
+            for (size_t p = 0; p < n; p += page) sink = sink + base[off + p];
+            (void)sink;
+        }
+        r.bytes += n;
+        if (progress) progress(r.bytes, map_bytes_);
+    }
+    return r;
+}
+
+uint64_t MappedFile::resident_bytes() const {
+    if (!map_) return size_bytes_;
+    const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+    const size_t n_pages = (map_bytes_ + page - 1) / page;
+    std::vector<unsigned char> vec(n_pages);
+    if (::mincore(map_, map_bytes_, vec.data()) != 0) return 0;
+    uint64_t resident = 0;
+    for (size_t i = 0; i < n_pages; ++i)
+        if (vec[i] & 1) resident += std::min(page, map_bytes_ - i * page);
+    return resident;
 }
 
 }  // namespace duet::format

@@ -6,6 +6,7 @@
 // The data pointer is aligned to at least 64 bytes. Thread safety: immutable, any thread.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -25,6 +26,25 @@ class MappedFile {
 
     // Hint that [offset, offset + n_bytes) will be read soon (madvise WILLNEED); no-op for buffers.
     void prefetch(size_t offset, size_t n_bytes) const;
+
+    // How prefault() brought the pages in.
+    enum class PrefaultMethod { NONE, POPULATE_READ, TOUCH };
+    struct PrefaultResult {
+        PrefaultMethod method = PrefaultMethod::NONE;  // NONE: an owned buffer (already resident) or an empty file
+        uint64_t bytes = 0;                            // bytes of the mapping walked
+    };
+    // (done_bytes, total_bytes), called after each chunk (64 MiB) and once at the end.
+    using Progress = std::function<void(uint64_t, uint64_t)>;
+    // Reads the whole mapping into memory and maps every page into this process, so that the
+    // first forward pays no page faults (the warm first request, issue 13.4): madvise
+    // MADV_POPULATE_READ (Linux >= 5.14) where the kernel has it, else a touch pass reading one
+    // byte per page. Blocks until done; a no-op for owned buffers. Never fails: an I/O error
+    // surfaces later as the same SIGBUS a plain read of the mapping would raise.
+    PrefaultResult prefault(const Progress& progress = nullptr) const;
+    // Bytes of the mapping whose pages are resident in memory (mincore); size_bytes() for
+    // owned buffers.
+    uint64_t resident_bytes() const;
+    bool is_mapped() const { return map_ != nullptr; }
 
   private:
     MappedFile() = default;

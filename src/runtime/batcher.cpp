@@ -7,6 +7,7 @@
 #include "core/timer.h"
 #include "model/tokenizer/tokenizer.h"
 #include "runtime/prefix_cache.h"
+#include "runtime/warmup.h"
 
 namespace duet::runtime {
 
@@ -43,6 +44,10 @@ Batcher::Batcher(std::shared_ptr<const Model> model, EngineOptions engine_opts, 
     engine_opts.n_seq_max = std::max(engine_opts.n_seq_max, opts_.n_parallel);
     engine_ = std::make_unique<Engine>(model_, engine_opts);
     n_ctx_ = engine_->n_ctx();
+    if (opts_.warmup_rounds > 0) {
+        WarmupStats warm;
+        warm_forwards(*engine_, opts_.warmup_rounds, warm);
+    }
     if (opts_.prefix_cache) prefix_ = std::make_unique<PrefixCache>(engine_->kv_cache());
     {
         std::lock_guard<std::mutex> lock(mu_);

@@ -46,6 +46,7 @@ struct BatcherOptions {
     // step the loop starts) throws instead of running; -1: off. Shows that a failing step fails
     // only its own requests ("error") and the batcher keeps serving.
     int64_t fault_at_step = -1;
+    int64_t warmup_rounds = 0;  // dummy prefill + decode rounds before serving (runtime/warmup.h)
 };
 
 struct GenResult {

@@ -171,6 +171,7 @@ std::vector<int32_t> run_generation(Engine& engine, SequenceKv& seq, const std::
 
     RunLimits limits;
     limits.max_tokens = opts.n_predict;
+    limits.ignore_eos = opts.ignore_eos;
     SequenceRun run(model, opts.sampling, prompt, limits, seq, on_text, on_token);
     SequenceRun* const runs[] = {&run};
     const int64_t t = now_ns();

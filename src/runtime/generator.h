@@ -134,6 +134,7 @@ struct GenerateOptions {
     // rest. Off by default: a shorter prefill is a different GEMM shape, so logits may differ
     // from a full prefill in the last float bits.
     bool reuse_prefix = false;
+    bool ignore_eos = false;          // generate n_predict tokens even past end-of-generation (scripted replays)
 };
 
 struct GenerateStats {

@@ -39,9 +39,16 @@ void plan_forward(const graph::Graph& g, int32_t n_seq, int64_t n_past, int64_t 
 
 // Whole generation of graph g (the default graph of `shape`, or one rewritten by passes);
 // throws duet::Error for non-positive lengths or an invalid shape.
-Plan plan_generation(const graph::Graph& g, int64_t seq_len, int64_t gen_len, int32_t batch);
+//
+// Prefix reuse (vLLM automatic prefix caching, runtime/prefix_cache.h): n_cached of the
+// seq_len prompt tokens already have their K/V in the cache (an agent resending its history),
+// so the PREFILL forward computes only the seq_len - n_cached uncached tokens (n_past =
+// n_cached): the matmuls, norms and KV writes scale with the uncached tokens only, while
+// attention still reads the whole context. 0 <= n_cached < seq_len (at least one token is
+// computed: its logits give the first generated token), else duet::Error.
+Plan plan_generation(const graph::Graph& g, int64_t seq_len, int64_t gen_len, int32_t batch, int64_t n_cached = 0);
 Plan plan_generation(const ModelShape& shape, int64_t seq_len, int64_t gen_len, int32_t batch,
-                     const graph::GraphOptions& go = {});
+                     const graph::GraphOptions& go = {}, int64_t n_cached = 0);
 
 // Splits an engine trace into forwards at each EMBED record (each forward starts with one).
 std::vector<ForwardSpan> split_forwards(const OpTrace& ops);

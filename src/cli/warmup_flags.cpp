@@ -1,0 +1,19 @@
+#include "cli/warmup_flags.h"
+
+#include "cli/flags.h"
+#include "core/log.h"
+
+namespace duet::cli {
+
+void add_warmup_flags(CLI::App* cmd, runtime::WarmupOptions& opts) {
+    // CLI11 flag "!": --no-warmup sets prefault = false
+    cmd->add_flag("!--no-warmup", opts.prefault,
+                  "Do not pre-fault the weights at load (the first request then pays the page faults)");
+    number(cmd, "--warmup", opts.n_rounds,
+           "Dummy prefill + decode rounds at load, so the first request finds scratch, threads and kernels ready",
+           int64_t(0), kMaxWarmupRounds);
+}
+
+void log_warmup(const runtime::WarmupStats& st) { DUET_LOG_INFO("{}", st.format()); }
+
+}  // namespace duet::cli

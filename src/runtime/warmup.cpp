@@ -1,0 +1,87 @@
+#include "runtime/warmup.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "core/timer.h"
+#include "format/mapped_file.h"
+
+namespace duet::runtime {
+
+std::string WarmupStats::format() const {
+    std::string s = "warm-up: ";
+    if (method == "skipped")
+        s += "weights not pre-faulted (--no-warmup)";
+    else
+        s += fmt::format("{:.1f} MiB pre-faulted ({}) in {:.0f} ms", double(prefault_bytes) / (1 << 20), method,
+                         prefault_ms);
+    if (n_forwards > 0) s += fmt::format(", {} dummy forwards in {:.0f} ms", n_forwards, forwards_ms);
+    return s;
+}
+
+WarmupStats prefault_weights(const Model& model, bool progress) {
+    WarmupStats st;
+    const format::MappedFile& map = model.file().mapping();
+    const bool bar = progress && map.size_bytes() >= kWarmupProgressMinBytes && ::isatty(STDERR_FILENO);
+    int last_pct = -1;
+    auto on_progress = [&](uint64_t done, uint64_t total) {
+        const int pct = total ? int(done * 100 / total) : 100;
+        if (pct == last_pct) return;
+        std::fprintf(stderr, "\rduet: pre-faulting %s: %3d%% (%.2f / %.2f GB)", model.path().c_str(), pct,
+                     double(done) / 1e9, double(total) / 1e9);
+        last_pct = pct;
+    };
+    const int64_t t0 = now_ns();
+    const format::MappedFile::PrefaultResult r =
+        map.prefault(bar ? format::MappedFile::Progress(on_progress) : format::MappedFile::Progress());
+    if (bar && last_pct >= 0) std::fprintf(stderr, "\n");
+    st.prefault_ms = double(now_ns() - t0) / 1e6;
+    st.prefault_bytes = r.method == format::MappedFile::PrefaultMethod::NONE ? map.size_bytes() : r.bytes;
+    switch (r.method) {
+        case format::MappedFile::PrefaultMethod::POPULATE_READ: st.method = "madvise populate"; break;
+        case format::MappedFile::PrefaultMethod::TOUCH: st.method = "touch pass"; break;
+        case format::MappedFile::PrefaultMethod::NONE: st.method = "in memory"; break;
+    }
+    return st;
+}
+
+void warm_forwards(Engine& engine, int64_t n_rounds, WarmupStats& st) {
+    if (n_rounds <= 0) return;
+    const int64_t n_prefill = std::clamp<int64_t>(engine.n_ctx() - 1, 1, 16);
+    const int64_t n_vocab = engine.hparams().n_vocab;
+    std::vector<int32_t> prompt(static_cast<size_t>(n_prefill));
+    for (int64_t i = 0; i < n_prefill; ++i) prompt[size_t(i)] = int32_t((7 * i + 3) % n_vocab);
+    const int32_t next = int32_t(11 % n_vocab);
+    const int64_t t0 = now_ns();
+    ForwardOutput out;
+    for (int64_t r = 0; r < n_rounds; ++r) {
+        SequenceKv seq;
+        try {
+            SeqInput in{prompt, &seq, false};
+            const bool ok = engine.forward({&in, 1}, out) == ForwardStatus::OK;
+            if (ok) ++st.n_forwards;
+            if (ok && engine.n_ctx() > n_prefill) {
+                SeqInput dec{{&next, 1}, &seq, false};
+                if (engine.forward({&dec, 1}, out) == ForwardStatus::OK) ++st.n_forwards;
+            }
+        } catch (...) {
+            seq.release(engine.kv_cache());
+            throw;
+        }
+        seq.release(engine.kv_cache());
+    }
+    st.forwards_ms += double(now_ns() - t0) / 1e6;
+}
+
+WarmupStats warm_up(const Model& model, Engine* engine, const WarmupOptions& opts) {
+    WarmupStats st;
+    if (opts.prefault) st = prefault_weights(model, opts.progress);
+    if (engine) warm_forwards(*engine, opts.n_rounds, st);
+    return st;
+}
+
+}  // namespace duet::runtime

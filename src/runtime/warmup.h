@@ -1,0 +1,50 @@
+#pragma once
+// Warm-up at load (issue 13.4, issue 15 "plan cache and warm-up"): the first request's TTFT
+// should equal a warm one's. Two parts, both run before the first request:
+//   prefault_weights  every page of the model file is read and mapped into the process
+//                     (MappedFile::prefault), so the first forward pays no page faults;
+//                     `duet run/serve/bench --no-warmup` skips it.
+//   warm_forwards     N rounds of dummy forwards (`--warmup N`), each a short prefill and one
+//                     decode step on a scratch sequence released afterwards, so that the
+//                     scratch arena, the thread pool's threads and the kernels' first-use paths
+//                     (GEMM and GEMV) are prepared before a request arrives.
+// Thread safety: prefault_weights any thread; warm_forwards on the engine's thread (the
+// engine has no other user while it runs).
+#include <cstdint>
+#include <string>
+
+#include "runtime/engine.h"
+#include "runtime/model.h"
+
+namespace duet::runtime {
+
+struct WarmupOptions {
+    bool prefault = true;     // false: --no-warmup
+    int64_t n_rounds = 0;     // --warmup N: dummy prefill + decode rounds
+    bool progress = true;     // a progress bar on stderr when it is a TTY and the file is large
+};
+
+struct WarmupStats {
+    std::string method = "skipped";  // "madvise populate", "touch pass", "in memory", "skipped"
+    uint64_t prefault_bytes = 0;
+    double prefault_ms = 0;
+    int64_t n_forwards = 0;          // dummy forwards run
+    double forwards_ms = 0;
+    std::string format() const;      // one line, e.g. "warm-up: 512.0 MiB pre-faulted (madvise populate) in 80 ms"
+};
+
+// Files at least this large show a progress bar on a TTY.
+inline constexpr uint64_t kWarmupProgressMinBytes = uint64_t(256) << 20;
+
+// Reads every page of the model's file into this process's page tables.
+WarmupStats prefault_weights(const Model& model, bool progress);
+
+// Runs n_rounds rounds of one prefill forward (min(16, n_ctx - 1) tokens) and one decode forward
+// on a fresh sequence, then releases its KV blocks; adds to st. No-op for n_rounds <= 0. A KV
+// pool too small for the round is skipped (the engine stays usable). Throws what forward throws.
+void warm_forwards(Engine& engine, int64_t n_rounds, WarmupStats& st);
+
+// Both, as the CLI commands run them after loading (prefault first).
+WarmupStats warm_up(const Model& model, Engine* engine, const WarmupOptions& opts);
+
+}  // namespace duet::runtime

@@ -1,0 +1,107 @@
+// Warm-up at load (runtime/warmup.h): after load + warm_up the model file's pages are resident
+// (mincore) and reading them faults no page in; with --no-warmup the first read pays the faults;
+// --warmup N runs 2N dummy forwards and leaves the KV pool as it found it.
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "format/mapped_file.h"
+#include "runtime/engine.h"
+#include "runtime/warmup.h"
+#include "test_models.h"
+
+using namespace duet;
+using namespace duet::runtime;
+
+namespace {
+
+int64_t page_faults() {
+    rusage ru{};
+    ::getrusage(RUSAGE_SELF, &ru);
+    return int64_t(ru.ru_minflt) + int64_t(ru.ru_majflt);
+}
+
+// What the first forward would pay: page faults while reading one byte of every page of the
+// mapping (the weights and everything else in the file).
+int64_t faults_reading(const format::MappedFile& m) {
+    const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+    const int64_t f0 = page_faults();
+    volatile uint8_t sink = 0;
+    for (size_t i = 0; i < m.size_bytes(); i += page) sink = sink + m.data()[i];
+    (void)sink;
+    return page_faults() - f0;
+}
+
+TEST(Warmup, PrefaultMakesTheWholeFileResidentAndTheFirstReadFaultFree) {
+    const std::string path = test::generated_model("tiny-llama");
+    ASSERT_FALSE(path.empty());
+    auto model = Model::load(path);
+    const format::MappedFile& map = model->file().mapping();
+    const WarmupStats st = warm_up(*model, nullptr, WarmupOptions{});
+    EXPECT_EQ(st.prefault_bytes, map.size_bytes());
+    EXPECT_TRUE(st.method == "madvise populate" || st.method == "touch pass") << st.method;
+    EXPECT_EQ(map.resident_bytes(), map.size_bytes());
+    EXPECT_EQ(faults_reading(map), 0);
+}
+
+// Without warm-up the weights' pages are mapped on first touch: reading them faults (the kernel
+// maps at most a fault-around window, 16 pages by default, per fault).
+TEST(Warmup, NoWarmupLeavesTheFaultsToTheFirstRead) {
+    const std::string path = test::generated_model("tiny-llama");
+    ASSERT_FALSE(path.empty());
+    auto model = Model::load(path);
+    WarmupOptions off;
+    off.prefault = false;
+    const WarmupStats st = warm_up(*model, nullptr, off);
+    EXPECT_EQ(st.method, "skipped");
+    EXPECT_EQ(st.prefault_bytes, 0u);
+    const format::MappedFile& map = model->file().mapping();
+    const int64_t n_pages = int64_t(map.size_bytes() / size_t(::sysconf(_SC_PAGESIZE)));
+    EXPECT_GE(faults_reading(map), n_pages / 32);
+    EXPECT_EQ(st.format(), "warm-up: weights not pre-faulted (--no-warmup)");
+}
+
+TEST(Warmup, DummyForwardsRunAndReturnTheirKvBlocks) {
+    const std::string path = test::generated_model("tiny-llama");
+    ASSERT_FALSE(path.empty());
+    auto model = Model::load(path);
+    EngineOptions eo;
+    eo.n_threads = 1;
+    eo.n_ctx = 64;
+    Engine engine(model, eo);
+    const int64_t free0 = engine.kv_cache().n_free();
+    WarmupOptions w;
+    w.n_rounds = 3;
+    const WarmupStats st = warm_up(*model, &engine, w);
+    EXPECT_EQ(st.n_forwards, 6);  // a prefill and a decode per round
+    EXPECT_EQ(engine.kv_cache().n_free(), free0);
+    EXPECT_NE(st.format().find(", 6 dummy forwards in "), std::string::npos) << st.format();
+}
+
+std::string run_stderr(const std::string& args) {
+    const std::string err = std::string(DUET_BINARY_DIR) + "/test-models/warmup_test." + std::to_string(::getpid());
+    const int status = std::system(fmt::format("'{}' {} > /dev/null 2> '{}'", test::duet_binary(), args, err).c_str());
+    std::ifstream f(err);
+    std::string text((std::istreambuf_iterator<char>(f)), {});
+    std::remove(err.c_str());
+    return WEXITSTATUS(status) == 0 ? text : "exit " + std::to_string(WEXITSTATUS(status)) + ": " + text;
+}
+
+TEST(Warmup, RunReportsWhatTheWarmupDid) {
+    const std::string path = test::generated_model("tiny-llama");
+    ASSERT_FALSE(path.empty());
+    const std::string base = fmt::format("run -m '{}' -p hi -n 2 --temp 0 --threads 1", path);
+    const std::string on = run_stderr(base + " --warmup 2");
+    EXPECT_NE(on.find("MiB pre-faulted ("), std::string::npos) << on;
+    EXPECT_NE(on.find(", 4 dummy forwards in "), std::string::npos) << on;
+    const std::string off = run_stderr(base + " --no-warmup");
+    EXPECT_NE(off.find("warm-up: weights not pre-faulted (--no-warmup)"), std::string::npos) << off;
+    const std::string bad = run_stderr(base + " --warmup 1e9");
+    EXPECT_NE(bad.find("exit 2: duet: error: --warmup"), std::string::npos) << bad;
+}
+
+}  // namespace
