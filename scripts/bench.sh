@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # `make bench`: end-to-end engine throughput on generated >= 1 GB models (f16 and q8_0, cached
 # in $BUILD/bench-models/), then every other bench_* binary. Numbers: docs/performance.md.
+# bench_engine and bench_kernels each end with a table of every figure as a share of its measured
+# limit (compute peak of the kernel's instruction mix, or read bandwidth / bytes per token) with
+# the issue-13 target and met / NOT MET.
 set -euo pipefail
 BUILD=${1:-build}
 DUET="$BUILD/duet"

@@ -1,5 +1,7 @@
 // Kernel throughput at llama-7B shapes: GEMV (decode, m = 1) and GEMM (prefill, m = 512) for
-// every weight type, the STREAM-style bandwidth probe, and OpenBLAS sgemm as the yardstick.
+// every weight type, the STREAM-style bandwidth probe, OpenBLAS sgemm as the yardstick, the
+// per-core compute peaks (kernels/peak.h), and at the end a table of every figure as a share
+// of its limit with the issue-13 targets (limits_table.h).
 // Threads: DUET_THREADS or all hardware threads (the engine's default). Weights are random
 // bytes with sane scales (no quantiser run: the numbers do not matter, the bytes read do).
 #include <benchmark/benchmark.h>
@@ -14,6 +16,7 @@
 #include "core/timer.h"
 #include "kernels/kernels.h"
 #include "kernels/membw.h"
+#include "limits_table.h"
 #ifdef DUET_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
@@ -133,6 +136,11 @@ void BM_Matmul(benchmark::State& state) {
     state.counters["FLOP/s"] =
         benchmark::Counter(2.0 * double(m) * double(n) * double(k) * double(state.iterations()),
                            benchmark::Counter::kIsRate);
+    // the last (longest) run of each shape wins
+    auto& r = limits::result(std::string(m <= 4 ? "gemv " : "gemm ") + dtype_name(type) + " " + std::to_string(m) +
+                             "x" + std::to_string(n) + "x" + std::to_string(k));
+    r = {type, m, n, k, state.counters["GFLOP/s_cpu"], double(rb) * double(n) * double(state.iterations()) / wall / 1e9,
+         state.counters["cpu_util"]};
 }
 
 void BM_MemoryBandwidth(benchmark::State& state) {
@@ -145,6 +153,7 @@ void BM_MemoryBandwidth(benchmark::State& state) {
     state.counters["read_GB/s_cpu"] = r.read_cpu_gbps;
     state.counters["triad_GB/s_cpu"] = r.triad_cpu_gbps;
     state.counters["threads"] = r.threads;
+    limits::g_bandwidth = std::max(limits::g_bandwidth, r.read_gbps);
 }
 
 #ifdef DUET_HAVE_OPENBLAS
@@ -164,6 +173,7 @@ void BM_OpenBlasSgemm(benchmark::State& state) {
     // OpenBLAS's idle threads sleep, so this can read low when the product is short
     const double cpu = process_cpu_s() - c0;
     state.counters["cpu_util"] = cpu / ((wall_s() - t0) * bench_threads());
+    if (m > 4) limits::g_sgemm_gflops_cpu = 2.0 * double(m * n * k) * double(state.iterations()) / (cpu / bench_threads()) / 1e9;
     state.counters["GFLOP/s_cpu"] = 2.0 * double(m * n * k) * double(state.iterations()) / (cpu / bench_threads()) / 1e9;
     state.counters["FLOP/s"] = benchmark::Counter(2.0 * double(m) * double(n) * double(k) * double(state.iterations()),
                                                   benchmark::Counter::kIsRate);
@@ -196,4 +206,13 @@ BENCHMARK(BM_Matmul)->Name("gemm")->Apply(gemm_args)->MinTime(0.3)->Unit(benchma
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    limits::measure_peaks();  // before and after the kernels: the best of both is the limit
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    limits::measure_peaks();
+    limits::print_table(pool().size());
+    return 0;
+}

@@ -48,9 +48,8 @@ IsaLevel detect_level() {
     const auto& f = cpu_features();
     IsaLevel level = IsaLevel::SCALAR;
     if (f.avx2 && f.fma && f.f16c) level = IsaLevel::AVX2;
-    if (level == IsaLevel::AVX2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512_vnni &&
-        f.avx512_bf16)
-        level = IsaLevel::AVX512;
+    // VNNI and BF16 are optional at this level: the kernels have a table with and one without them
+    if (level == IsaLevel::AVX2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq) level = IsaLevel::AVX512;
     if (const char* cap = std::getenv("DUET_ISA"); cap && *cap) {
         IsaLevel want;
         if (!std::strcmp(cap, "scalar")) want = IsaLevel::SCALAR;

@@ -22,12 +22,22 @@ const KernelTable* table_for(IsaLevel level) {
         case IsaLevel::AVX2:
             return f.avx2 && f.fma && f.f16c ? cpu::avx2_table() : nullptr;
         case IsaLevel::AVX512:
-            return f.avx2 && f.fma && f.f16c && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512_vnni &&
-                           f.avx512_bf16
-                       ? cpu::avx512_table()
-                       : nullptr;
+            if (!(f.avx2 && f.fma && f.f16c && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq)) return nullptr;
+            return f.avx512_vnni && f.avx512_bf16 ? cpu::avx512_table() : cpu::avx512bw_table();
     }
     return nullptr;
+}
+
+const KernelTable* optimised_table(int index) {
+    const auto& f = cpu_features();
+    const KernelTable* runnable[3] = {};
+    int n = 0;
+    if (const KernelTable* t = table_for(IsaLevel::AVX2)) runnable[n++] = t;
+    if (table_for(IsaLevel::AVX512)) {
+        if (const KernelTable* t = cpu::avx512bw_table()) runnable[n++] = t;
+        if (f.avx512_vnni && f.avx512_bf16) runnable[n++] = cpu::avx512_table();
+    }
+    return index >= 0 && index < n ? runnable[index] : nullptr;
 }
 
 const KernelTable& active_table() {

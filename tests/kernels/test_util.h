@@ -29,8 +29,7 @@ inline std::vector<uint8_t> make_weights(const std::vector<float>& wf, int64_t n
 // Optimised tables this machine can run (not the scalar reference itself).
 inline std::vector<const KernelTable*> optimised_tables() {
     std::vector<const KernelTable*> t;
-    for (IsaLevel l : {IsaLevel::AVX2, IsaLevel::AVX512})
-        if (const KernelTable* p = table_for(l)) t.push_back(p);
+    for (int i = 0; const KernelTable* p = optimised_table(i); ++i) t.push_back(p);
     return t;
 }
 

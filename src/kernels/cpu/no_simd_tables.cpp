@@ -5,5 +5,6 @@ namespace duet::kernels::cpu {
 
 const KernelTable* avx2_table() { return nullptr; }
 const KernelTable* avx512_table() { return nullptr; }
+const KernelTable* avx512bw_table() { return nullptr; }
 
 }  // namespace duet::kernels::cpu

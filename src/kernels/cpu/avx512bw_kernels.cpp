@@ -1,0 +1,63 @@
+// AVX-512 F/BW/VL/DQ kernels without VNNI or BF16 (Skylake-SP / Cascade Lake without VNNI):
+// the same code as avx512_kernels.cpp (16-lane float paths) with integer dot products through
+// vpmaddubsw + vpmaddwd as on AVX2. kernels.cpp picks this table at the AVX512 level when the
+// CPU lacks VNNI or BF16. Shared code: matmul_impl.inc, ops_impl.inc.
+// GCC 12's avx512fintrin.h seeds "undefined" vectors from uninitialised locals, which -Wall
+// reports at every use of _mm512_reduce_* / cvtph; the values are never read.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "core/quant.h"
+#include "kernels/cpu/cpu_tables.h"
+#include "kernels/ref/ref_kernels.h"
+
+namespace duet::kernels::cpu {
+namespace avx512bw {
+
+// Same name as the VNNI table: both are the AVX512 level (kernel_isa() == isa_name(isa_level())).
+constexpr const char* kIsaName = "avx512";
+
+#include "kernels/cpu/avx512_common.inc"
+
+// u (unsigned, <= 128) x s (signed, |s| <= 127) on 32 bytes: maddubs forms pairwise i16 sums (no
+// saturation for these ranges: 2 * 128 * 127 < 32768), madd with ones widens to 8 i32 lanes.
+inline __m256i dot_us(__m256i u, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+inline __m256i dot_us_acc(__m256i acc, __m256i u, __m256i s) { return _mm256_add_epi32(acc, dot_us(u, s)); }
+// acc + pair sums of u x s times 16-bit scales (|u| <= 63 here, so maddubs does not saturate).
+inline __m256i dot_us_scaled_acc(__m256i acc, __m256i u, __m256i s, __m256i sc16) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), sc16));
+}
+inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
+
+// 64-byte dot product for the packed prefill GEMM (gemm_q8_packed.inc): 16 i32 lanes.
+inline __m512i dot64_us(__m512i u, __m512i s) {
+    return _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1));
+}
+
+// 32 vector registers: 4 x 6 accumulators + 6 weights + 1 x for the float paths.
+constexpr int kMR = 4;
+constexpr int kNRF = 6;
+constexpr int kNRQ = 4;
+constexpr int kNRQ6 = 2;  // q6_k: 2 rows measured faster (fewer streams for its 210-byte blocks)
+
+#define DUET_KERNELS_ZMM 1
+#include "kernels/cpu/matmul_impl.inc"
+#undef DUET_KERNELS_ZMM
+#include "kernels/cpu/ops_impl.inc"
+
+}  // namespace avx512bw
+
+const KernelTable* avx512bw_table() { return &avx512bw::kTable; }
+
+}  // namespace duet::kernels::cpu

@@ -1,0 +1,202 @@
+#include "kernels/peak.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "core/cpu_features.h"
+#include "kernels/kernels.h"
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#define DUET_PEAK_X86 1
+#endif
+
+namespace duet::kernels {
+namespace {
+
+double thread_cpu_s() {
+    timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
+// volatile sink: keeps the accumulators observable so no chain is optimised away
+volatile int64_t g_sink = 0;
+
+constexpr int kChains = 12;
+
+#ifdef DUET_PEAK_X86
+// Each function runs `iters` rounds of kChains independent instructions (or sequences) and
+// returns the ops done (2 per multiply-add). Inputs are loop-carried so nothing is hoisted.
+
+__attribute__((target("avx2,fma"))) double run_f32_avx2(int64_t iters) {
+    __m256 acc[kChains];
+    for (int c = 0; c < kChains; ++c) acc[c] = _mm256_set1_ps(float(c) * 1e-3f);
+    const __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(1e-4f);
+    for (int64_t i = 0; i < iters; ++i)
+        for (int c = 0; c < kChains; ++c) acc[c] = _mm256_fmadd_ps(acc[c], a, b);
+    float s = 0;
+    for (int c = 0; c < kChains; ++c) s += _mm256_cvtss_f32(acc[c]);
+    g_sink = g_sink + int64_t(s);
+    return double(iters) * kChains * 8 * 2;
+}
+
+__attribute__((target("avx512f"))) double run_f32_avx512(int64_t iters) {
+    __m512 acc[kChains];
+    for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_ps(float(c) * 1e-3f);
+    const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(1e-4f);
+    for (int64_t i = 0; i < iters; ++i)
+        for (int c = 0; c < kChains; ++c) acc[c] = _mm512_fmadd_ps(acc[c], a, b);
+    float s = 0;
+    alignas(64) float lanes[16];
+    for (int c = 0; c < kChains; ++c) {
+        _mm512_store_ps(lanes, acc[c]);
+        s += lanes[0];
+    }
+    g_sink = g_sink + int64_t(s);
+    return double(iters) * kChains * 16 * 2;
+}
+
+// int8 without VNNI: u8 x s8 pairs to i16 (vpmaddubsw), pairs of i16 to i32 (vpmaddwd by
+// ones), accumulate (vpaddd): 32 multiply-adds per ymm sequence. The accumulator is also the
+// unsigned operand of the next round, so the three instructions form one dependency chain.
+__attribute__((target("avx2"))) double run_int8_avx2(int64_t iters) {
+    __m256i acc[kChains];
+    for (int c = 0; c < kChains; ++c) acc[c] = _mm256_set1_epi32(c);
+    const __m256i s = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
+    for (int64_t i = 0; i < iters; ++i)
+        for (int c = 0; c < kChains; ++c)
+            acc[c] = _mm256_add_epi32(acc[c], _mm256_madd_epi16(_mm256_maddubs_epi16(acc[c], s), ones));
+    int64_t t = 0;
+    for (int c = 0; c < kChains; ++c) t += _mm256_extract_epi32(acc[c], 0);
+    g_sink = g_sink + t;
+    return double(iters) * kChains * 32 * 2;
+}
+
+__attribute__((target("avx512f,avx512bw"))) double run_int8_avx512bw(int64_t iters) {
+    __m512i acc[kChains];
+    for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_epi32(c);
+    const __m512i s = _mm512_set1_epi8(3), ones = _mm512_set1_epi16(1);
+    for (int64_t i = 0; i < iters; ++i)
+        for (int c = 0; c < kChains; ++c)
+            acc[c] = _mm512_add_epi32(acc[c], _mm512_madd_epi16(_mm512_maddubs_epi16(acc[c], s), ones));
+    int64_t t = 0;
+    alignas(64) int32_t lanes[16];
+    for (int c = 0; c < kChains; ++c) {
+        _mm512_store_si512(lanes, acc[c]);
+        t += lanes[0];
+    }
+    g_sink = g_sink + t;
+    return double(iters) * kChains * 64 * 2;
+}
+
+__attribute__((target("avx512f,avx512vnni"))) double run_int8_vnni(int64_t iters) {
+    __m512i acc[kChains];
+    for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_epi32(c);
+    const __m512i u = _mm512_set1_epi8(5), s = _mm512_set1_epi8(3);
+    for (int64_t i = 0; i < iters; ++i)
+        for (int c = 0; c < kChains; ++c) acc[c] = _mm512_dpbusd_epi32(acc[c], u, s);
+    int64_t t = 0;
+    alignas(64) int32_t lanes[16];
+    for (int c = 0; c < kChains; ++c) {
+        _mm512_store_si512(lanes, acc[c]);
+        t += lanes[0];
+    }
+    g_sink = g_sink + t;
+    return double(iters) * kChains * 64 * 2;
+}
+
+__attribute__((target("avx512f,avx512bf16"))) double run_bf16(int64_t iters) {
+    __m512 acc[kChains];
+    for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_ps(float(c) * 1e-3f);
+    const __m512bh a = (__m512bh)_mm512_set1_epi16(0x3f80), b = (__m512bh)_mm512_set1_epi16(0x3a80);
+    for (int64_t i = 0; i < iters; ++i)
+        for (int c = 0; c < kChains; ++c) acc[c] = _mm512_dpbf16_ps(acc[c], a, b);
+    float s = 0;
+    alignas(64) float lanes[16];
+    for (int c = 0; c < kChains; ++c) {
+        _mm512_store_ps(lanes, acc[c]);
+        s += lanes[0];
+    }
+    g_sink = g_sink + int64_t(s);
+    return double(iters) * kChains * 32 * 2;
+}
+#endif
+
+struct Spec {
+    const char* name;
+    const char* instruction;
+    const char* unit;
+    bool (*available)();
+    double (*run)(int64_t);
+};
+
+bool has_avx2() { return cpu_features().avx2 && cpu_features().fma; }
+bool has_avx512() { return cpu_features().avx512f; }
+bool has_avx512bw() { return cpu_features().avx512f && cpu_features().avx512bw; }
+bool has_vnni() { return cpu_features().avx512f && cpu_features().avx512_vnni; }
+bool has_bf16() { return cpu_features().avx512f && cpu_features().avx512_bf16; }
+
+Spec spec(PeakKind kind) {
+#ifdef DUET_PEAK_X86
+    switch (kind) {
+        case PeakKind::F32_FMA_AVX2: return {"f32 fma avx2", "vfmadd231ps ymm", "GFLOP/s", has_avx2, run_f32_avx2};
+        case PeakKind::F32_FMA_AVX512:
+            return {"f32 fma avx512", "vfmadd231ps zmm", "GFLOP/s", has_avx512, run_f32_avx512};
+        case PeakKind::INT8_AVX2:
+            return {"int8 avx2", "vpmaddubsw+vpmaddwd+vpaddd ymm", "GOP/s", has_avx2, run_int8_avx2};
+        case PeakKind::INT8_AVX512BW:
+            return {"int8 avx512bw", "vpmaddubsw+vpmaddwd+vpaddd zmm", "GOP/s", has_avx512bw, run_int8_avx512bw};
+        case PeakKind::INT8_VNNI: return {"int8 vnni", "vpdpbusd zmm", "GOP/s", has_vnni, run_int8_vnni};
+        case PeakKind::BF16_AVX512: return {"bf16 avx512", "vdpbf16ps zmm", "GFLOP/s", has_bf16, run_bf16};
+        case PeakKind::COUNT: break;
+    }
+#endif
+    (void)kind;
+    return {"?", "?", "?", [] { return false; }, nullptr};
+}
+
+}  // namespace
+
+PeakProbe measure_peak(PeakKind kind, double seconds, int repetitions) {
+    const Spec s = spec(kind);
+    PeakProbe p{kind, s.name, s.instruction, s.unit};
+    if (!s.run || !s.available()) return p;
+    p.available = true;
+    // calibrate the iteration count to about `seconds` of CPU time
+    int64_t iters = 1 << 14;
+    for (;;) {
+        const double t0 = thread_cpu_s();
+        s.run(iters);
+        const double dt = thread_cpu_s() - t0;
+        if (dt > seconds * 0.25 || iters > (int64_t(1) << 40)) {
+            iters = std::max<int64_t>(1, int64_t(double(iters) * seconds / std::max(dt, 1e-6)));
+            break;
+        }
+        iters *= 4;
+    }
+    for (int r = 0; r < std::max(1, repetitions); ++r) {
+        const double t0 = thread_cpu_s();
+        const double ops = s.run(iters);
+        const double dt = thread_cpu_s() - t0;
+        if (dt > 0) p.ops_per_s = std::max(p.ops_per_s, ops / dt);
+    }
+    return p;
+}
+
+PeakKind int8_peak_kind_for_active_table() {
+    // the same condition as kernels.cpp table_for(): the VNNI table needs BF16 too
+    const auto& f = cpu_features();
+    if (std::strcmp(kernel_isa(), "avx512") == 0)
+        return f.avx512_vnni && f.avx512_bf16 ? PeakKind::INT8_VNNI : PeakKind::INT8_AVX512BW;
+    return PeakKind::INT8_AVX2;
+}
+
+PeakKind float_peak_kind_for_active_table() {
+    return std::strcmp(kernel_isa(), "avx512") == 0 ? PeakKind::F32_FMA_AVX512 : PeakKind::F32_FMA_AVX2;
+}
+
+}  // namespace duet::kernels
