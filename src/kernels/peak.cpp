@@ -51,11 +51,7 @@ __attribute__((target("avx512f"))) double run_f32_avx512(int64_t iters) {
     for (int64_t i = 0; i < iters; ++i)
         for (int c = 0; c < kChains; ++c) acc[c] = _mm512_fmadd_ps(acc[c], a, b);
     float s = 0;
-    alignas(64) float lanes[16];
-    for (int c = 0; c < kChains; ++c) {
-        _mm512_store_ps(lanes, acc[c]);
-        s += lanes[0];
-    }
+    for (int c = 0; c < kChains; ++c) s += _mm512_cvtss_f32(acc[c]);
     g_sink = g_sink + int64_t(s);
     return double(iters) * kChains * 16 * 2;
 }
@@ -84,11 +80,7 @@ __attribute__((target("avx512f,avx512bw"))) double run_int8_avx512bw(int64_t ite
         for (int c = 0; c < kChains; ++c)
             acc[c] = _mm512_add_epi32(acc[c], _mm512_madd_epi16(_mm512_maddubs_epi16(acc[c], s), ones));
     int64_t t = 0;
-    alignas(64) int32_t lanes[16];
-    for (int c = 0; c < kChains; ++c) {
-        _mm512_store_si512(lanes, acc[c]);
-        t += lanes[0];
-    }
+    for (int c = 0; c < kChains; ++c) t += _mm512_cvtsi512_si32(acc[c]);
     g_sink = g_sink + t;
     return double(iters) * kChains * 64 * 2;
 }
@@ -100,11 +92,7 @@ __attribute__((target("avx512f,avx512vnni"))) double run_int8_vnni(int64_t iters
     for (int64_t i = 0; i < iters; ++i)
         for (int c = 0; c < kChains; ++c) acc[c] = _mm512_dpbusd_epi32(acc[c], u, s);
     int64_t t = 0;
-    alignas(64) int32_t lanes[16];
-    for (int c = 0; c < kChains; ++c) {
-        _mm512_store_si512(lanes, acc[c]);
-        t += lanes[0];
-    }
+    for (int c = 0; c < kChains; ++c) t += _mm512_cvtsi512_si32(acc[c]);
     g_sink = g_sink + t;
     return double(iters) * kChains * 64 * 2;
 }
@@ -116,11 +104,7 @@ __attribute__((target("avx512f,avx512bf16"))) double run_bf16(int64_t iters) {
     for (int64_t i = 0; i < iters; ++i)
         for (int c = 0; c < kChains; ++c) acc[c] = _mm512_dpbf16_ps(acc[c], a, b);
     float s = 0;
-    alignas(64) float lanes[16];
-    for (int c = 0; c < kChains; ++c) {
-        _mm512_store_ps(lanes, acc[c]);
-        s += lanes[0];
-    }
+    for (int c = 0; c < kChains; ++c) s += _mm512_cvtss_f32(acc[c]);
     g_sink = g_sink + int64_t(s);
     return double(iters) * kChains * 32 * 2;
 }

@@ -61,18 +61,8 @@ inline float vhmax(VF v) {
 // ---- 8-lane f32 helpers for the integer paths (shared width with AVX-512) ----
 inline float hsum8(__m256 v) { return vhsum(v); }
 
-// ---- int8 dot products on 32 bytes: u (unsigned, <= 128) x s (signed, |s| <= 127) ----
-// maddubs forms pairwise i16 sums (no saturation for these ranges: 2 * 128 * 127 < 32768),
-// madd with ones widens to 8 i32 lanes (lane t = bytes 4t .. 4t+3).
-inline __m256i dot_us(__m256i u, __m256i s) {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
-}
-inline __m256i dot_us_acc(__m256i acc, __m256i u, __m256i s) { return _mm256_add_epi32(acc, dot_us(u, s)); }
-// acc + sum over pairs of (u * s) products times 16-bit scales: maddubs gives 16 i16 pair sums
-// (|u| <= 63 here, so no saturation), madd multiplies them by sc16 and adds pairs into i32.
-inline __m256i dot_us_scaled_acc(__m256i acc, __m256i u, __m256i s, __m256i sc16) {
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), sc16));
-}
+// ---- int8 dot products on 32 bytes ----
+#include "kernels/cpu/dot_maddubs.inc"
 inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
 
 // Register blocking: x rows per tile; weight rows per tile for float and integer paths

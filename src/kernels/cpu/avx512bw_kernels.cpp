@@ -28,16 +28,7 @@ constexpr const char* kIsaName = "avx512";
 
 #include "kernels/cpu/avx512_common.inc"
 
-// u (unsigned, <= 128) x s (signed, |s| <= 127) on 32 bytes: maddubs forms pairwise i16 sums (no
-// saturation for these ranges: 2 * 128 * 127 < 32768), madd with ones widens to 8 i32 lanes.
-inline __m256i dot_us(__m256i u, __m256i s) {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
-}
-inline __m256i dot_us_acc(__m256i acc, __m256i u, __m256i s) { return _mm256_add_epi32(acc, dot_us(u, s)); }
-// acc + pair sums of u x s times 16-bit scales (|u| <= 63 here, so maddubs does not saturate).
-inline __m256i dot_us_scaled_acc(__m256i acc, __m256i u, __m256i s, __m256i sc16) {
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), sc16));
-}
+#include "kernels/cpu/dot_maddubs.inc"
 inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
 
 // 64-byte dot product for the packed prefill GEMM (gemm_q8_packed.inc): 16 i32 lanes.
