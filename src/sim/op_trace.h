@@ -61,6 +61,7 @@ struct OpRecord {
     // Reads an input of the record before it and none of its outputs (graph::Node::
     // sibling_of_prev: Q, K, V; gate, up): the timeline may start it together with that one.
     bool sibling_of_prev = false;
+    bool operator==(const OpRecord&) const = default;
 };
 
 using OpTrace = std::vector<OpRecord>;

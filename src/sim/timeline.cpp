@@ -95,13 +95,6 @@ double full_switch_conversion_ns(const ModelShape& shape, const Plan& plan, cons
     return sw;
 }
 
-bool same_record(const OpRecord& a, const OpRecord& b) {
-    return a.kind == b.kind && a.role == b.role && a.phase == b.phase && a.layer == b.layer && a.n_seq == b.n_seq &&
-           a.m == b.m && a.n == b.n && a.k == b.k && a.n_head == b.n_head && a.n_head_kv == b.n_head_kv &&
-           a.weight_dtype == b.weight_dtype && a.weight_bytes == b.weight_bytes && a.in_bytes == b.in_bytes &&
-           a.out_bytes == b.out_bytes && a.flops == b.flops && a.sibling_of_prev == b.sibling_of_prev;
-}
-
 // One operator ready to schedule: its parts, each with its device, shape and cost.
 struct PreparedPart {
     int device = 0;
@@ -203,7 +196,7 @@ private:
     const PreparedOp& prepare(const OpRecord& r, size_t j) {
         if (j >= prepared_.size()) prepared_.resize(j + 1);
         PreparedOp& op = prepared_[j];
-        if (op.valid && same_record(op.record, r)) return op;
+        if (op.valid && op.record == r) return op;
         op.valid = true;
         op.record = r;
         const hw::OpShape s = per_sequence(r, to_op_shape(r), opts_, op.repeat);
