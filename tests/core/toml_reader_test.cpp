@@ -3,18 +3,12 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "../error_message.h"
 
 namespace duet {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
+using test::error_of;
 
 TEST(TomlReader, ReadsAndValidates) {
     auto doc = TomlDoc::parse_string("[timing]\ntCK_ns = 1.25\nCL = 17\nname = \"lpddr5\"\nok = true\n", "mem.toml");

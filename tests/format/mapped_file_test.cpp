@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "format/mapped_file.h"
+#include "../page_faults.h"
 
 namespace duet::format {
 namespace {
@@ -42,23 +43,7 @@ void evict(const std::string& path) {
     ::close(fd);
 }
 
-int64_t page_faults() {
-    rusage ru{};
-    ::getrusage(RUSAGE_SELF, &ru);
-    return int64_t(ru.ru_minflt) + int64_t(ru.ru_majflt);
-}
-
-// Reads one byte of every page; returns the page faults it took. Not instrumented by ASan: its
-// check of each read would fault in the shadow pages (one per 8 pages read), which are not the
-// file's.
-__attribute__((no_sanitize("address"))) int64_t faults_reading(const MappedFile& m) {
-    const size_t page = size_t(::sysconf(_SC_PAGESIZE));
-    const int64_t f0 = page_faults();
-    volatile uint8_t sink = 0;
-    for (size_t i = 0; i < m.size_bytes(); i += page) sink = sink + m.data()[i];
-    (void)sink;
-    return page_faults() - f0;
-}
+using test::faults_reading;
 
 TEST(MappedFilePrefault, MakesEveryPageResidentAndReadsFaultFree) {
     const std::string path = write_file("prefault_test.bin");

@@ -7,6 +7,7 @@
 #include "graph/graph.h"
 #include "graph/parallel.h"
 #include "sim/planner.h"
+#include "../error_message.h"
 
 namespace duet::graph {
 namespace {
@@ -24,14 +25,7 @@ ModelShape shape(int64_t n_head = 8, int64_t n_head_kv = 4, int64_t n_ff = 96) {
     return s;
 }
 
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
+using test::error_of;
 
 TEST(TpShard, HeadsAndFfnSplitEvenly) {
     const TpShard a = tp_shard(shape(), 2, 1);

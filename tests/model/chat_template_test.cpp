@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "../error_message.h"
 
 namespace duet::model {
 namespace {
@@ -12,14 +13,7 @@ namespace {
 const std::vector<ChatMessage> kConv = {
     {"system", "You are terse."}, {"user", "Hi there"}, {"assistant", "Hello."}, {"user", " How are you? "}};
 
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
+using test::error_of;
 
 TEST(ChatTemplate, Llama2) {
     EXPECT_EQ(render_chat(ChatTemplate::LLAMA2, kConv, true, "<s>", "</s>"),

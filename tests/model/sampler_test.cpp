@@ -9,18 +9,12 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "../error_message.h"
 
 namespace duet::model {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
+using test::error_of;
 
 std::vector<float> random_logits(int n, uint64_t seed) {
     std::mt19937_64 g(seed);

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "format/mapped_file.h"
+#include "../page_faults.h"
 #include "runtime/engine.h"
 #include "runtime/warmup.h"
 #include "test_models.h"
@@ -19,22 +20,7 @@ using namespace duet::runtime;
 
 namespace {
 
-int64_t page_faults() {
-    rusage ru{};
-    ::getrusage(RUSAGE_SELF, &ru);
-    return int64_t(ru.ru_minflt) + int64_t(ru.ru_majflt);
-}
-
-// What the first forward would pay: page faults while reading one byte of every page of the
-// mapping (the weights and everything else in the file).
-int64_t faults_reading(const format::MappedFile& m) {
-    const size_t page = size_t(::sysconf(_SC_PAGESIZE));
-    const int64_t f0 = page_faults();
-    volatile uint8_t sink = 0;
-    for (size_t i = 0; i < m.size_bytes(); i += page) sink = sink + m.data()[i];
-    (void)sink;
-    return page_faults() - f0;
-}
+using test::faults_reading;
 
 TEST(Warmup, PrefaultMakesTheWholeFileResidentAndTheFirstReadFaultFree) {
     const std::string path = test::generated_model("tiny-llama");
