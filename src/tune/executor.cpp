@@ -1,5 +1,6 @@
 #include "tune/executor.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <thread>
 
@@ -20,10 +21,13 @@ public:
             for (size_t i = 0; i < batch.size(); ++i) out[i] = evals_[0]->evaluate(batch[i]);
             return out;
         }
+        // Points differ in cost (a PIM placement schedules conversions, NPU-only does not): each
+        // thread takes the next point when it is free, so none waits on a fixed share.
+        std::atomic<size_t> next{0};
         std::vector<std::thread> th;
         for (size_t t = 0; t < n; ++t)
             th.emplace_back([&, t] {
-                for (size_t i = t; i < batch.size(); i += n) out[i] = evals_[t]->evaluate(batch[i]);
+                for (size_t i; (i = next.fetch_add(1)) < batch.size();) out[i] = evals_[t]->evaluate(batch[i]);
             });
         for (auto& x : th) x.join();
         return out;
