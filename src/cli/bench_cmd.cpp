@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "model/arch_presets.h"
+#include "sim/collective.h"
 #include "sim/hw_rig.h"
 #include "sim/planner.h"
 #include "sim/report.h"
@@ -31,6 +32,9 @@ struct BenchArgs {
     std::string model, settings_path, config_path, report, trace, svg, pim, dispatch, topology;
     int64_t npus = -1, pims = -1;  // -1: from [topology]
     int64_t trace_steps = -1;      // -1: every decode step
+    int64_t tp = 1, pp = 1;        // docs/scale-out.md
+    bool flashcomm = false;        // else VLLM_ASCEND_ENABLE_FLASHCOMM
+    std::string hccl_expansion;    // "": HCCL_OP_EXPANSION_MODE, else HOST
     sim::Thresholds th;
     bool fuse = false;
     bool no_verdict_exit = false;
@@ -58,12 +62,23 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
     in.baseline = a.baseline;
     in.target = a.target;
     in.pim = a.pim;
-    in.dispatch = config::effective_npu_dispatch(a.dispatch, config::read_runtime_knobs(config::runtime_knob_env()));
+    const config::RuntimeKnobs knobs = config::read_runtime_knobs(config::runtime_knob_env());
+    in.dispatch = config::effective_npu_dispatch(a.dispatch, knobs);
+    in.tp = int(a.tp);
+    in.pp = int(a.pp);
+    in.flashcomm = a.flashcomm || knobs.flashcomm;  // the flag wins over VLLM_ASCEND_ENABLE_FLASHCOMM
+    in.hccl_expansion = !a.hccl_expansion.empty()         ? a.hccl_expansion
+                        : !knobs.hccl_op_expansion_mode.empty() ? knobs.hccl_op_expansion_mode
+                                                                : "HOST";
+    sim::expansion_mode_from_name(in.hccl_expansion, "--hccl-expansion");  // exit 2 before any work
     in.thresholds = a.th;
     in.record_events = !a.trace.empty();
     in.fuse = a.fuse;
     in.trace_steps = a.trace_steps;
     const bool file_mode = model::find_arch_preset(in.model) == nullptr;
+    if (file_mode && in.tp * in.pp > 1)
+        fail("--tp {} --pp {} with a model file: bench models tensor and pipeline parallelism trace-only (allowed: an "
+             "architecture preset, or mpirun -np N duet run --tp N for the real engine)", in.tp, in.pp);
     BenchSetup setup = prepare_bench(st, cfg, in, file_mode);
     sim::Plan plan, plan_t;
     int64_t sim_seq = in.seq_len;
@@ -145,6 +160,8 @@ void register_bench(CLI::App& app) {
         "Examples:\n  duet bench --baseline npu_only --target npu_pim_coop --seq-len 2048 --gen-len 256 \\\n"
         "             --model llama2-7b --report reports/coop_2k.json --trace timeline.json --svg chart.svg\n"
         "  duet bench --model llama2-7b --pims 2        (decode GEMVs split across two PIM devices)\n"
+        "  duet bench --model llama2-70b --npus 8 --tp 8 --hccl-expansion AIV   (tensor parallel, docs/scale-out.md)\n"
+        "  duet bench --model llama2-70b --pims 8 --tp 8 --target pim_only --topology cent.toml   (PIM devices on CXL)\n"
         "  duet bench -m model.gguf --seq-len 64 --gen-len 32\n"
         "  duet bench --workload agent -m model.gguf --report agent.json --svg agent.svg   (docs/agent.md)\n"
         "Exit status: 0 when every verdict is MET, 3 when any is NOT MET (--no-verdict-exit: 0), 2 for errors.");
@@ -175,6 +192,16 @@ void register_bench(CLI::App& app) {
            DefaultFrom{"config.toml [topology] pims = 1"});
     text(c, "--topology", a->topology,
          "TOML file with a [topology] section (npus, pims, npu_link, pim_link, pim_presets; docs/topology.md)");
+    number(c, "--tp", a->tp, "Tensor-parallel ranks: heads and FFN split, all-reduce per block (docs/scale-out.md)",
+           int64_t(1), int64_t(1024));
+    number(c, "--pp", a->pp, "Pipeline stages: layers split, micro-batches of the batch in flight", int64_t(1),
+           int64_t(1024));
+    c->add_flag("--flashcomm", a->flashcomm,
+                "Reduce-scatter + all-gather in place of each all-reduce, add + norm on 1/tp of the tokens (else "
+                "VLLM_ASCEND_ENABLE_FLASHCOMM)");
+    text(c, "--hccl-expansion", a->hccl_expansion,
+         "Where collectives are expanded, their launch cost: AI_CPU, AIV, HOST, HOST_TS (configs/hw/collectives.toml)",
+         DefaultFrom{"HCCL_OP_EXPANSION_MODE, else HOST"});
     c->add_option("--svg", a->svg, "Write an SVG chart: TBT per token and memory breakdown");
     number(c, "--tbt-reduction-min", a->th.tbt_reduction_min, "Verdict: required TBT reduction (fraction)", 0.0, 1.0);
     number(c, "--ttft-increase-max-ms", a->th.ttft_increase_max_ms, "Verdict: allowed TTFT increase (ms)", 0.0,

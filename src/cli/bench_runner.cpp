@@ -1,9 +1,12 @@
 #include "cli/bench_runner.h"
 
+#include <algorithm>
 #include <deque>
 #include <filesystem>
 #include <map>
 #include <mutex>
+
+#include <fmt/format.h>
 
 #include "core/error.h"
 #include "format/gguf.h"
@@ -14,6 +17,7 @@
 #include "model/arch_presets.h"
 #include "model/hparams.h"
 #include "runtime/model_shape.h"
+#include "sim/scale_out.h"
 #include "sim/topology.h"
 
 namespace duet::cli {
@@ -179,17 +183,36 @@ BenchSetup prepare_bench(const config::Settings& st, const config::CoopConfig& c
     return s;
 }
 
+int micro_batches_for(int32_t batch, int pp) {
+    int m = std::max(1, std::min<int>(pp, batch));
+    while (batch % m != 0) --m;
+    return m;
+}
+
 void plan_generations(const BenchSetup& s, const TraceBenchInputs& in, sim::Plan& plan_b, sim::Plan& plan_t) {
-    plan_b = sim::plan_generation(s.shape_b, in.seq_len, in.gen_len, in.batch, {in.fuse});
-    plan_t = s.shape_t.weight_dtype == s.shape_b.weight_dtype
-                 ? plan_b
-                 : sim::plan_generation(s.shape_t, in.seq_len, in.gen_len, in.batch, {in.fuse});
+    graph::GraphOptions go;
+    go.fuse = in.fuse;
+    go.tp = in.tp;
+    go.flashcomm = in.flashcomm;
+    go.pp = in.pp;
+    const auto plan = [&](const sim::ModelShape& shape) {
+        if (in.tp * in.pp == 1) return sim::plan_generation(shape, in.seq_len, in.gen_len, in.batch, go);
+        return sim::plan_parallel_generation(shape, in.seq_len, in.gen_len, in.batch, go,
+                                             micro_batches_for(in.batch, in.pp));
+    };
+    plan_b = plan(s.shape_b);
+    plan_t = s.shape_t.weight_dtype == s.shape_b.weight_dtype ? plan_b : plan(s.shape_t);
 }
 
 sim::RunOptions bench_run_options(const config::CoopConfig& cfg, sim::Policy p, const TraceBenchInputs& in) {
     sim::RunOptions o = sim::run_options_from(cfg, p);
     o.record_events = in.record_events;
     o.record_decode_steps = in.trace_steps;
+    o.parallel.tp = in.tp;
+    o.parallel.pp = in.pp;
+    o.parallel.micro_batches = micro_batches_for(in.batch, in.pp);
+    if (in.tp * in.pp > 1)  // a tune sweep without parallelism reads no preset file per point
+        o.parallel.launch = sim::load_expansion_cost(sim::expansion_mode_from_name(in.hccl_expansion, "--hccl-expansion"));
     return o;
 }
 
@@ -215,6 +238,15 @@ sim::BenchReport finish_bench(const config::Settings& st, const config::CoopConf
     r.verdicts = sim::judge(r.baseline, r.target, in.thresholds, rig.hw);
     r.config = config_json(st, cfg);
     r.topology = topology_json(rig.hw);
+    if (in.tp * in.pp > 1) {
+        r.parallel = {{"tp", in.tp}, {"pp", in.pp}, {"micro_batches", ob.parallel.micro_batches},
+                      {"flashcomm", in.flashcomm}, {"hccl_expansion", in.hccl_expansion}};
+        const int64_t ranks = in.tp * in.pp, npus = int64_t(rig.hw.devices_of(sim::DeviceKind::NPU).size());
+        for (sim::RunReport* run : {&r.baseline, &r.target})
+            if (ranks > npus)
+                run->warnings.push_back(fmt::format("tp x pp = {} ranks share {} NPU(s): ranks on one device run one "
+                                                    "after another (--npus {} gives each its own)", ranks, npus, ranks));
+    }
     return r;
 }
 

@@ -27,7 +27,16 @@ struct TraceBenchInputs {
     bool record_events = false;  // keep per-op events (for --trace)
     bool fuse = false;           // plan the fused graph (graph/fuse_matmuls.h)
     int64_t trace_steps = -1;    // with record_events: decode steps recorded (-1: all)
+    // Scale-out (docs/scale-out.md): tensor-parallel ranks, pipeline stages, FlashComm and
+    // HCCL_OP_EXPANSION_MODE (AI_CPU, AIV, HOST, HOST_TS) of the modelled collectives.
+    int tp = 1, pp = 1;
+    bool flashcomm = false;
+    std::string hccl_expansion = "HOST";
 };
+
+// Micro-batches of a pipeline-parallel run: the largest divisor of the batch not above pp
+// (1 without pipeline parallelism).
+int micro_batches_for(int32_t batch, int pp);
 
 // The parts of a comparison that FILE mode and trace-only mode share.
 struct BenchSetup {

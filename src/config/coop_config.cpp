@@ -148,7 +148,8 @@ void check_pim_presets(const TopologySection& t) {
 const char* pim_precision_name(PimPrecision p) { return p == PimPrecision::BF16 ? "bf16" : "fp16"; }
 
 const std::vector<std::string>& link_preset_names() {
-    static const std::vector<std::string> names = {"shared_hbm", "hccs_910b", "pcie4_x16", "pcie5_x16", "cxl2_x16"};
+    static const std::vector<std::string> names = {"shared_hbm", "hccs_910b", "pcie4_x16", "pcie5_x16",
+                                                         "cxl2_x16",   "roce_200g", "roce_400g"};
     return names;
 }
 

@@ -18,6 +18,14 @@ const std::vector<RuntimeKnobInfo>& runtime_knobs() {
         {"CPU_AFFINITY_CONF", "0, 1, 2",
          "1 or 2: pins the engine's pool threads one per allowed CPU, in order (run, bench --workload agent); 0: off",
          true},
+        {"HCCL_OP_EXPANSION_MODE", "AI_CPU, AIV, HOST, HOST_TS",
+         "where HCCL expands collectives: the launch cost of every modelled collective (configs/hw/collectives.toml; "
+         "bench --tp/--pp), unless --hccl-expansion is given; unset: HOST",
+         true},
+        {"VLLM_ASCEND_ENABLE_FLASHCOMM", "0, 1",
+         "1: reduce-scatter + all-gather in place of each tensor-parallel all-reduce, the residual add and norm on "
+         "1/tp of the tokens (bench --tp), as --flashcomm does",
+         true},
         {"MULTI_STREAM_MEMORY_REUSE", "",
          "recognised, not modelled yet: memory reuse across streams (the static plan already reuses within one stream)",
          false},
@@ -85,6 +93,13 @@ RuntimeKnobs read_runtime_knobs(const std::map<std::string, std::string>& env) {
     RuntimeKnobs k;
     if (env.count("TASK_QUEUE_ENABLE")) k.task_queue_enable = small_choice(env, "TASK_QUEUE_ENABLE", 2);
     if (env.count("CPU_AFFINITY_CONF")) k.cpu_affinity = small_choice(env, "CPU_AFFINITY_CONF", 2);
+    if (env.count("VLLM_ASCEND_ENABLE_FLASHCOMM")) k.flashcomm = small_choice(env, "VLLM_ASCEND_ENABLE_FLASHCOMM", 1) == 1;
+    if (auto it = env.find("HCCL_OP_EXPANSION_MODE"); it != env.end()) {
+        const std::string& v = it->second;
+        if (v != "AI_CPU" && v != "AIV" && v != "HOST" && v != "HOST_TS")
+            fail("HCCL_OP_EXPANSION_MODE = \"{}\" is not allowed (allowed: AI_CPU, AIV, HOST, HOST_TS)", v);
+        k.hccl_op_expansion_mode = v;
+    }
     return k;
 }
 

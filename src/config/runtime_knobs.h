@@ -9,6 +9,10 @@
 //   CPU_AFFINITY_CONF  0 (off), 1 or 2 (on): pins the engine's pool threads one per CPU of the
 //                      process's allowed set, in order (runtime/cpu_affinity.h). torch_npu's
 //                      1 = coarse and 2 = fine binding both map to one thread per CPU here.
+//   HCCL_OP_EXPANSION_MODE  AI_CPU, AIV, HOST, HOST_TS: the launch cost of modelled collectives
+//                      (bench --tp/--pp) where no --hccl-expansion is given.
+//   VLLM_ASCEND_ENABLE_FLASHCOMM  0, 1: reduce-scatter + all-gather for tensor parallelism
+//                      (bench --tp) where no --flashcomm is given.
 //   the others         recognised, listed by doctor with what they do on Ascend; not modelled yet.
 //
 // Thread safety: pure functions over the given environment map.
@@ -41,6 +45,8 @@ std::vector<std::string> process_env_names();
 struct RuntimeKnobs {
     std::optional<int> task_queue_enable;  // 0, 1, 2
     int cpu_affinity = 0;                  // 0 off; 1, 2 pin pool threads
+    std::string hccl_op_expansion_mode;    // AI_CPU, AIV, HOST, HOST_TS ("": unset)
+    bool flashcomm = false;                // VLLM_ASCEND_ENABLE_FLASHCOMM=1
 };
 
 // Validated values from `env` (names as above). Throws duet::Error "TASK_QUEUE_ENABLE = \"3\" is

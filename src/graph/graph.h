@@ -72,6 +72,7 @@ public:
     int32_t token_ids = -1;  // the TOKEN_IDS tensor
     int32_t logits = -1;     // the LOGITS tensor
     TpShard tp;              // this graph's tensor-parallel share (tp 1: the whole model)
+    PpStage pp;              // this graph's pipeline stage (pp 1: every layer)
 
     // A new tensor with its own storage.
     int32_t add_tensor(std::string name, Rows rows, int64_t width, TensorKind kind = TensorKind::ACTIVATION);
@@ -111,6 +112,8 @@ struct GraphOptions {
     int tp_rank = 0;         // which of them this graph is for
     bool flashcomm = false;  // reduce-scatter + all-gather in place of all-reduce
     int64_t ff_align = 1;    // FFN split granule (the down projection's quant block)
+    int pp = 1;              // graph/shard_pipeline_parallel.h: pipeline stages
+    int pp_stage = 0;        // which stage this graph is for
 };
 Graph build_graph(const ModelShape& shape, const GraphOptions& opts);
 

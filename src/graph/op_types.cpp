@@ -16,6 +16,8 @@ const char* op_kind_name(OpKind k) {
         case OpKind::ALL_REDUCE: return "all_reduce";
         case OpKind::REDUCE_SCATTER: return "reduce_scatter";
         case OpKind::ALL_GATHER: return "all_gather";
+        case OpKind::SEND: return "send";
+        case OpKind::RECV: return "recv";
     }
     return "?";
 }

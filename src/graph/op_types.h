@@ -19,6 +19,11 @@ enum class OpKind {
     ALL_REDUCE,      // sum over ranks, every rank gets the whole result
     REDUCE_SCATTER,  // sum over ranks, rank r gets its share of the rows (flashcomm)
     ALL_GATHER,      // every rank gets every rank's share (flashcomm, after REDUCE_SCATTER)
+    // Point-to-point between pipeline stages (graph/shard_pipeline_parallel.h): n = features
+    // per row (n_embd), k = the peer stage. SEND reads the stage's last residual; RECV writes
+    // the next stage's first one.
+    SEND,
+    RECV,
 };
 
 // Which weight an operator reads. Matrices first (the values records carry), then the fused

@@ -39,6 +39,16 @@ struct TpShard {
     bool operator==(const TpShard&) const = default;
 };
 
+// Pipeline stage `stage` of `pp` (layers from pp_stage_layers).
+struct PpStage {
+    int pp = 1;
+    int stage = 0;
+    Range layers;
+    bool first() const { return stage == 0; }
+    bool last() const { return stage == pp - 1; }
+    bool operator==(const PpStage&) const = default;
+};
+
 // Rank `rank`'s share of `s` under tensor parallelism of degree `tp`.
 TpShard tp_shard(const ModelShape& s, int tp, int rank, int64_t ff_align = 1);
 

@@ -55,9 +55,18 @@ std::vector<ArchPreset> build_table() {
     t.push_back({"llama2-7b", "Llama-2-7B (meta-llama/Llama-2-7b-hf config.json)",
                  make(L, {32000, 4096, 4096, 32, 32, 32, 11008, 128, 1e-5f, 10000.0f}, false, false), SPM, "",
                  "llama-2", false});
+    t.push_back({"llama2-13b", "Llama-2-13B (meta-llama/Llama-2-13b-hf config.json)",
+                 make(L, {32000, 4096, 5120, 40, 40, 40, 13824, 128, 1e-5f, 10000.0f}, false, false), SPM, "",
+                 "llama-2", false});
+    t.push_back({"llama2-70b", "Llama-2-70B (meta-llama/Llama-2-70b-hf config.json): GQA 8:1",
+                 make(L, {32000, 4096, 8192, 80, 64, 8, 28672, 128, 1e-5f, 10000.0f}, false, false), SPM, "",
+                 "llama-2", false});
     t.push_back({"llama3-8b", "Llama-3-8B (meta-llama/Meta-Llama-3-8B config.json)",
                  make(L, {128256, 8192, 4096, 32, 32, 8, 14336, 128, 1e-5f, 500000.0f}, false, false), BPE, "llama-bpe",
                  "llama-3", false});
+    t.push_back({"llama3-70b", "Llama-3-70B (meta-llama/Meta-Llama-3-70B config.json): GQA 8:1",
+                 make(L, {128256, 8192, 8192, 80, 64, 8, 28672, 128, 1e-5f, 500000.0f}, false, false), BPE,
+                 "llama-bpe", "llama-3", false});
     t.push_back({"mistral-7b", "Mistral-7B-v0.1 (mistralai/Mistral-7B-v0.1 config.json; sliding window not modelled)",
                  make(L, {32000, 32768, 4096, 32, 32, 8, 14336, 128, 1e-5f, 10000.0f}, false, false), SPM, "",
                  "mistral", false});
@@ -66,6 +75,9 @@ std::vector<ArchPreset> build_table() {
                  "chatml", false});
     t.push_back({"qwen2.5-7b", "Qwen2.5-7B (Qwen/Qwen2.5-7B-Instruct config.json)",
                  make(Q, {152064, 32768, 3584, 28, 28, 4, 18944, 128, 1e-6f, 1000000.0f}, false, false), BPE, "qwen2",
+                 "chatml", false});
+    t.push_back({"qwen2.5-72b", "Qwen2.5-72B (Qwen/Qwen2.5-72B-Instruct config.json): GQA 8:1, QKV bias",
+                 make(Q, {152064, 32768, 8192, 80, 64, 8, 29568, 128, 1e-6f, 1000000.0f}, false, false), BPE, "qwen2",
                  "chatml", false});
     t.push_back({"bench-1b", "1.1B llama-shaped benchmark model (TinyLlama/TinyLlama-1.1B config.json)",
                  make(L, {32000, 2048, 2048, 22, 32, 4, 5632, 64, 1e-5f, 10000.0f}, false, false), SPM, "", "llama-2",

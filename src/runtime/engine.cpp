@@ -221,6 +221,8 @@ void Engine::run_node(const graph::Node& nd, const Step& st) {
         case OpKind::ALL_REDUCE:
         case OpKind::REDUCE_SCATTER:
         case OpKind::ALL_GATHER:
+        case OpKind::SEND:
+        case OpKind::RECV:
             fail("the engine has no communicator for the {} node of layer {} (tensor parallelism runs under mpirun)",
                  graph::op_kind_name(nd.kind), nd.layer);
     }

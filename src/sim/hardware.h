@@ -21,9 +21,11 @@ namespace duet::sim {
 enum class DeviceKind { NPU = 0, PIM = 1 };
 const char* device_kind_name(DeviceKind k);  // "npu", "pim"
 
-// One link between a device and npu0 (configs/hw/links.toml).
+// One link between two devices (configs/hw/links.toml): a device's link to npu0, or a
+// device-to-device link of a mesh (SimHardware::add_mesh).
 struct SimLink {
-    std::string name;              // "pim1-npu0"
+    std::string name;              // "pim1-npu0", "npu1-npu2"
+    int end_a = -1, end_b = -1;    // the devices it joins (indices into SimHardware::devices)
     std::string preset;            // "cxl2_x16"
     bool shared_memory = false;    // both ends use the same DRAM: nothing is copied, transfers cost 0
     double bandwidth_gbps = 0;     // GB/s = bytes per ns
@@ -81,6 +83,15 @@ struct SimHardware {
     bool has(DeviceKind kind) const;
     // Appends a device; a non-host device gets a link to npu0. Returns its index.
     int add_device(DeviceKind kind, const hw::Device* model, const SimLink& link_to_host = shared_memory_link());
+    // Joins every pair of devices of `kind` not yet linked by a copy of `link` (a full mesh, like
+    // the Atlas 800T A2's 8 HCCS-joined 910B). Call after every device is added.
+    void add_mesh(DeviceKind kind, const SimLink& link);
+    // The link joining devices x and y directly (-1: none).
+    int link_between(int x, int y) const;
+    // What a message from x to y crosses: the same device or two devices sharing memory with
+    // npu0 -> a shared-memory link; a direct link -> it; else two hops through npu0, priced as
+    // one link of the smaller bandwidth and both hops' latencies (store and forward).
+    SimLink path(int x, int y) const;
 };
 
 // The classic machine: npu0 and, when `pim` is non-null, pim0 in npu0's memory (shared_memory link).

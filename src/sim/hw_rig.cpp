@@ -109,6 +109,9 @@ void add_pims(HardwareRig& rig, const config::CoopConfig& cfg, const std::vector
             if (names.find(ps.name) == std::string::npos) names += ", " + ps.name;
         }
     }
+    // PIM devices behind a copying link (CXL, PCIe) also reach each other directly (full mesh);
+    // PIM stacks in an NPU's own memory share it and need no link.
+    if (!link.shared_memory) h.add_mesh(DeviceKind::PIM, link);
     h.memory_name = npu_memory + " (NPU) + " + (presets.size() > 1 ? std::to_string(presets.size()) + "x " : "") + names;
 }
 
@@ -135,6 +138,7 @@ std::unique_ptr<HardwareRig> make_hardware_rig(const config::Settings& settings,
             rig->more_devices.push_back(make_npu(np, dispatch, efficiency));
             h.add_device(DeviceKind::NPU, rig->more_devices.back().get(), link);
         }
+        h.add_mesh(DeviceKind::NPU, link);  // npu1.. are joined to each other as well (full mesh)
     }
     // every NPU brings its own memory (peak bandwidth and capacity add up)
     h.mem_bw_gbps = np.memory_bandwidth_gbps * double(topo.npus);

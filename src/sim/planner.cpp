@@ -99,6 +99,12 @@ OpRecord Lowering::lower(const graph::Node& nd) const {
             r.in_bytes = r.out_bytes = 4 * mn;
             r.flops = nd.kind == OpKind::ALL_GATHER ? 0.0 : double(mn);
             break;
+        case OpKind::SEND:
+        case OpKind::RECV:
+            // k = the peer stage; the boundary activations cross the link (the link model prices them).
+            r.k = nd.k;
+            r.in_bytes = r.out_bytes = 4 * mn;
+            break;
     }
     return r;
 }

@@ -31,6 +31,9 @@ struct Plan {
     // The graph the records were lowered from (null for a plan split from an engine trace:
     // memory accounting then builds the shape's default graph).
     std::shared_ptr<const graph::Graph> graph;
+    // Pipeline parallel (sim/scale_out.h): the plans of stages 1..pp-1, this plan being stage 0;
+    // every stage has the same forwards (phases and lengths). Empty: one stage.
+    std::vector<Plan> next_stages;
 };
 
 // Appends the records of one forward over `n_seq` sequences, each with n_past cached and

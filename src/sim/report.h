@@ -62,6 +62,7 @@ struct BenchReport {
     nlohmann::json config;         // the effective settings + config knobs, for reproduction
     nlohmann::json topology;       // devices and links of the simulated machine (docs/report-schema.md)
     nlohmann::json functional;     // FILE mode only (null otherwise): real tokens and host times
+    nlohmann::json parallel;       // tp, pp, micro_batches, flashcomm, hccl_expansion (docs/scale-out.md); null: tp = pp = 1
 };
 
 std::string format_table(const BenchReport& r);  // side-by-side table, verdicts, warnings

@@ -19,7 +19,7 @@ json memory_json(const MemoryBreakdown& m) {
 
 json device_json(const DeviceStats& u) {
     return {{"busy_ns", u.busy_ns}, {"bytes_moved", u.bytes_moved}, {"weight_bytes", u.weight_bytes}, {"energy_pj", u.energy_pj},
-            {"launch_ns", u.launch_ns}, {"ops", u.ops}};
+            {"launch_ns", u.launch_ns}, {"ops", u.ops}, {"comm_ns", u.comm_ns}, {"exposed_comm_ns", u.exposed_comm_ns}};
 }
 DeviceStats device_from(const json& j) {
     DeviceStats u;
@@ -29,6 +29,8 @@ DeviceStats device_from(const json& j) {
     u.energy_pj = j.at("energy_pj");
     u.launch_ns = j.at("launch_ns");
     u.ops = j.at("ops");
+    u.comm_ns = j.value("comm_ns", 0.0);  // absent in reports written before scale-out
+    u.exposed_comm_ns = j.value("exposed_comm_ns", 0.0);
     return u;
 }
 // "npu" and "pim": totals over the devices of the kind; "devices": one entry per device, in
@@ -159,6 +161,7 @@ json report_to_json(const BenchReport& r) {
             {"target", run_to_json(r.target)},
             {"verdicts", verdicts}};
     if (!r.functional.is_null()) j["functional"] = r.functional;
+    if (!r.parallel.is_null()) j["parallel"] = r.parallel;
     return j;
 }
 
@@ -179,6 +182,7 @@ BenchReport report_from_json(const json& j) {
         r.thresholds.memory_increase_max = j.at("thresholds").at("memory_increase_max");
         r.config = j.at("config");
         if (j.contains("functional")) r.functional = j.at("functional");
+        if (j.contains("parallel")) r.parallel = j.at("parallel");
         r.baseline = run_from(j.at("baseline"));
         r.target = run_from(j.at("target"));
         for (const json& v : j.at("verdicts"))
@@ -202,6 +206,10 @@ std::string format_table(const BenchReport& r) {
     auto ratio = [](double a, double c) { return a > 0 ? fmt::format("x{:.2f}", c / a) : std::string(); };
     s += fmt::format("duet bench: {} | prompt {} + {} generated | batch {} | NPU {} | PIM {} | memory {}\n", r.model,
                      r.seq_len, r.gen_len, r.batch, r.npu, r.pim, r.memory);
+    if (!r.parallel.is_null())
+        s += fmt::format("parallel: tp {} x pp {} ({} micro-batches) | FlashComm {} | HCCL_OP_EXPANSION_MODE {}\n",
+                         r.parallel.value("tp", 1), r.parallel.value("pp", 1), r.parallel.value("micro_batches", 1),
+                         r.parallel.value("flashcomm", false) ? "on" : "off", r.parallel.value("hccl_expansion", ""));
     row("", b.policy + " (base)", t.policy + " (target)");
     row("TTFT", ms(b.timeline.ttft_ns), ms(t.timeline.ttft_ns),
         fmt::format("{:+.3f} ms", (t.timeline.ttft_ns - b.timeline.ttft_ns) / 1e6));
@@ -237,6 +245,19 @@ std::string format_table(const BenchReport& r) {
     for (size_t d = 0; d < t.timeline.decode.device.size(); ++d) {
         const auto& bd = b.timeline.decode.device, &td = t.timeline.decode.device;
         row("  " + td[d].name, d < bd.size() ? per_step(b, bd[d].busy_ns) : "-", per_step(t, td[d].busy_ns));
+    }
+    bool comm = false;
+    for (const RunReport* run : {&b, &t})
+        for (const DeviceStats& d : run->timeline.decode.device) comm = comm || d.comm_ns > 0;
+    if (comm) {  // tensor/pipeline parallel: each device's collectives and the part nothing hid
+        row("Decode communication per token", "collective/exposed", "collective/exposed");
+        const auto both = [&](const RunReport& run, size_t d) {
+            const auto& dev = run.timeline.decode.device;
+            if (d >= dev.size() || run.timeline.tbt_ns.empty()) return std::string("-");
+            const double steps = double(run.timeline.tbt_ns.size());
+            return fmt::format("{:.3f}/{:.3f} ms", dev[d].comm_ns / steps / 1e6, dev[d].exposed_comm_ns / steps / 1e6);
+        };
+        for (size_t d = 0; d < t.timeline.decode.device.size(); ++d) row("  " + t.timeline.decode.device[d].name, both(b, d), both(t, d));
     }
     for (size_t l = 0; l < t.timeline.links.size(); ++l) {
         const auto& bl = b.timeline.links, &tlk = t.timeline.links;

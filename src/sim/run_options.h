@@ -4,9 +4,18 @@
 // does not depend on config/ so that tests can set them directly).
 #include <cstdint>
 
+#include "sim/collective.h"
 #include "sim/placement.h"
 
 namespace duet::sim {
+
+// Tensor and pipeline parallelism of a run (sim/scale_out.h, docs/scale-out.md).
+struct ParallelOptions {
+    int tp = 1;             // ranks sharing every layer (the plan holds rank 0's shard)
+    int pp = 1;             // pipeline stages (Plan::next_stages)
+    int micro_batches = 1;  // groups of sequences in flight through the stages (the plan's n_seq each)
+    ExpansionCost launch;   // HCCL_OP_EXPANSION_MODE's launch cost of every collective
+};
 
 struct RunOptions {
     PlacementOptions placement;
@@ -18,6 +27,7 @@ struct RunOptions {
     int64_t block_size_kb = 16;         // [reorder] conversion block (for buffer accounting)
     bool record_events = false;         // keep per-op events for --trace
     int64_t record_decode_steps = -1;   // with record_events: decode steps recorded (-1: all; prefill always)
+    ParallelOptions parallel;
 };
 
 }  // namespace duet::sim

@@ -1,56 +1,24 @@
 #include "sim/timeline.h"
 
 #include <algorithm>
-#include <unordered_map>
+#include <memory>
 
 #include <fmt/format.h>
 
+#include "core/error.h"
 #include "core/log.h"
 #include "sim/op_shape.h"
+#include "sim/scale_out.h"
 #include "sim/timeline_conversion.h"
+#include "sim/timeline_parts.h"
 
 namespace duet::sim {
 namespace {
 
-// Device estimates repeat across layers and steps: memoise them per (device, shape).
-struct ShapeKey {
-    int device, cls;
-    int64_t m, n, k, h, hkv;
-    uint64_t wb, ib, ob;
-    bool operator==(const ShapeKey&) const = default;
-};
-struct ShapeKeyHash {
-    size_t operator()(const ShapeKey& s) const {
-        uint64_t h = 1469598103934665603ull;
-        for (uint64_t v : {uint64_t(s.device), uint64_t(s.cls), uint64_t(s.m), uint64_t(s.n), uint64_t(s.k),
-                           uint64_t(s.h), uint64_t(s.hkv), s.wb, s.ib, s.ob})
-            h = (h ^ v) * 1099511628211ull;
-        return size_t(h);
-    }
-};
-
-class CostCache {
-public:
-    explicit CostCache(const SimHardware& hw) : hw_(hw) {}
-    hw::Cost get(int device, const hw::OpShape& s) {
-        ShapeKey key{device, int(s.cls), s.m, s.n, s.k, s.n_head, s.n_head_kv, s.weight_bytes, s.in_bytes, s.out_bytes};
-        auto it = cache_.find(key);
-        if (it != cache_.end()) return it->second;
-        hw::Cost c = hw_.devices[size_t(device)].model->estimate(s);
-        cache_.emplace(key, c);
-        return c;
-    }
-
-private:
-    const SimHardware& hw_;
-    std::unordered_map<ShapeKey, hw::Cost, ShapeKeyHash> cache_;
-};
-
-std::string op_label(const OpRecord& r) {
-    std::string s = r.layer < 0 ? std::string(op_kind_name(r.kind)) : fmt::format("L{} {}", r.layer, op_kind_name(r.kind));
-    if (r.kind == OpKind::MATMUL) s += fmt::format(" {}", weight_role_name(r.role));
-    return s;
-}
+using detail::CostCache;
+using detail::full_switch_conversion_ns;
+using detail::op_label;
+using detail::per_sequence;
 
 // Q, K, V (and gate, up) read the same normed input and are independent of each other: on
 // different devices they overlap; everything else waits for all before it.
@@ -59,45 +27,10 @@ bool overlaps_previous(const Plan& plan, size_t i, const ForwardSpan& fw) {
     return i > fw.begin && plan.ops[i].sibling_of_prev;
 }
 
-// Every sequence of a batch without weight sharing streams its own copy of the weights: the
-// device sees `repeat` matmuls of m / repeat rows.
-hw::OpShape per_sequence(const OpRecord& r, hw::OpShape s, const RunOptions& opts, int& repeat) {
-    repeat = 1;
-    if (r.phase == Phase::DECODE && r.kind == OpKind::MATMUL && r.n_seq > 1 && !opts.weight_base_shared) {
-        repeat = r.n_seq;
-        s.m = r.m / r.n_seq;
-        s.cls = s.m == 1 ? hw::OpClass::GEMV : hw::OpClass::GEMM;
-        s.in_bytes /= uint64_t(repeat);
-        s.out_bytes /= uint64_t(repeat);
-        s.flops /= repeat;
-    }
-    return s;
-}
-
-// NZ -> PIM of every PIM-layout matrix at the switch (zero_copy_switch = false).
-double full_switch_conversion_ns(const ModelShape& shape, const Plan& plan, const Placer& placer,
-                                 const LayoutModel& layout, int64_t& conversions) {
-    // The matrices are the MATMUL records of the first forward (the graph's list, fused or not).
-    double sw = 0;
-    if (plan.forwards.empty()) return sw;
-    const ForwardSpan& fw = plan.forwards.front();
-    for (int l = -1; l < int(shape.n_layer); ++l) {
-        if (!placer.pim_layout(l)) continue;
-        double layer_ns = 0;
-        for (size_t i = fw.begin; i < fw.end; ++i) {
-            const OpRecord& r = plan.ops[i];
-            if (r.kind == OpKind::MATMUL && r.layer == l) layer_ns += layout.nz_to_pim_ns(r.n, r.k, shape.weight_dtype);
-        }
-        DUET_LOG_DEBUG("convert layer {} NZ->PIM at the switch: {:.2f} us", l, layer_ns / 1e3);
-        sw += layer_ns;
-        ++conversions;
-    }
-    return sw;
-}
-
 // One operator ready to schedule: its parts, each with its device, shape and cost.
 struct PreparedPart {
-    int device = 0;
+    int device = 0;  // index into the whole machine's devices
+    int link = -1;   // the link its inputs and outputs cross (whole machine's index; -1: none)
     hw::OpShape shape;
     hw::Cost cost;
 };
@@ -108,13 +41,36 @@ struct PreparedOp {
     std::vector<PreparedPart> parts;
 };
 
+// One rank's chain of operators for one micro-batch (tp = pp = 1: the only lane).
+struct Lane {
+    const Plan* plan = nullptr;           // its stage's plan
+    const RankMachine* machine = nullptr;
+    std::unique_ptr<Placer> placer;       // over machine->hw (null: the whole machine's placer)
+    double t = 0;                         // completion of its chain so far
+    double group_ready = 0;               // inputs of its current sibling group (Q/K/V, gate/up) ready
+    int last_device = 0;                  // whole-machine device of its latest operator part
+    std::vector<PreparedOp> prepared;     // by op index within a forward
+};
+
+bool is_collective(OpKind k) {
+    return k == OpKind::ALL_REDUCE || k == OpKind::REDUCE_SCATTER || k == OpKind::ALL_GATHER;
+}
+
+CollectiveKind collective_of(OpKind k) {
+    return k == OpKind::ALL_REDUCE       ? CollectiveKind::ALL_REDUCE
+           : k == OpKind::REDUCE_SCATTER ? CollectiveKind::REDUCE_SCATTER
+                                         : CollectiveKind::ALL_GATHER;
+}
+
 // The scheduler of one run: the state of every queue, and one step per operator.
 class Scheduler {
 public:
     Scheduler(const ModelShape& shape, const Plan& plan, const Placer& placer, const RunOptions& opts,
               const SimHardware& hw)
         : shape_(shape), plan_(plan), placer_(placer), opts_(opts), hw_(hw), costs_(hw),
-          device_free_(hw.devices.size(), 0.0), link_free_(hw.links.size(), 0.0), conv_(hw.devices.size()) {
+          device_free_(hw.devices.size(), 0.0), link_free_(hw.links.size(), 0.0), conv_(hw.devices.size()),
+          comm_iv_(hw.devices.size()), busy_iv_(hw.devices.size()) {
+        make_lanes();
         for (const SimDevice& d : hw.devices) {
             DeviceStats s;
             s.name = d.name;
@@ -132,10 +88,11 @@ public:
 
     Timeline run() {
         int64_t decode_steps = 0;
-        for (const ForwardSpan& fw : plan_.forwards) {
+        for (size_t f = 0; f < plan_.forwards.size(); ++f) {
+            const ForwardSpan& fw = plan_.forwards[f];
             recording_ = opts_.record_events &&
                          (fw.phase == Phase::PREFILL || opts_.record_decode_steps < 0 || decode_steps < opts_.record_decode_steps);
-            run_forward(fw);
+            run_forward(f);
             if (fw.phase == Phase::DECODE) ++decode_steps;
         }
         if (!tl_.tbt_ns.empty())
@@ -146,11 +103,39 @@ public:
     }
 
 private:
+    int tp() const { return opts_.parallel.tp; }
+    int pp() const { return opts_.parallel.pp; }
+    int micro() const { return opts_.parallel.micro_batches; }
+    size_t lane_index(int stage, int rank, int j) const { return (size_t(stage) * size_t(tp()) + size_t(rank)) * size_t(micro()) + size_t(j); }
+    Lane& lane(int stage, int rank, int j) { return lanes_[lane_index(stage, rank, j)]; }
+    const Placer& placer_of(const Lane& l) const { return l.placer ? *l.placer : placer_; }
+
+    // One lane per (stage, rank, micro-batch); each rank places on its sub-machine.
+    void make_lanes() {
+        const ParallelOptions& par = opts_.parallel;
+        DUET_CHECK(int(plan_.next_stages.size()) + 1 == par.pp && par.micro_batches >= 1,
+                   "timeline: {} stage plans for pp {}", plan_.next_stages.size() + 1, par.pp);
+        parallel_ = par.tp * par.pp > 1;
+        machines_ = split_machine(hw_, par.tp, par.pp);
+        for (int s = 0; s < par.pp; ++s)
+            for (int r = 0; r < par.tp; ++r)
+                for (int j = 0; j < par.micro_batches; ++j) {
+                    Lane l;
+                    l.plan = s == 0 ? &plan_ : &plan_.next_stages[size_t(s) - 1];
+                    l.machine = &machines_[size_t(s * par.tp + r)];
+                    if (parallel_) l.placer = std::make_unique<Placer>(placer_.options(), l.machine->hw);
+                    l.last_device = l.machine->npu;
+                    lanes_.push_back(std::move(l));
+                }
+        arrival_.assign(lanes_.size(), 0.0);
+    }
+
     void add_tracks() {
         for (const SimDevice& d : hw_.devices) {
             compute_track_.push_back(track(d.name, "compute"));
             convert_track_.push_back(d.kind == DeviceKind::NPU ? track(d.name, "conversion (PIM->NZ)") : -1);
             launch_track_.push_back(track(d.name, "host launch"));
+            comm_track_.push_back(parallel_ ? track(d.name, "collectives") : -1);
         }
         for (const SimLink& l : hw_.links) link_track_.push_back(track(l.name, "transfers"));
     }
@@ -163,21 +148,120 @@ private:
         if (recording_ && dur > 0) tl_.events.push_back({tr, label(), start, dur, ph});
     }
 
-    void run_forward(const ForwardSpan& fw) {
-        PhaseStats& ps = fw.phase == Phase::PREFILL ? tl_.prefill : tl_.decode;
+    // Forward f of every lane: micro-batch by micro-batch, stage by stage (each device's queue
+    // then takes micro-batch j before j+1: the pipeline fills as in GPipe).
+    void run_forward(size_t f) {
+        const Phase phase = plan_.forwards[f].phase;
+        PhaseStats& ps = phase == Phase::PREFILL ? tl_.prefill : tl_.decode;
         const double fw_start = t_;
-        for (size_t i = fw.begin; i < fw.end; ++i) {
-            if (!overlaps_previous(plan_, i, fw)) group_ready_ = t_;
-            t_ = std::max(t_, run_op(plan_.ops[i], i - fw.begin, ps));
-        }
+        for (int j = 0; j < micro(); ++j)
+            for (int s = 0; s < pp(); ++s) run_stage(f, s, j, ps);
+        for (const Lane& l : lanes_) t_ = std::max(t_, l.t);
+        close_comm(ps);
         ps.wall_ns += t_ - fw_start;
-        if (fw.phase == Phase::PREFILL) finish_prefill();
+        if (phase == Phase::PREFILL) finish_prefill();
         else tl_.tbt_ns.push_back(t_ - prev_forward_end_);
         prev_forward_end_ = t_;
+        // micro-batch j's next forward starts once the last stage has sampled its tokens
+        for (int j = 0; j < micro() && pp() > 1; ++j) {
+            double sampled = 0;
+            for (int r = 0; r < tp(); ++r) sampled = std::max(sampled, lane(pp() - 1, r, j).t);
+            for (int r = 0; r < tp(); ++r) lane(0, r, j).t = std::max(lane(0, r, j).t, sampled);
+        }
     }
 
-    // Runs every part of one operator (op `j` of its forward); returns when its (gathered)
-    // output is ready.
+    // Forward f of stage s for micro-batch j on every tensor-parallel rank, op by op.
+    void run_stage(size_t f, int s, int j, PhaseStats& ps) {
+        const Plan& plan = *lane(s, 0, j).plan;
+        const ForwardSpan& fw = plan.forwards[f];
+        for (size_t i = fw.begin; i < fw.end; ++i) {
+            const OpRecord& r = plan.ops[i];
+            if (is_collective(r.kind)) {
+                run_collective(r, s, j, ps);
+                continue;
+            }
+            for (int rank = 0; rank < tp(); ++rank) {
+                Lane& l = lane(s, rank, j);
+                if (r.kind == OpKind::SEND) {
+                    send(r, s, rank, j, ps);
+                } else if (r.kind == OpKind::RECV) {
+                    l.t = std::max(l.t, arrival_[lane_index(s - 1, rank, j)]);
+                } else {
+                    cur_ = &l;
+                    if (!overlaps_previous(plan, i, fw)) l.group_ready = l.t;
+                    l.t = std::max(l.t, run_op(r, i - fw.begin, ps));
+                }
+            }
+        }
+    }
+
+    // A collective of the tensor-parallel group of stage s, micro-batch j: it starts when
+    // every rank has its input and the links are free; every rank continues when it ends.
+    void run_collective(const OpRecord& r, int s, int j, PhaseStats& ps) {
+        std::vector<int> devs;
+        double start = 0;
+        for (int rank = 0; rank < tp(); ++rank) {
+            const Lane& l = lane(s, rank, j);
+            devs.push_back(comm_device(hw_, *l.machine, l.last_device));
+            start = std::max(start, l.t);
+        }
+        const PricedCollective pc = price_collective(hw_, collective_of(r.kind), devs,
+                                                     double(to_op_shape(r).in_bytes), opts_.parallel.launch);
+        const auto label = [&] { return fmt::format("{} ({}, {} ranks)", op_label(r), collective_algo_name(pc.time.algo), tp()); };
+        const double end = occupy(pc, start, r.phase, label, devs, ps);
+        for (int rank = 0; rank < tp(); ++rank) lane(s, rank, j).t = end;
+    }
+
+    // Stage s's boundary activations to stage s+1 (same rank and micro-batch); the sender goes on.
+    void send(const OpRecord& r, int s, int rank, int j, PhaseStats& ps) {
+        const Lane& from = lane(s, rank, j);
+        const RankMachine& to = *lane(s + 1, rank, j).machine;
+        const int src = comm_device(hw_, *from.machine, from.last_device);
+        const int dst = opts_.placement.policy == Policy::PIM_ONLY && to.pim >= 0 ? comm_device(hw_, to, to.pim) : to.npu;
+        const std::vector<int> devs{src, dst};
+        const PricedCollective pc = price_collective(hw_, CollectiveKind::POINT_TO_POINT, devs,
+                                                     double(to_op_shape(r).in_bytes), opts_.parallel.launch);
+        const auto label = [&] { return fmt::format("send L{} to stage {}", r.layer, s + 1); };
+        arrival_[lane_index(s, rank, j)] = occupy(pc, from.t, r.phase, label, {src}, ps);
+    }
+
+    // Charges a priced collective from `ready` on its links and on `devs`; returns its end.
+    template <class Label>
+    double occupy(const PricedCollective& pc, double ready, Phase ph, Label&& label, std::vector<int> devs,
+                  PhaseStats& ps) {
+        double start = ready;
+        for (int l : pc.links) start = std::max(start, link_free_[size_t(l)]);
+        const double dur = pc.time.total_ns(), end = start + dur;
+        for (int l : pc.links) {
+            link_free_[size_t(l)] = end;
+            LinkStats& ls = tl_.links[size_t(l)];
+            ls.busy_ns += pc.time.link_ns;
+            ls.bytes += pc.time.step_bytes * pc.time.steps;
+            ls.transfers += pc.time.steps;
+            emit(link_track_[size_t(l)], label, start, dur, ph);
+        }
+        std::sort(devs.begin(), devs.end());
+        devs.erase(std::unique(devs.begin(), devs.end()), devs.end());
+        for (int d : devs) {
+            ps.device[size_t(d)].comm_ns += dur;
+            comm_iv_[size_t(d)].add(start, end);
+            emit(comm_track_[size_t(d)], label, start, dur, ph);
+        }
+        return end;
+    }
+
+    // Exposed communication of the forward: per device, collective time with nothing computed.
+    void close_comm(PhaseStats& ps) {
+        if (!parallel_) return;
+        for (size_t d = 0; d < hw_.devices.size(); ++d) {
+            ps.device[d].exposed_comm_ns += comm_iv_[d].uncovered_by(busy_iv_[d]);
+            comm_iv_[d].spans.clear();
+            busy_iv_[d].spans.clear();
+        }
+    }
+
+    // Runs every part of one operator (op `j` of its forward) on the current lane; returns when
+    // its (gathered) output is ready.
     double run_op(const OpRecord& r, size_t j, PhaseStats& ps) {
         const PreparedOp& op = prepare(r, j);
         const int parts = int(op.parts.size());
@@ -185,7 +269,8 @@ private:
         for (int p = 0; p < parts; ++p) {
             auto label = [&]() { return parts > 1 ? fmt::format("{} [{}/{}]", op_label(r), p + 1, parts) : op_label(r); };
             const PreparedPart& part = op.parts[size_t(p)];
-            end = std::max(end, run_part(r, part.shape, part.cost, part.device, op.repeat, ps, label));
+            end = std::max(end, run_part(r, part, op.repeat, ps, label));
+            cur_->last_device = part.device;
         }
         return end;
     }
@@ -194,18 +279,23 @@ private:
     // the one op j of the previous forward had: decode steps repeat every record but attention's,
     // and all three are pure functions of the record, so the reuse is exact.
     const PreparedOp& prepare(const OpRecord& r, size_t j) {
-        if (j >= prepared_.size()) prepared_.resize(j + 1);
-        PreparedOp& op = prepared_[j];
+        std::vector<PreparedOp>& prepared = cur_->prepared;
+        if (j >= prepared.size()) prepared.resize(j + 1);
+        PreparedOp& op = prepared[j];
         if (op.valid && op.record == r) return op;
         op.valid = true;
         op.record = r;
         const hw::OpShape s = per_sequence(r, to_op_shape(r), opts_, op.repeat);
-        const OpPlacement where = placer_.place(r, s);
+        const OpPlacement where = placer_of(*cur_).place(r, s);
+        const RankMachine& m = *cur_->machine;
         const int parts = int(where.devices.size());
         op.parts.resize(size_t(parts));
         for (int p = 0; p < parts; ++p) {
             PreparedPart& part = op.parts[size_t(p)];
-            part.device = where.devices[size_t(p)];
+            const int local = where.devices[size_t(p)];
+            part.device = m.device_map[size_t(local)];
+            const int local_link = m.hw.devices[size_t(local)].link;
+            part.link = local_link < 0 ? -1 : m.link_map[size_t(local_link)];
             part.shape = split_rows(s, p, parts);
             part.cost = costs_.get(part.device, part.shape);
         }
@@ -219,12 +309,13 @@ private:
     }
 
     template <class Label>
-    double run_part(const OpRecord& r, const hw::OpShape& s, const hw::Cost& c, int dev, int repeat, PhaseStats& ps,
-                    Label& label) {
+    double run_part(const OpRecord& r, const PreparedPart& part, int repeat, PhaseStats& ps, Label& label) {
+        const hw::OpShape& s = part.shape;
+        const hw::Cost& c = part.cost;
+        const int dev = part.device, link = part.link;
         const double op_ns = c.t_ns * repeat;
         charge(ps.device[size_t(dev)], c, s, repeat);
-        const int link = hw_.devices[size_t(dev)].link;
-        double ready = group_ready_;
+        double ready = cur_->group_ready;
         if (link >= 0) ready = transfer(link, s.in_bytes * uint64_t(repeat), ready, r.phase, [&] { return "send input " + label(); });
         const double T0 = std::max(ready, device_free_[size_t(dev)]);
         double end = T0 + op_ns;
@@ -233,6 +324,7 @@ private:
         if (c.t_launch_ns > 0)
             emit(launch_track_[size_t(dev)], [&] { return "launch " + label(); }, end - op_ns, c.t_launch_ns * repeat, r.phase);
         device_free_[size_t(dev)] = end;
+        if (parallel_) busy_iv_[size_t(dev)].add(end - op_ns, end);
         if (link >= 0) end = transfer(link, s.out_bytes * uint64_t(repeat), end, r.phase, [&] { return "gather " + label(); });
         return end;
     }
@@ -301,6 +393,7 @@ private:
         tl_.switch_ns = sw;
         t_ += sw;
         tl_.ttft_ns = t_;
+        for (Lane& l : lanes_) l.t = t_;
         DUET_LOG_INFO("[{}] prefill: {:.3f} ms (NPU busy {:.3f} ms, PIM busy {:.3f} ms), conversion exposed "
                       "{:.3f} ms, switch {:.3f} ms, TTFT {:.3f} ms",
                       policy_name(opts_.placement.policy), tl_.prefill_ns / 1e6, tl_.prefill.npu().busy_ns / 1e6,
@@ -314,14 +407,18 @@ private:
     const SimHardware& hw_;
     CostCache costs_;
     Timeline tl_;
-    double t_ = 0;                     // completion of everything issued so far (the dependency chain)
-    double group_ready_ = 0;           // inputs of the current sibling group (Q/K/V, gate/up) ready
+    double t_ = 0;                     // completion of everything issued so far (every lane)
     double prev_forward_end_ = 0;
+    std::vector<RankMachine> machines_;  // one per rank (sim/scale_out.h)
+    std::vector<Lane> lanes_;          // lane_index(stage, rank, micro-batch)
+    Lane* cur_ = nullptr;              // the lane whose operator is being run
+    std::vector<double> arrival_;      // per lane: when its last SEND arrived at the next stage
+    bool parallel_ = false;            // more than one rank: collectives and exposure are tracked
     std::vector<double> device_free_;  // each device's queue is free
     std::vector<double> link_free_;    // each link is free
     std::vector<ConverterState> conv_; // one converter per NPU (unused for PIM devices)
-    std::vector<int> compute_track_, convert_track_, launch_track_, link_track_;
-    std::vector<PreparedOp> prepared_;  // by op index within a forward
+    std::vector<Intervals> comm_iv_, busy_iv_;  // per device, this forward: communicating, computing
+    std::vector<int> compute_track_, convert_track_, launch_track_, comm_track_, link_track_;
     bool recording_ = false;
 };
 
@@ -334,6 +431,8 @@ void DeviceStats::add(const DeviceStats& o) {
     energy_pj += o.energy_pj;
     launch_ns += o.launch_ns;
     ops += o.ops;
+    comm_ns += o.comm_ns;
+    exposed_comm_ns += o.exposed_comm_ns;
 }
 
 DeviceStats PhaseStats::total(DeviceKind kind) const {

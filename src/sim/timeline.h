@@ -54,6 +54,8 @@ struct DeviceStats {
     double energy_pj = 0;
     double launch_ns = 0;     // part of busy_ns that is launch/dispatch overhead
     int64_t ops = 0;          // operators (a split MATMUL counts once on every device it ran on)
+    double comm_ns = 0;       // time its collectives and pipeline sends took (sim/collective.h)
+    double exposed_comm_ns = 0;  // part of comm_ns during which the device computed nothing
     void add(const DeviceStats& o);  // sums the figures (not the name)
 };
 

@@ -33,4 +33,16 @@ SimLink load_link_preset(const std::string& name, const std::string& dir) {
     return l;
 }
 
+ExpansionCost load_expansion_cost(ExpansionMode mode, const std::string& dir) {
+    const std::string path = (dir.empty() ? hw::config_dir() : dir) + "/hw/collectives.toml";
+    TomlDoc doc = TomlDoc::parse_file(path);
+    TomlSection s = doc.section(expansion_mode_name(mode));
+    ExpansionCost c;
+    c.mode = mode;
+    c.launch_ns = s.get_double("launch_ns", 0, 1e9);
+    c.per_step_ns = s.get_double("per_step_ns", 0, 1e9);
+    s.finish();
+    return c;
+}
+
 }  // namespace duet::sim

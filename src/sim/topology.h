@@ -10,15 +10,20 @@
 #include <string>
 #include <vector>
 
+#include "sim/collective.h"
 #include "sim/hardware.h"
 
 namespace duet::sim {
 
-// Link preset names in configs/hw/links.toml (shared_hbm, hccs_910b, pcie4_x16, pcie5_x16, cxl2_x16).
+// Link preset names in configs/hw/links.toml (shared_hbm, hccs_910b, pcie4_x16, pcie5_x16, cxl2_x16, roce_200g, roce_400g).
 const std::vector<std::string>& link_preset_names();
 
 // Reads preset `name` from `dir`/hw/links.toml (dir empty: hw::config_dir()). Throws
 // duet::Error "unknown link preset 'x' (known: ...)" or one naming the file and key.
 SimLink load_link_preset(const std::string& name, const std::string& dir = "");
+
+// Reads [`mode`] of `dir`/hw/collectives.toml (dir empty: hw::config_dir()): the launch cost
+// of one collective under that HCCL_OP_EXPANSION_MODE. Throws duet::Error naming the file and key.
+ExpansionCost load_expansion_cost(ExpansionMode mode, const std::string& dir = "");
 
 }  // namespace duet::sim

@@ -37,13 +37,21 @@ TEST(RuntimeKnobs, ValuesAndDispatchModes) {
     EXPECT_EQ(effective_npu_dispatch("graph", k), "graph");  // the flag wins
     EXPECT_EQ(effective_npu_dispatch("", RuntimeKnobs{}), "");
     EXPECT_EQ(dispatch_for_task_queue(0), "queue0");
-    EXPECT_EQ(runtime_knobs().size(), 7u);
+    EXPECT_EQ(runtime_knobs().size(), 9u);
+    const RuntimeKnobs s = read_runtime_knobs({{"HCCL_OP_EXPANSION_MODE", "AIV"}, {"VLLM_ASCEND_ENABLE_FLASHCOMM", "1"}});
+    EXPECT_EQ(s.hccl_op_expansion_mode, "AIV");
+    EXPECT_TRUE(s.flashcomm);
+    EXPECT_FALSE(read_runtime_knobs({{"VLLM_ASCEND_ENABLE_FLASHCOMM", "0"}}).flashcomm);
 }
 
 TEST(RuntimeKnobs, BadValuesAreExactErrors) {
     EXPECT_EQ(error_of({{"TASK_QUEUE_ENABLE", "3"}}), "TASK_QUEUE_ENABLE = \"3\" is not allowed (allowed: 0, 1, 2)");
     EXPECT_EQ(error_of({{"TASK_QUEUE_ENABLE", "on"}}), "TASK_QUEUE_ENABLE = \"on\" is not allowed (allowed: 0, 1, 2)");
     EXPECT_EQ(error_of({{"CPU_AFFINITY_CONF", ""}}), "CPU_AFFINITY_CONF = \"\" is not allowed (allowed: 0, 1, 2)");
+    EXPECT_EQ(error_of({{"HCCL_OP_EXPANSION_MODE", "aiv"}}),
+              "HCCL_OP_EXPANSION_MODE = \"aiv\" is not allowed (allowed: AI_CPU, AIV, HOST, HOST_TS)");
+    EXPECT_EQ(error_of({{"VLLM_ASCEND_ENABLE_FLASHCOMM", "2"}}),
+              "VLLM_ASCEND_ENABLE_FLASHCOMM = \"2\" is not allowed (allowed: 0, 1)");
 }
 
 TEST(RuntimeKnobs, NearMissSpellingsAreFlagged) {

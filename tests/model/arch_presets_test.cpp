@@ -25,7 +25,8 @@ TEST(ArchPresets, UnknownNameListsKnownOnes) {
     } catch (const Error& e) {
         EXPECT_EQ(std::string(e.what()),
                   "unknown --arch 'llama9' (known: tiny-llama, tiny-llama3, tiny-mistral, tiny-qwen2, small-llama, "
-                  "llama2-7b, llama3-8b, mistral-7b, qwen2.5-0.5b, qwen2.5-7b, bench-1b)");
+                  "llama2-7b, llama2-13b, llama2-70b, llama3-8b, llama3-70b, mistral-7b, qwen2.5-0.5b, qwen2.5-7b, qwen2.5-72b, "
+                  "bench-1b)");
     }
 }
 
@@ -36,6 +37,11 @@ TEST(ArchPresets, ParameterCountsMatchPublishedModels) {
     EXPECT_EQ(find_arch_preset("qwen2.5-0.5b")->n_params(), 494032768);
     EXPECT_EQ(find_arch_preset("qwen2.5-7b")->n_params(), 7615616512);
     EXPECT_EQ(find_arch_preset("bench-1b")->n_params(), 1100048384);
+    // the 13B/70B-class presets (safetensors metadata of the same Hugging Face repositories)
+    EXPECT_EQ(find_arch_preset("llama2-13b")->n_params(), 13015864320);
+    EXPECT_EQ(find_arch_preset("llama2-70b")->n_params(), 68976648192);
+    EXPECT_EQ(find_arch_preset("llama3-70b")->n_params(), 70553706496);
+    EXPECT_EQ(find_arch_preset("qwen2.5-72b")->n_params(), 72706203648);
 }
 
 TEST(ArchPresets, TinyPresetsCoverEveryVariant) {

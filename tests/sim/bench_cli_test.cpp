@@ -313,7 +313,7 @@ TEST(BenchCli, TopologyFlagsFileAndErrors) {
     Result link = run("", std::string(kBench) + " --topology " + file, false);
     EXPECT_EQ(link.code, 2);
     EXPECT_EQ(link.out, "duet: error: " + file + ": key 'topology.pim_link' = \"nvlink\" is not allowed (allowed: "
-                        "shared_hbm, hccs_910b, pcie4_x16, pcie5_x16, cxl2_x16)\n");
+                        "shared_hbm, hccs_910b, pcie4_x16, pcie5_x16, cxl2_x16, roce_200g, roce_400g)\n");
     {
         std::ofstream f(file);
         f << "[topology]\npims = 2\npim_link = \"cxl2_x16\"\n";
@@ -371,4 +371,108 @@ TEST(BenchCli, TraceStepsLimitsTheRecordedDecodeSteps) {
     EXPECT_EQ(a.report["target"]["tbt_mean_ns"], b.report["target"]["tbt_mean_ns"]);  // figures unchanged
     Result neg = run("", std::string(kBench) + " --trace-steps -2", false);
     EXPECT_EQ(neg.out, "duet: error: --trace-steps: -2 is out of range (allowed: 0 to 2^20)\n");
+}
+
+// Scale-out (docs/scale-out.md): llama2-70b over 8 NPUs, each rank's collectives on the HCCS mesh.
+namespace {
+const char* kTp8 = "bench --model llama2-70b --npus 8 --pims 8 --tp 8 --gen-len 8";
+double decode_comm(const Result& r, size_t device = 0) {
+    return r.report["target"]["timeline"]["decode"]["devices"][device]["comm_ns"].get<double>();
+}
+}  // namespace
+
+TEST(BenchCli, TensorParallelOnEightNpusReportsCommunicationPerDevice) {
+    const std::string trace = std::string(DUET_BINARY_DIR) + "/bench_cli_tp8_trace.json";
+    Result r = run("", std::string(kTp8) + " --trace " + trace);
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_EQ(r.report["parallel"]["tp"], 8);
+    EXPECT_EQ(r.report["parallel"]["hccl_expansion"], "HOST");
+    const auto& devs = r.report["target"]["timeline"]["decode"]["devices"];
+    ASSERT_EQ(devs.size(), 16u);
+    for (size_t d = 0; d < 8; ++d) {
+        EXPECT_EQ(devs[d]["name"], "npu" + std::to_string(d));
+        EXPECT_GT(devs[d]["comm_ns"].get<double>(), 0) << d;
+        EXPECT_LE(devs[d]["exposed_comm_ns"].get<double>(), devs[d]["comm_ns"].get<double>() * (1 + 1e-12)) << d;
+        EXPECT_EQ(devs[d]["busy_ns"], devs[0]["busy_ns"]) << d;  // equal shards
+        EXPECT_GT(devs[8 + d]["busy_ns"].get<double>(), 0) << d;  // every rank's own PIM device ran its GEMVs
+    }
+    // 7 NPU links to npu0 + 21 between the others (a full mesh of 28), 8 PIM stacks in HBM (shared memory)
+    EXPECT_EQ(r.report["topology"]["links"].size(), 28u + 8u);
+    EXPECT_NE(r.out.find("Decode communication per token"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("parallel: tp 8 x pp 1"), std::string::npos) << r.out;
+    std::ifstream t(trace);
+    const std::string text((std::istreambuf_iterator<char>(t)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("npu7"), std::string::npos);
+    EXPECT_NE(text.find("npu6-npu7"), std::string::npos);
+    EXPECT_NE(text.find("all_reduce (mesh, 8 ranks)"), std::string::npos);
+}
+
+TEST(BenchCli, ExpansionModeAndFlashcommChangeTheCollectivesAsDocumented) {
+    Result host = run("", kTp8), aiv = run("", std::string(kTp8) + " --hccl-expansion AIV");
+    ASSERT_EQ(aiv.code, 0) << aiv.out;
+    EXPECT_LT(decode_comm(aiv), decode_comm(host));  // AIV's launch is the cheapest (configs/hw/collectives.toml)
+    Result env = run("HCCL_OP_EXPANSION_MODE=AIV", kTp8);
+    EXPECT_EQ(decode_comm(env), decode_comm(aiv));
+    Result flag_wins = run("HCCL_OP_EXPANSION_MODE=AIV", std::string(kTp8) + " --hccl-expansion HOST");
+    EXPECT_EQ(decode_comm(flag_wins), decode_comm(host));
+    // FlashComm: prefill moves 1/p of the all-reduce's bytes per link twice (faster TTFT); batch-1
+    // decode pays two launches per block instead of one (more collective time per token)
+    Result fc = run("VLLM_ASCEND_ENABLE_FLASHCOMM=1", kTp8);
+    ASSERT_EQ(fc.code, 0) << fc.out;
+    EXPECT_EQ(fc.report["parallel"]["flashcomm"], true);
+    EXPECT_LT(ttft(fc), ttft(host));
+    EXPECT_GT(decode_comm(fc), decode_comm(host));
+    EXPECT_EQ(decode_comm(run("", std::string(kTp8) + " --flashcomm")), decode_comm(fc));
+}
+
+TEST(BenchCli, ScaleOutErrorsNameTheFlagOrVariable) {
+    Result bad = run("", std::string(kTp8) + " --hccl-expansion aiv", false);
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_EQ(bad.out, "duet: error: --hccl-expansion = \"aiv\" is not an HCCL expansion mode (allowed: AI_CPU, AIV, "
+                       "HOST, HOST_TS)\n");
+    bad = run("HCCL_OP_EXPANSION_MODE=ring", kTp8, false);
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_EQ(bad.out, "duet: error: HCCL_OP_EXPANSION_MODE = \"ring\" is not allowed (allowed: AI_CPU, AIV, HOST, "
+                       "HOST_TS)\n");
+    bad = run("VLLM_ASCEND_ENABLE_FLASHCOMM=yes", kTp8, false);
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_EQ(bad.out, "duet: error: VLLM_ASCEND_ENABLE_FLASHCOMM = \"yes\" is not allowed (allowed: 0, 1)\n");
+    bad = run("", "bench --model llama2-70b --tp 3", false);
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_EQ(bad.out, "duet: error: --tp = 3 does not divide the 64 attention heads of 'llama2-70b' (allowed: a "
+                       "divisor of 64)\n");
+    bad = run("", "bench --model llama2-7b --pp 33", false);
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_EQ(bad.out, "duet: error: --pp = 33 is not allowed for the 32 layers of 'llama2-7b' (allowed: 1 to 32)\n");
+}
+
+TEST(BenchCli, PimOnlyTensorParallelOverCxlIsAGpuFreePimSystem) {
+    const std::string file = std::string(DUET_BINARY_DIR) + "/bench_cli_cent.toml";
+    {
+        std::ofstream f(file);
+        f << "[topology]\npims = 8\npim_link = \"cxl2_x16\"\n";
+    }
+    Result r = run("", "bench --model llama2-70b --tp 8 --gen-len 8 --baseline pim_only --target pim_only --topology " +
+                           file);
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto& devs = r.report["target"]["timeline"]["decode"]["devices"];
+    ASSERT_EQ(devs.size(), 9u);  // npu0 + pim0..pim7
+    for (size_t d = 1; d < 9; ++d) {
+        EXPECT_GT(devs[d]["busy_ns"].get<double>(), 0) << d;
+        EXPECT_GT(devs[d]["comm_ns"].get<double>(), 0) << d;  // the PIM devices all-reduce over CXL
+    }
+    bool pim_mesh_used = false;
+    for (const auto& l : r.report["target"]["timeline"]["links"])
+        pim_mesh_used = pim_mesh_used || (l["name"] == "pim0-pim1" && l["transfers"].get<int64_t>() > 0);
+    EXPECT_TRUE(pim_mesh_used);
+}
+
+TEST(BenchCli, PipelineStagesSplitTheBatchIntoMicroBatches) {
+    Result r = run("", "bench --model llama2-7b --npus 2 --pp 2 --batch 4 --gen-len 8 --target npu_only");
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_EQ(r.report["parallel"]["pp"], 2);
+    EXPECT_EQ(r.report["parallel"]["micro_batches"], 2);
+    const auto& devs = r.report["target"]["timeline"]["decode"]["devices"];
+    EXPECT_GT(devs[0]["comm_ns"].get<double>(), 0);  // stage 0 sends its boundary to stage 1
+    EXPECT_GT(devs[1]["busy_ns"].get<double>(), 0);
 }

@@ -157,7 +157,7 @@ TEST(Topology, LinkPresetsReadTheirCitedNumbers) {
         load_link_preset("nvlink");
         FAIL();
     } catch (const Error& e) {
-        EXPECT_STREQ(e.what(), "unknown link preset 'nvlink' (known: shared_hbm, hccs_910b, pcie4_x16, pcie5_x16, cxl2_x16)");
+        EXPECT_STREQ(e.what(), "unknown link preset 'nvlink' (known: shared_hbm, hccs_910b, pcie4_x16, pcie5_x16, cxl2_x16, roce_200g, roce_400g)");
     }
 }
 

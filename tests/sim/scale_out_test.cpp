@@ -1,0 +1,157 @@
+// Tensor and pipeline parallelism in the timeline (sim/scale_out.h) on the closed-form fake
+// devices: each collective costs what sim/collective.h's formula says, charged on every rank's
+// device and the links; pipeline stages overlap across micro-batches; FlashComm reorders.
+#include <gtest/gtest.h>
+
+#include "fake_hw.h"
+#include "sim/op_shape.h"
+#include "sim/report.h"
+#include "sim/scale_out.h"
+
+using namespace duet;
+using namespace duet::sim;
+
+namespace {
+
+SimLink test_link() {
+    SimLink l;
+    l.bandwidth_gbps = 50;
+    l.latency_ns = 1000;
+    l.per_transfer_ns = 500;
+    return l;
+}
+
+// `npus` fake NPUs joined by test_link (a star to npu0 plus the mesh between the others).
+struct Cluster {
+    fake::Npu npu;
+    fake::Layout layout;
+    SimHardware hw;
+    explicit Cluster(int npus) {
+        hw = npu_pim_hardware(&npu, nullptr, &layout);
+        hw.mem_bw_gbps = npu.bytes_per_ns * npus;
+        for (int i = 1; i < npus; ++i) hw.add_device(DeviceKind::NPU, &npu, test_link());
+        hw.add_mesh(DeviceKind::NPU, test_link());
+    }
+};
+
+RunOptions parallel(int tp, int pp, int micro = 1) {
+    RunOptions o;
+    o.placement.policy = Policy::NPU_ONLY;
+    o.parallel.tp = tp;
+    o.parallel.pp = pp;
+    o.parallel.micro_batches = micro;
+    o.parallel.launch = {ExpansionMode::HOST, 7000, 200};
+    return o;
+}
+
+Timeline simulate(const Cluster& c, const RunOptions& o, int32_t batch = 1, int64_t gen = 4, bool flashcomm = false) {
+    graph::GraphOptions go;
+    go.tp = o.parallel.tp;
+    go.pp = o.parallel.pp;
+    go.flashcomm = flashcomm;
+    const Plan p = plan_parallel_generation(fake::small_shape(), 32, gen, batch, go, o.parallel.micro_batches);
+    Placer placer(o.placement, c.hw);
+    return simulate_timeline(fake::small_shape(), p, placer, o, c.hw);
+}
+
+TEST(ScaleOut, MeshAddsALinkPerPairOnce) {
+    Cluster c(4);
+    EXPECT_EQ(c.hw.links.size(), 6u);  // 3 to npu0 + npu1-npu2, npu1-npu3, npu2-npu3
+    EXPECT_EQ(c.hw.links[3].name, "npu1-npu2");
+    EXPECT_EQ(c.hw.link_between(2, 1), 3);
+    EXPECT_EQ(c.hw.link_between(3, 0), 2);
+    EXPECT_TRUE(c.hw.path(2, 2).shared_memory);
+}
+
+TEST(ScaleOut, RanksTakeTheirOwnDevicesOrShareThemInTurn) {
+    Cluster c(4);
+    const auto m = split_machine(c.hw, 2, 2);
+    ASSERT_EQ(m.size(), 4u);
+    EXPECT_EQ(m[3].stage, 1);
+    EXPECT_EQ(m[3].rank, 1);
+    EXPECT_EQ(m[3].npu, 3);
+    EXPECT_EQ(m[3].device_map, (std::vector<int>{3}));
+    const auto shared = split_machine(Cluster(1).hw, 4, 1);
+    for (const RankMachine& r : shared) EXPECT_EQ(r.npu, 0);
+}
+
+TEST(ScaleOut, EachAllReduceCostsTheOneShotMeshFormulaOnBothRanks) {
+    Cluster c(2);
+    const Timeline tl = simulate(c, parallel(2, 1));
+    // decode: 1 row x 1024 features x 2 bytes (f16) = 2048 bytes; 2 ranks on a direct link:
+    // mesh 1 x (1500 + 2048/50) beats ring 2 x (1500 + 1024/50); launch 7000 + 1 step x 200
+    const double one = 1500 + 2048.0 / 50 + 7000 + 200;
+    const double steps = double(tl.tbt_ns.size()), per_step = 2 * 4;  // two per layer, four layers
+    for (int d = 0; d < 2; ++d) {
+        EXPECT_NEAR(tl.decode.device[size_t(d)].comm_ns, steps * per_step * one, 1e-6) << d;
+        // tensor parallelism hides nothing: every rank waits for every all-reduce
+        EXPECT_NEAR(tl.decode.device[size_t(d)].exposed_comm_ns, tl.decode.device[size_t(d)].comm_ns, 1e-6) << d;
+    }
+    EXPECT_DOUBLE_EQ(tl.decode.device[0].busy_ns, tl.decode.device[1].busy_ns);  // equal shards
+    // a decode step = the rank's compute + its collectives, one after the other
+    double decode_ns = 0;
+    for (double t : tl.tbt_ns) decode_ns += t;
+    EXPECT_NEAR(decode_ns, tl.decode.device[0].busy_ns + steps * per_step * one, 1e-6);
+    EXPECT_GT(tl.links[0].transfers, 0);
+}
+
+TEST(ScaleOut, TensorParallelismShrinksEachRanksCompute) {
+    const Timeline one = simulate(Cluster(1), parallel(1, 1)), two = simulate(Cluster(2), parallel(2, 1));
+    EXPECT_LT(two.decode.device[0].busy_ns, one.decode.device[0].busy_ns);
+    EXPECT_EQ(one.decode.device[0].comm_ns, 0);
+}
+
+TEST(ScaleOut, PipelineStagesOverlapAcrossMicroBatchesAndSendTheBoundary) {
+    Cluster c(2);
+    const Timeline tl = simulate(c, parallel(1, 2, 2), 2);
+    // prefill of 2 micro-batches x 32 tokens: stage 1 runs micro-batch 0 while stage 0 runs 1
+    EXPECT_LT(tl.prefill_ns, tl.prefill.device[0].busy_ns + tl.prefill.device[1].busy_ns);
+    EXPECT_GT(tl.prefill.device[1].busy_ns, 0);
+    // bytes on the link: every micro-batch's boundary, f16 rows of 1024 features
+    const double prefill_bytes = 2 * 32 * 1024 * 2, decode_bytes = double(tl.tbt_ns.size()) * 2 * 1024 * 2;
+    EXPECT_DOUBLE_EQ(tl.links[0].bytes, prefill_bytes + decode_bytes);
+    // stage 0 sends micro-batch 0 while it computes micro-batch 1: not all of it is exposed
+    EXPECT_LT(tl.prefill.device[0].exposed_comm_ns, tl.prefill.device[0].comm_ns);
+    EXPECT_EQ(tl.prefill.device[1].comm_ns, 0);  // the last stage sends nothing
+}
+
+TEST(ScaleOut, FlashcommRunsTheAddAndNormOnTheRanksShareOfTheTokens) {
+    graph::GraphOptions go;
+    go.tp = 2;
+    go.flashcomm = true;
+    const Plan p = plan_parallel_generation(fake::small_shape(), 32, 2, 1, go, 1);
+    const OpTrace& ops = p.ops;
+    int rewritten = 0;
+    for (size_t i = 0; i + 3 < p.forwards[0].end; ++i) {
+        if (ops[i].kind != OpKind::REDUCE_SCATTER) continue;
+        if (ops[i + 1].kind == OpKind::ALL_GATHER) {  // the last layer's add feeds the output norm (n_seq rows)
+            EXPECT_EQ(ops[i + 2].kind, OpKind::ADD);
+            EXPECT_EQ(ops[i + 2].m, 32);
+            continue;
+        }
+        ASSERT_EQ(ops[i + 1].kind, OpKind::ADD) << i;
+        ASSERT_EQ(ops[i + 2].kind, OpKind::RMSNORM) << i;
+        EXPECT_EQ(ops[i + 1].m, 16);                       // 32 prompt tokens over 2 ranks
+        EXPECT_EQ(ops[i + 2].m, 16);
+        EXPECT_EQ(ops[i + 3].kind, OpKind::ALL_GATHER);
+        ++rewritten;
+    }
+    EXPECT_EQ(rewritten, 2 * 4 - 1);
+    // prefill moves the same bytes in two collectives: the ranks' add + norm shrink
+    Cluster c(2);
+    const Timeline off = simulate(c, parallel(2, 1)), on = simulate(c, parallel(2, 1), 1, 4, true);
+    EXPECT_LT(on.prefill.device[0].busy_ns, off.prefill.device[0].busy_ns);
+}
+
+TEST(ScaleOut, IntervalsSubtractWhatIsCovered) {
+    Intervals comm, busy;
+    comm.add(0, 10);
+    comm.add(5, 15);   // union [0, 15)
+    comm.add(20, 30);  // + [20, 30)
+    busy.add(2, 4);
+    busy.add(12, 22);
+    EXPECT_DOUBLE_EQ(comm.uncovered_by(busy), 15 - 2 - 3 + 10 - 2);
+    EXPECT_DOUBLE_EQ(comm.uncovered_by(Intervals{}), 25);
+}
+
+}  // namespace
