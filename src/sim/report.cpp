@@ -82,7 +82,9 @@ std::vector<Verdict> judge(const RunReport& b, const RunReport& t, const Thresho
             const double steps = double(std::max<size_t>(1, t.timeline.tbt_ns.size()));
             const DeviceStats tn = t.timeline.decode.npu(), tp = t.timeline.decode.pim();
             const int pims = std::max(1, t.timeline.decode.devices_of(DeviceKind::PIM));
-            const double npu_rest = tn.busy_ns / steps / b.tbt_mean_ns;
+            // mean over the NPUs (tensor-parallel ranks each run their own share; one NPU: itself)
+            const int npus = std::max(1, t.timeline.decode.devices_of(DeviceKind::NPU));
+            const double npu_rest = tn.busy_ns / double(npus) / steps / b.tbt_mean_ns;
             // the PIM devices work in parallel on the slices of each GEMV
             const double pim_part = tp.busy_ns / double(pims) / steps / b.tbt_mean_ns;
             const double ratio = hw.mem_bw_gbps > 0 ? hw.pim_internal_bw_gbps / hw.mem_bw_gbps : 0;

@@ -207,7 +207,8 @@ std::string format_table(const BenchReport& r) {
     s += fmt::format("duet bench: {} | prompt {} + {} generated | batch {} | NPU {} | PIM {} | memory {}\n", r.model,
                      r.seq_len, r.gen_len, r.batch, r.npu, r.pim, r.memory);
     if (!r.parallel.is_null())
-        s += fmt::format("parallel: tp {} x pp {} ({} micro-batches) | FlashComm {} | HCCL_OP_EXPANSION_MODE {}\n",
+        s += fmt::format("parallel: tp {} x pp {} ({} micro-batches) | FlashComm {} | HCCL_OP_EXPANSION_MODE {} | "
+                         "memory: one rank's share\n",
                          r.parallel.value("tp", 1), r.parallel.value("pp", 1), r.parallel.value("micro_batches", 1),
                          r.parallel.value("flashcomm", false) ? "on" : "off", r.parallel.value("hccl_expansion", ""));
     row("", b.policy + " (base)", t.policy + " (target)");
