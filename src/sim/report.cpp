@@ -107,6 +107,9 @@ std::vector<Verdict> judge(const RunReport& b, const RunReport& t, const Thresho
                 v.binding_limit = fmt::format("operators that stay on the NPU (norms, RoPE, attention, sampling, "
                                               "launch) take {:.2f} of the baseline TBT; PIM work {:.2f}",
                                               npu_rest, pim_part);
+            // tensor/pipeline parallel: npu0's exposed collective time is part of every step
+            const double comm = t.timeline.decode.device.empty() ? 0 : t.timeline.decode.device[0].exposed_comm_ns;
+            if (comm > 0) v.binding_limit += fmt::format("; exposed communication {:.2f}", comm / steps / b.tbt_mean_ns);
         }
         if (b.timeline.tbt_ns.empty()) v.binding_limit = "no decode step to measure (--gen-len 1)";
         v.line = fmt::format("TBT reduction     {:6.1f} %   (required >= {:.0f} %)   {}", 100 * v.value,
