@@ -138,8 +138,9 @@ void run(const RunArgs& a) {
     if (re.tp) re.tp->finish();
     if (!a.op_trace.empty()) runtime::write_op_trace_csv(trace, a.op_trace);
     const std::string tp_note =
-        re.tp ? fmt::format(", tp {} over {} ({:.1f} MiB of weights per rank)", a.tp, comm->kind(),
-                            double(re.tp->shard_bytes()) / (1 << 20))
+        re.tp ? fmt::format(", tp {} over {} ({:.1f} MiB of weights per rank; rank 0: {} all-reduces, {:.1f} ms)",
+                            a.tp, comm->kind(), double(re.tp->shard_bytes()) / (1 << 20), re.tp->n_all_reduce(),
+                            re.tp->all_reduce_ms())
               : "";
     if (!a.no_timings)
         std::fprintf(stderr, "\nduet: %s, %d threads%s, kv %s, seed %llu\n%s", model->path().c_str(),

@@ -89,6 +89,13 @@ WarmupStats TpRank::prefault() const {
     return st;
 }
 
+void TpRank::all_reduce_sum(float* x, int64_t n) {
+    const int64_t t0 = now_ns();
+    comm_.all_reduce_sum(x, n);
+    all_reduce_ns_ += now_ns() - t0;
+    ++n_all_reduce_;
+}
+
 void TpRank::begin_step(std::span<const SeqInput> batch) {
     if (!leader() || shard_.tp == 1) return;
     msg_.clear();

@@ -61,7 +61,11 @@ public:
 
     // TpHook
     void begin_step(std::span<const SeqInput> batch) override;
-    void all_reduce_sum(float* x, int64_t n) override { comm_.all_reduce_sum(x, n); }
+    void all_reduce_sum(float* x, int64_t n) override;
+    // Wall time this rank spent in the engine's all-reduces (waiting for the other ranks
+    // included) and their count, since construction.
+    double all_reduce_ms() const { return double(all_reduce_ns_) / 1e6; }
+    int64_t n_all_reduce() const { return n_all_reduce_; }
 
 private:
     std::shared_ptr<const Model> model_;
@@ -69,6 +73,7 @@ private:
     graph::TpShard shard_;
     model::Weights weights_;
     bool finished_ = false;
+    int64_t all_reduce_ns_ = 0, n_all_reduce_ = 0;
     std::vector<uint8_t> msg_;  // the step being sent or received
 };
 
