@@ -3,7 +3,8 @@
 
 Every `#include "x/..."` in src/<folder>/ must name a folder that <folder> may depend on:
     core <- format <- model;  kernels, layout, hw, config -> core only;
-    graph -> model;  sim -> hw, layout, graph, config;  runtime -> model, kernels, sim, graph;
+    graph -> model;  sim -> hw, layout, graph, config;  parallel -> core;
+    runtime -> model, kernels, sim, graph, parallel;
     workload -> runtime, sim;
     server, cli on top.
 Usage: check_layering.py SRC_DIR   (prints one line per violation, exit 1 if any)
@@ -22,10 +23,13 @@ ALLOWED = {
     "config": {"core", "config"},
     "graph": {"core", "format", "model", "graph"},
     "sim": {"core", "hw", "layout", "graph", "config", "sim"},
-    "runtime": {"core", "format", "model", "kernels", "sim", "graph", "config", "hw", "layout", "runtime"},
+    # the communicator of real tensor parallelism (rank, size, all-reduce, broadcast over MPI)
+    "parallel": {"core", "parallel"},
+    "runtime": {"core", "format", "model", "kernels", "sim", "graph", "config", "hw", "layout", "parallel",
+                "runtime"},
     # scripted workloads replayed on the real engine (runtime) and on the model (sim)
-    "workload": {"core", "format", "model", "kernels", "sim", "graph", "config", "hw", "layout", "runtime",
-                 "workload"},
+    "workload": {"core", "format", "model", "kernels", "sim", "graph", "config", "hw", "layout", "parallel",
+                 "runtime", "workload"},
     # tune drives the bench comparison, which lives in cli/bench_runner (its own library,
     # duet_bench_runner); that file should move below cli (a known wart, not a licence for more).
     "tune": {"core", "format", "model", "hw", "layout", "graph", "config", "sim", "runtime", "cli", "tune"},

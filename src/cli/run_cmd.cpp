@@ -14,10 +14,12 @@
 #include "model/chat_template.h"
 #include "model/grammar/json_schema.h"
 #include "model/grammar/token_table.h"
+#include "parallel/communicator.h"
 #include "runtime/cpu_affinity.h"
 #include "runtime/engine.h"
 #include "runtime/generator.h"
 #include "runtime/model.h"
+#include "runtime/tp_rank.h"
 #include "runtime/trace_csv.h"
 
 namespace duet::cli {
@@ -27,7 +29,7 @@ struct RunArgs {
     std::string model_path, prompt, chat_template, system, kv_type = "f16", op_trace;
     int64_t n_predict = 128, ctx = 0;
     bool chat = false, echo = false, no_timings = false, fuse = false;
-    int threads = 0;
+    int threads = 0, tp = 1;
     int64_t seed = -1;
     model::SamplerParams sampling;
     std::string json_schema, grammar;  // constrained output (files)
@@ -86,6 +88,8 @@ void run(const RunArgs& a) {
     sp.seed = a.seed >= 0 ? uint64_t(a.seed) : std::random_device{}();
     model::validate(sp);
     const auto grammar = output_grammar(a);  // before loading: a bad file fails fast
+    const auto comm = parallel::make_world_communicator();
+    runtime::check_tp_world(a.tp, *comm);
 
     auto model = runtime::Model::load(a.model_path);
     check_ctx(model->hparams(), a.ctx, 1, *kv, "--ctx", available_memory_bytes());  // before the KV allocation
@@ -98,10 +102,15 @@ void run(const RunArgs& a) {
     eo.n_ctx = a.ctx;
     eo.kv_type = *kv;
     eo.fuse = a.fuse;
-    runtime::Engine engine(model, eo);
+    runtime::RankEngine re = runtime::make_rank_engine(model, *comm, a.tp, eo);
+    runtime::Engine& engine = *re.engine;
     const bool pinned = config::read_runtime_knobs(config::runtime_knob_env()).cpu_affinity != 0;
     if (pinned) runtime::pin_pool_threads(engine.pool());  // CPU_AFFINITY_CONF
-    const runtime::WarmupStats warm = runtime::warm_up(*model, &engine, a.warmup);  // before the trace: not recorded
+    const runtime::WarmupStats warm = runtime::warm_up_rank(*model, re, a.warmup);  // before the trace: not recorded
+    if (!re.leader()) {  // ranks > 0 run rank 0's forwards and print nothing
+        re.tp->follow(engine);
+        return;
+    }
     sim::OpTrace trace;
     if (!a.op_trace.empty()) engine.set_trace(&trace);
     runtime::Generator gen(engine);
@@ -126,10 +135,17 @@ void run(const RunArgs& a) {
     }, &st);
     std::fputc('\n', stdout);
     std::fflush(stdout);
+    if (re.tp) re.tp->finish();
     if (!a.op_trace.empty()) runtime::write_op_trace_csv(trace, a.op_trace);
+    const std::string tp_note =
+        re.tp ? fmt::format(", tp {} over {} ({:.1f} MiB of weights per rank; rank 0: {} all-reduces, {:.1f} ms)",
+                            a.tp, comm->kind(), double(re.tp->shard_bytes()) / (1 << 20), re.tp->n_all_reduce(),
+                            re.tp->all_reduce_ms())
+              : "";
     if (!a.no_timings)
-        std::fprintf(stderr, "\nduet: %s, %d threads, kv %s, seed %llu\n%s", model->path().c_str(),
-                     engine.pool().size(), a.kv_type.c_str(), (unsigned long long)sp.seed, st.format().c_str());
+        std::fprintf(stderr, "\nduet: %s, %d threads%s, kv %s, seed %llu\n%s", model->path().c_str(),
+                     engine.pool().size(), tp_note.c_str(), a.kv_type.c_str(), (unsigned long long)sp.seed,
+                     st.format().c_str());
     if (!a.no_timings) std::fprintf(stderr, "%s%s\n", warm.format().c_str(), pinned ? "; threads pinned (CPU_AFFINITY_CONF)" : "");
 }
 
@@ -144,7 +160,8 @@ void register_run(CLI::App& app) {
         "  duet run -m build/tiny.gguf -p \"Once upon a time\" -n 32 --temp 0\n"
         "  duet run -m qwen.gguf --chat --system \"Be brief.\" -p \"What is PIM?\" --seed 1\n"
         "  duet run -m build/tiny.gguf -p \"Hi\" -n 4 --temp 0 --op-trace ops.csv\n"
-        "  duet run -m build/tiny.gguf -p \"JSON:\" -n 200 --json-schema person.schema.json\n");
+        "  duet run -m build/tiny.gguf -p \"JSON:\" -n 200 --json-schema person.schema.json\n"
+        "  mpirun -np 2 duet run -m build/tiny.gguf -p \"Hi\" -n 16 --temp 0 --tp 2 --threads 1\n");
     cmd->add_option("-m,--model", args->model_path, "GGUF model file")->required();
     cmd->add_option("-p,--prompt", args->prompt, "Prompt text")->required();
     number(cmd, "-n,--n-predict", args->n_predict, "Tokens to generate at most (-1: until end of text)", int64_t(-1),
@@ -170,6 +187,10 @@ void register_run(CLI::App& app) {
            "Context positions (0: min(trained context, 4096)); checked against memory before allocation",
            int64_t(0), kMaxCtx);
     text(cmd, "--kv-type", args->kv_type, "KV cache type: f16 or f32");
+    number(cmd, "--tp", args->tp,
+           "Tensor-parallel ranks: each loads its slice of every layer; run as mpirun -np N duet run --tp N "
+           "(docs/scale-out.md)",
+           1, 1024);
     cmd->add_flag("--fuse", args->fuse, "Run Q/K/V and gate/up as one matmul each (same tokens)");
     add_warmup_flags(cmd, args->warmup);
     cmd->add_flag("--echo", args->echo, "Print the prompt before the generated text");

@@ -21,8 +21,10 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "model/chat_template.h"
+#include "parallel/communicator.h"
 #include "runtime/batcher.h"
 #include "runtime/model.h"
+#include "runtime/tp_rank.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
 #include "server/task_service.h"
@@ -37,7 +39,7 @@ struct ServeArgs {
     int port = 8080;
     int64_t parallel = 4, ctx = 0, queue = 64, max_body_bytes = 1 << 20, kv_blocks = 0, max_connections = 256;
     int64_t fault_at_step = -1;
-    int threads = 0;
+    int threads = 0, tp = 1;
     bool no_auth = false, no_continuous = false, no_prefix_cache = false;
     std::optional<std::string> api_prefix;
     runtime::WarmupOptions warmup;
@@ -69,6 +71,8 @@ void serve(const ServeArgs& a, const CLI::App& root) {
              "without authentication", st.api.api_key_env);
     if (!a.no_auth) so.api_key = key;
 
+    const auto comm = parallel::make_world_communicator();
+    runtime::check_tp_world(a.tp, *comm);
     auto model = runtime::Model::load(a.model_path);
     if (a.kv_blocks == 0)  // the pool is --parallel x --ctx: check it fits before allocating
         check_ctx(model->hparams(), a.ctx, a.parallel, runtime::EngineOptions{}.kv_type, "--ctx",
@@ -94,10 +98,29 @@ void serve(const ServeArgs& a, const CLI::App& root) {
     bo.prefix_cache = !a.no_prefix_cache;
     bo.fault_at_step = a.fault_at_step;
     bo.warmup_rounds = a.warmup.n_rounds;  // dummy forwards on the batcher's engine before it serves
-    log_warmup(runtime::warm_up(*model, nullptr, a.warmup));
     server::Metrics metrics;  // outlives the batcher: its callbacks update it
     server::register_server_metrics(metrics);
-    runtime::Batcher batcher(model, eo, bo);
+    std::unique_ptr<runtime::TpRank> tp;  // --tp > 1: outlives the batcher, then tells the other ranks to stop
+    std::unique_ptr<runtime::Batcher> batcher_ptr;
+    if (a.tp == 1) {
+        log_warmup(runtime::warm_up(*model, nullptr, a.warmup));
+        batcher_ptr = std::make_unique<runtime::Batcher>(model, eo, bo);
+    } else {
+        // Rank 0 serves and steps the batch; the other ranks run its forwards (runtime/tp_rank.h).
+        runtime::WarmupOptions prefault_only = a.warmup;
+        prefault_only.n_rounds = 0;  // the batcher's warm forwards run on rank 0, mirrored
+        runtime::RankEngine re = runtime::make_rank_engine(model, *comm, a.tp, eo);
+        log_warmup(runtime::warm_up_rank(*model, re, prefault_only));
+        tp = std::move(re.tp);
+        if (!tp->leader()) {
+            tp->follow(*re.engine);
+            return;
+        }
+        bo.prefix_cache = false;  // a cached prefix is KV the other ranks never computed
+        bo.forks = false;         // likewise the shared prompt of n > 1
+        batcher_ptr = std::make_unique<runtime::Batcher>(std::move(re.engine), bo);
+    }
+    runtime::Batcher& batcher = *batcher_ptr;
 
     server::TaskStore store(a.tasks_db);
     if (store.interrupted_at_open() > 0)
@@ -132,10 +155,11 @@ void serve(const ServeArgs& a, const CLI::App& root) {
 
     server::HttpServer http(so, batcher, tasks, metrics, timings);
     http.bind();
-    std::printf("duet serve: %s on http://%s:%d%s (model id '%s', %lld parallel, ctx %lld, auth %s, tasks %s)\n",
+    const std::string tp_note = tp ? fmt::format(", tp {} over {}", a.tp, comm->kind()) : "";
+    std::printf("duet serve: %s on http://%s:%d%s (model id '%s', %lld parallel, ctx %lld, auth %s, tasks %s%s)\n",
                 a.model_path.c_str(), a.host.c_str(), http.port(), so.api_prefix.c_str(), so.model_id.c_str(), (long long)a.parallel,
                 (long long)batcher.n_ctx(), so.api_key ? ("via " + st.api.api_key_env).c_str() : "off",
-                a.tasks_db.c_str());
+                a.tasks_db.c_str(), tp_note.c_str());
     std::fflush(stdout);
     g_server.store(&http);
     std::signal(SIGINT, on_signal);
@@ -171,6 +195,10 @@ void register_serve(CLI::App& app) {
            int64_t(0), int64_t(1) << 30);
     number(c, "--queue", a->queue, "Waiting requests at most (more get 429)", int64_t(0), int64_t(1) << 20);
     number(c, "--threads", a->threads, "Engine threads (0: all)", 0, int(kMaxThreads));
+    number(c, "--tp", a->tp,
+           "Tensor-parallel ranks: run as mpirun -np N duet serve --tp N; rank 0 serves HTTP, n = 1 only, no prefix "
+           "cache (docs/scale-out.md)",
+           1, 1024);
     text(c, "--tasks-db", a->tasks_db, "SQLite file of the tasks API (created 0600)");
     text(c, "--model-id", a->model_id, "Model name clients use", DefaultFrom{"the file name without .gguf"});
     text(c, "--chat-template", a->chat_template, "llama2, llama3, chatml, mistral", DefaultFrom{"from the file"});

@@ -36,13 +36,27 @@ struct Batcher::Slot {
     bool cancelled() const { return req.cancelled && req.cancelled->load(); }
 };
 
+namespace {
+
+const BatcherOptions& checked(const BatcherOptions& o) {
+    if (o.n_parallel < 1) fail("--parallel {} is out of range (allowed: 1 or more)", o.n_parallel);
+    if (o.max_queue < 0) fail("queue size {} is out of range (allowed: 0 or more)", o.max_queue);
+    if (o.step_token_budget < 1) fail("step token budget {} must be positive", o.step_token_budget);
+    return o;
+}
+
+EngineOptions for_batch(EngineOptions eo, const BatcherOptions& o) {
+    eo.n_seq_max = std::max(eo.n_seq_max, checked(o).n_parallel);
+    return eo;
+}
+
+}  // namespace
+
 Batcher::Batcher(std::shared_ptr<const Model> model, EngineOptions engine_opts, BatcherOptions opts)
-    : model_(std::move(model)), opts_(opts) {
-    if (opts_.n_parallel < 1) fail("--parallel {} is out of range (allowed: 1 or more)", opts_.n_parallel);
-    if (opts_.max_queue < 0) fail("queue size {} is out of range (allowed: 0 or more)", opts_.max_queue);
-    if (opts_.step_token_budget < 1) fail("step token budget {} must be positive", opts_.step_token_budget);
-    engine_opts.n_seq_max = std::max(engine_opts.n_seq_max, opts_.n_parallel);
-    engine_ = std::make_unique<Engine>(model_, engine_opts);
+    : Batcher(std::make_unique<Engine>(model, for_batch(engine_opts, opts)), opts) {}
+
+Batcher::Batcher(std::unique_ptr<Engine> engine, BatcherOptions opts)
+    : model_(engine->model_ptr()), opts_(checked(opts)), engine_(std::move(engine)) {
     n_ctx_ = engine_->n_ctx();
     if (opts_.warmup_rounds > 0) {
         WarmupStats warm;
@@ -98,7 +112,7 @@ SubmitStatus Batcher::submit_group(std::vector<GenRequest> reqs) {
     const int64_t n_prompt = int64_t(reqs[0].prompt.size());
     DUET_CHECK(n_prompt > 0, "empty prompt");
     for (const auto& r : reqs) DUET_CHECK(r.prompt == reqs[0].prompt, "a request group must share one prompt");
-    if (int64_t(reqs.size()) > opts_.n_parallel) return SubmitStatus::GROUP_TOO_LARGE;
+    if (int64_t(reqs.size()) > (opts_.forks ? opts_.n_parallel : 1)) return SubmitStatus::GROUP_TOO_LARGE;
     if (n_prompt + 1 > n_ctx_) return SubmitStatus::PROMPT_TOO_LONG;
     const auto& kv = engine_->kv_cache();
     if ((n_prompt + 1 + kv.block_tokens() - 1) / kv.block_tokens() > kv.n_blocks()) return SubmitStatus::KV_TOO_SMALL;

@@ -41,6 +41,10 @@ struct BatcherOptions {
     int64_t max_queue = 64;         // waiting requests at most; more are refused (HTTP 429)
     bool continuous = true;         // false: a batch runs to completion before others join
     bool prefix_cache = true;
+    // false: groups of one request only (n = 1), GROUP_TOO_LARGE otherwise. Tensor parallelism
+    // (runtime/tp_rank.h) turns forks off: a forked sequence starts from KV the other ranks
+    // never computed.
+    bool forks = true;
     int64_t step_token_budget = 512;  // prompt tokens processed per engine step (chunked prefill)
     // Test hook (fault injection): engine step number `fault_at_step` (1-based, counting every
     // step the loop starts) throws instead of running; -1: off. Shows that a failing step fails
@@ -99,6 +103,9 @@ struct BatcherStats {
 class Batcher {
 public:
     Batcher(std::shared_ptr<const Model> model, EngineOptions engine_opts, BatcherOptions opts);
+    // Serves on an engine built by the caller (a tensor-parallel rank's, runtime/tp_rank.h),
+    // whose n_seq_max must be at least opts.n_parallel.
+    Batcher(std::unique_ptr<Engine> engine, BatcherOptions opts);
     ~Batcher();  // finishes queued and running requests as "cancelled", joins the thread
     Batcher(const Batcher&) = delete;
     Batcher& operator=(const Batcher&) = delete;

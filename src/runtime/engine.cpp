@@ -54,17 +54,21 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts)
     : Engine(model, opts, default_graph(model->hparams(), model->weights())) {}
 
 Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts, graph::Graph g)
+    : Engine(model, opts, std::move(g), model->weights()) {}
+
+Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts, graph::Graph g,
+               const model::Weights& weights)
     : model_(std::move(model)),
       opts_(resolve(model_->hparams(), opts)),
       pool_(opts_.n_threads),
-      plain_(model_->weights()),
+      plain_(weights),
       graph_(with_file_dtypes(std::move(g), plain_)),
       dispatch_(pool_, &plain_),
       rope_order_(model_->hparams().rope_neox ? kernels::RopeOrder::NEOX : kernels::RopeOrder::NORM) {
     const model::Hparams& hp = model_->hparams();
     KvCacheConfig kc;
     kc.n_layer = hp.n_layer;
-    kc.n_head_kv = hp.n_head_kv;
+    kc.n_head_kv = graph_.shape.n_head_kv;  // this rank's KV heads under tensor parallelism
     kc.head_dim = hp.head_dim;
     kc.block_tokens = opts_.block_tokens;
     kc.n_blocks = opts_.kv_blocks;
@@ -151,6 +155,7 @@ ForwardStatus Engine::forward(std::span<const SeqInput> batch, ForwardOutput& ou
     out.logits.resize(size_t(n_rows * hp.n_vocab));
     ptr_[size_t(graph_.logits)] = out.logits.data();
 
+    if (tp_) tp_->begin_step(batch);
     dispatch_.set_context(any_prefill ? sim::Phase::PREFILL : sim::Phase::DECODE, -1, int32_t(batch.size()));
     const Step st{batch, tokens_.data(), n_tok, n_rows};
     for (const graph::Node& node : graph_.nodes) run_node(node, st);
@@ -197,8 +202,10 @@ void Engine::run_node(const graph::Node& nd, const Step& st) {
             break;
         case OpKind::ROPE: {
             const float* factors = model_->weights().rope_freqs.present() ? model_->weights().rope_freqs.f32() : nullptr;
-            const Dispatcher::RopeParams rp{hp.n_head,        hp.n_head_kv,        hp.head_dim, hp.n_rot,
-                                            hp.rope_freq_base, hp.rope_freq_scale, factors,     rope_order_};
+            // The graph's head counts: this rank's under tensor parallelism.
+            const Dispatcher::RopeParams rp{graph_.shape.n_head, graph_.shape.n_head_kv, hp.head_dim,
+                                            hp.n_rot,            hp.rope_freq_base,      hp.rope_freq_scale,
+                                            factors,             rope_order_};
             dispatch_.rope(ptr(nd.in[0]), stride(nd.in[0]), ptr(nd.out[0]), ptr(nd.in[1]), stride(nd.in[1]),
                            ptr(nd.out[1]), st.n_tok, pos_.data(), rp);
             break;
@@ -219,6 +226,12 @@ void Engine::run_node(const graph::Node& nd, const Step& st) {
         }
         case OpKind::OUTPUT: dispatch_.output(int64_t(st.batch.size()), nd.n); break;
         case OpKind::ALL_REDUCE:
+            if (tp_) {
+                DUET_CHECK(ptr(nd.in[0]) == ptr(nd.out[0]), "engine: ALL_REDUCE of layer {} is not in place", nd.layer);
+                tp_->all_reduce_sum(ptr(nd.out[0]), rows(nd.out[0]) * nd.n);
+                break;
+            }
+            [[fallthrough]];
         case OpKind::REDUCE_SCATTER:
         case OpKind::ALL_GATHER:
         case OpKind::SEND:
@@ -278,7 +291,7 @@ void Engine::attend(const graph::Node& nd, const Step& st) {
                               out + off * n_q});
         off += n;
     }
-    dispatch_.attention(attn_seqs_, hp.n_head, hp.n_head_kv, hp.head_dim, scale);
+    dispatch_.attention(attn_seqs_, graph_.shape.n_head, graph_.shape.n_head_kv, hp.head_dim, scale);
 }
 
 }  // namespace duet::runtime

@@ -32,6 +32,7 @@
 #include "runtime/dispatch.h"
 #include "runtime/kv_cache.h"
 #include "runtime/model.h"
+#include "runtime/tp_hook.h"
 #include "runtime/weight_source.h"
 #include "sim/op_trace.h"
 
@@ -80,6 +81,11 @@ public:
     // Runs `graph` instead of the model family's builder (a new architecture before it has a
     // builder, tests). Its shapes must match the model's tensors; opts.fuse is applied to it.
     Engine(std::shared_ptr<const Model> model, const EngineOptions& opts, graph::Graph graph);
+    // Runs `graph` over `weights` instead of the model's own (a tensor-parallel rank's slices,
+    // runtime/tp_weights.h; the graph then is the TP pass's, whose shape holds the local head
+    // and FFN counts). `weights` must outlive the engine.
+    Engine(std::shared_ptr<const Model> model, const EngineOptions& opts, graph::Graph graph,
+           const model::Weights& weights);
     ~Engine();
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
@@ -106,6 +112,10 @@ public:
     const PlainWeightSource& plain_weights() const { return plain_; }
     // Replaces the weight layout (nullptr: back to the plain GGUF tensors). Not owned.
     void set_weight_source(const WeightSource* w) { dispatch_.set_weight_source(w ? w : &plain_); }
+    // Tensor parallelism (runtime/tp_rank.h): the hook runs the graph's ALL_REDUCE nodes and
+    // hears of every forward. Not owned; nullptr: none (a TP graph then fails at its first
+    // collective).
+    void set_tp_hook(TpHook* h) { tp_ = h; }
 
 private:
     // What one forward needs besides the tensors.
@@ -123,6 +133,7 @@ private:
 
     std::shared_ptr<const Model> model_;
     EngineOptions opts_;
+    TpHook* tp_ = nullptr;
     ThreadPool pool_;
     std::unique_ptr<KvCache> kv_;
     PlainWeightSource plain_;

@@ -32,15 +32,18 @@ inline std::pair<int, std::string> run_command(const std::string& cmd) {
 
 class ServerProcess {
 public:
-    // args after the binary; env entries "NAME=value" added to this process's environment.
-    ServerProcess(const std::vector<std::string>& args, const std::vector<std::string>& extra_env) {
+    // args after the binary; env entries "NAME=value" added to this process's environment;
+    // launcher (optional): a program and its arguments that start the binary (mpirun -np 2).
+    ServerProcess(const std::vector<std::string>& args, const std::vector<std::string>& extra_env,
+                  const std::vector<std::string>& launcher = {}) {
         int fds[2];
         if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
         posix_spawn_file_actions_t fa;
         posix_spawn_file_actions_init(&fa);
         posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
         posix_spawn_file_actions_addclose(&fa, fds[0]);
-        std::vector<std::string> argv_s = {duet_binary()};
+        std::vector<std::string> argv_s = launcher;
+        argv_s.push_back(duet_binary());
         argv_s.insert(argv_s.end(), args.begin(), args.end());
         std::vector<char*> argv;
         for (auto& a : argv_s) argv.push_back(a.data());

@@ -1,0 +1,210 @@
+#include "runtime/tp_rank.h"
+
+#include <cstdio>
+#include <cstring>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "core/timer.h"
+#include "graph/shard_tensor_parallel.h"
+#include "runtime/model_shape.h"
+#include "runtime/tp_weights.h"
+
+namespace duet::runtime {
+namespace {
+
+// The step message: n_seq, then per sequence {key, cached positions, new tokens, all_logits},
+// then every sequence's new tokens, all as int64 except the tokens (int32). Its byte count
+// goes first in a broadcast of its own; -1 there means "finished".
+struct StepSeq {
+    uint64_t key;
+    int64_t n_past, n_tok, all_logits;
+};
+constexpr int64_t kFinished = -1;
+
+template <typename T>
+void put(std::vector<uint8_t>& m, const T& v) {
+    const size_t at = m.size();
+    m.resize(at + sizeof(T));
+    std::memcpy(m.data() + at, &v, sizeof(T));
+}
+
+template <typename T>
+T get(const std::vector<uint8_t>& m, size_t& at) {
+    DUET_CHECK(at + sizeof(T) <= m.size(), "tensor-parallel step message is truncated");
+    T v;
+    std::memcpy(&v, m.data() + at, sizeof(T));
+    at += sizeof(T);
+    return v;
+}
+
+graph::TpShard shard_of(const Model& m, int tp, int rank) {
+    const graph::ModelShape shape = model_shape(m.hparams(), m.weights().layers.at(0).wq.dtype, DType::F16, m.path());
+    return graph::tp_shard(shape, tp, rank, tp_ff_align(m.weights()));
+}
+
+}  // namespace
+
+void check_tp_world(int tp, const parallel::Communicator& comm) {
+    if (tp == comm.size()) return;
+    if (comm.size() == 1)
+        fail("--tp {} needs {} MPI ranks, and this process was not started by mpirun (allowed: --tp 1, or "
+             "mpirun -np {} duet ... --tp {}{})",
+             tp, tp, tp, tp, parallel::built_with_mpi() ? "" : "; this duet was built without MPI");
+    fail("--tp {} does not match the {} ranks of this MPI job (allowed: --tp {}, the mpirun -np value)", tp,
+         comm.size(), comm.size());
+}
+
+TpRank::TpRank(std::shared_ptr<const Model> model, parallel::Communicator& comm, int tp)
+    : model_(std::move(model)), comm_(comm) {
+    check_tp_world(tp, comm);
+    shard_ = shard_of(*model_, tp, comm.rank());
+    weights_ = shard_weights(model_->weights(), model_->hparams(), shard_);
+}
+
+TpRank::~TpRank() {
+    try {
+        finish();
+    } catch (...) {
+    }
+}
+
+uint64_t TpRank::shard_bytes() const { return runtime::shard_bytes(weights_); }
+
+std::unique_ptr<Engine> TpRank::make_engine(const EngineOptions& opts) {
+    const model::Hparams& hp = model_->hparams();
+    graph::Graph g = graph::build_graph(model_shape(hp, model_->weights().layers.at(0).wq.dtype, DType::F16));
+    g = graph::ShardTensorParallel(shard_.tp, shard_.rank, false, tp_ff_align(model_->weights())).run(g);
+    auto e = std::make_unique<Engine>(model_, opts, std::move(g), weights_);
+    e->set_tp_hook(this);
+    return e;
+}
+
+WarmupStats TpRank::prefault() const {
+    WarmupStats st;
+    const int64_t t0 = now_ns();
+    st.prefault_bytes = prefault_slices(weights_);
+    st.prefault_ms = double(now_ns() - t0) / 1e6;
+    st.method = "touch pass of this rank's slices";
+    return st;
+}
+
+void TpRank::all_reduce_sum(float* x, int64_t n) {
+    const int64_t t0 = now_ns();
+    comm_.all_reduce_sum(x, n);
+    all_reduce_ns_ += now_ns() - t0;
+    ++n_all_reduce_;
+}
+
+void TpRank::begin_step(std::span<const SeqInput> batch) {
+    if (!leader() || shard_.tp == 1) return;
+    msg_.clear();
+    put(msg_, int64_t(batch.size()));
+    for (const SeqInput& in : batch)
+        put(msg_, StepSeq{uint64_t(reinterpret_cast<uintptr_t>(in.kv)), in.kv->n_tokens(), int64_t(in.tokens.size()),
+                          int64_t(in.all_logits)});
+    for (const SeqInput& in : batch)
+        for (int32_t t : in.tokens) put(msg_, t);
+    int64_t n = int64_t(msg_.size());
+    comm_.broadcast(&n, sizeof n, 0);
+    comm_.broadcast(msg_.data(), n, 0);
+}
+
+RankEngine make_rank_engine(std::shared_ptr<const Model> model, parallel::Communicator& comm, int tp,
+                            const EngineOptions& opts) {
+    check_tp_world(tp, comm);
+    RankEngine re;
+    if (tp == 1) {
+        re.engine = std::make_unique<Engine>(std::move(model), opts);
+        return re;
+    }
+    re.tp = std::make_unique<TpRank>(std::move(model), comm, tp);
+    re.engine = re.tp->make_engine(opts);
+    return re;
+}
+
+WarmupStats warm_up_rank(const Model& model, RankEngine& re, const WarmupOptions& opts) {
+    if (!re.tp) return warm_up(model, re.engine.get(), opts);
+    WarmupStats st;
+    if (opts.prefault) st = re.tp->prefault();
+    if (re.tp->leader()) warm_forwards(*re.engine, opts.n_rounds, st);
+    return st;
+}
+
+void TpRank::finish() {
+    if (!leader() || finished_ || shard_.tp == 1) return;
+    finished_ = true;
+    int64_t n = kFinished;
+    comm_.broadcast(&n, sizeof n, 0);
+}
+
+namespace {
+
+struct Followed {
+    SequenceKv kv;
+    int64_t last_step = 0;
+};
+
+// Releases the least recently stepped sequence not in this step; false when there is none.
+bool drop_oldest(std::unordered_map<uint64_t, Followed>& seqs, int64_t step, KvCache& cache) {
+    auto oldest = seqs.end();
+    for (auto it = seqs.begin(); it != seqs.end(); ++it)
+        if (it->second.last_step < step && (oldest == seqs.end() || it->second.last_step < oldest->second.last_step))
+            oldest = it;
+    if (oldest == seqs.end()) return false;
+    oldest->second.kv.release(cache);
+    seqs.erase(oldest);
+    return true;
+}
+
+}  // namespace
+
+void TpRank::follow(Engine& engine) {
+    DUET_CHECK(!leader(), "follow() on the leader");
+    std::unordered_map<uint64_t, Followed> seqs;
+    KvCache& cache = engine.kv_cache();
+    std::vector<StepSeq> head;
+    std::vector<int32_t> tokens;
+    std::vector<SeqInput> batch;
+    ForwardOutput out;
+    try {
+        for (int64_t step = 1;; ++step) {
+            int64_t n = 0;
+            comm_.broadcast(&n, sizeof n, 0);
+            if (n == kFinished) break;
+            msg_.resize(size_t(n));
+            comm_.broadcast(msg_.data(), n, 0);
+            size_t at = 0;
+            head.resize(size_t(get<int64_t>(msg_, at)));
+            int64_t n_tok = 0;
+            for (StepSeq& s : head) n_tok += (s = get<StepSeq>(msg_, at)).n_tok;
+            tokens.resize(size_t(n_tok));
+            for (int32_t& t : tokens) t = get<int32_t>(msg_, at);
+            batch.clear();
+            const int32_t* next = tokens.data();
+            for (const StepSeq& s : head) {
+                Followed& f = seqs[s.key];
+                f.last_step = step;
+                if (f.kv.n_tokens() > s.n_past) f.kv.truncate(cache, s.n_past);
+                if (f.kv.n_tokens() < s.n_past)
+                    fail("tensor-parallel rank {}: a sequence continues at position {} but this rank computed only {} "
+                         "(its KV came from another sequence: a prefix cache or a fork, not supported under --tp)",
+                         rank(), s.n_past, f.kv.n_tokens());
+                batch.push_back({{next, size_t(s.n_tok)}, &f.kv, s.all_logits != 0});
+                next += s.n_tok;
+            }
+            ForwardStatus st = engine.forward(batch, out);
+            while (st == ForwardStatus::KV_FULL && drop_oldest(seqs, step, cache)) st = engine.forward(batch, out);
+            if (st != ForwardStatus::OK)
+                fail("tensor-parallel rank {}: a forward rank 0 ran returned {} here (the KV pools differ)", rank(),
+                     st == ForwardStatus::KV_FULL ? "KV_FULL" : "CTX_EXCEEDED");
+        }
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "duet: error: %s\n", e.what());
+        std::fflush(stderr);
+        comm_.abort(2);
+    }
+    for (auto& [key, f] : seqs) f.kv.release(cache);
+}
+
+}  // namespace duet::runtime

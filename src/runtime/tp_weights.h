@@ -1,0 +1,40 @@
+#pragma once
+// One tensor-parallel rank's view of a model's weights (issue 11): the same model::Weights
+// struct, every matrix a slice of the file's mapping in place — nothing is copied, and the
+// rank's page faults touch only its slices (plus the replicated tensors).
+//
+// Rank r of tp (split from graph/parallel.h's tp_shard, the same one the TP graph pass uses):
+//   wq / bq          rows of its query heads            [q_heads · head_dim]
+//   wk, wv / bk, bv  rows of its KV heads               [kv_heads · head_dim] (replicated on
+//                    tp / n_head_kv ranks when tp > n_head_kv, GQA)
+//   wo               columns of its query heads         (row-parallel: a partial sum)
+//   ffn_gate/up      rows of its FFN range              [ff]
+//   ffn_down         columns of its FFN range           (row-parallel: a partial sum)
+//   embeddings, norms, output, rope_freqs: the whole tensor.
+// A column slice of a quantised matrix must start and end on a block (32 elements for
+// Q8_0/Q4_0/Q5_0, 256 for K-quants): the FFN split is made in blocks (ff_align); the heads'
+// split cannot be moved, so a split that cuts a block of the attention output is refused.
+#include <cstdint>
+
+#include "graph/parallel.h"
+#include "model/hparams.h"
+#include "model/weights.h"
+
+namespace duet::runtime {
+
+// The FFN split unit of `w`: the largest block of any layer's ffn_down (1 for f32/f16/bf16).
+int64_t tp_ff_align(const model::Weights& w);
+
+// Rank sh.rank's slices of `full` (which must outlive the result). Throws duet::Error naming
+// --tp, the tensor and its block when a column slice would cut a quantised block.
+model::Weights shard_weights(const model::Weights& full, const model::Hparams& hp, const graph::TpShard& sh);
+
+// Bytes of the tensors the rank reads (its slices plus the replicated tensors; the tied
+// output counted once) — what it loads, against full.total_bytes().
+uint64_t shard_bytes(const model::Weights& shard);
+
+// Reads every page of the slices of `shard` (and only those) into this process's page
+// tables: the TP form of runtime/warmup.h's prefault. Returns the bytes touched.
+uint64_t prefault_slices(const model::Weights& shard);
+
+}  // namespace duet::runtime

@@ -1,0 +1,139 @@
+// `mpirun -np N duet run --tp N` against one process: the same greedy tokens (the reference is
+// the single-process run of the same binary), and the errors of a split that cannot run.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../runtime/test_models.h"
+#include "mpirun.h"
+
+namespace duet::test {
+namespace {
+
+struct Result {
+    int rc;
+    std::string out, err;
+};
+
+std::string quoted(const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& a : v) s += "'" + a + "' ";
+    return s;
+}
+
+// Runs `[env] [prefix] duet args`; stdout and stderr apart. env: "NAME=value " or "".
+Result run(const std::vector<std::string>& prefix, const std::string& args, const std::string& env = "") {
+    const std::string o = std::string(DUET_BINARY_DIR) + "/test-models/tp_mpi_test." + std::to_string(::getpid());
+    const std::string e = o + ".err";
+    const int st = std::system(fmt::format("{}{}'{}' {} > '{}' 2> '{}'", env, quoted(prefix), duet_binary(), args, o, e).c_str());
+    auto slurp = [](const std::string& p) {
+        std::ifstream f(p, std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(f), {});
+    };
+    Result r{WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(o), slurp(e)};
+    std::remove(o.c_str());
+    std::remove(e.c_str());
+    return r;
+}
+
+#define REQUIRE_MPIRUN()                                                        \
+    do {                                                                        \
+        if (mpirun_path().empty()) GTEST_SKIP() << "mpirun is not installed"; \
+    } while (0)
+
+// Greedy text of `model` from one process and from `np` ranks under --tp np (env: as run()).
+void expect_same_tokens(const std::string& model, int np, int n_predict = 24, const std::string& env = "") {
+    ASSERT_FALSE(model.empty());
+    const std::string args =
+        fmt::format("run -m '{}' -p 'Once upon a time' -n {} --temp 0 --threads 1", model, n_predict);
+    const Result one = run({}, args, env);
+    ASSERT_EQ(one.rc, 0) << one.err;
+    const Result tp = run(mpirun_prefix(np), args + fmt::format(" --tp {}", np), env);
+    ASSERT_EQ(tp.rc, 0) << tp.err;
+    EXPECT_NE(tp.err.find(fmt::format("tp {} over MPI", np)), std::string::npos) << tp.err;
+    EXPECT_GT(one.out.size(), 1u);  // some text besides the final newline
+    EXPECT_EQ(tp.out, one.out) << model;
+}
+
+TEST(TpMpi, GeneratedModelsGiveTheSameTokensOnTwoRanks) {
+    REQUIRE_MPIRUN();
+    expect_same_tokens(generated_model("tiny-mistral", "f32"), 2);  // GQA 4:1, KV heads split 1 + 1
+    expect_same_tokens(generated_model("tiny-llama", "f16"), 2);    // MHA
+    expect_same_tokens(generated_model("small-llama", "f32"), 2);   // GQA 2:1, head_dim 64
+    expect_same_tokens(generated_model("tiny-qwen2", "f32"), 2);    // QKV bias sliced with the rows, NEOX RoPE
+}
+
+// Quantised files: the slices sit on block boundaries, so every rank quantises the same
+// activation blocks as one process and the partial sums differ from the whole sum in f32
+// order only. The SIMD q8_0 paths then quantise the next layer's activations to int8, where
+// an f32 ulp can flip a rounding; so token identity is asserted on the dequantising kernels
+// (DUET_ISA=scalar), where it is exact like f32 (docs/scale-out.md shows the SIMD case).
+TEST(TpMpi, QuantisedModelGivesTheSameTokensOnTheDequantisingKernels) {
+    REQUIRE_MPIRUN();
+    expect_same_tokens(generated_model("small-llama", "q8_0"), 2, 24, "DUET_ISA=scalar ");
+    expect_same_tokens(generated_model("tiny-mistral", "q8_0"), 2, 24, "DUET_ISA=scalar ");
+}
+
+TEST(TpMpi, MoreRanksThanKvHeadsReplicateThem) {
+    REQUIRE_MPIRUN();
+    // tiny-mistral: 8 query heads, 2 KV heads; on 4 ranks each KV head lives on 2 ranks.
+    expect_same_tokens(generated_model("tiny-mistral", "f32"), 4, 12);
+}
+
+TEST(TpMpi, Stories260KGivesTheSameTokensOnTwoRanks) {
+    REQUIRE_MPIRUN();
+    const std::string model = shared_model("stories260K.gguf");
+    if (model.empty()) GTEST_SKIP() << "the shared models folder has no stories260K.gguf";
+    expect_same_tokens(model, 2, 32);
+}
+
+TEST(TpMpi, TpWithoutMpirunIsAClearError) {
+    const std::string model = generated_model("tiny-llama", "f32");
+    const Result r = run({}, fmt::format("run -m '{}' -p Hi -n 2 --tp 2", model));
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_EQ(r.err,
+              "duet: error: --tp 2 needs 2 MPI ranks, and this process was not started by mpirun (allowed: --tp 1, or "
+              "mpirun -np 2 duet ... --tp 2)\n");
+}
+
+TEST(TpMpi, TpDifferentFromTheWorldSizeIsAClearError) {
+    REQUIRE_MPIRUN();
+    const std::string model = generated_model("tiny-llama", "f32");
+    const Result r = run(mpirun_prefix(2), fmt::format("run -m '{}' -p Hi -n 2 --tp 4", model));
+    EXPECT_EQ(r.rc, 2) << r.err;
+    EXPECT_NE(r.err.find("duet: error: --tp 4 does not match the 2 ranks of this MPI job (allowed: --tp 2, the "
+                         "mpirun -np value)\n"),
+              std::string::npos)
+        << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST(TpMpi, HeadsThatDoNotDivideAreAClearError) {
+    REQUIRE_MPIRUN();
+    const std::string model = generated_model("tiny-qwen2", "f32");  // 6 heads
+    const Result r = run(mpirun_prefix(4), fmt::format("run -m '{}' -p Hi -n 2 --tp 4", model));
+    EXPECT_EQ(r.rc, 2) << r.err;
+    EXPECT_NE(r.err.find(fmt::format("duet: error: --tp = 4 does not divide the 6 attention heads of '{}' (allowed: "
+                                     "a divisor of 6)\n",
+                                     model)),
+              std::string::npos)
+        << r.err;
+}
+
+TEST(TpMpi, SlicesThatCutAQuantisedBlockAreAClearError) {
+    REQUIRE_MPIRUN();
+    // tiny-qwen2: 3 heads of 16 per rank = 48 attention-output columns, not whole 32-element blocks.
+    const std::string model = generated_model("tiny-qwen2", "q8_0");
+    const Result r = run(mpirun_prefix(2), fmt::format("run -m '{}' -p Hi -n 2 --tp 2", model));
+    EXPECT_EQ(r.rc, 2) << r.err;
+    EXPECT_NE(r.err.find("duet: error: --tp = 2: the attention-output columns [0, 48) of blk.0.attn_output.weight cut "
+                         "its 32-element q8_0 blocks (allowed: a --tp whose slices are whole blocks, or an unquantised "
+                         "file)\n"),
+              std::string::npos)
+        << r.err;
+}
+
+}  // namespace
+}  // namespace duet::test
