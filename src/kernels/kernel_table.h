@@ -39,6 +39,13 @@ const KernelTable& active_table();
 void check_matmul_args(int64_t m, int64_t k, int64_t x_stride, DType wtype, size_t w_row_stride_bytes, int64_t n,
                        int64_t y_stride);
 
+// matmul_blocked (kernels.h) with the micro-kernel of table t, so tests reach every ISA.
+void matmul_blocked_with(const KernelTable& t, const float* x, int64_t m, int64_t k, int64_t x_stride,
+                         const BlockedWeights& w, float* y, int64_t y_stride, ThreadPool& pool);
+// Checks that w's blocks tile [0, n) x [0, k) in row-range-major order (see WeightBlock);
+// returns the number of row ranges.
+int64_t check_blocked_weights(const BlockedWeights& w, int64_t k);
+
 // Same for attention: n_head a positive multiple of n_head_kv, head_dim > 0, n_q >= 0,
 // pos0 >= 0, block_tokens > 0, kv_type F32 or F16.
 void check_attention_args(int64_t n_q, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
