@@ -8,6 +8,8 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -201,23 +203,62 @@ TEST(BenchCli, FileModeRunsTheEngineThroughThePimLayout) {
     EXPECT_EQ(r.report["seq_len"].get<int64_t>(), 12);
     EXPECT_EQ(r.report["target"]["timeline"]["tbt_ns"].size(), 5u);
     EXPECT_NE(r.out.find("identical in both runs"), std::string::npos);
-    const std::string q4 = std::string(DUET_BINARY_DIR) + "/bench_cli_tiny_q4.gguf";
-    ASSERT_EQ(std::system(("'" + std::string(DUET_BINARY_DIR) + "/duet' gen-model --arch tiny-llama --dtype q4_0 --seed 7 -o '" +
-                           q4 + "' > /dev/null")
-                              .c_str()),
-              0);
-    Result rq = run("", "bench -m " + q4 + " --seq-len 8 --gen-len 2", false);
-    EXPECT_EQ(rq.code, 2);
-    EXPECT_NE(rq.out.find(": the NZ and PIM layouts hold 16-bit float weights (allowed: a model with f16 or bf16 "
-                          "matrices, e.g. duet gen-model --dtype f16)"),
-              std::string::npos)
-        << rq.out;
     Result d = run("", "doctor -m " + model, false);
     EXPECT_EQ(d.code, 0) << d.out;
     EXPECT_NE(d.out.find("model " + model + ": loaded in"), std::string::npos) << d.out;
     Result b = run("", "bench -m " + model + " --batch 2", false);
     EXPECT_EQ(b.code, 2);
     EXPECT_NE(b.out.find("--batch = 2 with a model file: FILE mode runs one sequence (allowed: 1)"), std::string::npos);
+}
+
+// Every weight dtype the engine runs goes through the PIM layout, read in place. Same numerics
+// (every dtype, and f32 under force_fp32): identical tokens and logits equal up to the f32
+// summation order of the k-blocks. f32 under allow_fp32_to_fp16 (the default): the layout holds
+// f16, the report gives both token lists and a nonzero logit difference, and the modelled devices
+// hold f16 (the weights' memory is half the f32 file's).
+TEST(BenchCli, FileModeRunsEveryDtypeThroughThePimLayout) {
+    auto file_of = [](const std::string& dtype) {
+        const std::string f = std::string(DUET_BINARY_DIR) + "/bench_cli_tiny_" + dtype + ".gguf";
+        EXPECT_EQ(std::system(("'" + std::string(DUET_BINARY_DIR) + "/duet' gen-model --arch tiny-llama --dtype " + dtype +
+                               " --seed 7 -o '" + f + "' > /dev/null")
+                                  .c_str()),
+                  0);
+        return f;
+    };
+    std::vector<std::pair<std::string, std::string>> files;  // (file, env)
+    for (const char* dt : {"f16", "bf16", "q8_0", "q4_0", "q5_0", "q4_k", "q6_k"}) files.push_back({file_of(dt), ""});
+    const std::string f32 = file_of("f32");
+    files.push_back({f32, "DUET_OP_PRECISION_MODE=force_fp32"});
+    for (const char* shared : {"stories260K.gguf", "llama-2-tiny-random.gguf"}) {  // files from other tools
+        const std::string path = std::string(DUET_SHARED_DIR) + "/models/" + shared;
+        if (std::ifstream(path)) files.push_back({path, "DUET_OP_PRECISION_MODE=must_keep_origin_dtype"});
+    }
+    for (const auto& [file, env] : files) {
+        Result r = run(env, "bench -m " + file + " --seq-len 9 --gen-len 5");
+        ASSERT_EQ(r.code, 0) << file << ": " << r.out;
+        const auto& f = r.report["functional"];
+        EXPECT_FALSE(f["precision_changed"].get<bool>()) << file;
+        EXPECT_TRUE(f["identical"].get<bool>()) << file;
+        EXPECT_EQ(f["tokens_target"].size(), 5u) << file;
+        EXPECT_GT(f["target"]["pim_layout_matrices"].get<int64_t>(), 0) << file;
+        // a misplaced block moves logits by O(1); summation order by ~1e-6 of their scale
+        EXPECT_LT(f["max_logit_diff"].get<double>(), 1e-3) << file;
+    }
+    Result c = run("", "bench -m " + f32 + " --seq-len 9 --gen-len 5");
+    ASSERT_EQ(c.code, 0) << c.out;
+    const auto& f = c.report["functional"];
+    EXPECT_TRUE(f["precision_changed"].get<bool>());
+    EXPECT_EQ(f["op_precision_mode"].get<std::string>(), "allow_fp32_to_fp16");
+    EXPECT_EQ(f["target"]["f16_from_f32_matrices"].get<int64_t>(), 7 * 2 + 1);
+    EXPECT_EQ(f["tokens_baseline"].size(), 5u);
+    EXPECT_EQ(f["tokens_target"].size(), 5u);
+    EXPECT_GT(f["max_logit_diff"].get<double>(), 0.0);  // f16 rounding of the weights shows
+    EXPECT_LT(f["max_logit_diff"].get<double>(), 0.5);
+    EXPECT_NE(c.out.find("held as f16 from f32: ascend.op_precision_mode = allow_fp32_to_fp16"), std::string::npos);
+    Result k = run("DUET_OP_PRECISION_MODE=force_fp32", "bench -m " + f32 + " --seq-len 9 --gen-len 5");
+    // the f16 placement's weights are half the f32 ones in the modelled memory
+    EXPECT_NEAR(c.report["target"]["memory"]["weights_bytes"].get<double>() /
+                    k.report["target"]["memory"]["weights_bytes"].get<double>(), 0.5, 0.05);
 }
 
 TEST(DoctorCli, ReportsEveryErrorAndNeverTheKey) {
