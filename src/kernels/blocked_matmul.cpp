@@ -1,7 +1,9 @@
 // matmul_blocked: the row-major micro-kernels run on each block of a blocked (PIM layout)
 // weight matrix in place. Threads take whole row ranges (every weight byte is read by one
-// thread, as in matmul); inside a range the kernel runs serially per k-block.
+// thread, as in matmul) and run the kernel serially on each block of a range in turn; the
+// activations' slice of each k-block is quantised once per chunk (act_reuse_token).
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 #include "core/error.h"
@@ -57,6 +59,13 @@ void matmul_blocked_with(const KernelTable& t, const float* x, int64_t m, int64_
     pool.parallel_for(n_ranges, grain, [&](int64_t r0, int64_t r1) {
         thread_local ThreadPool serial(1);
         thread_local std::vector<float> part;
+        static std::atomic<uint64_t> tokens{0};
+        struct Reset {  // the token must not outlive the chunk, even when a kernel throws
+            ~Reset() { act_reuse_token() = 0; }
+        } reset;
+        act_reuse_token() = ++tokens;  // x is fixed for this chunk: quantise each slice once
+        // Row range by row range, each k-block in order: the base is read front to back, as the
+        // row-major kernel reads its matrix (its prefetch 16 KiB ahead lands on the next block).
         for (int64_t r = r0; r < r1; ++r)
             for (int64_t b = first[size_t(r)]; b < first[size_t(r) + 1]; ++b) {
                 const WeightBlock& blk = w.blocks[b];
@@ -70,9 +79,14 @@ void matmul_blocked_with(const KernelTable& t, const float* x, int64_t m, int64_
                 t.matmul(x + blk.k0, m, blk.kelems, x_stride, blk.data, w.wtype, blk.row_stride_bytes, blk.rows,
                          part.data(), blk.rows, serial);
                 for (int64_t i = 0; i < m; ++i)
-                    for (int64_t j = 0; j < blk.rows; ++j) yb[i * y_stride + j] += part[size_t(i * blk.rows + j)];
+                    for (int64_t q = 0; q < blk.rows; ++q) yb[i * y_stride + q] += part[size_t(i * blk.rows + q)];
             }
     });
+}
+
+uint64_t& act_reuse_token() {
+    thread_local uint64_t token = 0;
+    return token;
 }
 
 void matmul_blocked(const float* x, int64_t m, int64_t k, int64_t x_stride, const BlockedWeights& w, float* y,

@@ -42,6 +42,13 @@ void check_matmul_args(int64_t m, int64_t k, int64_t x_stride, DType wtype, size
 // matmul_blocked (kernels.h) with the micro-kernel of table t, so tests reach every ISA.
 void matmul_blocked_with(const KernelTable& t, const float* x, int64_t m, int64_t k, int64_t x_stride,
                          const BlockedWeights& w, float* y, int64_t y_stride, ThreadPool& pool);
+// Activation reuse inside one matmul_blocked call. While this thread's token is nonzero, an
+// optimised matmul whose x, m, k and x_stride (and quantisation family) equal those of an
+// earlier quantised matmul on this thread with the same token reuses its quantised x (one
+// cached slice per hash slot of x): the blocked driver sets a fresh token per thread chunk,
+// over which x does not change, so each k-block's slice is quantised once, not once per block.
+// Zero (every other caller): never reuse.
+uint64_t& act_reuse_token();
 // Checks that w's blocks tile [0, n) x [0, k) in row-range-major order (see WeightBlock);
 // returns the number of row ranges.
 int64_t check_blocked_weights(const BlockedWeights& w, int64_t k);

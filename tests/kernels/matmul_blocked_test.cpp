@@ -120,6 +120,27 @@ TEST(MatmulBlocked, KQuants) {
                        {1, 9, 256 * 2, 3, 512}});
 }
 
+// The blocked driver quantises x once per k-block (act_reuse_token); the reuse must end with
+// the call: a later matmul on the same x pointer with new contents sees the new values.
+TEST(MatmulBlocked, ActivationReuseEndsWithTheCall) {
+    const int64_t n = 9, k = 64;
+    ThreadPool pool(1);
+    for (DType t : {DType::Q8_0, DType::Q4_0}) {
+        const auto w = make_weights(random_vec(size_t(n * k), 3), n, k, t, row_bytes(t, k));
+        const Blocked b = make_blocked(w, row_bytes(t, k), t, n, k, 4, 64, 0);
+        for (const KernelTable* tab : optimised_tables()) {
+            std::vector<float> x = random_vec(size_t(k), 4), y(static_cast<size_t>(n)), y2(static_cast<size_t>(n)),
+                               y_new(static_cast<size_t>(n));
+            matmul_blocked_with(*tab, x.data(), 1, k, k, b.view(t, n, k), y.data(), n, pool);
+            for (auto& v : x) v = -2.0f * v;  // same pointer, new contents
+            tab->matmul(x.data(), 1, k, k, w.data(), t, row_bytes(t, k), n, y2.data(), n, pool);
+            std::vector<float> fresh = x;  // a different pointer: certainly quantised anew
+            tab->matmul(fresh.data(), 1, k, k, w.data(), t, row_bytes(t, k), n, y_new.data(), n, pool);
+            EXPECT_EQ(y2, y_new) << tab->name << " " << dtype_name(t);
+        }
+    }
+}
+
 TEST(MatmulBlocked, BlocksThatDoNotTileAreRejected) {
     const int64_t n = 4, k = 64;
     const auto w = make_weights(random_vec(size_t(n * k), 1), n, k, DType::F16, size_t(k) * 2);
