@@ -2,12 +2,15 @@
 // place through its block index, runtime/pim_weight_source.h) against the row-major matmul on the
 // same weights, per weight dtype, at llama-7B shapes. The two run alternately, round after round,
 // in one process, so a loaded machine slows both alike: compare the ratio, not the times.
+// Times are CPU seconds of the calling thread when the pool has one thread (what the thread
+// reaches while it runs; docs/performance.md "Contention"), else wall seconds.
 // Each method cycles over copies of its matrix spanning 128 MiB (not served from the L3).
-// Usage: bench_pim_gemv [rounds (default 15)] [m (default 1)]
+// Usage: bench_pim_gemv [rounds (default 15)] [m (default 1)] [threads (default 1)]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <vector>
 
 #include "core/dtype.h"
@@ -39,12 +42,19 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
     const int rounds = argc > 1 ? std::max(3, std::atoi(argv[1])) : 15;
     const int64_t m = argc > 2 ? std::max(1, std::atoi(argv[2])) : 1;
-    ThreadPool pool(0);
+    ThreadPool pool(argc > 3 ? std::atoi(argv[3]) : 1);
+    const bool cpu_time = pool.size() == 1;
+    auto clock_ns = [cpu_time] {
+        if (!cpu_time) return now_ns();
+        timespec ts;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+    };
     const layout::PimLayoutParams params;     // config.toml defaults: 128-bit granule, 16 KiB blocks
     const layout::MemoryOrganisation org;     // 16 channels x 16 banks, 1 KiB DRAM rows
-    std::printf("m = %lld, %d threads, ISA %s, %d rounds alternating; median ms per matmul\n", (long long)m,
-                pool.size(), kernels::kernel_isa(), rounds);
-    std::printf("%-6s %-12s %10s %10s %8s\n", "dtype", "n x k", "row-major", "pim", "pim/rm");
+    std::printf("m = %lld, %d threads, ISA %s, %d rounds alternating; median %s ms per matmul\n", (long long)m,
+                pool.size(), kernels::kernel_isa(), rounds, cpu_time ? "thread-CPU" : "wall");
+    std::printf("%-6s %-12s %10s %10s %8s\n", "dtype", "n x k", "row-major", "pim", "rm/pim");
     const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0,
                            DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q6_K};
     const int64_t shapes[][2] = {{4096, 4096}, {11008, 4096}, {4096, 11008}};
@@ -72,16 +82,16 @@ int main(int argc, char** argv) {
             std::vector<double> t_rm, t_pim;
             for (int r = 0; r < rounds; ++r) {
                 // one round = one pass over every copy with each method
-                int64_t t0 = now_ns();
+                int64_t t0 = clock_ns();
                 for (size_t c = 0; c < copies; ++c)
                     kernels::matmul(x.data(), m, k, k, cs[c].rm.data(), t, rb, n, y.data(), n, pool);
-                t_rm.push_back(double(now_ns() - t0) / 1e6 / double(copies));
-                t0 = now_ns();
+                t_rm.push_back(double(clock_ns() - t0) / 1e6 / double(copies));
+                t0 = clock_ns();
                 for (size_t c = 0; c < copies; ++c) {
                     const kernels::BlockedWeights w{t, n, k, cs[c].blocks.data(), int64_t(cs[c].blocks.size())};
                     kernels::matmul_blocked(x.data(), m, k, k, w, y.data(), n, pool);
                 }
-                t_pim.push_back(double(now_ns() - t0) / 1e6 / double(copies));
+                t_pim.push_back(double(clock_ns() - t0) / 1e6 / double(copies));
             }
             const double a = median(t_rm), b = median(t_pim);
             char shape[32];
