@@ -5,7 +5,7 @@
 // Times are CPU seconds of the calling thread when the pool has one thread (what the thread
 // reaches while it runs; docs/performance.md "Contention"), else wall seconds.
 // Each method cycles over copies of its matrix spanning 128 MiB (not served from the L3).
-// Usage: bench_pim_gemv [rounds (default 15)] [m (default 1)] [threads (default 1)]
+// Usage: bench_pim_gemv [rounds (default 15)] [m (default 1)] [threads (default 1)] [dtype (default all)]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
     const int64_t shapes[][2] = {{4096, 4096}, {11008, 4096}, {4096, 11008}};
     for (DType t : types)
         for (const auto& sh : shapes) {
+            if (argc > 4 && std::strcmp(argv[4], dtype_name(t)) != 0) continue;
             const int64_t n = sh[0], k = sh[1];
             const size_t rb = row_bytes(t, k);
             const size_t copies = std::max<size_t>(1, ((size_t(128) << 20) + rb * n - 1) / (rb * n));

@@ -70,6 +70,7 @@ void matmul_blocked_with(const KernelTable& t, const float* x, int64_t m, int64_
             for (int64_t b = first[size_t(r)]; b < first[size_t(r) + 1]; ++b) {
                 const WeightBlock& blk = w.blocks[b];
                 float* yb = y + blk.row0;
+                act_reuse_slot() = int(b - first[size_t(r)]);
                 if (blk.k0 == 0) {  // the first k-block writes y, the others add their partial sums
                     t.matmul(x, m, blk.kelems, x_stride, blk.data, w.wtype, blk.row_stride_bytes, blk.rows, yb,
                              y_stride, serial);
@@ -87,6 +88,11 @@ void matmul_blocked_with(const KernelTable& t, const float* x, int64_t m, int64_
 uint64_t& act_reuse_token() {
     thread_local uint64_t token = 0;
     return token;
+}
+
+int& act_reuse_slot() {
+    thread_local int slot = 0;
+    return slot;
 }
 
 void matmul_blocked(const float* x, int64_t m, int64_t k, int64_t x_stride, const BlockedWeights& w, float* y,
