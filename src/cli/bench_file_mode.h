@@ -1,8 +1,9 @@
 #pragma once
 // FILE mode of `duet bench`: the engine runs the model for real (greedy), once reading the
-// weights in place and once through the PIM layout (every f16/bf16 matrix reordered into the
-// PIM base; each matmul gathers its rows back through the block index), so a reorder or
-// index bug changes the generated tokens. Each run's op trace then drives the simulation.
+// weights in place and once through the PIM layout (every matrix, of any dtype the kernels run,
+// reordered into a PIM base and read in place through its block index:
+// runtime/pim_weight_source.h), so a reorder or index bug changes the generated tokens. Each
+// run's op trace then drives the simulation.
 #include <string>
 #include <vector>
 
@@ -18,16 +19,29 @@ struct FileRun {
     sim::OpTrace trace;
     runtime::GenerateStats stats;          // host-measured times
     int64_t pim_matrices = 0;              // matrices read through the PIM layout
-    int64_t plain_matrices = 0;            // matrices left in place (dtype the layout does not take)
+    int64_t converted_matrices = 0;        // of which f32 held as f16 (f32_to_f16)
+    // Teacher-forced logits [tokens][n_vocab]: row i is the distribution over token i of the
+    // reference sequence (this run's own tokens unless run_file_engine got a reference).
+    std::vector<float> logits;
+    int64_t n_vocab = 0;
     runtime::WarmupStats warmup;           // what the load's warm-up did (not in the trace)
 };
 
 // Greedy generation of gen_len tokens after a synthetic prompt of seq_len ids (capped so that
 // prompt + generation fit the model's training context). fuse: the engine runs the fused graph
 // (graph/fuse_matmuls.h). warmup: runtime::warm_up after load, before the trace starts.
+// f32_to_f16: the PIM layout holds f32 matrices as f16 (op_precision_converts_f32). reference:
+// the tokens the logits are scored on (another run's, so two runs compare on the same inputs).
 // Throws duet::Error.
 FileRun run_file_engine(const std::string& path, int64_t seq_len, int64_t gen_len, bool pim_layout,
                         const layout::PimLayoutParams& params, const layout::MemoryOrganisation& org,
-                        bool fuse = false, const runtime::WarmupOptions& warmup = {});
+                        bool fuse = false, const runtime::WarmupOptions& warmup = {}, bool f32_to_f16 = false,
+                        const std::vector<int32_t>* reference = nullptr);
+
+// Whether settings ascend.op_precision_mode lets a matrix operator run an f32 matrix in f16 — CANN
+// ATC --precision_mode: allow_fp32_to_fp16 (matrix operators use fp16), force_fp16, and
+// allow_mix_precision (MatMul is on the built-in reduce list); force_fp32 and
+// must_keep_origin_dtype keep f32 (hiascend.com CANN 8.0 atlasatcparam_16_0068).
+bool op_precision_converts_f32(const std::string& mode);
 
 }  // namespace duet::cli

@@ -39,6 +39,23 @@ const KernelTable& active_table();
 void check_matmul_args(int64_t m, int64_t k, int64_t x_stride, DType wtype, size_t w_row_stride_bytes, int64_t n,
                        int64_t y_stride);
 
+// matmul_blocked (kernels.h) with the micro-kernel of table t, so tests reach every ISA.
+void matmul_blocked_with(const KernelTable& t, const float* x, int64_t m, int64_t k, int64_t x_stride,
+                         const BlockedWeights& w, float* y, int64_t y_stride, ThreadPool& pool);
+// Activation reuse inside one matmul_blocked call. While this thread's token is nonzero, an
+// optimised matmul whose x, m, k and x_stride (and quantisation family) equal those of an
+// earlier quantised matmul on this thread with the same token reuses its quantised x (one
+// cached slice per slot, act_reuse_slot): the blocked driver sets a fresh token per thread chunk,
+// over which x does not change, so each k-block's slice is quantised once, not once per block.
+// Zero (every other caller): never reuse.
+uint64_t& act_reuse_token();
+// The cache slot of the next call's x slice while the token is set (the blocked driver passes the
+// k-block's ordinal in its row range: distinct for the slices of one chunk up to 64 k-blocks).
+int& act_reuse_slot();
+// Checks that w's blocks tile [0, n) x [0, k) in row-range-major order (see WeightBlock);
+// returns the number of row ranges.
+int64_t check_blocked_weights(const BlockedWeights& w, int64_t k);
+
 // Same for attention: n_head a positive multiple of n_head_kv, head_dim > 0, n_q >= 0,
 // pos0 >= 0, block_tokens > 0, kv_type F32 or F16.
 void check_attention_args(int64_t n_q, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,

@@ -34,6 +34,33 @@ namespace duet::kernels {
 void matmul(const float* x, int64_t m, int64_t k, int64_t x_stride, const void* w, DType wtype,
             size_t w_row_stride_bytes, int64_t n, float* y, int64_t y_stride, ThreadPool& pool);
 
+// A weight matrix stored as a grid of dense blocks — the PIM layout (layout/pim_layout.h) read
+// through its block index. Block b holds rows [row0, row0 + rows) x elements [k0, k0 + kelems)
+// of W, row-major with rows row_stride_bytes apart (k0 and kelems multiples of the dtype's block
+// size: quantised blocks are kept whole). The blocks tile [0, n) x [0, k) exactly; the blocks of
+// one row range are consecutive and in increasing k0 (the index's row-block-major order).
+struct WeightBlock {
+    const void* data = nullptr;
+    int64_t row0 = 0, rows = 0, k0 = 0, kelems = 0;
+    size_t row_stride_bytes = 0;
+};
+struct BlockedWeights {
+    DType wtype = DType::F16;
+    int64_t n = 0, k = 0;
+    const WeightBlock* blocks = nullptr;
+    int64_t n_blocks = 0;
+};
+
+// y = x W^T as matmul(), reading W in place block by block: threads take whole row ranges and
+// run the row-major micro-kernel of matmul() on each block, adding the k-blocks' partial sums in
+// increasing k0 — no gather back to row-major. Numerics: the products are matmul()'s (activation
+// blocks are quantised alike, as k0 is a multiple of the quantisation block); when a row range
+// is one block the result is bit-identical to matmul(), otherwise only the order of the f32
+// summation differs (partial sums per k-block, then added). Throws duet::Error naming the block
+// that does not tile the matrix, and for what matmul() rejects.
+void matmul_blocked(const float* x, int64_t m, int64_t k, int64_t x_stride, const BlockedWeights& w, float* y,
+                    int64_t y_stride, ThreadPool& pool);
+
 // y = x / sqrt(mean(x^2) + eps) * weight, over n elements. y may alias x.
 void rmsnorm(const float* x, const float* weight, float* y, int64_t n, float eps);
 

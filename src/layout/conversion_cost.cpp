@@ -125,7 +125,7 @@ ConversionCost matrix_conversion_cost(ConversionKind kind, ConversionEngine engi
                 index_entry = kDescriptorBytes + kAnchorBytes * uint64_t((granules + g - 1) / g);
             }
             const ConversionCost c =
-                block_conversion_cost(kind, engine, rows, cols, plan.dtype, path, active, index_entry);
+                block_conversion_cost(kind, engine, rows, cols, nz_storage_dtype(plan.dtype), path, active, index_entry);
             core_ns[size_t(b % active)] += c.t_ns;
             total.bytes_read += c.bytes_read;
             total.bytes_written += c.bytes_written;

@@ -28,6 +28,10 @@ struct NzShape {
     uint64_t padding_bytes() const { return nz_bytes() - nd_bytes(); }
 };
 
+// The fractal a matrix of `dtype` is held in: quantised ggml rows as int8 fractals of their bytes
+// (block scales included; k counted in bytes, as the PIM layout's rule 0), others as themselves.
+// An assumption without a public source: Ascend has no fractal for ggml's blocks.
+inline DType nz_storage_dtype(DType dtype) { return dtype_is_quantized(dtype) ? DType::I8 : dtype; }
 // Throws duet::Error for a dtype without a fractal (allowed: f16, bf16, i8, f32) or m, n < 1.
 NzShape nz_shape(int64_t m, int64_t n, DType dtype);
 // Index (in elements) of ND element (i, j) inside the NZ buffer.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 
 #include "core/error.h"
 
@@ -36,10 +37,19 @@ void validate(const PimLayoutParams& p, const MemoryOrganisation& org) {
 
 int pim_elem_bytes(DType dtype, const char* what) {
     switch (dtype) {
+        case DType::F32: return 4;
         case DType::F16:
         case DType::BF16: return 2;
-        case DType::I8: return 1;
-        default: fail("{}: dtype {} is not supported by the PIM layout (allowed: f16, bf16, i8)", what, dtype_name(dtype));
+        case DType::I8:
+        case DType::Q8_0:
+        case DType::Q4_0:
+        case DType::Q5_0:
+        case DType::Q4_K:
+        case DType::Q6_K: return 1;  // quantised rows are laid out as bytes, blocks kept whole
+        default:
+            fail("{}: dtype {} is not supported by the PIM layout (allowed: f32, f16, bf16, i8, q8_0, q4_0, q5_0, q4_k, "
+                 "q6_k)",
+                 what, dtype_name(dtype));
     }
 }
 
@@ -73,14 +83,25 @@ PimLayoutPlan plan_pim_layout(int64_t n_rows, int64_t k, DType dtype, const PimL
     p.org = org;
     p.dtype = dtype;
     p.n_rows = n_rows;
-    p.k = k;
     p.elem_bytes = pim_elem_bytes(dtype, "PIM layout");
+    p.k_dtype_elems = k;
+    if (dtype_is_quantized(dtype)) {
+        const DTypeInfo& q = dtype_info(dtype);
+        if (k % q.block_elems != 0)
+            fail("PIM layout: k = {} is not a multiple of the {} block of {} elements", k, dtype_name(dtype),
+                 q.block_elems);
+        k = int64_t(row_bytes(dtype, k));  // the layout's elements are the row's bytes
+        p.atom_elems = q.block_bytes;
+    }
+    p.k = k;
     p.granule_bytes = params.alignment_bits / 8;
     p.granule_elems = p.granule_bytes / p.elem_bytes;
     p.k_pad = ceil_div(k, p.granule_elems) * p.granule_elems;
     p.granules_per_row = p.k_pad / p.granule_elems;
     const int64_t block_bytes = int64_t(params.block_size_kb) * 1024;
-    p.kb_elems = std::min(p.k_pad, std::min(org.row_bytes, block_bytes) / p.elem_bytes);
+    // A k-block is whole granules and whole quantised blocks (atoms): a multiple of their lcm.
+    const int64_t step = std::lcm(int64_t(p.granule_elems), p.atom_elems);
+    p.kb_elems = std::min(p.k_pad, std::max(step, std::min(org.row_bytes, block_bytes) / p.elem_bytes / step * step));
     p.rows_per_block = std::max<int64_t>(1, block_bytes / (p.kb_elems * p.elem_bytes));
     p.n_row_blocks = ceil_div(n_rows, p.rows_per_block);
     p.n_k_blocks = ceil_div(p.k_pad, p.kb_elems);

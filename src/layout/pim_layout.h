@@ -3,12 +3,17 @@
 // in the PIM layout, a small index lets the NPU gather its tiles from it).
 //
 // Contract (every step is exact and invertible; docs/npu-and-layout-model.md has figures):
-//  1. Granules. A matrix W[n_rows][k] of f16/bf16/i8 is cut along k into granules of
+//  0. Elements. f32/f16/bf16/i8 matrices are laid out element by element. A quantised matrix
+//     (q8_0, q4_0, q5_0, q4_k, q6_k) is laid out as its ggml rows of bytes: k below then counts
+//     bytes (row_bytes(dtype, k_dtype_elems)), and every k-block holds whole quantised blocks
+//     (atoms of block_bytes), so a kernel runs the quantised dot product on each block in place.
+//  1. Granules. A matrix W[n_rows][k] is cut along k into granules of
 //     `alignment_bits` (128 by default, 256 allowed) = granule_bytes; each matrix row is
 //     zero-padded at its tail to a whole number of granules (k_pad elements).
 //  2. Blocks (block reorder). The padded matrix is tiled into blocks of rows_per_block rows x
 //     kb_elems elements, where kb_elems = min(k_pad, min(row_bytes, block_bytes) / elem_bytes
-//     rounded down to a granule) and rows_per_block = max(1, block_bytes / (kb_elems * elem)).
+//     rounded down to a multiple of lcm(granule_elems, atom_elems), at least one such multiple;
+//     atom_elems = 1 for unquantised types) and rows_per_block = max(1, block_bytes / (kb_elems * elem)).
 //     Blocks at the right (k tail) and bottom (row tail) edges are narrower / shorter.
 //     Blocks are stored one after another in row-block-major order (b = rb * n_k_blocks + kb),
 //     each block row-major and dense, so the base holds exactly n_rows * k_pad elements:
@@ -56,7 +61,9 @@ struct PimLayoutPlan {
     PimLayoutParams params;
     MemoryOrganisation org;
     DType dtype = DType::F16;
-    int64_t n_rows = 0, k = 0;
+    int64_t n_rows = 0, k = 0;        // k: layout elements per row (bytes for quantised dtypes)
+    int64_t k_dtype_elems = 0;        // k in elements of dtype (== k unless quantised)
+    int64_t atom_elems = 1;           // k-blocks hold whole atoms: the quantised block's bytes, else 1
     int elem_bytes = 2;
     int granule_bytes = 16, granule_elems = 8;
     int64_t k_pad = 0;                // k rounded up to a granule
@@ -79,9 +86,8 @@ struct PimLayoutPlan {
     uint64_t block_offset(int64_t rb, int64_t kb) const;  // byte offset of block (rb, kb) in the base
 };
 
-// Plans the layout of W[n_rows][k] (dtype F16, BF16 or I8). Quantised ggml rows (q8_0, q4_0 ...)
-// can be stored as raw bytes by planning DType::I8 with k = row_bytes(dtype, k): the layout stays
-// exact, but their blocks straddle granules, so a PIM unit could not compute on them in place. Throws duet::Error for bad
+// Plans the layout of W[n_rows][k] (k in elements of dtype: F32, F16, BF16, I8 or a quantised
+// ggml type, laid out as bytes with whole blocks per k-block, rule 0). Throws duet::Error for bad
 // parameters (naming the config key) and, when check_ratio is set, for an index above
 // index_ratio_limit with a message naming the knobs to raise (see check_index_ratio).
 PimLayoutPlan plan_pim_layout(int64_t n_rows, int64_t k, DType dtype, const PimLayoutParams& params,
@@ -160,7 +166,8 @@ PimBlockIndex build_block_index(const PimLayoutPlan& plan);
 int64_t read_tile_via_index(const uint8_t* base, uint64_t base_size, const PimBlockIndex& index, int64_t row0,
                             int64_t rows, int64_t col0, int64_t cols, void* out);
 
-// Element bytes of a dtype the layout accepts (2 for F16/BF16, 1 for I8); throws otherwise.
+// Element bytes of a dtype the layout accepts (4 for F32, 2 for F16/BF16, 1 for I8 and the
+// quantised types, whose layout elements are bytes); throws otherwise.
 int pim_elem_bytes(DType dtype, const char* what);
 
 }  // namespace duet::layout

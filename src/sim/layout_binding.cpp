@@ -12,6 +12,8 @@ const layout::PimLayoutPlan& LayoutBinding::plan_locked(int64_t n, int64_t k, DT
 }
 
 uint64_t LayoutBinding::nz_bytes(int64_t n, int64_t k, DType dtype) const {
+    // quantised rows as int8 fractals of their bytes (layout::nz_storage_dtype)
+    if (dtype_is_quantized(dtype)) return layout::nz_shape(n, int64_t(row_bytes(dtype, k)), DType::I8).nz_bytes();
     return layout::nz_shape(n, k, dtype).nz_bytes();
 }
 

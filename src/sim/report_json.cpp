@@ -278,10 +278,15 @@ std::string format_table(const BenchReport& r) {
             fmt::format("{:.3f} ms", f["target"]["decode_ms_per_token"].get<double>()));
         s += fmt::format("Generated tokens (greedy, {} prompt ids): {}\n", f["n_prompt"].get<int64_t>(),
                          f["identical"].get<bool>() ? "identical in both runs" : "DIFFERENT between the runs");
-        s += "  " + f["tokens_target"].dump() + "\n";
-        s += fmt::format("  target read {} matrices through the PIM layout and its block index ({} left in place: a dtype "
-                         "the layout does not take)\n",
-                         f["target"]["pim_layout_matrices"].get<int64_t>(), f["target"]["plain_matrices"].get<int64_t>());
+        if (!f["identical"].get<bool>()) s += "  baseline " + f["tokens_baseline"].dump() + "\n  target   ";
+        else s += "  ";
+        s += f["tokens_target"].dump() + "\n";
+        s += fmt::format("  max logit difference {:.3g} (both runs scored on the baseline's tokens)\n",
+                         f["max_logit_diff"].get<double>());
+        s += fmt::format("  target read {} matrices in place through the PIM layout and its block index ({} held as f16 "
+                         "from f32: ascend.op_precision_mode = {})\n",
+                         f["target"]["pim_layout_matrices"].get<int64_t>(),
+                         f["target"]["f16_from_f32_matrices"].get<int64_t>(), f["op_precision_mode"].get<std::string>());
     }
     s += "Verdicts:\n";
     for (const Verdict& v : r.verdicts) s += "  " + v.line + "\n";

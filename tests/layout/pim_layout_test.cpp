@@ -1,6 +1,8 @@
 // Property and closed-form tests of the PIM layout and its block index.
 #include <gtest/gtest.h>
 
+#include <numeric>
+
 #include <random>
 #include <set>
 #include <tuple>
@@ -30,11 +32,11 @@ struct Case {
 };
 
 Case random_case(std::mt19937& rng) {
-    const DType dtypes[] = {DType::F16, DType::BF16, DType::I8};
+    const DType dtypes[] = {DType::F16, DType::BF16, DType::I8, DType::F32};
     Case c;
     c.n_rows = std::uniform_int_distribution<int64_t>(1, 70)(rng);
     c.k = std::uniform_int_distribution<int64_t>(1, 700)(rng);  // mostly not multiples of 16 or of a granule
-    c.dtype = dtypes[rng() % 3];
+    c.dtype = dtypes[rng() % 4];
     c.params.alignment_bits = rng() % 2 ? 128 : 256;
     c.params.block_size_kb = int(1 + rng() % 4);
     c.params.index_granularity = int(1 + rng() % 80);
@@ -56,7 +58,7 @@ TEST(PimLayout, RoundTripIsExactAndPaddingIsCountedExactly) {
     for (int iter = 0; iter < 300; ++iter) {
         const Case c = random_case(rng);
         const PimLayoutPlan p = plan_pim_layout(c.n_rows, c.k, c.dtype, c.params, c.org, false);
-        const int e = c.dtype == DType::I8 ? 1 : 2;
+        const int e = c.dtype == DType::I8 ? 1 : c.dtype == DType::F32 ? 4 : 2;
         const int64_t ge = c.params.alignment_bits / 8 / e;
         // Independent expectations.
         ASSERT_EQ(p.k_pad, round_up(c.k, ge));
@@ -69,6 +71,38 @@ TEST(PimLayout, RoundTripIsExactAndPaddingIsCountedExactly) {
         for (uint8_t b : base) zeros += b == 0;
         EXPECT_EQ(zeros, p.padding_bytes) << "iter " << iter;
         EXPECT_EQ(from_pim(base.data(), base.size(), p), nd) << "iter " << iter;
+    }
+}
+
+// Quantised rows are laid out as bytes and every k-block holds whole ggml blocks (rule 0), so a
+// kernel can run the quantised dot product on each block in place; the round trip stays exact.
+TEST(PimLayout, QuantisedRowsKeepWholeBlocks) {
+    std::mt19937 rng(11);
+    for (DType dt : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q6_K}) {
+        const DTypeInfo& q = dtype_info(dt);
+        for (int64_t nb : {1, 3, 9}) {
+            PimLayoutParams prm;
+            prm.block_size_kb = 1;
+            prm.index_ratio_limit = 1.0;
+            const MemoryOrganisation org{3, 2, 256};
+            const int64_t n = 7, k = nb * q.block_elems;
+            const PimLayoutPlan p = plan_pim_layout(n, k, dt, prm, org);
+            EXPECT_EQ(p.k, nb * q.block_bytes) << dtype_name(dt);
+            EXPECT_EQ(p.k_dtype_elems, k);
+            EXPECT_EQ(p.elem_bytes, 1);
+            EXPECT_EQ(p.atom_elems, q.block_bytes);
+            EXPECT_EQ(p.kb_elems % p.granule_elems, 0);
+            // every k-block but the last (which ends in the row's granule padding) is whole blocks
+            for (int64_t kb = 0; kb < p.n_k_blocks; ++kb)
+                EXPECT_EQ(std::min(p.block_kelems(kb), p.k - p.block_k0(kb)) % q.block_bytes, 0) << dtype_name(dt);
+            // below 1 KiB of row bytes a k-block is the largest multiple of lcm(16, block) in 256 B, or one lcm
+            const int64_t step = std::lcm(int64_t(16), int64_t(q.block_bytes));
+            EXPECT_EQ(p.kb_elems, std::min(p.k_pad, std::max(step, 256 / step * step)));
+            std::vector<uint8_t> nd(size_t(n * p.k));
+            for (auto& b : nd) b = uint8_t(rng());
+            const auto base = to_pim(nd.data(), p);
+            EXPECT_EQ(from_pim(base.data(), base.size(), p), nd);
+        }
     }
 }
 
@@ -238,10 +272,17 @@ TEST(PimLayout, BadParametersNameTheKey) {
         },
         Error);
     try {
-        plan_pim_layout(8, 8, DType::F32, {}, {});
+        plan_pim_layout(8, 8, DType::I32, {}, {});
         FAIL();
     } catch (const Error& e) {
-        EXPECT_STREQ(e.what(), "PIM layout: dtype f32 is not supported by the PIM layout (allowed: f16, bf16, i8)");
+        EXPECT_STREQ(e.what(), "PIM layout: dtype i32 is not supported by the PIM layout (allowed: f32, f16, bf16, i8, "
+                               "q8_0, q4_0, q5_0, q4_k, q6_k)");
+    }
+    try {
+        plan_pim_layout(8, 48, DType::Q8_0, {}, {});
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "PIM layout: k = 48 is not a multiple of the q8_0 block of 32 elements");
     }
     try {
         plan_pim_layout(8, 8, DType::F16, {}, MemoryOrganisation{1, 1, 24});

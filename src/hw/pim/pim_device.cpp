@@ -3,6 +3,15 @@
 #include "core/error.h"
 
 namespace duet::hw::pim {
+namespace {
+
+// The operand type the PIM units compute a weight dtype in (docs/hardware-model.md, "Weight dtypes
+// on the PIM"): ggml's quantised blocks run as int8 MACs — q8_0 as stored, the 4-, 5- and 6-bit
+// quants widened to int8 in the unit's datapath, since no preset has int4 lanes — with the block
+// scales applied to the partial sums on the host (an assumption without a public PIM source).
+DType operand_dtype(DType t) { return dtype_is_quantized(t) ? DType::I8 : t; }
+
+}  // namespace
 
 PimDevice::PimDevice(PimSpec spec, int alignment_bits, int channels)
     : spec_(std::move(spec)), alignment_bits_(alignment_bits), channels_(channels) {
@@ -19,14 +28,14 @@ GemvResult PimDevice::estimate_gemv(int64_t rows, int64_t k, DType dtype, int ba
     g.batch = batch;
     g.m = rows;
     g.k = k;
-    g.dtype = dtype;
+    g.dtype = operand_dtype(dtype);
     g.alignment_bits = alignment_bits_;
     g.channels = channels_;
     return pim::estimate_gemv(spec_, g);
 }
 
 bool PimDevice::supports(const OpShape& op) const {
-    if (!spec_.supports(op.weight_dtype) || op.n < 1 || op.k < 1) return false;
+    if (!spec_.supports(operand_dtype(op.weight_dtype)) || op.n < 1 || op.k < 1) return false;
     if (op.cls == OpClass::GEMV || (op.cls == OpClass::GEMM && op.m >= 1 && op.m <= kMaxBatch)) return true;
     // Decode attention: scores q.K^T (n context rows of k = head_dim) and p.V, per head.
     return op.cls == OpClass::ATTENTION && op.m == 1 && op.n_head > 0;

@@ -1,0 +1,104 @@
+// bench_pim_gemv: the layout-aware GEMV/GEMM (kernels::matmul_blocked reading the PIM layout in
+// place through its block index, runtime/pim_weight_source.h) against the row-major matmul on the
+// same weights, per weight dtype, at llama-7B shapes. The two run alternately, round after round,
+// in one process, so a loaded machine slows both alike: compare the ratio, not the times.
+// Times are CPU seconds of the calling thread when the pool has one thread (what the thread
+// reaches while it runs; docs/performance.md "Contention"), else wall seconds.
+// Each method cycles over copies of its matrix spanning 128 MiB (not served from the L3).
+// Usage: bench_pim_gemv [rounds (default 15)] [m (default 1)] [threads (default 1)] [dtype (default all)]
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/quant.h"
+#include "core/thread_pool.h"
+#include "core/timer.h"
+#include "kernels/kernels.h"
+#include "layout/pim_layout.h"
+#include "runtime/pim_weight_source.h"
+
+namespace {
+
+using namespace duet;
+
+struct Copy {
+    std::vector<uint8_t> rm;    // row-major ggml rows
+    std::vector<uint8_t> base;  // the same matrix in the PIM layout
+    layout::PimBlockIndex index;
+    std::vector<kernels::WeightBlock> blocks;
+};
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const int rounds = argc > 1 ? std::max(3, std::atoi(argv[1])) : 15;
+    const int64_t m = argc > 2 ? std::max(1, std::atoi(argv[2])) : 1;
+    ThreadPool pool(argc > 3 ? std::atoi(argv[3]) : 1);
+    const bool cpu_time = pool.size() == 1;
+    auto clock_ns = [cpu_time] {
+        if (!cpu_time) return now_ns();
+        timespec ts;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+    };
+    const layout::PimLayoutParams params;     // config.toml defaults: 128-bit granule, 16 KiB blocks
+    const layout::MemoryOrganisation org;     // 16 channels x 16 banks, 1 KiB DRAM rows
+    std::printf("m = %lld, %d threads, ISA %s, %d rounds alternating; median %s ms per matmul\n", (long long)m,
+                pool.size(), kernels::kernel_isa(), rounds, cpu_time ? "thread-CPU" : "wall");
+    std::printf("%-6s %-12s %10s %10s %8s\n", "dtype", "n x k", "row-major", "pim", "rm/pim");
+    const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0,
+                           DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q6_K};
+    const int64_t shapes[][2] = {{4096, 4096}, {11008, 4096}, {4096, 11008}};
+    for (DType t : types)
+        for (const auto& sh : shapes) {
+            if (argc > 4 && std::strcmp(argv[4], dtype_name(t)) != 0) continue;
+            const int64_t n = sh[0], k = sh[1];
+            const size_t rb = row_bytes(t, k);
+            const size_t copies = std::max<size_t>(1, ((size_t(128) << 20) + rb * n - 1) / (rb * n));
+            const layout::PimLayoutPlan plan = layout::plan_pim_layout(n, k, t, params, org, false);
+            std::vector<Copy> cs(copies);
+            std::vector<float> wf(static_cast<size_t>(k));
+            uint32_t seed = 1;
+            for (Copy& c : cs) {
+                c.rm.resize(rb * size_t(n));
+                for (int64_t r = 0; r < n; ++r) {
+                    for (auto& v : wf) v = float(int((seed = seed * 1664525u + 1013904223u) >> 20) - 2048) * 1e-4f;
+                    quant::quantize_row(wf.data(), t, &c.rm[size_t(r) * rb], k);
+                }
+                c.base = layout::to_pim(c.rm.data(), plan);
+                c.index = layout::build_block_index(plan);
+                c.blocks = runtime::weight_blocks(plan, c.index, c.base.data());
+            }
+            std::vector<float> x(size_t(m * k)), y(size_t(m * n));
+            for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 7919 % 2001) - 1000) * 1e-3f;
+            std::vector<double> t_rm, t_pim;
+            for (int r = 0; r < rounds; ++r) {
+                // one round = one pass over every copy with each method
+                int64_t t0 = clock_ns();
+                for (size_t c = 0; c < copies; ++c)
+                    kernels::matmul(x.data(), m, k, k, cs[c].rm.data(), t, rb, n, y.data(), n, pool);
+                t_rm.push_back(double(clock_ns() - t0) / 1e6 / double(copies));
+                t0 = clock_ns();
+                for (size_t c = 0; c < copies; ++c) {
+                    const kernels::BlockedWeights w{t, n, k, cs[c].blocks.data(), int64_t(cs[c].blocks.size())};
+                    kernels::matmul_blocked(x.data(), m, k, k, w, y.data(), n, pool);
+                }
+                t_pim.push_back(double(clock_ns() - t0) / 1e6 / double(copies));
+            }
+            const double a = median(t_rm), b = median(t_pim);
+            char shape[32];
+            std::snprintf(shape, sizeof shape, "%lldx%lld", (long long)n, (long long)k);
+            std::printf("%-6s %-12s %10.3f %10.3f %8.2f\n", dtype_name(t), shape, a, b, a / b);
+            std::fflush(stdout);
+        }
+    return 0;
+}

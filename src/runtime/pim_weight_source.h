@@ -1,0 +1,59 @@
+#pragma once
+// Weights reached through the PIM layout (issue 9): every matrix the graph's MATMUL nodes read
+// (fused ones included) is reordered once into a PIM base (layout/pim_layout.h) with its block
+// index; matmul then reads the base in place — kernels::matmul_blocked runs the row-major
+// micro-kernel on each block the index describes, never gathering the matrix back.
+//
+// Every weight dtype the kernels run goes through the layout: f16, bf16 and f32 as elements,
+// the quantised ggml types (q8_0, q4_0, q5_0, q4_k, q6_k) as their row bytes with whole blocks per
+// k-block (rule 0 of the layout). f32 matrices are converted to f16 first when f32_to_f16 is set
+// (settings ascend.op_precision_mode = allow_fp32_to_fp16 and the modes that imply it): the
+// layout then holds f16, info() says f16 and the numbers change; otherwise the layout holds f32.
+//
+// Thread safety: immutable after construction; matmul is called from the engine's thread.
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "layout/pim_layout.h"
+#include "runtime/weight_source.h"
+
+namespace duet::runtime {
+
+class PimLayoutWeightSource : public WeightSource {
+public:
+    // plain and g must outlive this.
+    PimLayoutWeightSource(const PlainWeightSource& plain, const graph::Graph& g, const layout::PimLayoutParams& params,
+                          const layout::MemoryOrganisation& org, bool f32_to_f16);
+    int64_t pim_count() const { return int64_t(mats_.size()); }
+    int64_t converted_count() const { return converted_; }  // f32 matrices held as f16
+    // The PIM base and index of (role, layer), for tests; DUET_CHECKs that it exists.
+    const layout::PimLayoutPlan& plan(WeightRole role, int32_t layer) const;
+
+    WeightInfo info(WeightRole role, int32_t layer) const override;
+    void matmul(WeightRole role, int32_t layer, const float* x, int64_t m, int64_t x_stride, float* y,
+                int64_t y_stride, ThreadPool& pool) const override;
+
+private:
+    struct Matrix {
+        layout::PimLayoutPlan plan;
+        std::vector<uint8_t> base;
+        layout::PimBlockIndex index;
+        std::vector<kernels::WeightBlock> blocks;  // the index's blocks as the kernel reads them
+    };
+    void add(WeightRole role, int32_t layer, const layout::PimLayoutParams& params,
+             const layout::MemoryOrganisation& org, bool f32_to_f16);
+
+    const PlainWeightSource& plain_;
+    std::map<std::pair<int, int32_t>, Matrix> mats_;
+    int64_t converted_ = 0;
+};
+
+// The kernel's view of a PIM base through its block index: one WeightBlock per descriptor, its
+// k range in elements of plan.dtype (bytes / block_bytes * block_elems for quantised types) and
+// without the granule padding of the row tail.
+std::vector<kernels::WeightBlock> weight_blocks(const layout::PimLayoutPlan& plan, const layout::PimBlockIndex& index,
+                                                const uint8_t* base);
+
+}  // namespace duet::runtime

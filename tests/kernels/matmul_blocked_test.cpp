@@ -1,0 +1,177 @@
+// matmul_blocked (weights read in place as a grid of dense blocks, the PIM layout) against the
+// row-major matmul of the same kernel table, for the scalar reference and every optimised table
+// this CPU runs, every weight dtype, odd shapes and block grids: bit-identical when each row range
+// is one block (the same summation), else within the bound of a reordered f32 sum.
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "test_util.h"
+
+namespace duet::kernels {
+namespace {
+
+using test::make_weights;
+using test::optimised_tables;
+using test::random_vec;
+
+// W (row-major, rows `stride` bytes apart) copied into blocks of rows_per_block x kb elements,
+// stored one after another row-range-major, each dense with a row stride of its width plus
+// `pad` bytes.
+struct Blocked {
+    std::vector<uint8_t> bytes;
+    std::vector<WeightBlock> blocks;
+    BlockedWeights view(DType t, int64_t n, int64_t k) const {
+        return BlockedWeights{t, n, k, blocks.data(), int64_t(blocks.size())};
+    }
+};
+
+Blocked make_blocked(const std::vector<uint8_t>& w, size_t stride, DType t, int64_t n, int64_t k,
+                     int64_t rows_per_block, int64_t kb, size_t pad) {
+    Blocked b;
+    std::vector<size_t> offs;
+    for (int64_t r0 = 0; r0 < n; r0 += rows_per_block)
+        for (int64_t k0 = 0; k0 < k; k0 += kb) {
+            WeightBlock blk;
+            blk.row0 = r0;
+            blk.rows = std::min(rows_per_block, n - r0);
+            blk.k0 = k0;
+            blk.kelems = std::min(kb, k - k0);
+            blk.row_stride_bytes = row_bytes(t, blk.kelems) + pad;
+            offs.push_back(b.bytes.size());
+            const size_t at = b.bytes.size(), skip = row_bytes(t, k0), len = row_bytes(t, blk.kelems);
+            b.bytes.resize(at + size_t(blk.rows) * blk.row_stride_bytes, 0xEE);
+            for (int64_t r = 0; r < blk.rows; ++r)
+                std::memcpy(&b.bytes[at + size_t(r) * blk.row_stride_bytes], &w[size_t(r0 + r) * stride + skip], len);
+            b.blocks.push_back(blk);
+        }
+    for (size_t i = 0; i < offs.size(); ++i) b.blocks[i].data = b.bytes.data() + offs[i];
+    return b;
+}
+
+struct Case {
+    int64_t m, n, k, rows_per_block, kb;
+};
+
+void check_type(DType t, const std::vector<Case>& cases) {
+    std::vector<const KernelTable*> tables = optimised_tables();
+    tables.insert(tables.begin(), &ref_table());
+    ThreadPool pool(2);
+    uint32_t seed = 7;
+    for (const Case& c : cases) {
+        const size_t stride = row_bytes(t, c.k) + 6;
+        const auto wf = random_vec(size_t(c.n * c.k), seed++);
+        const auto w = make_weights(wf, c.n, c.k, t, stride);
+        const int64_t xs = c.k + 3, ys = c.n + 2;
+        const auto x = random_vec(size_t(c.m * xs), seed++);
+        const Blocked b = make_blocked(w, stride, t, c.n, c.k, c.rows_per_block, c.kb, 4);
+        // |x| . |w| per output, for the bound of a reordered sum
+        std::vector<float> wrow(size_t(c.k));
+        std::vector<double> mag(size_t(c.m * c.n), 0.0);
+        for (int64_t j = 0; j < c.n; ++j) {
+            ref_table().dequantize_row(&w[size_t(j) * stride], t, wrow.data(), c.k);
+            for (int64_t i = 0; i < c.m; ++i)
+                for (int64_t l = 0; l < c.k; ++l)
+                    mag[size_t(i * c.n + j)] += std::fabs(double(x[size_t(i * xs + l)]) * wrow[size_t(l)]);
+        }
+        for (const KernelTable* tab : tables) {
+            std::vector<float> y_rm(size_t(c.m * ys), -1.0f), y_bl(size_t(c.m * ys), -1.0f);
+            tab->matmul(x.data(), c.m, c.k, xs, w.data(), t, stride, c.n, y_rm.data(), ys, pool);
+            matmul_blocked_with(*tab, x.data(), c.m, c.k, xs, b.view(t, c.n, c.k), y_bl.data(), ys, pool);
+            const bool one_block = c.kb >= c.k;
+            for (int64_t i = 0; i < c.m; ++i)
+                for (int64_t j = 0; j < ys; ++j) {
+                    const float a = y_rm[size_t(i * ys + j)], bl = y_bl[size_t(i * ys + j)];
+                    if (j >= c.n || one_block) {  // same summation (or untouched stride padding): same bits
+                        EXPECT_EQ(std::memcmp(&a, &bl, 4), 0) << tab->name << " " << dtype_name(t) << " m=" << c.m
+                                                              << " n=" << c.n << " k=" << c.k << " y[" << i << "][" << j
+                                                              << "] " << a << " vs " << bl;
+                        continue;
+                    }
+                    const double tol = 2.0 * double(c.k) * FLT_EPSILON * mag[size_t(i * c.n + j)] + 1e-30;
+                    EXPECT_NEAR(a, bl, tol) << tab->name << " " << dtype_name(t) << " m=" << c.m << " n=" << c.n
+                                            << " k=" << c.k << " kb=" << c.kb << " y[" << i << "][" << j << "]";
+                }
+        }
+    }
+}
+
+// m = 1 (GEMV), 3 (register tile tail), 17 (blocked GEMM, the packed q8 path on AVX-512);
+// rows_per_block not a multiple of the register tiles; the last k-block narrower.
+TEST(MatmulBlocked, FloatTypes) {
+    for (DType t : {DType::F32, DType::F16, DType::BF16})
+        check_type(t, {{1, 37, 67, 5, 24}, {3, 19, 131, 4, 64}, {17, 23, 45, 7, 16}, {1, 29, 67, 6, 67},
+                       {5, 13, 99, 16, 128}});
+}
+
+TEST(MatmulBlocked, ThirtyTwoBlockTypes) {
+    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0})
+        check_type(t, {{1, 37, 32 * 7, 5, 64}, {3, 19, 32 * 5, 4, 96}, {17, 23, 32 * 9, 7, 32}, {1, 29, 32 * 3, 6, 96},
+                       {2, 11, 32 * 4, 16, 256}});
+}
+
+TEST(MatmulBlocked, KQuants) {
+    for (DType t : {DType::Q4_K, DType::Q6_K})
+        check_type(t, {{1, 37, 256 * 3, 5, 256}, {3, 19, 256 * 2, 4, 256}, {17, 13, 256 * 3, 7, 512},
+                       {1, 9, 256 * 2, 3, 512}});
+}
+
+// The blocked driver quantises x once per k-block (act_reuse_token); the reuse must end with
+// the call: a later matmul on the same x pointer with new contents sees the new values.
+TEST(MatmulBlocked, ActivationReuseEndsWithTheCall) {
+    const int64_t n = 9, k = 64;
+    ThreadPool pool(1);
+    for (DType t : {DType::Q8_0, DType::Q4_0}) {
+        const auto w = make_weights(random_vec(size_t(n * k), 3), n, k, t, row_bytes(t, k));
+        const Blocked b = make_blocked(w, row_bytes(t, k), t, n, k, 4, 64, 0);
+        for (const KernelTable* tab : optimised_tables()) {
+            std::vector<float> x = random_vec(size_t(k), 4), y(static_cast<size_t>(n)), y2(static_cast<size_t>(n)),
+                               y_new(static_cast<size_t>(n));
+            matmul_blocked_with(*tab, x.data(), 1, k, k, b.view(t, n, k), y.data(), n, pool);
+            for (auto& v : x) v = -2.0f * v;  // same pointer, new contents
+            tab->matmul(x.data(), 1, k, k, w.data(), t, row_bytes(t, k), n, y2.data(), n, pool);
+            std::vector<float> fresh = x;  // a different pointer: certainly quantised anew
+            tab->matmul(fresh.data(), 1, k, k, w.data(), t, row_bytes(t, k), n, y_new.data(), n, pool);
+            EXPECT_EQ(y2, y_new) << tab->name << " " << dtype_name(t);
+        }
+    }
+}
+
+TEST(MatmulBlocked, BlocksThatDoNotTileAreRejected) {
+    const int64_t n = 4, k = 64;
+    const auto w = make_weights(random_vec(size_t(n * k), 1), n, k, DType::F16, size_t(k) * 2);
+    Blocked b = make_blocked(w, size_t(k) * 2, DType::F16, n, k, 2, 32, 0);
+    b.blocks[1].k0 = 16;  // the second k-block of the first row range starts too early
+    std::vector<float> x(size_t(k), 1.0f), y(static_cast<size_t>(n));
+    ThreadPool pool(1);
+    try {
+        matmul_blocked(x.data(), 1, k, k, b.view(DType::F16, n, k), y.data(), n, pool);
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "matmul_blocked: block 1 (rows [0, 2) x k [16, 48)) does not continue the tiling at row "
+                               "0, k 32 of [4][64] f16 (k-blocks in order, whole 1-element blocks, rows fitting their "
+                               "stride)");
+    }
+    b = make_blocked(w, size_t(k) * 2, DType::F16, n, k, 2, 32, 0);
+    b.blocks.pop_back();
+    b.blocks.pop_back();
+    try {
+        matmul_blocked(x.data(), 1, k, k, b.view(DType::F16, n, k), y.data(), n, pool);
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "matmul_blocked: the blocks cover 2 of the 4 rows of the matrix");
+    }
+    try {
+        matmul_blocked(x.data(), 1, 32, k, b.view(DType::F16, n, k), y.data(), n, pool);
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "matmul_blocked: the blocked matrix has k = 64, the call k = 32");
+    }
+}
+
+}  // namespace
+}  // namespace duet::kernels
