@@ -34,7 +34,10 @@ TEST(CalibrateCli, PrintsEveryPointWithItsSource) {
     const CliRun r = run("calibrate");
     EXPECT_EQ(r.code, 0) << r.out;
     for (const char* line : {"GeniePIM int8 GEMV 6144x2048 N=1 speedup", "source: AMDResearch/AMDGeniePIM README.md",
-                             "HBM2-PIM fp16 GEMV 4096x4096 speedup over streaming", "missing", "PASS"})
+                             "HBM2-PIM fp16 GEMV 4096x4096 speedup over streaming", "missing", "PASS",
+                             "AttAcc HBM3 bank PIM attention L=128 heads=2050 d=128 (power limit)",
+                             "source: scale-snu/attacc_simulator ramulator.out (row 128,2050,128,2,BA,True",
+                             "source: Morteza1814/CENT cent_simulation/simulation_results_reference.csv"})
         EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
 }
 
