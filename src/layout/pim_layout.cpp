@@ -18,6 +18,8 @@ void validate(const PimLayoutParams& p, const MemoryOrganisation& org) {
         fail("[reorder] block_size_kb = {} is out of range (allowed: 1..4096)", p.block_size_kb);
     if (p.index_granularity < 1 || p.index_granularity > 65536)
         fail("[memory] index_granularity = {} is out of range (allowed: 1..65536)", p.index_granularity);
+    if (p.prefetch_depth < 0 || p.prefetch_depth > 64)
+        fail("[reorder] prefetch_depth = {} is out of range (allowed: 0..64)", p.prefetch_depth);
     if (!(p.index_ratio_limit > 0 && p.index_ratio_limit <= 1))
         fail("[reorder] index_ratio_limit = {} is out of range (allowed: greater than 0, at most 1)",
              p.index_ratio_limit);

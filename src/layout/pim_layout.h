@@ -45,6 +45,7 @@ struct PimLayoutParams {
     int block_size_kb = 16;          // [reorder] block_size_kb: 1..4096
     int index_granularity = 64;      // [memory] index_granularity: granules per index anchor, 1..65536
     double index_ratio_limit = 0.05; // [reorder] index_ratio_limit: (0, 1]
+    int prefetch_depth = 4;          // [reorder] prefetch_depth: blocks converted ahead (L1 staging)
 };
 
 // The DRAM organisation the base is interleaved over (from the memory/PIM preset).

@@ -61,6 +61,10 @@ layout::NpuDataPath npu_data_path(const hw::npu::NpuPreset& np) {
     path.gm_write_bytes_per_cycle = np.ub_to_ddr_bytes_per_cycle > 0 ? np.ub_to_ddr_bytes_per_cycle : np.ddr_read_bytes_per_cycle;
     path.vector_bytes_per_cycle = np.vector_bytes_per_cycle;
     path.memory_bandwidth_gbps = np.memory_bandwidth_gbps;
+    path.l1_bytes = np.l1_kib * 1024;
+    path.l0ab_bytes = (np.l0a_kib + np.l0b_kib) * 1024;
+    if (np.l2_read_bytes_per_cycle > 0) path.l2_read_bytes_per_cycle = np.l2_read_bytes_per_cycle;
+    if (np.l2_write_bytes_per_cycle > 0) path.l2_write_bytes_per_cycle = np.l2_write_bytes_per_cycle;
     return path;
 }
 
@@ -154,6 +158,7 @@ std::unique_ptr<HardwareRig> make_hardware_rig(const config::Settings& settings,
     lp.block_size_kb = int(cfg.reorder.block_size_kb);
     lp.index_granularity = int(cfg.memory.index_granularity);
     lp.index_ratio_limit = cfg.reorder.index_ratio_limit;
+    lp.prefetch_depth = int(cfg.reorder.prefetch_depth);
     rig->layout = std::make_unique<LayoutBinding>(lp, org, npu_data_path(np), cfg.reorder.target_format == config::TargetFormat::ND);
     h.layout = rig->layout.get();
     h.conversion_pj_per_byte = 0;  // the load path reads the same DRAM rows; extra bytes priced by the NPU model

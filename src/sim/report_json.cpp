@@ -113,6 +113,26 @@ RunReport run_from(const json& j) {
     return r;
 }
 
+// What each device kind's energy figure is (docs/report-schema.md "energy_basis"): the NPU's is its
+// TDP times its busy time, an upper bound; the PIM's is counted per DRAM command from the memory
+// preset's [energy] (array reads priced at the external read energy, so also an upper bound), or
+// not modelled when the preset has none; conversions pay their extra bytes at a per-byte energy.
+std::string pim_energy_basis(const RunReport& r) {
+    const DeviceStats pre = r.timeline.prefill.pim(), dec = r.timeline.decode.pim();
+    if (pre.busy_ns + dec.busy_ns <= 0) return "unused";
+    return pre.energy_pj + dec.energy_pj > 0 ? "per_command_upper_bound" : "not_modelled";
+}
+
+json energy_basis_json(const RunReport& r) {
+    return {{"npu", "tdp_x_busy_upper_bound"}, {"pim", pim_energy_basis(r)}, {"conversion", "extra_bytes_x_pj_per_byte"}};
+}
+
+// Decode energy per token of one device kind (the parts of decode_energy_per_token_pj).
+double decode_energy_per_token_pj(const RunReport& r, DeviceKind kind) {
+    const double tokens = double(r.timeline.tbt_ns.size()) * double(r.batch);
+    return tokens > 0 ? r.timeline.decode.total(kind).energy_pj / tokens : 0;
+}
+
 }  // namespace
 
 json run_to_json(const RunReport& r) {
@@ -132,6 +152,7 @@ json run_to_json(const RunReport& r) {
             {"tbt_p99_ns", r.tbt_p99_ns},
             {"decode_energy_per_token_pj", r.decode_energy_per_token_pj},
             {"prefill_energy_pj", r.prefill_energy_pj},
+            {"energy_basis", energy_basis_json(r)},
             {"decode_ext_bw_gbps", r.decode_ext_bw_gbps},
             {"decode_ext_bw_util", r.decode_ext_bw_util},
             {"pim_util", r.pim_util},
@@ -268,6 +289,13 @@ std::string format_table(const BenchReport& r) {
     row("Energy per decode token", fmt::format("{:.3f} mJ", b.decode_energy_per_token_pj / 1e9),
         fmt::format("{:.3f} mJ", t.decode_energy_per_token_pj / 1e9),
         ratio(b.decode_energy_per_token_pj, t.decode_energy_per_token_pj));
+    const auto part = [](const RunReport& run, DeviceKind kind) {
+        return fmt::format("{:.3f} mJ", decode_energy_per_token_pj(run, kind) / 1e9);
+    };
+    row("  NPU (TDP x busy, upper bound)", part(b, DeviceKind::NPU), part(t, DeviceKind::NPU));
+    const std::string pim_basis = pim_energy_basis(t);
+    row(pim_basis == "not_modelled" ? "  PIM (not modelled: no [energy])" : "  PIM (per command, upper bound)",
+        part(b, DeviceKind::PIM), part(t, DeviceKind::PIM));
     row("Energy of prefill", fmt::format("{:.3f} mJ", b.prefill_energy_pj / 1e9),
         fmt::format("{:.3f} mJ", t.prefill_energy_pj / 1e9));
     if (!r.functional.is_null()) {

@@ -1,4 +1,5 @@
-// `duet calibrate` end to end: the real binary prints every point with its source and status.
+// `duet calibrate` end to end: the real binary prints every point with its source and status; and
+// the bench labels its energy figures (issue 9 item 5).
 #include <gtest/gtest.h>
 
 #include <array>
@@ -34,7 +35,10 @@ TEST(CalibrateCli, PrintsEveryPointWithItsSource) {
     const CliRun r = run("calibrate");
     EXPECT_EQ(r.code, 0) << r.out;
     for (const char* line : {"GeniePIM int8 GEMV 6144x2048 N=1 speedup", "source: AMDResearch/AMDGeniePIM README.md",
-                             "HBM2-PIM fp16 GEMV 4096x4096 speedup over streaming", "missing", "PASS"})
+                             "HBM2-PIM fp16 GEMV 4096x4096 speedup over streaming", "missing", "PASS",
+                             "AttAcc HBM3 bank PIM attention L=128 heads=2050 d=128 (power limit)",
+                             "source: scale-snu/attacc_simulator ramulator.out (row 128,2050,128,2,BA,True",
+                             "source: Morteza1814/CENT cent_simulation/simulation_results_reference.csv"})
         EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
 }
 
@@ -43,4 +47,35 @@ TEST(CalibrateCli, NotesExplainTheSetUps) {
     const CliRun r = run("calibrate --notes");
     EXPECT_EQ(r.code, 0) << r.out;
     EXPECT_NE(r.out.find("note:   GeniePIM's host reads at 128 GB/s peak"), std::string::npos) << r.out;
+}
+
+// Issue 9 item 5: the bench says what each energy figure is, in the table and in the JSON's
+// energy_basis (docs/report-schema.md): per DRAM command where the PIM's memory has a sourced
+// [energy] (pim_hbm2_fimdram on hbm2), "not modelled" where it has none (pim_lpddr5x_bank).
+TEST(EnergyLabelsCli, BenchSaysWhatEachEnergyFigureIs) {
+    if (!have_binary()) GTEST_SKIP() << "duet binary not built";
+    const std::string report = testing::TempDir() + "/energy_labels_report.json";
+    const std::string common = "--log-level warn bench --baseline npu_only --target npu_pim_coop --model llama2-7b "
+                               "--seq-len 128 --gen-len 4 --no-verdict-exit --report " + report;
+    struct Case {
+        const char* pim;
+        const char* table_line;
+        const char* json_basis;
+    };
+    for (const Case& c : {Case{"pim_hbm2_fimdram", "    PIM (per command, upper bound)", "\"per_command_upper_bound\""},
+                          Case{"pim_lpddr5x_bank", "    PIM (not modelled: no [energy])", "\"not_modelled\""}}) {
+        SCOPED_TRACE(c.pim);
+        const CliRun r = run(common + " --pim " + c.pim);
+        ASSERT_EQ(r.code, 0) << r.out;
+        EXPECT_NE(r.out.find("    NPU (TDP x busy, upper bound)"), std::string::npos) << r.out;
+        EXPECT_NE(r.out.find(c.table_line), std::string::npos) << r.out;
+        std::string json;
+        if (FILE* f = std::fopen(report.c_str(), "r")) {
+            std::array<char, 4096> buf{};
+            for (size_t n; (n = std::fread(buf.data(), 1, buf.size(), f)) > 0;) json.append(buf.data(), n);
+            std::fclose(f);
+        }
+        EXPECT_NE(json.find("\"tdp_x_busy_upper_bound\""), std::string::npos);
+        EXPECT_NE(json.find(c.json_basis), std::string::npos);
+    }
 }

@@ -86,3 +86,31 @@ TEST(Calibration, PimSimulatorBoundAndSmallGemvCrossover) {
     EXPECT_LT(s2, p4k.duet);
     EXPECT_LE(p4k.duet, s8 * 1.02);
 }
+
+// AttAcc's published Ramulator-AttAcc cycles (ramulator.out) against duet's decode-attention
+// estimate on the device AttAcc simulated (HBM3 8Gb 2R at 5.2 Gb/s, nCCDAB 6 or 4).
+TEST(Calibration, AttAccAttentionPointsPassAndScaleLikeTheReference) {
+    int n = 0;
+    for (const Point& p : table()) {
+        if (p.name.rfind("AttAcc", 0) != 0) continue;
+        SCOPED_TRACE(p.name + " duet " + std::to_string(p.duet) + " ref " + std::to_string(p.reference));
+        EXPECT_EQ(p.check, Check::RELATIVE);
+        EXPECT_NE(p.source.find("ramulator.out"), std::string::npos);
+        EXPECT_TRUE(p.passed());
+        ++n;
+    }
+    EXPECT_EQ(n, 4);
+    const Point& big = find("AttAcc HBM3 bank PIM attention L=256 heads=2050 d=128 (power limit)");
+    const Point& small = find("AttAcc HBM3 bank PIM attention L=256 heads=461 d=128 (power limit)");
+    const Point& short_ctx = find("AttAcc HBM3 bank PIM attention L=128 heads=2050 d=128 (power limit)");
+    // both grow with the heads by about the same factor, and with the context length
+    EXPECT_NEAR((big.duet / small.duet) / (big.reference / small.reference), 1.0, 0.10);
+    EXPECT_GT(big.duet, short_ctx.duet);
+    EXPECT_GT(big.reference, short_ctx.reference);
+}
+
+TEST(Calibration, CentDecoderBlockPointPasses) {
+    const Point& p = find("CENT GDDR6-AiM Llama2-7B decoder block, 8 channels, seq len 1 (PIM time)");
+    EXPECT_DOUBLE_EQ(p.reference, 209.876);
+    EXPECT_TRUE(p.passed()) << p.duet;
+}
