@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 
+#include "config/runtime_knobs.h"
 #include "core/error.h"
 #include "format/gguf.h"
 #include "hw/memory_presets.h"
@@ -26,6 +27,8 @@ std::string rig_key(const config::Settings& st, const config::CoopConfig& cfg, c
                     const std::string& dispatch) {
     std::string key = st.ascend.soc_version + "|" + pim + "|" + dispatch + "|" + hw::config_dir();
     for (const auto& f : config::coop_config_fields()) key += "|" + f.show(cfg);
+    for (const auto& [k, v] : st.runtime.knobs) key += "|" + k + "=" + v;  // the rig reads the runtime knobs
+    for (const auto& [k, v] : config::runtime_knob_env()) key += "|env " + k + "=" + v;
     return key;
 }
 
@@ -190,6 +193,8 @@ sim::RunOptions bench_run_options(const config::CoopConfig& cfg, sim::Policy p, 
     sim::RunOptions o = sim::run_options_from(cfg, p);
     o.record_events = in.record_events;
     o.record_decode_steps = in.trace_steps;
+    o.prefetch_mlp = in.prefetch_mlp;
+    o.multi_stream_memory_reuse = in.multi_stream_memory_reuse;
     return o;
 }
 

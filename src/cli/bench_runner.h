@@ -27,6 +27,8 @@ struct TraceBenchInputs {
     bool record_events = false;  // keep per-op events (for --trace)
     bool fuse = false;           // plan the fused graph (graph/fuse_matmuls.h)
     int64_t trace_steps = -1;    // with record_events: decode steps recorded (-1: all)
+    bool prefetch_mlp = false;         // VLLM_ASCEND_ENABLE_PREFETCH_MLP (sim::RunOptions)
+    int multi_stream_memory_reuse = 1; // MULTI_STREAM_MEMORY_REUSE (sim::RunOptions)
 };
 
 // The parts of a comparison that FILE mode and trace-only mode share.
