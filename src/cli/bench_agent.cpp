@@ -5,6 +5,7 @@
 
 #include "cli/bench_runner.h"
 #include "cli/flags.h"
+#include "cli/knob_effects.h"
 #include "config/coop_config.h"
 #include "config/runtime_knobs.h"
 #include "config/settings.h"
@@ -42,7 +43,7 @@ void run_bench_agent(const AgentBenchArgs& a, const AgentBenchCommon& c) {
     const config::EnvMap env = config::process_env();
     const config::Settings st = config::load_settings(c.settings_path, env, known_soc_names());
     const config::CoopConfig cfg = config::load_coop_config(c.config_path, env);
-    const config::RuntimeKnobs knobs = config::read_runtime_knobs(config::runtime_knob_env());
+    const config::RuntimeKnobs knobs = runtime_knobs_of(st);
     const workload::AgentTrace trace =
         a.workload_file.empty() ? workload::default_agent_trace(a.turns) : workload::load_agent_trace(a.workload_file);
     const std::string model = c.model.empty() ? st.api.model : c.model;
@@ -63,6 +64,7 @@ void run_bench_agent(const AgentBenchArgs& a, const AgentBenchCommon& c) {
         ro.threads = a.threads;
         ro.max_ctx = max_ctx;
         ro.pin_threads = knobs.cpu_affinity != 0;  // CPU_AFFINITY_CONF
+        apply_engine_knobs(knobs, ro.engine);
         std::fprintf(stderr, "agent: replaying %lld calls on %s, %zu configurations ...\n", (long long)ab.n_calls,
                      model.c_str(), std::size(workload::kOptimisations) + 1);
         ab.real = workload::ablate_real(model, trace, ro, ab.targets);
@@ -72,11 +74,14 @@ void run_bench_agent(const AgentBenchArgs& a, const AgentBenchCommon& c) {
     }
     const sim::ModelShape shape = bench_model_shape(model, st.runtime.dtype);
     const auto rig = cached_hardware_rig(st, cfg, "", config::effective_npu_dispatch(c.dispatch, knobs));
+    sim::RunOptions base;
+    base.prefetch_mlp = knobs.prefetch_mlp;
+    base.multi_stream_memory_reuse = knobs.multi_stream_memory_reuse;
     ab.modelled = workload::ablate_modelled(
         shape, trace, rig->hw, max_ctx,
         fmt::format("{} ({}) on {} ({} dispatch), npu_only, KV reservation {} positions", model,
                     st.runtime.dtype, rig->npu->name(), hw::npu::dispatch_name(rig->npu->options().dispatch), max_ctx),
-        ab.targets);
+        ab.targets, base);
 
     std::fputs(workload::format_ablation(ab).c_str(), stdout);
     if (!c.report.empty()) {

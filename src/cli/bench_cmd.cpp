@@ -10,6 +10,7 @@
 #include "cli/bench_runner.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "cli/knob_effects.h"
 #include "cli/warmup_flags.h"
 #include "config/coop_config.h"
 #include "config/runtime_knobs.h"
@@ -63,8 +64,10 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
     in.baseline = a.baseline;
     in.target = a.target;
     in.pim = a.pim;
-    const config::RuntimeKnobs knobs = config::read_runtime_knobs(config::runtime_knob_env());
+    const config::RuntimeKnobs knobs = runtime_knobs_of(st);
     in.dispatch = config::effective_npu_dispatch(a.dispatch, knobs);
+    in.prefetch_mlp = knobs.prefetch_mlp;
+    in.multi_stream_memory_reuse = knobs.multi_stream_memory_reuse;
     in.tp = int(a.tp);
     in.pp = int(a.pp);
     in.flashcomm = a.flashcomm || knobs.flashcomm;  // the flag wins over VLLM_ASCEND_ENABLE_FLASHCOMM
@@ -137,6 +140,8 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
     }
     sim::BenchReport r = finish_bench(st, cfg, in, setup, plan, plan_t, sim_seq);
     r.functional = functional;
+    log_modelled_execute_times(knobs, in.baseline, r.baseline.timeline);
+    log_modelled_execute_times(knobs, in.target, r.target.timeline);
     const std::string& model = in.model;
 
     std::fputs(sim::format_table(r).c_str(), stdout);

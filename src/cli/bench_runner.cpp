@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "config/runtime_knobs.h"
 #include "core/error.h"
 #include "format/gguf.h"
 #include "hw/memory_presets.h"
@@ -30,6 +31,8 @@ std::string rig_key(const config::Settings& st, const config::CoopConfig& cfg, c
                     const std::string& dispatch) {
     std::string key = st.ascend.soc_version + "|" + pim + "|" + dispatch + "|" + hw::config_dir();
     for (const auto& f : config::coop_config_fields()) key += "|" + f.show(cfg);
+    for (const auto& [k, v] : st.runtime.knobs) key += "|" + k + "=" + v;  // the rig reads the runtime knobs
+    for (const auto& [k, v] : config::runtime_knob_env()) key += "|env " + k + "=" + v;
     return key;
 }
 
@@ -213,6 +216,8 @@ sim::RunOptions bench_run_options(const config::CoopConfig& cfg, sim::Policy p, 
     o.parallel.micro_batches = micro_batches_for(in.batch, in.pp);
     if (in.tp * in.pp > 1)  // a tune sweep without parallelism reads no preset file per point
         o.parallel.launch = sim::load_expansion_cost(sim::expansion_mode_from_name(in.hccl_expansion, "--hccl-expansion"));
+    o.prefetch_mlp = in.prefetch_mlp;
+    o.multi_stream_memory_reuse = in.multi_stream_memory_reuse;
     return o;
 }
 

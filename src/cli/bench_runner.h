@@ -32,6 +32,8 @@ struct TraceBenchInputs {
     int tp = 1, pp = 1;
     bool flashcomm = false;
     std::string hccl_expansion = "HOST";
+    bool prefetch_mlp = false;         // VLLM_ASCEND_ENABLE_PREFETCH_MLP (sim::RunOptions)
+    int multi_stream_memory_reuse = 1; // MULTI_STREAM_MEMORY_REUSE (sim::RunOptions)
 };
 
 // Micro-batches of a pipeline-parallel run: the largest divisor of the batch not above pp

@@ -69,18 +69,25 @@ void print_devices(const config::Settings& st, const config::CoopConfig& cfg, co
     }
 }
 
-// The runtime knobs (config/runtime_knobs.h): which are set, what each does, bad values and
-// near-miss spellings.
-void print_runtime_knobs(int& problems, int& warnings) {
-    std::printf("runtime knobs (environment):\n");
+// The runtime knobs (config/runtime_knobs.h): which are set and where (the environment wins
+// over settings.json runtime), what each does, bad values and near-miss spellings.
+void print_runtime_knobs(const config::Settings& st, int& problems, int& warnings, const config::CoopConfig& cfg) {
+    std::printf("runtime knobs (environment, else settings.json runtime; the environment wins):\n");
     const auto env = config::runtime_knob_env();
     for (const config::RuntimeKnobInfo& k : config::runtime_knobs()) {
-        auto it = env.find(k.name);
-        std::printf("  %-40s %s\n      %s\n", k.name.c_str(),
-                    it == env.end() ? "not set" : fmt::format("= \"{}\"", it->second).c_str(), k.effect.c_str());
+        auto e = env.find(k.name);
+        auto s = st.runtime.knobs.find(k.name);
+        std::string state = "not set";
+        if (e != env.end())
+            state = fmt::format("= \"{}\" (environment{})", e->second,
+                                s != st.runtime.knobs.end() ? fmt::format("; overrides settings \"{}\"", s->second) : "");
+        else if (s != st.runtime.knobs.end())
+            state = fmt::format("= \"{}\" (settings runtime.{})", s->second, config::runtime_knob_key(k.name));
+        std::printf("  %-40s %s\n      allowed: %s; %s\n", k.name.c_str(), state.c_str(), k.allowed.c_str(),
+                    k.effect.c_str());
     }
     try {
-        config::read_runtime_knobs(env);
+        config::visible_npu_count(config::read_runtime_knobs(env, st.runtime.knobs, st.source), modelled_npu_count(cfg));
     } catch (const Error& e) {
         std::printf("  ERROR %s\n", e.what());
         ++problems;
@@ -151,7 +158,7 @@ void run_doctor(const DoctorArgs& a) {
     std::printf("  memory presets: %s\n", config::join_names(hw::memory_preset_names()).c_str());
     std::printf("  PIM presets: %s\n", config::join_names(hw::pim_preset_names()).c_str());
 
-    print_runtime_knobs(problems, warnings);
+    print_runtime_knobs(st, problems, warnings, cfg);
 
     if (!a.model.empty()) {
         try {

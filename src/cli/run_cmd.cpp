@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/ctx_check.h"
 #include "cli/flags.h"
+#include "cli/knob_effects.h"
 #include "cli/warmup_flags.h"
 #include "config/runtime_knobs.h"
 #include "core/dtype.h"
@@ -102,9 +103,11 @@ void run(const RunArgs& a) {
     eo.n_ctx = a.ctx;
     eo.kv_type = *kv;
     eo.fuse = a.fuse;
+    const config::RuntimeKnobs knobs = config::read_runtime_knobs(config::runtime_knob_env());  // run has no settings
+    apply_engine_knobs(knobs, eo);
     runtime::RankEngine re = runtime::make_rank_engine(model, *comm, a.tp, eo);
     runtime::Engine& engine = *re.engine;
-    const bool pinned = config::read_runtime_knobs(config::runtime_knob_env()).cpu_affinity != 0;
+    const bool pinned = knobs.cpu_affinity != 0;
     if (pinned) runtime::pin_pool_threads(engine.pool());  // CPU_AFFINITY_CONF
     const runtime::WarmupStats warm = runtime::warm_up_rank(*model, re, a.warmup);  // before the trace: not recorded
     if (!re.leader()) {  // ranks > 0 run rank 0's forwards and print nothing

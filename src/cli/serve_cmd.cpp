@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/ctx_check.h"
 #include "cli/flags.h"
+#include "cli/knob_effects.h"
 #include "cli/serve_tasks.h"
 #include "cli/warmup_flags.h"
 #include "config/coop_config.h"
@@ -91,6 +92,8 @@ void serve(const ServeArgs& a, const CLI::App& root) {
     eo.n_ctx = a.ctx;
     eo.n_seq_max = a.parallel;
     eo.kv_blocks = a.kv_blocks;
+    const config::RuntimeKnobs knobs = runtime_knobs_of(st);
+    apply_engine_knobs(knobs, eo);
     runtime::BatcherOptions bo;
     bo.n_parallel = a.parallel;
     bo.max_queue = a.queue;
@@ -132,7 +135,7 @@ void serve(const ServeArgs& a, const CLI::App& root) {
 
     // The modelled NPU-only and NPU+PIM timings of a request of this size on the served model.
     // TASK_QUEUE_ENABLE picks the modelled NPU's dispatch mode (config/runtime_knobs.h)
-    const std::string dispatch = config::effective_npu_dispatch("", config::read_runtime_knobs(config::runtime_knob_env()));
+    const std::string dispatch = config::effective_npu_dispatch("", knobs);
     server::ModelledTimings timings = [st, cfg, path, dispatch](int64_t n_prompt, int64_t n_gen) -> nlohmann::json {
         TraceBenchInputs in;
         in.model = path;

@@ -12,6 +12,7 @@
 
 #include "config/coop_config.h"
 #include "config/loader.h"
+#include "config/runtime_knobs.h"
 
 namespace duet::config {
 namespace {
@@ -22,6 +23,22 @@ template <class S, class M>
 F make(std::string sec, std::string key, FieldKind kind, S Settings::*section, M S::*member) {
     const std::string env = key;  // settings.json keys are unique: DUET_<KEY>
     return member_field(std::move(sec), std::move(key), kind, section, member, env);
+}
+
+// A runtime knob in the runtime section: a string validated like the environment variable,
+// with no DUET_* override of its own (the knob's own variable is the override).
+F knob_field(const std::string& name) {
+    F f;
+    f.section = "runtime";
+    f.key = runtime_knob_key(name);
+    f.kind = FieldKind::STRING;
+    f.set = [name](Settings& s, const Value& v) { s.runtime.knobs[name] = v.s; };
+    f.show = [name](const Settings& s) {
+        auto it = s.runtime.knobs.find(name);
+        return "\"" + (it == s.runtime.knobs.end() ? std::string() : it->second) + "\"";  // "" = not set
+    };
+    f.check = [name](const Value& v) { return runtime_knob_rule(name, v.s); };
+    return f;
 }
 
 std::vector<F> build() {
@@ -58,6 +75,7 @@ std::vector<F> build() {
                        {"float16", "bfloat16", "float32"}));
     v.push_back(one_of(make("runtime", "log_level", K::ENUM, &Settings::runtime, &RuntimeSettings::log_level),
                        {"trace", "debug", "info", "warn", "error", "off"}));
+    for (const RuntimeKnobInfo& k : runtime_knobs()) v.push_back(knob_field(k.name));
     return v;
 }
 

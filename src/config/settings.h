@@ -10,7 +10,9 @@
 //            file read when the variable is unset; must not be group/other-readable),
 //            timeout_ms, max_retries, model.  The section may also be called "taotoken" (the
 //            published guide's name): one of the two, not both.
-//   runtime: seq_len, batch_size, dtype, log_level
+//   runtime: seq_len, batch_size, dtype, log_level, and the runtime knobs (config/runtime_knobs.h)
+//            under their names in lower case with string values ("task_queue_enable": "2");
+//            the knob's environment variable wins over the file
 // Every key is optional in the file (missing = the default, equal to configs/settings.json);
 // unknown keys, duplicate keys, wrong types and out-of-range values are errors naming file,
 // key, value and what is allowed. DUET_<KEY> environment variables override the file
@@ -19,6 +21,7 @@
 // a warning.
 // Thread safety: plain value type; loading reads files and the given environment only.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -50,6 +53,7 @@ struct RuntimeSettings {
     int64_t batch_size = 1;
     std::string dtype = "float16";
     std::string log_level = "info";
+    std::map<std::string, std::string> knobs;  // runtime knob name (TASK_QUEUE_ENABLE) -> value; absent = not set
 };
 
 struct Settings {

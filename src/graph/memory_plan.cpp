@@ -48,8 +48,31 @@ MemoryPlan plan_memory(const Graph& g) {
     return p;
 }
 
+namespace {
+bool is_collective(OpKind k) { return k == OpKind::ALL_REDUCE || k == OpKind::REDUCE_SCATTER || k == OpKind::ALL_GATHER; }
+
+// Per tensor root: its last node, extended for the roots a collective touches to the next
+// collective after it (or the last node) -- see peak_live_bytes.
+std::vector<int32_t> held_last(const Graph& g, const MemoryPlan& p) {
+    std::vector<int32_t> last = p.last;
+    const int32_t n = int32_t(g.nodes.size());
+    std::vector<int32_t> next(size_t(n) + 1, n - 1);  // next[i]: first collective node > i
+    for (int32_t i = n - 1; i >= 0; --i) next[size_t(i)] = i + 1 < n && is_collective(g.nodes[size_t(i + 1)].kind) ? i + 1 : next[size_t(i + 1)];
+    for (const Node& nd : g.nodes) {
+        if (!is_collective(nd.kind)) continue;
+        for (const auto* ts : {&nd.in, &nd.out})
+            for (int32_t t : *ts) {
+                const size_t r = size_t(g.root(t));
+                last[r] = std::max(last[r], next[size_t(p.last[r])]);
+            }
+    }
+    return last;
+}
+}  // namespace
+
 uint64_t peak_live_bytes(const Graph& g, const MemoryPlan& p, int64_t n_tokens, int64_t n_out_rows,
-                         uint64_t elem_bytes) {
+                         uint64_t elem_bytes, bool collectives_held_to_next_collective) {
+    const std::vector<int32_t> last = collectives_held_to_next_collective ? held_last(g, p) : p.last;
     // live[i] changes by +bytes at a root's first node and -bytes after its last.
     std::vector<int64_t> delta(g.nodes.size() + 1, 0);
     for (size_t r = 0; r < g.tensors.size(); ++r) {
@@ -58,7 +81,7 @@ uint64_t peak_live_bytes(const Graph& g, const MemoryPlan& p, int64_t n_tokens, 
         const int64_t rows = t.rows == Rows::TOKENS ? n_tokens : n_out_rows;
         const int64_t bytes = rows * t.width * int64_t(elem_bytes);
         delta[size_t(p.first[r])] += bytes;
-        delta[size_t(p.last[r]) + 1] -= bytes;
+        delta[size_t(last[r]) + 1] -= bytes;
     }
     int64_t live = 0, peak = 0;
     for (int64_t d : delta) {

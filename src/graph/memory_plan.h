@@ -26,7 +26,14 @@ MemoryPlan plan_memory(const Graph& g);
 // Largest sum of live activation bytes over the nodes of one forward of `n_tokens` rows
 // (OUT_ROWS tensors have n_out_rows rows), each element `elem_bytes` wide. LOGITS count (the
 // device produces them); TOKEN_IDS do not.
+//
+// collectives_held_to_next_collective (MULTI_STREAM_MEMORY_REUSE=0, torch_npu): a tensor a collective
+// (ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER) reads or writes runs on the communication stream, and
+// without multi-stream memory reuse its block (recordStream) returns to the pool only once the
+// compute stream has waited on the communication stream again: it stays live until the next
+// collective node after its last use (the forward's last node when none follows). Off (the
+// default, reuse 1..3: the recordStream mark erased at work.wait()): freed at its last use.
 uint64_t peak_live_bytes(const Graph& g, const MemoryPlan& p, int64_t n_tokens, int64_t n_out_rows,
-                         uint64_t elem_bytes);
+                         uint64_t elem_bytes, bool collectives_held_to_next_collective = false);
 
 }  // namespace duet::graph

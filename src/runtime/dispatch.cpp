@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "kernels/ref/ref_kernels.h"
 #include "runtime/weight_source.h"
 
 namespace duet::runtime {
@@ -175,7 +176,8 @@ void Dispatcher::attention(const std::vector<AttentionSeq>& seqs, int64_t n_head
     r.flops = 4.0 * double(n_head) * double(head_dim) * pairs;
     run(r, [&] {
         for (const AttentionSeq& s : seqs)
-            kernels::attention(s.q, s.n_q, s.pos0, n_head, n_head_kv, head_dim, s.kv, scale, s.out, pool_);
+            (reference_attention_ ? kernels::ref::attention : kernels::attention)(s.q, s.n_q, s.pos0, n_head, n_head_kv,
+                                                                                   head_dim, s.kv, scale, s.out, pool_);
     });
 }
 

@@ -46,6 +46,8 @@ public:
     Dispatcher(ThreadPool& pool, const WeightSource* weights) : pool_(pool), weights_(weights) {}
 
     void set_weight_source(const WeightSource* w) { weights_ = w; }
+    // attention() runs the scalar reference kernel (kernels/ref) instead of the dispatched one.
+    void set_reference_attention(bool on) { reference_attention_ = on; }
     const WeightSource& weight_source() const { return *weights_; }
     // Records go to `trace` (appended) while it is non-null; nullptr turns tracing off.
     void set_trace(sim::OpTrace* trace) { trace_ = trace; }
@@ -114,6 +116,7 @@ private:
     const WeightSource* weights_;
     sim::OpTrace* trace_ = nullptr;
     std::function<void(const sim::OpRecord&)> observer_;
+    bool reference_attention_ = false;
     sim::Phase phase_ = sim::Phase::PREFILL;
     int32_t layer_ = -1;
     int32_t n_seq_ = 1;

@@ -1,6 +1,7 @@
 #include "runtime/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -77,6 +78,8 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts, gr
     if (opts_.fuse) graph_ = graph::FuseSiblingMatmuls().run(graph_);
     plain_.bind_fused(graph_);
     mem_ = graph::plan_memory(graph_);
+    dispatch_.set_reference_attention(opts_.reference_attention);
+    if (opts_.prefetch_mlp_bytes > 0) prefetch_ = std::make_unique<MlpPrefetch>(graph_, plain_, opts_.prefetch_mlp_bytes);
     // Bind each node's vector operand once; check the contiguity the kernels need.
     node_vec_.assign(graph_.nodes.size(), nullptr);
     for (size_t i = 0; i < graph_.nodes.size(); ++i) {
@@ -113,6 +116,7 @@ void Engine::ensure_scratch(int64_t n) {
 }
 
 ForwardStatus Engine::forward(std::span<const SeqInput> batch, ForwardOutput& out) {
+    const auto t0 = std::chrono::steady_clock::now();
     const model::Hparams& hp = model_->hparams();
     if (batch.empty()) fail("forward: empty batch");
     int64_t n_tok = 0, n_rows = 0;
@@ -162,6 +166,10 @@ ForwardStatus Engine::forward(std::span<const SeqInput> batch, ForwardOutput& ou
     dispatch_.set_node(-1, false);
 
     for (const SeqInput& in : batch) in.kv->commit(int64_t(in.tokens.size()));
+    if (opts_.on_forward)
+        opts_.on_forward({n_forwards_, any_prefill, n_tok, int64_t(batch.size()),
+                          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()});
+    ++n_forwards_;
     return ForwardStatus::OK;
 }
 
@@ -291,6 +299,7 @@ void Engine::attend(const graph::Node& nd, const Step& st) {
                               out + off * n_q});
         off += n;
     }
+    if (prefetch_) prefetch_->issue(il);  // this layer's gate/up lines load while attention runs
     dispatch_.attention(attn_seqs_, graph_.shape.n_head, graph_.shape.n_head_kv, hp.head_dim, scale);
 }
 

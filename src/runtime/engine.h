@@ -21,6 +21,7 @@
 // cache: release them through kv_cache() before the engine goes away.
 // Thread safety: none; one thread drives an engine.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -31,12 +32,21 @@
 #include "graph/memory_plan.h"
 #include "runtime/dispatch.h"
 #include "runtime/kv_cache.h"
+#include "runtime/mlp_prefetch.h"
 #include "runtime/model.h"
 #include "runtime/tp_hook.h"
 #include "runtime/weight_source.h"
 #include "sim/op_trace.h"
 
 namespace duet::runtime {
+
+// One forward's execute time (host wall clock, the whole forward incl. KV reservation).
+struct ForwardTime {
+    int64_t index = 0;     // forwards of this engine so far, from 0
+    bool prefill = false;  // any sequence had more than one new token
+    int64_t n_tokens = 0, n_seqs = 0;
+    double wall_ms = 0;
+};
 
 struct EngineOptions {
     int n_threads = 0;              // <= 0: all hardware threads
@@ -46,7 +56,13 @@ struct EngineOptions {
     int64_t block_tokens = 16;      // positions per KV block
     int64_t kv_blocks = 0;          // 0: enough for n_seq_max sequences of n_ctx positions
     bool fuse = false;              // run graph::FuseSiblingMatmuls: Q/K/V and gate/up as one GEMM each
+    // Runtime knobs (config/runtime_knobs.h), plain here so the engine does not read config:
+    bool reference_attention = false;  // VLLM_ATTENTION_BACKEND=TORCH_SDPA: the scalar reference kernel
+    uint64_t prefetch_mlp_bytes = 0;   // VLLM_ASCEND_ENABLE_PREFETCH_MLP: per-layer gate/up prefetch budget (0: off)
+    // VLLM_ASCEND_MODEL_EXECUTE_TIME_OBSERVE: called after every forward with its wall time.
+    std::function<void(const ForwardTime&)> on_forward;
 };
+
 
 // One sequence of a batch.
 struct SeqInput {
@@ -116,6 +132,8 @@ public:
     // hears of every forward. Not owned; nullptr: none (a TP graph then fails at its first
     // collective).
     void set_tp_hook(TpHook* h) { tp_ = h; }
+    // The MLP prefetcher (null unless opts.prefetch_mlp_bytes > 0).
+    const MlpPrefetch* mlp_prefetch() const { return prefetch_.get(); }
 
 private:
     // What one forward needs besides the tensors.
@@ -147,6 +165,8 @@ private:
     int64_t scratch_tokens_ = 0;
     std::vector<float> arena_;
     std::vector<float*> ptr_;
+    std::unique_ptr<MlpPrefetch> prefetch_;
+    int64_t n_forwards_ = 0;
     std::vector<int32_t> tokens_;
     std::vector<int64_t> pos_;
     std::vector<const void*> kptr_, vptr_;

@@ -74,6 +74,7 @@ struct SimHardware {
     double mem_bw_gbps = 0;           // peak external bandwidth of the memory holding weights and KV (all NPUs)
     double pim_internal_bw_gbps = 0;  // aggregate bandwidth the PIM units see inside the banks (all PIM devices)
     uint64_t mem_capacity_bytes = 0;  // device memory (0: unknown, not checked)
+    uint64_t npu_l2_bytes = 0;        // one NPU's L2 cache (0: unknown); caps the modelled MLP prefetch
     double conversion_pj_per_byte = 0;  // energy of one extra byte read by a layout conversion
     double pointer_switch_ns = 0;     // prefill -> decode switch with zero_copy_switch (a sync)
     int64_t kv_block_tokens = 128;    // paged KV cache block (tokens per block)

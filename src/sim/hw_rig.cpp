@@ -1,6 +1,7 @@
 #include "sim/hw_rig.h"
 
 #include "config/coop_config.h"
+#include "config/runtime_knobs.h"
 #include "core/error.h"
 #include "hw/memory_presets.h"
 #include "hw/npu/npu_memory.h"
@@ -44,10 +45,11 @@ double npu_memory_efficiency(const std::string& text, const std::string& memory_
 }
 
 std::unique_ptr<hw::npu::NpuDevice> make_npu(hw::npu::NpuPreset preset, hw::npu::DispatchMode dispatch,
-                                             double memory_efficiency) {
+                                             double memory_efficiency, bool fused_attention) {
     hw::npu::NpuOptions opt;
     opt.dispatch = dispatch;
     opt.memory_efficiency = memory_efficiency;
+    opt.fused_attention = fused_attention;
     return std::make_unique<hw::npu::NpuDevice>(std::move(preset), opt);
 }
 
@@ -133,21 +135,28 @@ std::unique_ptr<HardwareRig> make_hardware_rig(const config::Settings& settings,
     }
     const double efficiency = npu_memory_efficiency("peak", np.memory_type, "npu memory efficiency");
     const config::TopologySection& topo = cfg.topology;
+    // Runtime knobs (config/runtime_knobs.h): ASCEND_RT_VISIBLE_DEVICES picks the NPUs used,
+    // VLLM_ATTENTION_BACKEND the attention variant of the NPU model.
+    const config::RuntimeKnobs knobs =
+        config::read_runtime_knobs(config::runtime_knob_env(), settings.runtime.knobs, settings.source);
+    const int64_t n_npus = config::visible_npu_count(knobs, topo.npus);
+    const bool fused = knobs.attention_backend == config::AttentionBackend::FLASH_ATTN;
     SimHardware& h = rig->hw;
-    rig->npu = make_npu(np, dispatch, efficiency);
+    rig->npu = make_npu(np, dispatch, efficiency, fused);
     h.add_device(DeviceKind::NPU, rig->npu.get());
-    if (topo.npus > 1) {
+    if (n_npus > 1) {
         const SimLink link = load_link_preset(topo.npu_link);
-        for (int64_t i = 1; i < topo.npus; ++i) {
-            rig->more_devices.push_back(make_npu(np, dispatch, efficiency));
+        for (int64_t i = 1; i < n_npus; ++i) {
+            rig->more_devices.push_back(make_npu(np, dispatch, efficiency, fused));
             h.add_device(DeviceKind::NPU, rig->more_devices.back().get(), link);
         }
         h.add_mesh(DeviceKind::NPU, link);  // npu1.. are joined to each other as well (full mesh)
     }
     // every NPU brings its own memory (peak bandwidth and capacity add up)
-    h.mem_bw_gbps = np.memory_bandwidth_gbps * double(topo.npus);
-    h.mem_capacity_bytes = uint64_t(np.memory_capacity_gib * double(1ull << 30)) * uint64_t(topo.npus);
+    h.mem_bw_gbps = np.memory_bandwidth_gbps * double(n_npus);
+    h.mem_capacity_bytes = uint64_t(np.memory_capacity_gib * double(1ull << 30)) * uint64_t(n_npus);
     h.memory_name = np.memory_type;
+    h.npu_l2_bytes = uint64_t(np.l2_mib * 1024 * 1024);
     rig->pim_preset = pim_preset.empty() ? "pim_hbm2_fimdram" : pim_preset;
 
     layout::MemoryOrganisation org;

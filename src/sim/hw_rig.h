@@ -42,7 +42,7 @@ std::unique_ptr<HardwareRig> make_hardware_rig(const config::Settings& settings,
 double npu_memory_efficiency(const std::string& text, const std::string& memory_type, const std::string& flag);
 // The one construction path of the NPU model (bench's rig, pim-sim npu).
 std::unique_ptr<hw::npu::NpuDevice> make_npu(hw::npu::NpuPreset preset, hw::npu::DispatchMode dispatch,
-                                             double memory_efficiency);
+                                             double memory_efficiency, bool fused_attention = true);
 
 // Knobs of one run from the config (placement policy given separately).
 RunOptions run_options_from(const config::CoopConfig& cfg, Policy policy);

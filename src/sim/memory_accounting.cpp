@@ -44,7 +44,7 @@ MemoryBreakdown account_memory(const ModelShape& s, const Plan& plan, int64_t co
         const int64_t n_tok = f.n_new * batch;
         if (n_tok == prev_n_tok) continue;  // every decode step has the same sizes
         prev_n_tok = n_tok;
-        mb.activations_bytes = std::max(mb.activations_bytes, graph::peak_live_bytes(*g, mp, n_tok, batch, 2));
+        mb.activations_bytes = std::max(mb.activations_bytes, graph::peak_live_bytes(*g, mp, n_tok, batch, 2, opts.multi_stream_memory_reuse == 0));
         for (const graph::Node& n : g->nodes) {
             if (n.kind != OpKind::MATMUL) continue;
             const int64_t rows = g->tensors[size_t(n.out[0])].rows == graph::Rows::TOKENS ? n_tok : batch;

@@ -9,7 +9,8 @@
 //                tokens * 2 (K,V) * n_layer * n_head_kv * head_dim * sizeof(KV element)
 //   activations  peak of the static memory plan (graph/memory_plan.h): the largest sum of
 //                tensors alive at one node (first write .. last read), device dtype f16,
-//                over every forward of the plan
+//                over every forward of the plan; with opts.multi_stream_memory_reuse = 0 a
+//                collective's tensors stay live until the next collective (graph/memory_plan.h)
 //   conversion   conversion cache: layer 0 in NZ when preconvert_first_token (and zero_copy_switch), the prefetch
 //                buffers ((prefetch_depth + 1) blocks), and a staging buffer of the largest
 //                matrix when zero_copy_switch is off. Must fit cache_limit_mb (else throws).

@@ -4,6 +4,7 @@
 // does not depend on config/ so that tests can set them directly).
 #include <cstdint>
 
+#include "core/dtype.h"
 #include "sim/collective.h"
 #include "sim/placement.h"
 
@@ -25,6 +26,12 @@ struct RunOptions {
     bool weight_base_shared = true;     // [memory] one weight stream per decode step for the batch
     int64_t cache_limit_mb = 512;       // [memory] conversion cache cap
     int64_t block_size_kb = 16;         // [reorder] conversion block (for buffer accounting)
+    // Runtime knobs (config/runtime_knobs.h):
+    bool prefetch_mlp = false;          // VLLM_ASCEND_ENABLE_PREFETCH_MLP: decode gate/up weights prefetched into L2 (timeline.h)
+    int multi_stream_memory_reuse = 1;  // MULTI_STREAM_MEMORY_REUSE: 0 = collective tensors freed at the next collective
+    // Activations of the int8-weight matmuls: F16 (W8A16, weights dequantised on the load path,
+    // fp16 cube rate) or I8 (W8A8: inputs quantised per token, the int8 cube fractal; outputs f16).
+    DType int8_matmul_act_dtype = DType::F16;
     bool record_events = false;         // keep per-op events for --trace
     int64_t record_decode_steps = -1;   // with record_events: decode steps recorded (-1: all; prefill always)
     ParallelOptions parallel;

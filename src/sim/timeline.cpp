@@ -285,7 +285,10 @@ private:
         if (op.valid && op.record == r) return op;
         op.valid = true;
         op.record = r;
-        const hw::OpShape s = per_sequence(r, to_op_shape(r), opts_, op.repeat);
+        const bool w8a8 = r.kind == OpKind::MATMUL && r.weight_dtype == DType::I8 && opts_.int8_matmul_act_dtype == DType::I8;
+        hw::OpShape shape = to_op_shape(r, w8a8 ? DType::I8 : DType::F16);
+        if (w8a8) shape.out_bytes = r.out_bytes / 2;  // int32 accumulators dequantised to f16 on the way out
+        const hw::OpShape s = per_sequence(r, shape, opts_, op.repeat);
         const OpPlacement where = placer_of(*cur_).place(r, s);
         const RankMachine& m = *cur_->machine;
         const int parts = int(where.devices.size());
@@ -308,11 +311,40 @@ private:
                !(opts_.preconvert_first_token && r.layer == 0) && !(r.phase == Phase::PREFILL && !opts_.zero_copy_switch);
     }
 
+    // VLLM_ASCEND_ENABLE_PREFETCH_MLP (opts_.prefetch_mlp): in decode, while an NPU runs a
+    // layer's attention, a side stream loads that layer's gate/up weights into L2 using the
+    // device-memory time the attention leaves idle (its duration minus its own traffic at the
+    // NPU's bandwidth), at most kMlpPrefetchBytes and the L2. The gate/up matmuls then read the
+    // prefetched part from L2 instead of device memory. Returns the cost to charge.
+    hw::Cost with_mlp_prefetch(const OpRecord& r, const hw::OpShape& s, const hw::Cost& c, int dev, int repeat) {
+        if (!opts_.prefetch_mlp || r.phase != Phase::DECODE || hw_.devices[size_t(dev)].kind != DeviceKind::NPU) return c;
+        const double bw = hw_.mem_bw_gbps / double(std::max<size_t>(1, hw_.devices_of(DeviceKind::NPU).size()));  // one NPU's
+        if (prefetch_left_.empty()) prefetch_left_.assign(hw_.devices.size(), 0.0), prefetch_layer_.assign(hw_.devices.size(), -1);
+        if (r.kind == OpKind::ATTENTION) {
+            const double idle_ns = std::max(0.0, c.t_ns * repeat - c.bytes_moved * repeat / bw);
+            const double cap = std::min(kMlpPrefetchBytes, double(hw_.npu_l2_bytes > 0 ? hw_.npu_l2_bytes : kMlpPrefetchBytes));
+            prefetch_left_[size_t(dev)] = std::min(cap, idle_ns * bw);
+            prefetch_layer_[size_t(dev)] = r.layer;
+            return c;
+        }
+        const bool gate_up = r.role == WeightRole::FFN_GATE || r.role == WeightRole::FFN_UP || r.role == WeightRole::FFN_GATE_UP;
+        if (r.kind != OpKind::MATMUL || !gate_up || repeat != 1 || r.layer != prefetch_layer_[size_t(dev)]) return c;
+        const uint64_t pre = std::min<uint64_t>(uint64_t(prefetch_left_[size_t(dev)]), s.weight_bytes);
+        if (pre == 0) return c;
+        prefetch_left_[size_t(dev)] -= double(pre);
+        tl_.mlp_prefetched_bytes += double(pre);
+        hw::OpShape from_l2 = s;
+        from_l2.weight_bytes = std::max<uint64_t>(1, s.weight_bytes - pre);  // 0 would mean "derive from the shape"
+        hw::Cost out = costs_.get(dev, from_l2);
+        out.bytes_moved += double(pre);  // still moved, by the prefetch stream
+        return out;
+    }
+
     template <class Label>
     double run_part(const OpRecord& r, const PreparedPart& part, int repeat, PhaseStats& ps, Label& label) {
         const hw::OpShape& s = part.shape;
-        const hw::Cost& c = part.cost;
         const int dev = part.device, link = part.link;
+        const hw::Cost c = with_mlp_prefetch(r, s, part.cost, dev, repeat);
         const double op_ns = c.t_ns * repeat;
         charge(ps.device[size_t(dev)], c, s, repeat);
         double ready = cur_->group_ready;
@@ -420,6 +452,10 @@ private:
     std::vector<Intervals> comm_iv_, busy_iv_;  // per device, this forward: communicating, computing
     std::vector<int> compute_track_, convert_track_, launch_track_, comm_track_, link_track_;
     bool recording_ = false;
+    std::vector<double> prefetch_left_;   // per device: MLP bytes prefetched during the last attention, unused
+    std::vector<int32_t> prefetch_layer_; // per device: the layer of that attention
+    // vllm-ascend's default VLLM_ASCEND_MLP_GATE_UP_PREFETCH_SIZE (18 MiB; vllm_ascend/envs.py)
+    static constexpr double kMlpPrefetchBytes = 18.0 * 1024 * 1024;
 };
 
 }  // namespace

@@ -80,6 +80,7 @@ struct Timeline {
     double switch_ns = 0;           // pointer switch or full conversion after prefill
     double ttft_ns = 0;             // prefill_ns + switch_ns
     std::vector<double> tbt_ns;     // one per decode forward
+    double mlp_prefetched_bytes = 0; // gate/up weight bytes read from L2 after a prefetch (RunOptions::prefetch_mlp)
     double conversion_ns = 0;       // total time the converter worked (prefill + decode)
     double conversion_exposed_ns = 0;  // time compute waited for conversion
     double conversion_bytes_read = 0;

@@ -28,6 +28,8 @@ ModelledSwitches modelled_switches(bool on, std::optional<Optimisation> only = s
     s.fuse = pick(Optimisation::FUSION);
     s.paged_kv = pick(Optimisation::PAGED_KV);
     s.static_plan = pick(Optimisation::STATIC_PLAN);
+    using Q = ModelledSwitches::WeightQuant;
+    s.weight_quant = pick(Optimisation::W8A8) ? Q::W8A8 : only && *only == Optimisation::W8A16 ? Q::W8A16 : Q::NONE;
     return s;
 }
 
@@ -69,6 +71,8 @@ const char* optimisation_name(Optimisation o) {
         case Optimisation::FUSION: return "fusion";
         case Optimisation::PAGED_KV: return "paged_kv";
         case Optimisation::STATIC_PLAN: return "static_plan";
+        case Optimisation::W8A16: return "w8a16";
+        case Optimisation::W8A8: return "w8a8";
     }
     return "?";
 }
@@ -102,6 +106,14 @@ AblationSide ablate_real(const std::string& model_path, const AgentTrace& trace,
             side.rows.push_back(r);
             continue;
         }
+        if (o == Optimisation::W8A16 || o == Optimisation::W8A8) {
+            AblationRow r = side.rows.front();
+            r.name = optimisation_name(o);
+            r.applies = false;
+            r.note = "the engine computes in the file's weight dtype: compare a quantised file (e.g. Q8_0) instead";
+            side.rows.push_back(r);
+            continue;
+        }
         side.rows.push_back(row_of(optimisation_name(o), real_switches(false, o)));
     }
     RealRun on;
@@ -120,11 +132,12 @@ AblationSide ablate_real(const std::string& model_path, const AgentTrace& trace,
 }
 
 AblationSide ablate_modelled(const sim::ModelShape& shape, const AgentTrace& trace, const sim::SimHardware& hw,
-                             int64_t max_ctx, const std::string& what, const Targets& targets) {
+                             int64_t max_ctx, const std::string& what, const Targets& targets,
+                             const sim::RunOptions& base) {
     AblationSide side;
     side.what = what;
     auto row_of = [&](const std::string& name, const ModelledSwitches& sw, ModelledRun* keep = nullptr) {
-        const ModelledRun r = replay_modelled(shape, trace, sw, hw, max_ctx);
+        const ModelledRun r = replay_modelled(shape, trace, sw, hw, max_ctx, base);
         if (keep) *keep = r;
         AblationRow row;
         row.name = name;

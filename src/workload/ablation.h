@@ -17,11 +17,14 @@
 namespace duet::workload {
 
 // The optimisations, in table order. A side that has no mechanism for one says so (applies = false).
-enum class Optimisation { PREFIX_REUSE, WARMUP, FUSION, PAGED_KV, STATIC_PLAN };
+// W8A16 and W8A8 are the modelled weight quantisation (all_on uses W8A8, the stronger of the two).
+enum class Optimisation { PREFIX_REUSE, WARMUP, FUSION, PAGED_KV, STATIC_PLAN, W8A16, W8A8 };
 inline constexpr Optimisation kOptimisations[] = {Optimisation::PREFIX_REUSE, Optimisation::WARMUP,
-                                                  Optimisation::FUSION, Optimisation::PAGED_KV,
-                                                  Optimisation::STATIC_PLAN};
-const char* optimisation_name(Optimisation o);  // "prefix_reuse", "warmup", "fusion", "paged_kv", "static_plan"
+                                                  Optimisation::FUSION,       Optimisation::PAGED_KV,
+                                                  Optimisation::STATIC_PLAN,  Optimisation::W8A16,
+                                                  Optimisation::W8A8};
+// "prefix_reuse", "warmup", "fusion", "paged_kv", "static_plan", "w8a16", "w8a8"
+const char* optimisation_name(Optimisation o);
 
 struct AblationRow {
     std::string name;            // "all_off", an optimisation name, "all_on"
@@ -57,8 +60,10 @@ struct AgentAblation {
 AblationSide ablate_real(const std::string& model_path, const AgentTrace& trace, const RealOptions& opts,
                          const Targets& targets);
 // Modelled side on the simulated machine (NPU only).
+// `base`: the run options every replay starts from (runtime knobs: MLP prefetch, multi-stream reuse).
 AblationSide ablate_modelled(const sim::ModelShape& shape, const AgentTrace& trace, const sim::SimHardware& hw,
-                             int64_t max_ctx, const std::string& what, const Targets& targets);
+                             int64_t max_ctx, const std::string& what, const Targets& targets,
+                             const sim::RunOptions& base = {});
 
 std::string format_ablation(const AgentAblation& a);   // the terminal table and the verdicts
 nlohmann::json ablation_json(const AgentAblation& a);  // {"schema": "duet.agent/1", "agent": {"real", "modelled"}}

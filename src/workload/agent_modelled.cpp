@@ -30,16 +30,19 @@ uint64_t per_op_activation_bytes(const graph::Graph& g, int64_t n_tok) {
 }  // namespace
 
 ModelledRun replay_modelled(const sim::ModelShape& shape, const AgentTrace& trace, const ModelledSwitches& sw,
-                            const sim::SimHardware& hw, int64_t max_ctx) {
-    sim::RunOptions ro;
+                            const sim::SimHardware& hw, int64_t max_ctx, const sim::RunOptions& base) {
+    sim::RunOptions ro = base;
     ro.placement.policy = sim::Policy::NPU_ONLY;
+    sim::ModelShape qshape = shape;
+    if (sw.weight_quant != ModelledSwitches::WeightQuant::NONE) qshape.weight_dtype = DType::I8;
+    ro.int8_matmul_act_dtype = sw.weight_quant == ModelledSwitches::WeightQuant::W8A8 ? DType::I8 : DType::F16;
     ModelledRun out;
     double sum = 0;
     for (const AgentRequest& rq : agent_requests(trace)) {
         const int64_t n_cached = sw.prefix_reuse ? rq.n_reusable : 0;
-        const sim::Plan plan = sim::plan_generation(shape, rq.n_prompt, rq.n_generate, 1, {sw.fuse}, n_cached);
+        const sim::Plan plan = sim::plan_generation(qshape, rq.n_prompt, rq.n_generate, 1, {sw.fuse}, n_cached);
         const int64_t context = sw.paged_kv ? rq.n_prompt + rq.n_generate : std::max(max_ctx, rq.n_prompt + rq.n_generate);
-        const sim::RunReport r = sim::simulate_run(shape, plan, context, 1, ro, hw);
+        const sim::RunReport r = sim::simulate_run(qshape, plan, context, 1, ro, hw);
         ModelledCall c;
         c.n_prompt = rq.n_prompt;
         c.n_cached = n_cached;

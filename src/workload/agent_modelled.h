@@ -11,6 +11,7 @@
 #include "sim/hardware.h"
 #include "sim/memory_accounting.h"
 #include "sim/model_shape.h"
+#include "sim/run_options.h"
 #include "workload/agent_trace.h"
 
 namespace duet::workload {
@@ -21,6 +22,10 @@ struct ModelledSwitches {
     bool fuse = false;         // the fused graph: fewer launches, one weight stream per group
     bool paged_kv = true;      // KV blocks for the call's context, else the max-length reservation
     bool static_plan = true;   // activations from the static memory plan, else one buffer per tensor
+    // Weight quantisation on the NPU: int8 matrices (per-channel scales) with f16 activations
+    // (W8A16: fp16 cube rate, half the weight bytes) or int8 activations (W8A8: the SoC's int8
+    // cube fractal, configs/hw/ascend910b*.toml [fractal] int8_*). Norms, embedding and KV stay f16.
+    enum class WeightQuant { NONE, W8A16, W8A8 } weight_quant = WeightQuant::NONE;
 };
 
 struct ModelledCall {
@@ -39,7 +44,8 @@ struct ModelledRun {
 
 // `shape`: the architecture and the weight dtype on the device; `max_ctx`: the per-sequence
 // reservation without paged KV (the model's trained context, at least the session).
+// `base`: run options besides the placement (NPU only is forced), e.g. the runtime knobs.
 ModelledRun replay_modelled(const sim::ModelShape& shape, const AgentTrace& trace, const ModelledSwitches& sw,
-                            const sim::SimHardware& hw, int64_t max_ctx);
+                            const sim::SimHardware& hw, int64_t max_ctx, const sim::RunOptions& base = {});
 
 }  // namespace duet::workload

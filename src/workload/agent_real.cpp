@@ -66,7 +66,7 @@ RealRun replay_real(const std::string& model_path, const AgentTrace& trace, cons
     const int64_t need = session_tokens(trace) + 1;
     const int64_t reserve = std::max(need, opts.max_ctx > 0 ? opts.max_ctx : hp.n_ctx_train);
 
-    runtime::EngineOptions eo;
+    runtime::EngineOptions eo = opts.engine;
     eo.n_threads = opts.threads;
     eo.fuse = sw.fuse;
     eo.n_ctx = reserve;  // positions a sequence may reach either way

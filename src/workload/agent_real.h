@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/engine.h"
 #include "workload/agent_trace.h"
 
 namespace duet::workload {
@@ -46,6 +47,7 @@ struct RealOptions {
     int64_t max_ctx = 0;        // the max-length reservation (0: the model's trained context, at least the session)
     bool evict_first = true;    // drop the file from the page cache before loading (a cold start)
     bool pin_threads = false;   // CPU_AFFINITY_CONF: one pool thread per CPU (runtime/cpu_affinity.h)
+    runtime::EngineOptions engine;  // what each replay's engine starts from (runtime knobs: attention, MLP prefetch)
 };
 
 // Throws duet::Error (unreadable model, a session longer than the context allowed).

@@ -67,4 +67,56 @@ TEST(MemoryPlan, LogitsDominateWhenTheVocabularyIsLarge) {
 }
 
 }  // namespace
+// MULTI_STREAM_MEMORY_REUSE = 0: a collective's tensors stay live until the next collective
+// (the forward's last node when none follows). Checked against a direct count of the live
+// roots at every node under that rule, on a tensor-parallel graph; a graph without collectives
+// is unchanged.
+uint64_t held_peak_by_count(const Graph& g, const MemoryPlan& p, int64_t n_tok) {
+    const auto collective = [&](size_t i) {
+        const OpKind k = g.nodes[i].kind;
+        return k == OpKind::ALL_REDUCE || k == OpKind::REDUCE_SCATTER || k == OpKind::ALL_GATHER;
+    };
+    std::vector<int32_t> last = p.last;
+    for (size_t c = 0; c < g.nodes.size(); ++c) {
+        if (!collective(c)) continue;
+        std::vector<int32_t> ts = g.nodes[c].in;
+        ts.insert(ts.end(), g.nodes[c].out.begin(), g.nodes[c].out.end());
+        for (int32_t t : ts) {
+            const size_t r = size_t(g.root(t));
+            size_t next = g.nodes.size() - 1;
+            for (size_t j = size_t(p.last[r]) + 1; j < g.nodes.size(); ++j)
+                if (collective(j)) { next = j; break; }
+            last[r] = std::max(last[r], int32_t(next));
+        }
+    }
+    uint64_t peak = 0;
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+        uint64_t live = 0;
+        for (size_t r = 0; r < g.tensors.size(); ++r) {
+            const Tensor& t = g.tensors[r];
+            if (t.base >= 0 || p.first[r] < 0 || t.kind == TensorKind::TOKEN_IDS) continue;
+            if (int32_t(i) >= p.first[r] && int32_t(i) <= last[r])
+                live += uint64_t((t.rows == Rows::TOKENS ? n_tok : 1) * t.width) * 2;
+        }
+        peak = std::max(peak, live);
+    }
+    return peak;
+}
+
+TEST(MemoryPlan, WithoutMultiStreamReuseCollectiveTensorsStayLiveUntilTheNextCollective) {
+    ModelShape s = shape();
+    s.n_head_kv = 2;
+    GraphOptions go;
+    go.tp = 2;
+    const Graph g = build_graph(s, go);
+    const MemoryPlan p = plan_memory(g);
+    const int64_t n_tok = 64;
+    const uint64_t reuse = peak_live_bytes(g, p, n_tok, 1, 2), held = peak_live_bytes(g, p, n_tok, 1, 2, true);
+    EXPECT_EQ(held, held_peak_by_count(g, p, n_tok));
+    EXPECT_GT(held, reuse);
+    const Graph g1 = build_graph(s);  // tp 1: no collective, nothing held
+    const MemoryPlan p1 = plan_memory(g1);
+    EXPECT_EQ(peak_live_bytes(g1, p1, n_tok, 1, 2, true), peak_live_bytes(g1, p1, n_tok, 1, 2));
+}
+
 }  // namespace duet::graph

@@ -9,6 +9,11 @@
 #include <fstream>
 
 #include "fake_hw.h"
+#include "config/coop_config.h"
+#include "config/settings.h"
+#include "model/arch_presets.h"
+#include "runtime/model_shape.h"
+#include "sim/hw_rig.h"
 #include "sim/planner.h"
 #include "sim/report.h"
 #include "test_models.h"
@@ -84,7 +89,7 @@ TEST(AgentModelled, MaxLengthReservationAndNoMemoryReuseCostMemoryOnly) {
 TEST(AgentAblation, ModelledSideRowsRatiosAndJson) {
     fake::Rig rig;
     const AblationSide side = ablate_modelled(fake::small_shape(), small_session(), rig.hw(), 4096, "fake", Targets{});
-    ASSERT_EQ(side.rows.size(), 7u);
+    ASSERT_EQ(side.rows.size(), 9u);  // all_off, 7 optimisations, all_on
     EXPECT_EQ(side.rows.front().name, "all_off");
     EXPECT_EQ(side.rows.back().name, "all_on");
     EXPECT_DOUBLE_EQ(side.rows.front().ttft_ratio, 1.0);
@@ -101,10 +106,38 @@ TEST(AgentAblation, ModelledSideRowsRatiosAndJson) {
     const nlohmann::json j = ablation_json(a);
     EXPECT_EQ(j["schema"], "duet.agent/1");
     EXPECT_DOUBLE_EQ(j["agent"]["modelled"]["ttft_ratio"].get<double>(), side.ttft_ratio);
-    EXPECT_EQ(j["agent"]["modelled"]["rows"].size(), 7u);
+    EXPECT_EQ(j["agent"]["modelled"]["rows"].size(), 9u);
     EXPECT_FALSE(j["agent"].contains("real"));
     EXPECT_NE(format_ablation(a).find("modelled: TTFT all-on/all-off = "), std::string::npos);
     EXPECT_EQ(ablation_svg(a).rfind("<svg", 0), 0u);
+}
+
+// Weight quantisation on the 910B2 model: int8 matrices hold half the f16 bytes (the NZ int8
+// fractal is 16 x 32 bytes as the fp16 one is 16 x 16 x 2: the same padding for 7B's dims), W8A8
+// runs the prefill GEMMs on the int8 cube (twice the MACs per cycle of fp16: [fractal] int8_k =
+// 32 vs fp16_k = 16 in configs/hw/ascend910b2.toml) so its TTFT is below W8A16's, and W8A16,
+// dequantising on the load path at the fp16 rate, is not slower than f16.
+TEST(AgentModelled, WeightQuantisationHalvesWeightsAndW8A8UsesTheInt8Cube) {
+    config::Settings st;
+    st.ascend.soc_version = "Ascend910B2";
+    const auto rig = sim::make_hardware_rig(st, config::CoopConfig{}, "");
+    const sim::ModelShape s =
+        runtime::model_shape(*model::find_arch_preset("llama2-7b"), DType::F16, DType::F16, "llama2-7b");
+    AgentTrace t;
+    t.source = "test";
+    t.messages = {{Role::SYSTEM, 1024, ""}, {Role::ASSISTANT, 4, ""}};
+    auto run = [&](ModelledSwitches::WeightQuant q) {
+        ModelledSwitches sw;
+        sw.weight_quant = q;
+        return replay_modelled(s, t, sw, rig->hw, 2048);
+    };
+    using Q = ModelledSwitches::WeightQuant;
+    const ModelledRun f16 = run(Q::NONE), w8a16 = run(Q::W8A16), w8a8 = run(Q::W8A8);
+    const uint64_t norms = 4 * uint64_t(s.n_embd) * uint64_t(2 * s.n_layer + 1);  // f32 RMSNorm weights, not quantised
+    EXPECT_EQ(w8a16.peak.weights_bytes - norms, (f16.peak.weights_bytes - norms) / 2);
+    EXPECT_EQ(w8a8.peak.weights_bytes, w8a16.peak.weights_bytes);
+    EXPECT_LT(w8a8.ttft_mean_ms, w8a16.ttft_mean_ms);
+    EXPECT_LE(w8a16.ttft_mean_ms, f16.ttft_mean_ms);
 }
 
 // The real engine reuses exactly the prefix the trace calls reusable (its own output included).
@@ -166,7 +199,7 @@ TEST(AgentBenchCli, FileModeWritesBothSidesPresetModeTheModelOnly) {
         ASSERT_TRUE(j["agent"].contains(side)) << side;
         EXPECT_TRUE(j["agent"][side]["ttft_ratio"].is_number());
         EXPECT_TRUE(j["agent"][side]["peak_memory_ratio"].is_number());
-        EXPECT_EQ(j["agent"][side]["rows"].size(), 7u);
+        EXPECT_EQ(j["agent"][side]["rows"].size(), 9u);
     }
     EXPECT_NE(c.out.find("real:     TTFT all-on/all-off = "), std::string::npos) << c.out;
     EXPECT_TRUE(std::filesystem::file_size(dir + "/r.svg") > 100);

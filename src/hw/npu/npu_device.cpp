@@ -192,6 +192,8 @@ NpuBreakdown NpuDevice::attention_op(const OpShape& op) const {
     const double q = op.in_bytes ? double(op.in_bytes) : double(op.m * op.k * n_head) * e;
     const double o = op.out_bytes ? double(op.out_bytes) : double(op.m * op.k * n_head) * e;
     b.memory_bytes = kv + q + o;
+    if (!options_.fused_attention)  // scores [n_head][m][n] in the activation dtype: 4 passes (write, read, write, read)
+        b.memory_bytes += 4.0 * double(n_head) * double(op.m) * double(op.n) * e * work_fraction;
     b.effective_bandwidth_gbps = effective_bandwidth_gbps(active, p.cube_clock_mhz);
     b.t_memory_ns = b.memory_bytes / b.effective_bandwidth_gbps;
     b.t_device_ns = std::max({b.t_cube_ns, b.t_vector_ns, b.t_memory_ns});

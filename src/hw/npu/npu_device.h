@@ -23,6 +23,10 @@ struct NpuOptions {
     // Sustained fraction of the preset's peak device-memory bandwidth (from the DRAM model's
     // analytical efficiency once hw/dram provides it; 1.0 = the published peak).
     double memory_efficiency = 1.0;
+    // true: attention is one fused operator (FlashAttention: scores and probabilities stay in
+    // L0C/UB); false (VLLM_ATTENTION_BACKEND=TORCH_SDPA): the unfused math path, whose score
+    // matrix is written to device memory by Q.K^T, read and written by softmax, read by P.V.
+    bool fused_attention = true;
 };
 
 // The tiling chosen for a cube operator: output tiles of bm x bn, L0 k-depth bk, distributed
