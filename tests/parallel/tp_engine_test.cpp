@@ -119,4 +119,50 @@ TEST(TpEngine, FourRanksReplicatingKvHeadsGiveTheSameLogits) {
     EXPECT_LT(max_diff(test::generated_model("tiny-mistral", "f32"), 4), 1e-4f);  // 2 KV heads on 4 ranks
 }
 
+// A pool of 2 blocks holds one sequence of 5 tokens (blocks of 4). Rank 0 releases sequence A
+// and starts B while A's blocks are still held by rank 1 (it hears of no release): rank 1's
+// forward finds its pool full, drops A (the sequence it stepped least recently) and runs B,
+// whose logits still equal one engine's.
+TEST(TpEngine, AFollowerDropsWhatRankZeroReleased) {
+    auto m = Model::load(test::generated_model("tiny-mistral", "f32"));
+    EngineOptions o;
+    o.n_threads = 1;
+    o.kv_type = DType::F32;
+    o.block_tokens = 4;
+    o.kv_blocks = 2;
+    const std::vector<int32_t> a = {3, 4, 5, 6, 7}, b = {9, 8, 7, 6, 5};
+    const auto prefill = [](Engine& e, SequenceKv& s, const std::vector<int32_t>& t, ForwardOutput& out) {
+        SeqInput in{t, &s, false};
+        return e.forward({&in, 1}, out);
+    };
+    Engine one(m, o);
+    ForwardOutput want;
+    {
+        SequenceKv s;
+        ASSERT_EQ(prefill(one, s, b, want), ForwardStatus::OK);
+        s.release(one.kv_cache());
+    }
+    ThreadGroup g(2);
+    ThreadGroup::Rank c0(g, 0), c1(g, 1);
+    std::thread follower([&] {
+        TpRank rank(m, c1, 2);
+        auto e = rank.make_engine(o);
+        rank.follow(*e);
+    });
+    ForwardOutput got;
+    {
+        TpRank rank(m, c0, 2);
+        auto e = rank.make_engine(o);
+        SequenceKv sa, sb;  // both alive: different keys
+        ASSERT_EQ(prefill(*e, sa, a, got), ForwardStatus::OK);
+        sa.release(e->kv_cache());
+        ASSERT_EQ(prefill(*e, sb, b, got), ForwardStatus::OK);
+        sb.release(e->kv_cache());
+        rank.finish();
+    }
+    follower.join();
+    ASSERT_EQ(got.logits.size(), want.logits.size());
+    for (size_t i = 0; i < want.logits.size(); ++i) ASSERT_NEAR(got.logits[i], want.logits[i], 1e-4) << i;
+}
+
 }  // namespace
