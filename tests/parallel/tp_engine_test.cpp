@@ -58,16 +58,18 @@ private:
     std::vector<void*> ptr_;
 };
 
-// Logits of a 5-token prefill (every row) and 3 decode steps.
-std::vector<float> logits_of(Engine& e) {
+// Logits of an n_prompt-token prefill (every row) and n_decode decode steps.
+std::vector<float> logits_of(Engine& e, int n_prompt, int n_decode) {
     SequenceKv s;
     std::vector<float> all;
     ForwardOutput out;
-    const std::vector<int32_t> prompt = {1, 17, 42, 99, 7};
+    std::vector<int32_t> prompt, decode;
+    for (int i = 0; i < n_prompt; ++i) prompt.push_back(int32_t((1 + 17 * i) % 300));
+    for (int i = 0; i < n_decode; ++i) decode.push_back(int32_t((5 + 11 * i) % 300));
     SeqInput in{prompt, &s, true};
     EXPECT_EQ(e.forward({&in, 1}, out), ForwardStatus::OK);
     all = out.logits;
-    for (int32_t t : {5, 300, 11}) {
+    for (int32_t t : decode) {
         SeqInput d{{&t, 1}, &s, false};
         EXPECT_EQ(e.forward({&d, 1}, out), ForwardStatus::OK);
         all.insert(all.end(), out.logits.begin(), out.logits.end());
@@ -77,13 +79,13 @@ std::vector<float> logits_of(Engine& e) {
 }
 
 // Max |tp - one| over every logit, with tp on `tp` thread ranks.
-float max_diff(const std::string& path, int tp) {
+float max_diff(const std::string& path, int tp, int n_prompt = 5, int n_decode = 3, DType kv = DType::F32) {
     auto m = Model::load(path);
     EngineOptions o;
     o.n_threads = 1;
-    o.kv_type = DType::F32;
+    o.kv_type = kv;
     Engine one(m, o);
-    const std::vector<float> want = logits_of(one);
+    const std::vector<float> want = logits_of(one, n_prompt, n_decode);
     ThreadGroup g(tp);
     std::vector<std::unique_ptr<ThreadGroup::Rank>> comm;
     for (int r = 0; r < tp; ++r) comm.push_back(std::make_unique<ThreadGroup::Rank>(g, r));
@@ -98,7 +100,7 @@ float max_diff(const std::string& path, int tp) {
     {
         TpRank rank(m, *comm[0], tp);
         auto e = rank.make_engine(o);
-        got = logits_of(*e);
+        got = logits_of(*e, n_prompt, n_decode);
         rank.finish();
     }
     for (auto& t : followers) t.join();
@@ -113,6 +115,13 @@ TEST(TpEngine, TwoThreadRanksGiveTheSingleEnginesLogits) {
     EXPECT_LT(max_diff(test::generated_model("tiny-mistral", "f32"), 2), 1e-4f);
     EXPECT_LT(max_diff(test::generated_model("tiny-qwen2", "f32"), 2), 1e-4f);
     EXPECT_LT(max_diff(test::generated_model("small-llama", "f16"), 2), 1e-4f);
+}
+
+TEST(TpEngine, LongerRunsOnAnF16CacheStayAtSummationOrder) {
+    // 20 prompt tokens (the GEMM paths) and 23 decode steps; the f16 KV cache rounds K and V,
+    // which can move a logit by more than an f32 ulp but stays far below any token gap.
+    EXPECT_LT(max_diff(test::generated_model("small-llama", "f32"), 2, 20, 23, DType::F16), 1e-3f);
+    EXPECT_LT(max_diff(test::generated_model("tiny-qwen2", "f32"), 2, 20, 23, DType::F16), 1e-3f);
 }
 
 TEST(TpEngine, FourRanksReplicatingKvHeadsGiveTheSameLogits) {
