@@ -9,15 +9,20 @@
 namespace duet::runtime {
 namespace {
 
-// Rows [begin, begin + count) of a matrix, or elements of a vector (rows == 0).
+// Elements [begin, begin + count) of an f32 vector (a bias; bound as one row of cols).
+model::TensorRef vec_slice(const model::TensorRef& t, int64_t begin, int64_t count) {
+    if (!t.present()) return t;
+    model::TensorRef s = t;
+    s.data = t.f32() + begin;
+    s.cols = count;
+    s.row_stride_bytes = size_t(count) * sizeof(float);
+    return s;
+}
+
+// Rows [begin, begin + count) of a matrix.
 model::TensorRef row_slice(const model::TensorRef& t, int64_t begin, int64_t count) {
     if (!t.present()) return t;
     model::TensorRef s = t;
-    if (t.rows == 0) {  // an f32 vector (bias)
-        s.data = t.f32() + begin;
-        s.cols = count;
-        return s;
-    }
     s.data = static_cast<const uint8_t*>(t.data) + size_t(begin) * t.row_stride_bytes;
     s.rows = count;
     return s;
@@ -37,11 +42,10 @@ model::TensorRef col_slice(const model::TensorRef& t, int64_t begin, int64_t cou
     return s;
 }
 
-// Bytes of one row of the slice (a column slice reads only its columns), and its row count.
-uint64_t slice_row_bytes(const model::TensorRef& t) {
-    return t.rows == 0 ? uint64_t(t.cols) * sizeof(float) : row_bytes(t.dtype, t.cols);
-}
-int64_t slice_rows(const model::TensorRef& t) { return t.rows == 0 ? 1 : t.rows; }
+// Bytes of one row of the slice (a column slice reads only its columns), and its row count
+// (vectors are bound as one row).
+uint64_t slice_row_bytes(const model::TensorRef& t) { return row_bytes(t.dtype, t.cols); }
+int64_t slice_rows(const model::TensorRef& t) { return std::max<int64_t>(t.rows, 1); }
 
 uint64_t slice_bytes(const model::TensorRef& t) {
     return t.present() ? uint64_t(slice_rows(t)) * slice_row_bytes(t) : 0;
@@ -82,11 +86,11 @@ model::Weights shard_weights(const model::Weights& full, const model::Hparams& h
     const int64_t k0 = sh.kv_heads.begin * hd, kn = sh.kv_heads.count * hd;
     for (model::LayerWeights& l : w.layers) {
         l.wq = row_slice(l.wq, q0, qn);
-        l.bq = row_slice(l.bq, q0, qn);
+        l.bq = vec_slice(l.bq, q0, qn);
         l.wk = row_slice(l.wk, k0, kn);
-        l.bk = row_slice(l.bk, k0, kn);
+        l.bk = vec_slice(l.bk, k0, kn);
         l.wv = row_slice(l.wv, k0, kn);
-        l.bv = row_slice(l.bv, k0, kn);
+        l.bv = vec_slice(l.bv, k0, kn);
         l.wo = col_slice(l.wo, q0, qn, sh.tp, "attention-output");
         l.ffn_gate = row_slice(l.ffn_gate, sh.ff.begin, sh.ff.count);
         l.ffn_up = row_slice(l.ffn_up, sh.ff.begin, sh.ff.count);
@@ -108,7 +112,7 @@ uint64_t prefault_slices(const model::Weights& w) {
         if (!t.present()) return;
         const auto* base = static_cast<const uint8_t*>(t.data);
         const uint64_t rb = slice_row_bytes(t);
-        if (t.rows == 0 || rb == t.row_stride_bytes) {  // whole rows: one range
+        if (rb == t.row_stride_bytes) {  // whole rows: one range
             b += touch(base, uint64_t(slice_rows(t)) * rb, page);
             return;
         }

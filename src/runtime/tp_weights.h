@@ -1,7 +1,8 @@
 #pragma once
 // One tensor-parallel rank's view of a model's weights (issue 11): the same model::Weights
 // struct, every matrix a slice of the file's mapping in place — nothing is copied, and the
-// rank's page faults touch only its slices (plus the replicated tensors).
+// rank's page faults touch only its slices (plus the replicated tensors; a column slice of
+// rows shorter than a few pages shares those pages with the neighbouring ranks' slices).
 //
 // Rank r of tp (split from graph/parallel.h's tp_shard, the same one the TP graph pass uses):
 //   wq / bq          rows of its query heads            [q_heads · head_dim]

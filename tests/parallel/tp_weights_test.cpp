@@ -90,7 +90,7 @@ TEST(TpWeights, ColumnParallelOutputsAreRowsOfTheFullProduct) {
 TEST(TpWeights, RanksPartitionTheLayersAndShareTheRest) {
     const auto m = Model::load(test::generated_model("small-llama", "f16"));  // GQA 2:1, untied
     const model::Weights& w = m->weights();
-    const auto vec_bytes = [](const model::TensorRef& t) { return uint64_t(t.cols) * 4; };  // vectors: rows == 0
+    const auto vec_bytes = [](const model::TensorRef& t) { return uint64_t(t.cols) * 4; };  // f32 vectors
     const uint64_t rep = uint64_t(w.token_embd.n_bytes() + w.output.n_bytes()) + vec_bytes(w.output_norm) +
                          uint64_t(w.layers.size()) * (vec_bytes(w.layers[0].attn_norm) + vec_bytes(w.layers[0].ffn_norm));
     uint64_t sum = 0;

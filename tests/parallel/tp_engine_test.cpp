@@ -1,0 +1,177 @@
+// The TP engine in one process: two ranks on two threads, joined by an in-memory communicator
+// (sum in rank order, like MPI_Allreduce's result on every rank), against one engine on the
+// whole model. Rank 0 drives (runtime/tp_rank.h), rank 1 follows; rank 0's logits must equal
+// the single engine's up to f32 summation order, for prefill (every row) and decode.
+#include <gtest/gtest.h>
+
+#include <barrier>
+#include <cmath>
+#include <cstring>
+#include <thread>
+
+#include "../runtime/test_models.h"
+#include "parallel/communicator.h"
+#include "runtime/tp_rank.h"
+
+using namespace duet;
+using namespace duet::runtime;
+
+namespace {
+
+// Ranks of one process, one thread each.
+class ThreadGroup {
+public:
+    explicit ThreadGroup(int n) : n_(n), sync_(n), ptr_(size_t(n)) {}
+
+    class Rank : public parallel::Communicator {
+    public:
+        Rank(ThreadGroup& g, int r) : g_(g), r_(r) {}
+        int rank() const override { return r_; }
+        int size() const override { return g_.n_; }
+        void all_reduce_sum(float* x, int64_t n) override {
+            g_.ptr_[size_t(r_)] = x;
+            g_.sync_.arrive_and_wait();
+            std::vector<float> sum(size_t(n), 0.0f);
+            for (int q = 0; q < g_.n_; ++q)
+                for (int64_t i = 0; i < n; ++i) sum[size_t(i)] += static_cast<const float*>(g_.ptr_[size_t(q)])[i];
+            g_.sync_.arrive_and_wait();  // everyone has read every x
+            std::memcpy(x, sum.data(), size_t(n) * sizeof(float));
+        }
+        void broadcast(void* data, int64_t n_bytes, int root) override {
+            if (r_ == root) g_.ptr_[size_t(root)] = data;
+            g_.sync_.arrive_and_wait();
+            if (r_ != root) std::memcpy(data, g_.ptr_[size_t(root)], size_t(n_bytes));
+            g_.sync_.arrive_and_wait();
+        }
+        void barrier() override { g_.sync_.arrive_and_wait(); }
+        [[noreturn]] void abort(int) override { std::abort(); }
+        const char* kind() const override { return "threads"; }
+
+    private:
+        ThreadGroup& g_;
+        int r_;
+    };
+
+private:
+    int n_;
+    std::barrier<> sync_;
+    std::vector<void*> ptr_;
+};
+
+// Logits of an n_prompt-token prefill (every row) and n_decode decode steps.
+std::vector<float> logits_of(Engine& e, int n_prompt, int n_decode) {
+    SequenceKv s;
+    std::vector<float> all;
+    ForwardOutput out;
+    std::vector<int32_t> prompt, decode;
+    for (int i = 0; i < n_prompt; ++i) prompt.push_back(int32_t((1 + 17 * i) % 300));
+    for (int i = 0; i < n_decode; ++i) decode.push_back(int32_t((5 + 11 * i) % 300));
+    SeqInput in{prompt, &s, true};
+    EXPECT_EQ(e.forward({&in, 1}, out), ForwardStatus::OK);
+    all = out.logits;
+    for (int32_t t : decode) {
+        SeqInput d{{&t, 1}, &s, false};
+        EXPECT_EQ(e.forward({&d, 1}, out), ForwardStatus::OK);
+        all.insert(all.end(), out.logits.begin(), out.logits.end());
+    }
+    s.release(e.kv_cache());
+    return all;
+}
+
+// Max |tp - one| over every logit, with tp on `tp` thread ranks.
+float max_diff(const std::string& path, int tp, int n_prompt = 5, int n_decode = 3, DType kv = DType::F32) {
+    auto m = Model::load(path);
+    EngineOptions o;
+    o.n_threads = 1;
+    o.kv_type = kv;
+    Engine one(m, o);
+    const std::vector<float> want = logits_of(one, n_prompt, n_decode);
+    ThreadGroup g(tp);
+    std::vector<std::unique_ptr<ThreadGroup::Rank>> comm;
+    for (int r = 0; r < tp; ++r) comm.push_back(std::make_unique<ThreadGroup::Rank>(g, r));
+    std::vector<float> got;
+    std::vector<std::thread> followers;
+    for (int r = 1; r < tp; ++r)
+        followers.emplace_back([&, r] {
+            TpRank rank(m, *comm[size_t(r)], tp);
+            auto e = rank.make_engine(o);
+            rank.follow(*e);
+        });
+    {
+        TpRank rank(m, *comm[0], tp);
+        auto e = rank.make_engine(o);
+        got = logits_of(*e, n_prompt, n_decode);
+        rank.finish();
+    }
+    for (auto& t : followers) t.join();
+    EXPECT_EQ(got.size(), want.size());
+    float d = 0;
+    for (size_t i = 0; i < want.size() && i < got.size(); ++i) d = std::max(d, std::fabs(got[i] - want[i]));
+    return d;
+}
+
+TEST(TpEngine, TwoThreadRanksGiveTheSingleEnginesLogits) {
+    // Logits of these models are O(1); f32 summation order moves them by ~1e-6.
+    EXPECT_LT(max_diff(test::generated_model("tiny-mistral", "f32"), 2), 1e-4f);
+    EXPECT_LT(max_diff(test::generated_model("tiny-qwen2", "f32"), 2), 1e-4f);
+    EXPECT_LT(max_diff(test::generated_model("small-llama", "f16"), 2), 1e-4f);
+}
+
+TEST(TpEngine, LongerRunsOnAnF16CacheStayAtSummationOrder) {
+    // 20 prompt tokens (the GEMM paths) and 23 decode steps; the f16 KV cache rounds K and V,
+    // which can move a logit by more than an f32 ulp but stays far below any token gap.
+    EXPECT_LT(max_diff(test::generated_model("small-llama", "f32"), 2, 20, 23, DType::F16), 1e-3f);
+    EXPECT_LT(max_diff(test::generated_model("tiny-qwen2", "f32"), 2, 20, 23, DType::F16), 1e-3f);
+}
+
+TEST(TpEngine, FourRanksReplicatingKvHeadsGiveTheSameLogits) {
+    EXPECT_LT(max_diff(test::generated_model("tiny-mistral", "f32"), 4), 1e-4f);  // 2 KV heads on 4 ranks
+}
+
+// A pool of 2 blocks holds one sequence of 5 tokens (blocks of 4). Rank 0 releases sequence A
+// and starts B while A's blocks are still held by rank 1 (it hears of no release): rank 1's
+// forward finds its pool full, drops A (the sequence it stepped least recently) and runs B,
+// whose logits still equal one engine's.
+TEST(TpEngine, AFollowerDropsWhatRankZeroReleased) {
+    auto m = Model::load(test::generated_model("tiny-mistral", "f32"));
+    EngineOptions o;
+    o.n_threads = 1;
+    o.kv_type = DType::F32;
+    o.block_tokens = 4;
+    o.kv_blocks = 2;
+    const std::vector<int32_t> a = {3, 4, 5, 6, 7}, b = {9, 8, 7, 6, 5};
+    const auto prefill = [](Engine& e, SequenceKv& s, const std::vector<int32_t>& t, ForwardOutput& out) {
+        SeqInput in{t, &s, false};
+        return e.forward({&in, 1}, out);
+    };
+    Engine one(m, o);
+    ForwardOutput want;
+    {
+        SequenceKv s;
+        ASSERT_EQ(prefill(one, s, b, want), ForwardStatus::OK);
+        s.release(one.kv_cache());
+    }
+    ThreadGroup g(2);
+    ThreadGroup::Rank c0(g, 0), c1(g, 1);
+    std::thread follower([&] {
+        TpRank rank(m, c1, 2);
+        auto e = rank.make_engine(o);
+        rank.follow(*e);
+    });
+    ForwardOutput got;
+    {
+        TpRank rank(m, c0, 2);
+        auto e = rank.make_engine(o);
+        SequenceKv sa, sb;  // both alive: different keys
+        ASSERT_EQ(prefill(*e, sa, a, got), ForwardStatus::OK);
+        sa.release(e->kv_cache());
+        ASSERT_EQ(prefill(*e, sb, b, got), ForwardStatus::OK);
+        sb.release(e->kv_cache());
+        rank.finish();
+    }
+    follower.join();
+    ASSERT_EQ(got.logits.size(), want.logits.size());
+    for (size_t i = 0; i < want.logits.size(); ++i) ASSERT_NEAR(got.logits[i], want.logits[i], 1e-4) << i;
+}
+
+}  // namespace
