@@ -152,7 +152,10 @@ void run_gemv(const GemvArgs& a) {
     std::printf("vs host       streaming the weights once over the same %d channels: %.1f ns -> PIM speedup %.2fx%s\n",
                 plan.channels, r.host_stream_ns, r.speedup, r.speedup < 1 ? " (slower than streaming)" : "");
     std::printf("bound         %s\n", r.bound);
-    if (spec.mem.energy.published)
+    if (spec.mem.energy.published && spec.unit.array_read_pj_per_bit > 0)
+        std::printf("energy        %.1f nJ (per command; unit column reads at %.2f pJ/bit, bank-local)\n",
+                    r.energy_pj * 1e-3, spec.unit.array_read_pj_per_bit);
+    else if (spec.mem.energy.published)
         std::printf("energy        %.1f nJ (upper bound: unit column reads charged at the base memory's read energy)\n",
                     r.energy_pj * 1e-3);
     else

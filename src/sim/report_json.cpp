@@ -115,12 +115,13 @@ RunReport run_from(const json& j) {
 
 // What each device kind's energy figure is (docs/report-schema.md "energy_basis"): the NPU's is its
 // TDP times its busy time, an upper bound; the PIM's is counted per DRAM command from the memory
-// preset's [energy] (array reads priced at the external read energy, so also an upper bound), or
-// not modelled when the preset has none; conversions pay their extra bytes at a per-byte energy.
+// preset's [energy] (array reads at the PIM preset's array_read_pj_per_bit, else at the external
+// read energy: an upper bound), or not modelled when the preset has none; conversions pay their
+// extra bytes at a per-byte energy.
 std::string pim_energy_basis(const RunReport& r) {
     const DeviceStats pre = r.timeline.prefill.pim(), dec = r.timeline.decode.pim();
     if (pre.busy_ns + dec.busy_ns <= 0) return "unused";
-    return pre.energy_pj + dec.energy_pj > 0 ? "per_command_upper_bound" : "not_modelled";
+    return pre.energy_pj + dec.energy_pj > 0 ? "per_command" : "not_modelled";
 }
 
 json energy_basis_json(const RunReport& r) {
@@ -294,7 +295,7 @@ std::string format_table(const BenchReport& r) {
     };
     row("  NPU (TDP x busy, upper bound)", part(b, DeviceKind::NPU), part(t, DeviceKind::NPU));
     const std::string pim_basis = pim_energy_basis(t);
-    row(pim_basis == "not_modelled" ? "  PIM (not modelled: no [energy])" : "  PIM (per command, upper bound)",
+    row(pim_basis == "not_modelled" ? "  PIM (not modelled: no [energy])" : "  PIM (per DRAM command)",
         part(b, DeviceKind::PIM), part(t, DeviceKind::PIM));
     row("Energy of prefill", fmt::format("{:.3f} mJ", b.prefill_energy_pj / 1e9),
         fmt::format("{:.3f} mJ", t.prefill_energy_pj / 1e9));

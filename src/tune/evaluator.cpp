@@ -1,12 +1,41 @@
 #include "tune/evaluator.h"
 
 #include <cmath>
+#include <map>
+#include <mutex>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "hw/npu/npu_preset.h"
+#include "layout/conversion_cost.h"
 
 namespace duet::tune {
+namespace {
+
+// The rig's conversion costs read [reorder] prefetch_depth only through the L1 staging hit rate of
+// the prefetched blocks (layout::l1_staging_hit_rate, from the NPU's L1/L0 sizes), so points whose
+// hit rates agree share a rig. Thread-safe: the presets read are cached under a lock.
+double staging_hit_rate(const config::Settings& st, const config::CoopConfig& cfg) {
+    static std::mutex mu;
+    static std::map<std::string, layout::NpuDataPath> paths;
+    layout::NpuDataPath path;
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        auto it = paths.find(st.ascend.soc_version);
+        if (it == paths.end()) {
+            const hw::npu::NpuPreset np = hw::npu::load_npu_preset(st.ascend.soc_version);
+            layout::NpuDataPath p;
+            p.l1_bytes = np.l1_kib * 1024;
+            p.l0ab_bytes = (np.l0a_kib + np.l0b_kib) * 1024;
+            it = paths.emplace(st.ascend.soc_version, p).first;
+        }
+        path = it->second;
+    }
+    return layout::l1_staging_hit_rate(uint64_t(cfg.reorder.block_size_kb) * 1024, cfg.reorder.prefetch_depth, path);
+}
+
+}  // namespace
 
 Objective objective_from_name(const std::string& name) {
     if (name == "tbt") return Objective::TBT;
@@ -118,6 +147,7 @@ Evaluator::Entry& Evaluator::setup_for(const Candidate& c) {
                           "reorder.index_ratio_limit", "memory.index_granularity"})
         for (const auto& f : config::coop_config_fields())
             if (f.dotted() == k) key.append("|").append(f.show(c.cfg));
+    key.append(fmt::format("|l1 hit {:.17g}", staging_hit_rate(c.st, c.cfg)));
     auto& slot = setups_[key];
     if (!slot) {
         auto e = std::make_shared<Entry>();

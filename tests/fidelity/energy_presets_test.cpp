@@ -7,6 +7,7 @@
 #include <string>
 
 #include "hw/memory_presets.h"
+#include "hw/pim/pim_gemv.h"
 
 using namespace duet::hw;
 
@@ -71,4 +72,22 @@ TEST(EnergyPresets, PresetsWithoutASourceStayUnpublished) {
         EXPECT_EQ(s.energy.rd_pj_per_bit, 0) << name;
     }
     EXPECT_TRUE(load_memory_preset("hbm2").energy.published);
+}
+
+// A bank-level PIM read does not cross the I/O path: pim_hbm3_bank prices its unit column reads at
+// AttAcc's bank-level figure (FGDRAM cell read 0.44 pJ/b; the 0.11 ACT share is paid per ACT_AB),
+// the other presets at the base memory's external read energy (an upper bound).
+TEST(EnergyPresets, BankLevelPimReadsUseTheArrayReadEnergy) {
+    const pim::PimSpec s = load_pim_preset("pim_hbm3_bank");
+    EXPECT_DOUBLE_EQ(s.unit.array_read_pj_per_bit, 0.44);
+    EXPECT_DOUBLE_EQ(load_pim_preset("pim_hbm2_fimdram").unit.array_read_pj_per_bit, 0.0);
+    pim::GemvShape g;
+    g.m = g.k = 4096;
+    g.dtype = duet::DType::F16;
+    const pim::GemvResult r = pim::estimate_gemv(s, g);
+    const double units = 16, access_bits = 256, burst_bits = 32 * 8;  // 16 banks, one unit each; BL8 x 32 DQ
+    const double expect = double(r.n_act) * 16 * s.mem.energy.act_pj + double(r.n_mac) * units * access_bits * 0.44 +
+                          double(r.n_rd) * burst_bits * 3.48 + double(r.n_wr) * burst_bits * 3.48;
+    EXPECT_NEAR(r.energy_pj, expect, 1e-9 * expect);
+    EXPECT_GT(r.n_mac, 0u);
 }

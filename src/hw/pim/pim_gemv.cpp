@@ -126,8 +126,9 @@ GemvResult finish(const PimSpec& s, const GemvShape& g, const GemvPlan& p, GemvR
     const auto& e = s.mem.energy;
     if (e.published) {
         const double bits = s.mem.org.burst_bytes() * 8.0;
+        const double array_pj_per_bit = s.unit.array_read_pj_per_bit > 0 ? s.unit.array_read_pj_per_bit : e.rd_pj_per_bit;
         r.energy_pj = double(r.n_act) * s.mem.org.banks() * e.act_pj +
-                      double(r.n_mac) * p.units_per_channel * s.unit.access_bits * e.rd_pj_per_bit +
+                      double(r.n_mac) * p.units_per_channel * s.unit.access_bits * array_pj_per_bit +
                       double(r.n_rd) * bits * e.rd_pj_per_bit + double(r.n_wr) * bits * e.wr_pj_per_bit +
                       double(r.n_ref) * e.ref_pj + e.background_mw * r.t_ns * p.channels;
     }

@@ -60,6 +60,7 @@ PimSpec load_pim_spec_file(const std::string& path, const std::string& name, con
     s.unit.input_buffer_bytes = int(u.get_int("input_buffer_bytes", 32, 1 << 24));
     s.unit.acc_registers = int(u.get_int("acc_registers", 1, 4096));
     s.unit.unit_clock_mhz = u.get_double("unit_clock_mhz", 0, 10000);
+    s.unit.array_read_pj_per_bit = u.get_double_or("array_read_pj_per_bit", 0, 0, 1e3);
     u.finish();
     if (s.mem.org.banks() % s.unit.banks_per_unit != 0)
         fail("{}: unit.banks_per_unit = {} does not divide the {} banks of a channel", path, s.unit.banks_per_unit,

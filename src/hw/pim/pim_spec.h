@@ -23,6 +23,9 @@ struct PimUnit {
     int input_buffer_bytes = 0;     // input-vector capacity visible to one unit (GRF or global buffer)
     int acc_registers = 1;          // output rows a unit accumulates at once
     double unit_clock_mhz = 0;      // 0: the unit keeps up with the column rate
+    // Energy of a unit's bank-local column read, pJ/bit; 0: priced at the base memory's external
+    // rd_pj_per_bit (an upper bound: the data does not cross the I/O path).
+    double array_read_pj_per_bit = 0;
 };
 
 struct PimTiming {
