@@ -183,8 +183,8 @@ void register_bench(CLI::App& app) {
         "Examples:\n  duet bench --baseline npu_only --target npu_pim_coop --seq-len 2048 --gen-len 256 \\\n"
         "             --model llama2-7b --report reports/coop_2k.json --trace timeline.json --svg chart.svg\n"
         "  duet bench --model llama2-7b --pims 2        (decode GEMVs split across two PIM devices)\n"
-        "  duet bench --model llama2-70b --npus 8 --tp 8 --hccl-expansion AIV   (tensor parallel, docs/scale-out.md)\n"
-        "  duet bench --model llama2-70b --pims 8 --tp 8 --target pim_only --topology cent.toml   (PIM devices on CXL)\n"
+        "  duet bench --model llama2-70b --npus 8 --pims 8 --tp 8 --hccl-expansion AIV   (tensor parallel, docs/scale-out.md)\n"
+        "  duet bench --model llama2-70b --pims 8 --tp 8 --target pim_only --topology cxl.toml   (pim_link = \"cxl2_x16\")\n"
         "  duet bench -m model.gguf --seq-len 64 --gen-len 32\n"
         "  duet bench --workload agent -m model.gguf --report agent.json --svg agent.svg   (docs/agent.md)\n"
         "Exit status: 0 when every verdict is MET, 3 when any is NOT MET (--no-verdict-exit: 0), 2 for errors.");

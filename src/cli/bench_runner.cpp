@@ -246,10 +246,14 @@ sim::BenchReport finish_bench(const config::Settings& st, const config::CoopConf
     if (in.tp * in.pp > 1) {
         r.parallel = {{"tp", in.tp}, {"pp", in.pp}, {"micro_batches", ob.parallel.micro_batches},
                       {"flashcomm", in.flashcomm}, {"hccl_expansion", in.hccl_expansion}};
-        const int64_t ranks = in.tp * in.pp, npus = int64_t(rig.hw.devices_of(sim::DeviceKind::NPU).size());
+        const int64_t ranks = in.tp * in.pp, npus = int64_t(rig.hw.devices_of(sim::DeviceKind::NPU).size()),
+                      pims = int64_t(rig.hw.devices_of(sim::DeviceKind::PIM).size());
         if (ranks > npus)  // the same machine in both runs: said once
             r.target.warnings.push_back(fmt::format("tp x pp = {} ranks share {} NPU(s): ranks on one device run one "
                                                     "after another (--npus {} gives each its own)", ranks, npus, ranks));
+        if (s.pt != sim::Policy::NPU_ONLY && pims > 0 && ranks > pims)
+            r.target.warnings.push_back(fmt::format("tp x pp = {} ranks share {} PIM device(s): their GEMVs queue on "
+                                                    "one device (--pims {} gives each rank its own)", ranks, pims, ranks));
     }
     return r;
 }

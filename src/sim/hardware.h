@@ -4,7 +4,8 @@
 //  - the machine: a list of devices (hw::Device models: NPUs and PIM devices) joined by links
 //    (docs/topology.md). devices[0] is npu0, the host: it runs every operator not placed
 //    elsewhere and receives the gathered outputs of split operators; every other device has
-//    one link to npu0 (a star);
+//    one link to npu0 (a star), and add_mesh joins the devices of a kind pairwise (the
+//    tensor/pipeline-parallel collectives' links, sim/scale_out.h);
 //  - LayoutModel: how a weight matrix is stored (NZ for the baseline; the PIM base plus its
 //    block index for co-inference) and what converting it costs on the NPU;
 //  - a few scalars for verdicts and warnings (peak bandwidths, capacity).

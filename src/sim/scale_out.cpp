@@ -154,8 +154,9 @@ PricedCollective price_collective(const SimHardware& hw, CollectiveKind kind, co
 
 double Intervals::uncovered_by(Intervals cover) const {
     std::vector<std::pair<double, double>> a = spans;
-    std::sort(a.begin(), a.end());
-    std::sort(cover.spans.begin(), cover.spans.end());
+    // a device's compute spans arrive in order (its queue is FIFO): sort only when needed
+    if (!std::is_sorted(a.begin(), a.end())) std::sort(a.begin(), a.end());
+    if (!std::is_sorted(cover.spans.begin(), cover.spans.end())) std::sort(cover.spans.begin(), cover.spans.end());
     double total = 0;
     size_t c = 0;
     double at = -1e300;  // union sweep of a: [cur_b, cur_e)

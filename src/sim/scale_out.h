@@ -71,7 +71,7 @@ struct Intervals {
         if (end > begin) spans.push_back({begin, end});
     }
     // Length of the union of this set minus the union of `cover`.
-    double uncovered_by(Intervals cover) const;
+    double uncovered_by(Intervals cover) const;  // sorts copies when not in order
 };
 
 }  // namespace duet::sim

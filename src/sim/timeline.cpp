@@ -1,7 +1,9 @@
 #include "sim/timeline.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -205,8 +207,7 @@ private:
             devs.push_back(comm_device(hw_, *l.machine, l.last_device));
             start = std::max(start, l.t);
         }
-        const PricedCollective pc = price_collective(hw_, collective_of(r.kind), devs,
-                                                     double(to_op_shape(r).in_bytes), opts_.parallel.launch);
+        const PricedCollective& pc = priced(collective_of(r.kind), devs, to_op_shape(r).in_bytes);
         const auto label = [&] { return fmt::format("{} ({}, {} ranks)", op_label(r), collective_algo_name(pc.time.algo), tp()); };
         const double end = occupy(pc, start, r.phase, label, devs, ps);
         for (int rank = 0; rank < tp(); ++rank) lane(s, rank, j).t = end;
@@ -219,10 +220,18 @@ private:
         const int src = comm_device(hw_, *from.machine, from.last_device);
         const int dst = opts_.placement.policy == Policy::PIM_ONLY && to.pim >= 0 ? comm_device(hw_, to, to.pim) : to.npu;
         const std::vector<int> devs{src, dst};
-        const PricedCollective pc = price_collective(hw_, CollectiveKind::POINT_TO_POINT, devs,
-                                                     double(to_op_shape(r).in_bytes), opts_.parallel.launch);
+        const PricedCollective& pc = priced(CollectiveKind::POINT_TO_POINT, devs, to_op_shape(r).in_bytes);
         const auto label = [&] { return fmt::format("send L{} to stage {}", r.layer, s + 1); };
         arrival_[lane_index(s, rank, j)] = occupy(pc, from.t, r.phase, label, {src}, ps);
+    }
+
+    // price_collective, memoised: every decode step repeats the same collectives on the same devices.
+    const PricedCollective& priced(CollectiveKind kind, const std::vector<int>& devs, uint64_t bytes) {
+        auto key = std::make_tuple(int(kind), bytes, devs);
+        auto it = priced_.find(key);
+        if (it == priced_.end())
+            it = priced_.emplace(std::move(key), price_collective(hw_, kind, devs, double(bytes), opts_.parallel.launch)).first;
+        return it->second;
     }
 
     // Charges a priced collective from `ready` on its links and on `devs`; returns its end.
@@ -445,6 +454,7 @@ private:
     std::vector<Lane> lanes_;          // lane_index(stage, rank, micro-batch)
     Lane* cur_ = nullptr;              // the lane whose operator is being run
     std::vector<double> arrival_;      // per lane: when its last SEND arrived at the next stage
+    std::map<std::tuple<int, uint64_t, std::vector<int>>, PricedCollective> priced_;
     bool parallel_ = false;            // more than one rank: collectives and exposure are tracked
     std::vector<double> device_free_;  // each device's queue is free
     std::vector<double> link_free_;    // each link is free

@@ -1,7 +1,8 @@
 #pragma once
 // The simulated machine as a list of devices joined by links (docs/topology.md):
 //   npu0 (the host: runs every operator that is not placed elsewhere and receives gathered
-//   outputs), npu1.., pim0.., each attached to npu0 by one link (a star). The link presets
+//   outputs), npu1.., pim0.., each attached to npu0 by one link (a star; the NPUs, and PIM
+//   devices behind a copying link, also pairwise: a mesh). The link presets
 //   live in configs/hw/links.toml, each number with its public source or `assumption:`.
 // What the topology is comes from config.toml [topology] (config::TopologySection); this
 // header reads the link presets; sim/hardware.h holds the devices and links the simulator

@@ -542,4 +542,11 @@ TEST(BenchCli, PipelineStagesSplitTheBatchIntoMicroBatches) {
     const auto& devs = r.report["target"]["timeline"]["decode"]["devices"];
     EXPECT_GT(devs[0]["comm_ns"].get<double>(), 0);  // stage 0 sends its boundary to stage 1
     EXPECT_GT(devs[1]["busy_ns"].get<double>(), 0);
+    // 8 ranks and one PIM device: the target's GEMVs queue on it, and the report says so
+    Result shared = run("", "bench --model llama2-70b --npus 8 --tp 8 --gen-len 4");
+    ASSERT_EQ(shared.code, 0) << shared.out;
+    EXPECT_NE(shared.out.find("warning: tp x pp = 8 ranks share 1 PIM device(s): their GEMVs queue on one device "
+                              "(--pims 8 gives each rank its own)"),
+              std::string::npos)
+        << shared.out;
 }

@@ -143,6 +143,27 @@ TEST(ScaleOut, FlashcommRunsTheAddAndNormOnTheRanksShareOfTheTokens) {
     EXPECT_LT(on.prefill.device[0].busy_ns, off.prefill.device[0].busy_ns);
 }
 
+TEST(ScaleOut, WithoutADirectLinkTheRingGoesThroughNpu0AndTheMeshIsNotOffered) {
+    fake::Npu npu;
+    fake::Layout layout;
+    SimHardware hw = npu_pim_hardware(&npu, nullptr, &layout);
+    hw.add_device(DeviceKind::NPU, &npu, test_link());
+    hw.add_device(DeviceKind::NPU, &npu, test_link());  // a star: npu1 and npu2 reach each other via npu0
+    const ExpansionCost launch{ExpansionMode::HOST, 7000, 200};
+    const double n = 4096;
+    const PricedCollective pc = price_collective(hw, CollectiveKind::ALL_REDUCE, {1, 2}, n, launch);
+    EXPECT_EQ(pc.time.algo, CollectiveAlgo::RING);
+    // two hops: both latencies and per-transfer costs, the smaller bandwidth; 2 steps of n/2
+    EXPECT_DOUBLE_EQ(pc.time.total_ns(), 2 * (2 * 1500 + n / 2 / 50) + 7000 + 2 * 200);
+    EXPECT_EQ(pc.links, (std::vector<int>{0, 1}));  // both star links carry it
+    // with the mesh link added the one-shot mesh takes one direct step
+    hw.add_mesh(DeviceKind::NPU, test_link());
+    const PricedCollective mesh = price_collective(hw, CollectiveKind::ALL_REDUCE, {1, 2}, n, launch);
+    EXPECT_EQ(mesh.time.algo, CollectiveAlgo::MESH);
+    EXPECT_DOUBLE_EQ(mesh.time.total_ns(), 1500 + n / 50 + 7000 + 200);
+    EXPECT_EQ(mesh.links, (std::vector<int>{2}));
+}
+
 TEST(ScaleOut, IntervalsSubtractWhatIsCovered) {
     Intervals comm, busy;
     comm.add(0, 10);
