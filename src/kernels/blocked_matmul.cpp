@@ -53,6 +53,13 @@ void matmul_blocked_with(const KernelTable& t, const float* x, int64_t m, int64_
     for (int64_t b = 0; b < w.n_blocks; ++b)
         if (w.blocks[b].k0 == 0) first.push_back(b);
     first.push_back(w.n_blocks);
+    if (t.matmul_blocked_f32 && w.wtype == DType::F32) {
+        bool whole_vectors = true;  // every k-block but a range's last is whole 16-element vectors
+        for (int64_t b = 0; b + 1 < w.n_blocks; ++b)
+            whole_vectors = whole_vectors && (w.blocks[b + 1].k0 == 0 || w.blocks[b].kelems % 16 == 0);
+        if (whole_vectors)
+            return t.matmul_blocked_f32(x, m, x_stride, w, first.data(), n_ranges, y, y_stride, pool);
+    }
     // As matmul: at least ~64K multiply-adds per chunk so tiny matrices do not wake threads.
     const int64_t macs_per_range = std::max<int64_t>(1, m * k * w.blocks[0].rows);
     const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / macs_per_range);

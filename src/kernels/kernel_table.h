@@ -20,6 +20,16 @@ struct KernelTable {
     void (*attention)(const float* q, int64_t n_q, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
                       const KvView& kv, float scale, float* out, ThreadPool& pool);
     void (*dequantize_row)(const void* src, DType type, float* dst, int64_t n);
+    // matmul_blocked for f32 weights whose k-blocks (but a range's last) are whole multiples of 16
+    // elements: one register tile runs over all k-blocks of its rows, switching row pointers at
+    // block edges, so the result is bit-identical to matmul. first[r] is the first block of row
+    // range r (first[n_ranges] = w.n_blocks). nullptr: the scalar reference. Only f32: its 256-
+    // element k-blocks (1 KiB DRAM rows) made the per-block calls 0.66-0.70x of row-major, this
+    // 0.73-0.75x; for f16/bf16 it measured slower than per-block calls (0.76-0.82x against
+    // 0.86-1.07x: a tile then streams from every k-block at once), docs/performance.md.
+    void (*matmul_blocked_f32)(const float* x, int64_t m, int64_t x_stride, const BlockedWeights& w,
+                               const int64_t* first, int64_t n_ranges, float* y, int64_t y_stride,
+                               ThreadPool& pool) = nullptr;
 };
 
 // The scalar reference (kernels/ref/): always available, the oracle of the tests.

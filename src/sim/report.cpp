@@ -24,6 +24,7 @@ RunReport simulate_run(const ModelShape& shape, const Plan& plan, int64_t contex
     r.policy = policy_name(opts.placement.policy);
     r.batch = batch;
     r.weight_base_shared = opts.weight_base_shared;
+    r.weight_dtype = shape.weight_dtype;
     Placer placer(opts.placement, hw);
     r.memory = account_memory(shape, plan, context, batch, placer, opts, hw);
     r.timeline = simulate_timeline(shape, plan, placer, opts, hw);
@@ -94,6 +95,9 @@ std::vector<Verdict> judge(const RunReport& b, const RunReport& t, const Thresho
                                               "PIM re-reads the weights once per vector (at most {} vectors) and is "
                                               "slower than the NPU for each of them",
                                               t.batch, t.batch, hw::pim::PimDevice::kMaxBatch);
+            else if (t.policy != "npu_only" && tp.ops == 0 && t.weight_dtype == DType::F32)
+                v.binding_limit = "the PIM ran no decode operator: the matrices are f32 and no PIM preset has fp32 "
+                                  "MACs (ascend.op_precision_mode = allow_fp32_to_fp16 holds them as f16)";
             else if (t.policy != "npu_only" && tp.ops == 0)
                 v.binding_limit = "the PIM ran no decode operator: its model supports none of them (check [pim] "
                                   "precision and [scheduling] decode_engine against the PIM preset)";

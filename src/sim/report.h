@@ -17,6 +17,7 @@ struct RunReport {
     std::string policy;
     int32_t batch = 1;
     bool weight_base_shared = true;
+    DType weight_dtype = DType::F16;         // the matrices as the devices hold them (ModelShape)
     Timeline timeline;
     MemoryBreakdown memory;
     double tbt_mean_ns = 0, tbt_p50_ns = 0, tbt_p99_ns = 0;

@@ -256,6 +256,12 @@ TEST(BenchCli, FileModeRunsEveryDtypeThroughThePimLayout) {
     EXPECT_LT(f["max_logit_diff"].get<double>(), 0.5);
     EXPECT_NE(c.out.find("held as f16 from f32: ascend.op_precision_mode = allow_fp32_to_fp16"), std::string::npos);
     Result k = run("DUET_OP_PRECISION_MODE=force_fp32", "bench -m " + f32 + " --seq-len 9 --gen-len 5");
+    // f32 kept: the layout holds f32, the modelled PIM cannot run it and the verdict says why
+    EXPECT_EQ(pim_ops(k), 0);
+    EXPECT_NE(k.out.find("the PIM ran no decode operator: the matrices are f32 and no PIM preset has fp32 MACs "
+                         "(ascend.op_precision_mode = allow_fp32_to_fp16 holds them as f16)"),
+              std::string::npos)
+        << k.out;
     // the f16 placement's weights are half the f32 ones in the modelled memory
     EXPECT_NEAR(c.report["target"]["memory"]["weights_bytes"].get<double>() /
                     k.report["target"]["memory"]["weights_bytes"].get<double>(), 0.5, 0.05);

@@ -1,0 +1,67 @@
+// runtime::PimLayoutWeightSource (every matrix in the PIM layout, read in place by
+// kernels::matmul_blocked) against the PlainWeightSource it wraps, matrix by matrix, for every
+// dtype of `duet gen-model`, on a memory organisation with 64-byte DRAM rows so that the float
+// matrices have several k-blocks (the summation-order case) and several row blocks.
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <random>
+
+#include "runtime/engine.h"
+#include "runtime/pim_weight_source.h"
+#include "test_models.h"
+
+namespace duet::runtime {
+namespace {
+
+void check(const std::string& dtype, bool f32_to_f16) {
+    const std::string path = test::generated_model("tiny-llama", dtype, 5);
+    ASSERT_FALSE(path.empty()) << dtype;
+    auto model = Model::load(path);
+    EngineOptions eo;
+    eo.n_threads = 2;
+    eo.n_ctx = 8;
+    Engine engine(model, eo);
+    layout::PimLayoutParams prm;
+    prm.block_size_kb = 1;
+    const layout::MemoryOrganisation org{4, 2, 64};
+    const PimLayoutWeightSource pim(engine.plain_weights(), engine.graph(), prm, org, f32_to_f16);
+    ASSERT_GT(pim.pim_count(), 0);
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> d(-1, 1);
+    int64_t multi_k = 0;
+    for (const graph::MatrixUse& mu : graph::matrices(engine.graph())) {
+        const WeightInfo wi = engine.plain_weights().info(mu.role, mu.layer);
+        const layout::PimLayoutPlan& p = pim.plan(mu.role, mu.layer);
+        multi_k += p.n_k_blocks > 1;
+        EXPECT_EQ(pim.info(mu.role, mu.layer).n, wi.n);
+        EXPECT_EQ(pim.info(mu.role, mu.layer).k, wi.k);
+        EXPECT_EQ(pim.info(mu.role, mu.layer).dtype, f32_to_f16 && wi.dtype == DType::F32 ? DType::F16 : wi.dtype);
+        for (int64_t m : {1, 3}) {
+            std::vector<float> x(size_t(m * wi.k)), y0(size_t(m * wi.n)), y1(size_t(m * wi.n));
+            for (auto& v : x) v = d(rng);
+            engine.plain_weights().matmul(mu.role, mu.layer, x.data(), m, wi.k, y0.data(), wi.n, engine.pool());
+            pim.matmul(mu.role, mu.layer, x.data(), m, wi.k, y1.data(), wi.n, engine.pool());
+            double scale = 0;
+            for (float v : y0) scale = std::max(scale, double(std::fabs(v)));
+            // same products, another f32 summation order; f16 from f32 rounds each weight by 2^-11
+            const double tol = f32_to_f16 ? 2e-3 * (scale + 1) : 1e-5 * (scale + 1);
+            for (size_t i = 0; i < y0.size(); ++i)
+                ASSERT_NEAR(y0[i], y1[i], tol) << dtype << " " << graph::weight_role_name(mu.role) << " L" << mu.layer;
+        }
+    }
+    // The tiny model's quantised rows (2-6 blocks) are narrower than one k-block of whole blocks
+    // (lcm(16, block bytes) >= 144 B); several k-blocks of quantised types are covered by
+    // tests/kernels/matmul_blocked_test.cpp.
+    if (!dtype_is_quantized(*dtype_from_name(dtype))) EXPECT_GT(multi_k, 0) << dtype << ": no matrix had several k-blocks";
+}
+
+TEST(PimWeightSource, EveryDtypeMatchesThePlainWeights) {
+    for (const char* dt : {"f32", "f16", "bf16", "q8_0", "q4_0", "q5_0", "q4_k", "q6_k"}) check(dt, false);
+}
+
+TEST(PimWeightSource, F32HeldAsF16) { check("f32", true); }
+
+}  // namespace
+}  // namespace duet::runtime
