@@ -38,7 +38,7 @@ TEST(Settings, PartialFileKeepsOtherDefaults) {
 
 TEST(Settings, UnknownKeyNamesAllowed) {
     auto p = write_test_file("unknown.json", R"({"runtime": {"seqlen": 512}})");
-    EXPECT_EQ(error_of(p), p + ": unknown key 'runtime.seqlen' (allowed here: seq_len, batch_size, dtype, log_level, task_queue_enable, cpu_affinity_conf, multi_stream_memory_reuse, "
+    EXPECT_EQ(error_of(p), p + ": unknown key 'runtime.seqlen' (allowed here: seq_len, batch_size, dtype, log_level, task_queue_enable, cpu_affinity_conf, hccl_op_expansion_mode, vllm_ascend_enable_flashcomm, multi_stream_memory_reuse, "
               "vllm_ascend_enable_prefetch_mlp, vllm_ascend_model_execute_time_observe, vllm_attention_backend, "
               "ascend_rt_visible_devices)");
     auto q = write_test_file("unknown_sec.json", R"({"npu": {}})");
@@ -98,7 +98,7 @@ TEST(Settings, CollectAllReportsEveryError) {
     // nlohmann's object keeps keys sorted: ascend before runtime; bad values keep defaults.
     EXPECT_EQ(d.errors()[0], p + ": key 'runtime.dtype' has type integer, expected string");
     EXPECT_EQ(d.errors()[1], p + ": key 'runtime.seq_len' = -1 is out of range (allowed: 1 to 1048576)");
-    EXPECT_EQ(d.errors()[2], p + ": unknown key 'runtime.x' (allowed here: seq_len, batch_size, dtype, log_level, task_queue_enable, cpu_affinity_conf, multi_stream_memory_reuse, "
+    EXPECT_EQ(d.errors()[2], p + ": unknown key 'runtime.x' (allowed here: seq_len, batch_size, dtype, log_level, task_queue_enable, cpu_affinity_conf, hccl_op_expansion_mode, vllm_ascend_enable_flashcomm, multi_stream_memory_reuse, "
               "vllm_ascend_enable_prefetch_mlp, vllm_ascend_model_execute_time_observe, vllm_attention_backend, "
               "ascend_rt_visible_devices)");
     EXPECT_EQ(d.errors()[3],

@@ -284,12 +284,19 @@ TEST(BenchCli, BatchedDecodeKeepsThePimWhereItPays) {
     EXPECT_NE(b4.out.find("with batch 4 and memory.weight_base_shared = true every decode matmul has 4 rows"),
               std::string::npos)
         << b4.out;
+    // `auto` places each op where it is faster, so it is never slower than npu_pim_coop. Against
+    // the NPU-only baseline it can lose: with the shared weight base the NPU reads its decode
+    // weights through the PIM layout's block index and pays the reorder's per-block DMA set-up
+    // (docs/hardware-model.md §7), ~3 % of TBT where no GEMV pays on the PIM (batch 4).
     for (const char* pim : {"pim_hbm3_bank", "pim_lpddr5x_bank", "pim_hbm2_fimdram"})
         for (int batch : {1, 2, 4}) {
-            Result a = run("", std::string("bench --model llama2-7b --gen-len 4 --target auto --pim ") + pim +
-                                   " --batch " + std::to_string(batch));
+            const std::string args = std::string("bench --model llama2-7b --gen-len 4 --pim ") + pim + " --batch " +
+                                     std::to_string(batch);
+            Result a = run("", args + " --target auto");
+            Result c = run("", args);
             ASSERT_EQ(a.code, 0) << a.out;
-            EXPECT_LE(tbt(a), a.report["baseline"]["tbt_mean_ns"].get<double>() * (1 + 1e-9)) << pim << " " << batch;
+            EXPECT_LE(tbt(a), tbt(c) * (1 + 1e-9)) << pim << " " << batch;
+            if (pim_ops(a) > 0) EXPECT_LT(tbt(a), a.report["baseline"]["tbt_mean_ns"].get<double>()) << pim << " " << batch;
         }
 }
 
