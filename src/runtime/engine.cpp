@@ -73,7 +73,7 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts, gr
     kv_ = std::make_unique<KvCache>(kc);
     if (opts_.fuse) graph_ = graph::FuseSiblingMatmuls().run(graph_);
     plain_.bind_fused(graph_);
-    mem_ = graph::plan_memory(graph_);
+    mem_ = opts_.static_plan ? graph::plan_memory(graph_) : graph::plan_memory_without_reuse(graph_);
     dispatch_.set_reference_attention(opts_.reference_attention);
     if (opts_.prefetch_mlp_bytes > 0) prefetch_ = std::make_unique<MlpPrefetch>(graph_, plain_, opts_.prefetch_mlp_bytes);
     // Bind each node's vector operand once; check the contiguity the kernels need.

@@ -18,6 +18,7 @@ RealSwitches real_switches(bool on, std::optional<Optimisation> only = std::null
     s.warmup = pick(Optimisation::WARMUP);
     s.fuse = pick(Optimisation::FUSION);
     s.paged_kv = pick(Optimisation::PAGED_KV);
+    s.static_plan = pick(Optimisation::STATIC_PLAN);
     return s;
 }
 
@@ -98,14 +99,6 @@ AblationSide ablate_real(const std::string& model_path, const AgentTrace& trace,
     };
     side.rows.push_back(row_of("all_off", real_switches(false)));
     for (Optimisation o : kOptimisations) {
-        if (o == Optimisation::STATIC_PLAN) {
-            AblationRow r = side.rows.front();
-            r.name = optimisation_name(o);
-            r.applies = false;
-            r.note = "the engine always runs from the static plan (no per-op allocation mode to compare)";
-            side.rows.push_back(r);
-            continue;
-        }
         if (o == Optimisation::W8A16 || o == Optimisation::W8A8) {
             AblationRow r = side.rows.front();
             r.name = optimisation_name(o);
