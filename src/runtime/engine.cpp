@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/quant.h"
 #include "graph/fuse_matmuls.h"
 #include "runtime/model_shape.h"
 
@@ -30,6 +31,8 @@ EngineOptions resolve(const model::Hparams& hp, EngineOptions o) {
 void store_row(const float* src, uint8_t* dst, int64_t n, DType type) {
     if (type == DType::F32) {
         std::memcpy(dst, src, size_t(n) * sizeof(float));
+    } else if (type == DType::Q8_0) {  // int8 KV: per 32-value block an f16 scale (amax / 127)
+        quant::quantize_row(src, DType::Q8_0, dst, n);
     } else {
         auto* h = reinterpret_cast<uint16_t*>(dst);
         for (int64_t i = 0; i < n; ++i) h[i] = fp32_to_fp16(src[i]);

@@ -49,7 +49,7 @@ struct ForwardTime {
 
 struct EngineOptions {
     int n_threads = 0;              // <= 0: all hardware threads
-    DType kv_type = DType::F16;     // F32 or F16
+    DType kv_type = DType::F16;     // F32, F16 or Q8_0 (int8 with per-32-value scales, runtime/kv_cache.h)
     int64_t n_ctx = 0;              // positions per sequence; 0: min(n_ctx_train, 4096)
     int64_t n_seq_max = 1;          // sequences the KV pool is sized for
     int64_t block_tokens = 16;      // positions per KV block
