@@ -25,6 +25,7 @@ struct RealSwitches {
     bool fuse = false;         // Q/K/V and gate/up as one matmul each (graph/fuse_matmuls.h)
     bool paged_kv = true;      // KV pool sized to the session's blocks, else a max-length reservation
     bool static_plan = true;   // scratch from the static memory plan, else per-op allocation (no reuse)
+    bool kv_int8 = false;      // the int8 KV cache (runtime/kv_cache.h), else f16
 };
 
 struct CallTiming {
