@@ -66,8 +66,9 @@ void run_bench_agent(const AgentBenchArgs& a, const AgentBenchCommon& c) {
         ro.pin_threads = knobs.cpu_affinity != 0;  // CPU_AFFINITY_CONF
         apply_engine_knobs(knobs, ro.engine);
         std::fprintf(stderr, "agent: replaying %lld calls on %s, %zu configurations ...\n", (long long)ab.n_calls,
-                     model.c_str(), std::size(workload::kOptimisations) + 1);
-        ab.real = workload::ablate_real(model, trace, ro, ab.targets);
+                     model.c_str(), std::size(workload::kOptimisations));  // all_off, all_on, the optimisations
+                                                                          // but w8a16/w8a8 (modelled only)
+        ab.real = workload::ablate_real(model, trace, ro, ab.targets, hp.head_dim);
         ab.real->what = fmt::format("{} on this host ({} threads, cold page cache at each load, KV reservation {} "
                                     "positions{})", model, a.threads > 0 ? std::to_string(a.threads) : "all", max_ctx,
                                     ro.pin_threads ? ", threads pinned (CPU_AFFINITY_CONF)" : "");

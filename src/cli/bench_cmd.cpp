@@ -9,6 +9,7 @@
 #include "cli/bench_file_mode.h"
 #include "cli/bench_runner.h"
 #include "cli/commands.h"
+#include "cli/ctx_check.h"
 #include "cli/flags.h"
 #include "cli/knob_effects.h"
 #include "cli/warmup_flags.h"
@@ -39,6 +40,7 @@ struct BenchArgs {
     std::string hccl_expansion;    // "": HCCL_OP_EXPANSION_MODE, else HOST
     sim::Thresholds th;
     bool fuse = false;
+    std::string kv_type;  // "" = settings runtime.dtype; int8 = the int8 KV cache (trace-only)
     bool no_verdict_exit = false;
     runtime::WarmupOptions warmup;  // FILE mode
     AgentBenchArgs agent;           // --workload agent (cli/bench_agent.h)
@@ -84,6 +86,10 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
         fail("--tp {} --pp {} with a model file: bench models tensor and pipeline parallelism trace-only (allowed: an "
              "architecture preset, or mpirun -np N duet run --tp N for the real engine)", in.tp, in.pp);
     BenchSetup setup = prepare_bench(st, cfg, in, file_mode);
+    if (!a.kv_type.empty() && a.kv_type != "f16") {  // the modelled KV cache in int8 blocks (runtime/kv_cache.h)
+        if (file_mode) fail("--kv-type {} with a model file: FILE mode traces the engine's f16 KV (allowed: f16)", a.kv_type);
+        setup.shape_b.kv_dtype = setup.shape_t.kv_dtype = kv_type_from_flag(a.kv_type);
+    }
     sim::Plan plan, plan_t;
     int64_t sim_seq = in.seq_len;
     nlohmann::json functional;
@@ -204,6 +210,8 @@ void register_bench(CLI::App& app) {
     text(c, "--npu-dispatch", a->dispatch,
          "NPU host launch mode: eager, queue0, queue1 (TASK_QUEUE_ENABLE=1), queue2, graph",
          DefaultFrom{"queue1"});
+    text(c, "--kv-type", a->kv_type, "Modelled KV cache type (trace-only): f16, f32 or int8 (32-value blocks, f16 scale)",
+         DefaultFrom{"settings runtime.dtype"});
     c->add_flag("--fuse", a->fuse, "Fuse Q/K/V and gate/up into one matmul each (graph pass; changes the modelled times)");
     c->add_option("--report", a->report, "Write the JSON report here (docs/report-schema.md)");
     c->add_option("--trace", a->trace, "Write a Chrome/Perfetto trace of both timelines (one track group per device and link)");

@@ -16,10 +16,18 @@ std::string gib(uint64_t bytes) { return fmt::format("{:.1f} GiB", double(bytes)
 }  // namespace
 
 uint64_t kv_cache_bytes(const model::Hparams& hp, int64_t n_ctx, int64_t n_seq, DType kv_type) {
-    const long double per_position = 2.0L * double(hp.n_layer) * double(hp.n_head_kv) * double(hp.head_dim) *
-                                     double(dtype_info(kv_type).block_bytes);
+    const DTypeInfo& t = dtype_info(kv_type);  // whole blocks per row (int8: 34 bytes per 32 values)
+    const int64_t blocks = (hp.n_head_kv * hp.head_dim + t.block_elems - 1) / t.block_elems;
+    const long double per_position = 2.0L * double(hp.n_layer) * double(blocks) * double(t.block_bytes);
     const long double total = per_position * double(n_ctx) * double(n_seq);
     return total >= 1.8e19L ? UINT64_MAX : uint64_t(total);
+}
+
+DType kv_type_from_flag(const std::string& text) {
+    if (text == "int8") return DType::Q8_0;
+    if (text == "f32") return DType::F32;
+    if (text == "f16") return DType::F16;
+    fail("--kv-type '{}' is not supported (allowed: f32, f16, int8)", text);
 }
 
 uint64_t available_memory_bytes() {

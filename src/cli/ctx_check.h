@@ -15,6 +15,10 @@ namespace duet::cli {
 // n_head_kv x head_dim x element size.
 uint64_t kv_cache_bytes(const model::Hparams& hp, int64_t n_ctx, int64_t n_seq, DType kv_type);
 
+// --kv-type: f32, f16, or int8 (the KV cache in blocks of 32 int8 values with one f16 scale, ggml's
+// Q8_0 layout: runtime/kv_cache.h). Throws duet::Error naming the flag and the allowed values.
+DType kv_type_from_flag(const std::string& text);
+
 // Bytes the kernel reports available (MemAvailable in /proc/meminfo); 0 when unknown.
 uint64_t available_memory_bytes();
 

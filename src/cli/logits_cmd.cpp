@@ -3,9 +3,11 @@
 #include <bit>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/ctx_check.h"
 #include "cli/flags.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -44,9 +46,7 @@ std::vector<int32_t> parse_tokens(const std::string& s) {
 void run(const LogitsArgs& a) {
     static_assert(std::endian::native == std::endian::little, "logits files are little-endian f32");
     const std::vector<int32_t> ids = parse_tokens(a.tokens);
-    const auto kv = dtype_from_name(a.kv_type);
-    if (!kv || (*kv != DType::F32 && *kv != DType::F16))
-        fail("--kv-type '{}' is not supported (allowed: f32, f16)", a.kv_type);
+    const std::optional<DType> kv = kv_type_from_flag(a.kv_type);
     auto model = runtime::Model::load(a.model_path);
     runtime::EngineOptions eo;
     eo.n_threads = a.threads;
@@ -85,7 +85,7 @@ void register_logits(CLI::App& app) {
     cmd->add_option("-o,--output", args->out_path, "Output file (raw f32, row-major [n_tokens][n_vocab])")
         ->required();
     number(cmd, "-t,--threads", args->threads, "Threads (0: all hardware threads)", 0, int(kMaxThreads));
-    text(cmd, "--kv-type", args->kv_type, "KV cache type: f32 or f16")
+    text(cmd, "--kv-type", args->kv_type, "KV cache type: f32, f16 or int8")
         ->transform(value_alias("--kv-type", {{"fp16", "f16"}, {"fp32", "f32"}}));
     cmd->callback([args] { run(*args); });
 }

@@ -1,6 +1,7 @@
 // `duet run`: generate text from a GGUF model, streaming it to stdout; timings on stderr.
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -82,9 +83,7 @@ void run(const RunArgs& a) {
     if (a.prompt.empty()) fail("-p/--prompt is empty (allowed: any non-empty text)");
     if (!a.chat && (!a.system.empty() || !a.chat_template.empty()))
         fail("--system and --chat-template need --chat");
-    const auto kv = dtype_from_name(a.kv_type);
-    if (!kv || (*kv != DType::F32 && *kv != DType::F16))
-        fail("--kv-type '{}' is not supported (allowed: f32, f16)", a.kv_type);
+    const std::optional<DType> kv = kv_type_from_flag(a.kv_type);
     model::SamplerParams sp = a.sampling;
     sp.seed = a.seed >= 0 ? uint64_t(a.seed) : std::random_device{}();
     model::validate(sp);
@@ -189,7 +188,7 @@ void register_run(CLI::App& app) {
     number(cmd, "-c,--ctx", args->ctx,
            "Context positions (0: min(trained context, 4096)); checked against memory before allocation",
            int64_t(0), kMaxCtx);
-    text(cmd, "--kv-type", args->kv_type, "KV cache type: f16 or f32");
+    text(cmd, "--kv-type", args->kv_type, "KV cache type: f16, f32 or int8 (per-32-value f16 scales; docs/engine.md)");
     number(cmd, "--tp", args->tp,
            "Tensor-parallel ranks: each loads its slice of every layer; run as mpirun -np N duet run --tp N "
            "(docs/scale-out.md)",

@@ -35,6 +35,7 @@ namespace duet::cli {
 namespace {
 
 struct ServeArgs {
+    std::string kv_type = "f16";
     std::string model_path, settings_path, config_path, host = "127.0.0.1", tasks_db = "duet-tasks.db", model_id,
                                                         chat_template;
     int port = 8080;
@@ -74,10 +75,10 @@ void serve(const ServeArgs& a, const CLI::App& root) {
 
     const auto comm = parallel::make_world_communicator();
     runtime::check_tp_world(a.tp, *comm);
+    const DType kv_type = kv_type_from_flag(a.kv_type);
     auto model = runtime::Model::load(a.model_path);
     if (a.kv_blocks == 0)  // the pool is --parallel x --ctx: check it fits before allocating
-        check_ctx(model->hparams(), a.ctx, a.parallel, runtime::EngineOptions{}.kv_type, "--ctx",
-                  available_memory_bytes());
+        check_ctx(model->hparams(), a.ctx, a.parallel, kv_type, "--ctx", available_memory_bytes());
     so.model_id = a.model_id.empty() ? std::filesystem::path(a.model_path).stem().string() : a.model_id;
     if (!a.chat_template.empty())
         so.chat_template = model::chat_template_from_name(a.chat_template);
@@ -92,6 +93,7 @@ void serve(const ServeArgs& a, const CLI::App& root) {
     eo.n_ctx = a.ctx;
     eo.n_seq_max = a.parallel;
     eo.kv_blocks = a.kv_blocks;
+    eo.kv_type = kv_type;
     const config::RuntimeKnobs knobs = runtime_knobs_of(st);
     apply_engine_knobs(knobs, eo);
     runtime::BatcherOptions bo;
@@ -190,6 +192,7 @@ void register_serve(CLI::App& app) {
     text(c, "--host", a->host, "Address to listen on (the loopback only unless you name another, e.g. 0.0.0.0)");
     number(c, "--port", a->port, "Port (0: any free port)", 0, 65535);
     number(c, "--parallel", a->parallel, "Sequences in the running batch at most", int64_t(1), int64_t(256));
+    text(c, "--kv-type", a->kv_type, "KV cache type: f16, f32 or int8 (32-value blocks with an f16 scale)");
     number(c, "--ctx", a->ctx, "Context per sequence in tokens (0: min(training context, 4096))", int64_t(0),
            kMaxCtx);
     number(c, "--kv-blocks", a->kv_blocks,

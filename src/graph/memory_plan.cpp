@@ -70,6 +70,22 @@ std::vector<int32_t> held_last(const Graph& g, const MemoryPlan& p) {
 }
 }  // namespace
 
+MemoryPlan plan_memory_without_reuse(const Graph& g) {
+    MemoryPlan p = plan_memory(g);  // lifetimes; offsets replaced below
+    p.arena_width = 0;
+    std::vector<size_t> roots;
+    for (size_t r = 0; r < g.tensors.size(); ++r)
+        if (g.tensors[r].base < 0 && p.first[r] >= 0 && g.tensors[r].kind == TensorKind::ACTIVATION) roots.push_back(r);
+    std::stable_sort(roots.begin(), roots.end(), [&](size_t a, size_t b) { return p.first[a] < p.first[b]; });
+    for (size_t r : roots) {
+        p.offset[r] = p.arena_width;
+        p.arena_width += g.tensors[r].width;
+    }
+    for (size_t t = 0; t < g.tensors.size(); ++t)
+        if (g.tensors[t].base >= 0) p.offset[t] = p.offset[size_t(g.tensors[t].base)] + g.tensors[t].col0;
+    return p;
+}
+
 uint64_t peak_live_bytes(const Graph& g, const MemoryPlan& p, int64_t n_tokens, int64_t n_out_rows,
                          uint64_t elem_bytes, bool collectives_held_to_next_collective) {
     const std::vector<int32_t> last = collectives_held_to_next_collective ? held_last(g, p) : p.last;

@@ -22,6 +22,11 @@ struct MemoryPlan {
 };
 
 MemoryPlan plan_memory(const Graph& g);
+// The same lifetimes with no reuse: every activation root its own columns, in order of first
+// use (arena_width = the sum of their widths). The per-op allocation the static plan is
+// compared to: each op's output gets fresh memory that no later op reuses within the step (CANN
+// graph mode with memory reuse disabled, ge.exec.disableReuseMemory = 1).
+MemoryPlan plan_memory_without_reuse(const Graph& g);
 
 // Largest sum of live activation bytes over the nodes of one forward of `n_tokens` rows
 // (OUT_ROWS tensors have n_out_rows rows), each element `elem_bytes` wide. LOGITS count (the

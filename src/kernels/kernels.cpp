@@ -72,8 +72,10 @@ void check_attention_args(int64_t n_q, int64_t pos0, int64_t n_head, int64_t n_h
     if (head_dim <= 0) fail("attention: head_dim = {} must be positive", head_dim);
     if (n_q < 0 || pos0 < 0) fail("attention: n_q = {} and pos0 = {} must not be negative", n_q, pos0);
     if (kv.block_tokens <= 0) fail("attention: KV block_tokens = {} must be positive", kv.block_tokens);
-    if (kv.kv_type != DType::F32 && kv.kv_type != DType::F16)
-        fail("attention: KV dtype '{}' is not supported (allowed: f32, f16)", dtype_name(kv.kv_type));
+    if (kv.kv_type != DType::F32 && kv.kv_type != DType::F16 && kv.kv_type != DType::Q8_0)
+        fail("attention: KV dtype '{}' is not supported (allowed: f32, f16, q8_0)", dtype_name(kv.kv_type));
+    if (kv.kv_type == DType::Q8_0 && head_dim % 32 != 0)
+        fail("attention: an int8 (q8_0) KV cache needs head_dim a multiple of 32 (head_dim = {})", head_dim);
 }
 
 void matmul(const float* x, int64_t m, int64_t k, int64_t x_stride, const void* w, DType wtype,

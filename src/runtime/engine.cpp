@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/quant.h"
 #include "graph/fuse_matmuls.h"
 #include "runtime/model_shape.h"
 
@@ -30,6 +31,8 @@ EngineOptions resolve(const model::Hparams& hp, EngineOptions o) {
 void store_row(const float* src, uint8_t* dst, int64_t n, DType type) {
     if (type == DType::F32) {
         std::memcpy(dst, src, size_t(n) * sizeof(float));
+    } else if (type == DType::Q8_0) {  // int8 KV: per 32-value block an f16 scale (amax / 127)
+        quant::quantize_row(src, DType::Q8_0, dst, n);
     } else {
         auto* h = reinterpret_cast<uint16_t*>(dst);
         for (int64_t i = 0; i < n; ++i) h[i] = fp32_to_fp16(src[i]);
@@ -77,7 +80,7 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts, gr
     kv_ = std::make_unique<KvCache>(kc);
     if (opts_.fuse) graph_ = graph::FuseSiblingMatmuls().run(graph_);
     plain_.bind_fused(graph_);
-    mem_ = graph::plan_memory(graph_);
+    mem_ = opts_.static_plan ? graph::plan_memory(graph_) : graph::plan_memory_without_reuse(graph_);
     dispatch_.set_reference_attention(opts_.reference_attention);
     if (opts_.prefetch_mlp_bytes > 0) prefetch_ = std::make_unique<MlpPrefetch>(graph_, plain_, opts_.prefetch_mlp_bytes);
     // Bind each node's vector operand once; check the contiguity the kernels need.

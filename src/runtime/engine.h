@@ -50,12 +50,13 @@ struct ForwardTime {
 
 struct EngineOptions {
     int n_threads = 0;              // <= 0: all hardware threads
-    DType kv_type = DType::F16;     // F32 or F16
+    DType kv_type = DType::F16;     // F32, F16 or Q8_0 (int8 with per-32-value scales, runtime/kv_cache.h)
     int64_t n_ctx = 0;              // positions per sequence; 0: min(n_ctx_train, 4096)
     int64_t n_seq_max = 1;          // sequences the KV pool is sized for
     int64_t block_tokens = 16;      // positions per KV block
     int64_t kv_blocks = 0;          // 0: enough for n_seq_max sequences of n_ctx positions
     bool fuse = false;              // run graph::FuseSiblingMatmuls: Q/K/V and gate/up as one GEMM each
+    bool static_plan = true;        // false: per-op allocation, no activation reuse (graph::plan_memory_without_reuse)
     // Runtime knobs (config/runtime_knobs.h), plain here so the engine does not read config:
     bool reference_attention = false;  // VLLM_ATTENTION_BACKEND=TORCH_SDPA: the scalar reference kernel
     uint64_t prefetch_mlp_bytes = 0;   // VLLM_ASCEND_ENABLE_PREFETCH_MLP: per-layer gate/up prefetch budget (0: off)
@@ -134,6 +135,9 @@ public:
     void set_tp_hook(TpHook* h) { tp_ = h; }
     // The MLP prefetcher (null unless opts.prefetch_mlp_bytes > 0).
     const MlpPrefetch* mlp_prefetch() const { return prefetch_.get(); }
+    // Bytes of the activation scratch now allocated (the arena of the memory plan).
+    uint64_t scratch_bytes() const { return uint64_t(arena_.size()) * sizeof(float); }
+    const graph::MemoryPlan& memory_plan() const { return mem_; }
 
 private:
     // What one forward needs besides the tensors.

@@ -8,8 +8,10 @@
 namespace duet::runtime {
 
 KvCache::KvCache(const KvCacheConfig& cfg) : cfg_(cfg) {
-    if (cfg.kv_type != DType::F32 && cfg.kv_type != DType::F16)
-        fail("KV cache type '{}' is not supported (allowed: f32, f16)", dtype_name(cfg.kv_type));
+    if (cfg.kv_type != DType::F32 && cfg.kv_type != DType::F16 && cfg.kv_type != DType::Q8_0)
+        fail("KV cache type '{}' is not supported (allowed: f32, f16, q8_0 = int8)", dtype_name(cfg.kv_type));
+    if (cfg.kv_type == DType::Q8_0 && cfg.head_dim % 32 != 0)
+        fail("an int8 KV cache needs head_dim a multiple of 32 (the scale block; head_dim = {})", cfg.head_dim);
     if (cfg.n_layer <= 0 || cfg.n_head_kv <= 0 || cfg.head_dim <= 0)
         fail("KV cache: n_layer, n_head_kv and head_dim must be positive (got {}, {}, {})", cfg.n_layer,
              cfg.n_head_kv, cfg.head_dim);

@@ -13,7 +13,9 @@
 // the cache and the sequence unchanged.
 //
 // Storage of one block, per layer: K rows [block_tokens][n_head_kv * head_dim] then V rows of the
-// same shape, in kv_type (F32 or F16). Memory: n_blocks * block_bytes(), allocated once.
+// same shape, in kv_type (F32, F16, or Q8_0 = int8: each row in blocks of 32 int8 values with one
+// f16 scale, amax / 127, 34 bytes per 32 values; head_dim must be a multiple of 32 so a head is
+// whole blocks). Memory: n_blocks * block_bytes(), allocated once.
 //
 // Thread safety: none; the engine (one thread) owns the cache and all its sequences.
 #include <cstdint>

@@ -35,8 +35,7 @@ MemoryBreakdown account_memory(const ModelShape& s, const Plan& plan, int64_t co
 
     const int64_t blocks_per_seq = (context + hw.kv_block_tokens - 1) / hw.kv_block_tokens;
     mb.kv_cache_bytes = uint64_t(batch) * uint64_t(blocks_per_seq) * uint64_t(hw.kv_block_tokens) * 2 *
-                        uint64_t(s.n_layer) * uint64_t(s.n_head_kv * s.head_dim) *
-                        uint64_t(dtype_info(s.kv_dtype).block_bytes);
+                        uint64_t(s.n_layer) * uint64_t(row_bytes(s.kv_dtype, s.n_head_kv * s.head_dim));  // int8: 34 B / 32
 
     const graph::MemoryPlan mp = graph::plan_memory(*g);
     int64_t prev_n_tok = -1;

@@ -18,6 +18,8 @@ RealSwitches real_switches(bool on, std::optional<Optimisation> only = std::null
     s.warmup = pick(Optimisation::WARMUP);
     s.fuse = pick(Optimisation::FUSION);
     s.paged_kv = pick(Optimisation::PAGED_KV);
+    s.static_plan = pick(Optimisation::STATIC_PLAN);
+    s.kv_int8 = pick(Optimisation::KV_INT8);
     return s;
 }
 
@@ -28,6 +30,7 @@ ModelledSwitches modelled_switches(bool on, std::optional<Optimisation> only = s
     s.fuse = pick(Optimisation::FUSION);
     s.paged_kv = pick(Optimisation::PAGED_KV);
     s.static_plan = pick(Optimisation::STATIC_PLAN);
+    s.kv_int8 = pick(Optimisation::KV_INT8);
     using Q = ModelledSwitches::WeightQuant;
     s.weight_quant = pick(Optimisation::W8A8) ? Q::W8A8 : only && *only == Optimisation::W8A16 ? Q::W8A16 : Q::NONE;
     return s;
@@ -71,6 +74,7 @@ const char* optimisation_name(Optimisation o) {
         case Optimisation::FUSION: return "fusion";
         case Optimisation::PAGED_KV: return "paged_kv";
         case Optimisation::STATIC_PLAN: return "static_plan";
+        case Optimisation::KV_INT8: return "kv_int8";
         case Optimisation::W8A16: return "w8a16";
         case Optimisation::W8A8: return "w8a8";
     }
@@ -84,8 +88,9 @@ const AblationRow& AblationSide::row(const std::string& name) const {
 }
 
 AblationSide ablate_real(const std::string& model_path, const AgentTrace& trace, const RealOptions& opts,
-                         const Targets& targets) {
+                         const Targets& targets, int64_t head_dim) {
     AblationSide side;
+    const bool int8_kv_ok = head_dim % 32 == 0;
     auto row_of = [&](const std::string& name, const RealSwitches& sw, RealRun* keep = nullptr) {
         const RealRun r = replay_real(model_path, trace, sw, opts);
         if (keep) *keep = r;
@@ -98,26 +103,22 @@ AblationSide ablate_real(const std::string& model_path, const AgentTrace& trace,
     };
     side.rows.push_back(row_of("all_off", real_switches(false)));
     for (Optimisation o : kOptimisations) {
-        if (o == Optimisation::STATIC_PLAN) {
+        if (o == Optimisation::W8A16 || o == Optimisation::W8A8 || (o == Optimisation::KV_INT8 && !int8_kv_ok)) {
             AblationRow r = side.rows.front();
             r.name = optimisation_name(o);
             r.applies = false;
-            r.note = "the engine always runs from the static plan (no per-op allocation mode to compare)";
-            side.rows.push_back(r);
-            continue;
-        }
-        if (o == Optimisation::W8A16 || o == Optimisation::W8A8) {
-            AblationRow r = side.rows.front();
-            r.name = optimisation_name(o);
-            r.applies = false;
-            r.note = "the engine computes in the file's weight dtype: compare a quantised file (e.g. Q8_0) instead";
+            r.note = o == Optimisation::KV_INT8
+                         ? fmt::format("the int8 KV cache needs head_dim a multiple of 32 (this model: {})", head_dim)
+                         : "the engine computes in the file's weight dtype: compare a quantised file (e.g. Q8_0) instead";
             side.rows.push_back(r);
             continue;
         }
         side.rows.push_back(row_of(optimisation_name(o), real_switches(false, o)));
     }
     RealRun on;
-    side.rows.push_back(row_of("all_on", real_switches(true), &on));
+    RealSwitches all = real_switches(true);
+    all.kv_int8 = int8_kv_ok;
+    side.rows.push_back(row_of("all_on", all, &on));
     judge(side, targets);
     if (!side.ttft_met) side.ttft_binding = heaviest_call(on.calls);
     if (!side.memory_met) {
@@ -146,20 +147,25 @@ AblationSide ablate_modelled(const sim::ModelShape& shape, const AgentTrace& tra
         row.peak_memory_bytes = r.peak_memory_bytes;
         return row;
     };
+    const bool int8_kv_ok = shape.head_dim % 32 == 0;
     side.rows.push_back(row_of("all_off", modelled_switches(false)));
     for (Optimisation o : kOptimisations) {
-        if (o == Optimisation::WARMUP) {
+        if (o == Optimisation::WARMUP || (o == Optimisation::KV_INT8 && !int8_kv_ok)) {
             AblationRow r = side.rows.front();
             r.name = optimisation_name(o);
             r.applies = false;
-            r.note = "the NPU model charges no page faults or first-use preparation: every call is warm";
+            r.note = o == Optimisation::WARMUP
+                         ? "the NPU model charges no page faults or first-use preparation: every call is warm"
+                         : fmt::format("the int8 KV cache needs head_dim a multiple of 32 (this model: {})", shape.head_dim);
             side.rows.push_back(r);
             continue;
         }
         side.rows.push_back(row_of(optimisation_name(o), modelled_switches(false, o)));
     }
     ModelledRun on;
-    side.rows.push_back(row_of("all_on", modelled_switches(true), &on));
+    ModelledSwitches all = modelled_switches(true);
+    all.kv_int8 = int8_kv_ok;
+    side.rows.push_back(row_of("all_on", all, &on));
     judge(side, targets);
     if (!side.ttft_met) {
         double busy = 0, launch = 0;

@@ -18,12 +18,13 @@ namespace duet::workload {
 
 // The optimisations, in table order. A side that has no mechanism for one says so (applies = false).
 // W8A16 and W8A8 are the modelled weight quantisation (all_on uses W8A8, the stronger of the two).
-enum class Optimisation { PREFIX_REUSE, WARMUP, FUSION, PAGED_KV, STATIC_PLAN, W8A16, W8A8 };
+// KV_INT8: the int8 KV cache (runtime/kv_cache.h), real and modelled, where head_dim allows it.
+enum class Optimisation { PREFIX_REUSE, WARMUP, FUSION, PAGED_KV, STATIC_PLAN, KV_INT8, W8A16, W8A8 };
 inline constexpr Optimisation kOptimisations[] = {Optimisation::PREFIX_REUSE, Optimisation::WARMUP,
                                                   Optimisation::FUSION,       Optimisation::PAGED_KV,
-                                                  Optimisation::STATIC_PLAN,  Optimisation::W8A16,
-                                                  Optimisation::W8A8};
-// "prefix_reuse", "warmup", "fusion", "paged_kv", "static_plan", "w8a16", "w8a8"
+                                                  Optimisation::STATIC_PLAN,  Optimisation::KV_INT8,
+                                                  Optimisation::W8A16,        Optimisation::W8A8};
+// "prefix_reuse", "warmup", "fusion", "paged_kv", "static_plan", "kv_int8", "w8a16", "w8a8"
 const char* optimisation_name(Optimisation o);
 
 struct AblationRow {
@@ -57,8 +58,9 @@ struct AgentAblation {
 };
 
 // Real side: 2 + |optimisations| session replays of the file.
+// head_dim: the model's (the int8 KV row needs a multiple of 32, else it does not apply).
 AblationSide ablate_real(const std::string& model_path, const AgentTrace& trace, const RealOptions& opts,
-                         const Targets& targets);
+                         const Targets& targets, int64_t head_dim);
 // Modelled side on the simulated machine (NPU only).
 // `base`: the run options every replay starts from (runtime knobs: MLP prefetch, multi-stream reuse).
 AblationSide ablate_modelled(const sim::ModelShape& shape, const AgentTrace& trace, const sim::SimHardware& hw,

@@ -35,6 +35,7 @@ ModelledRun replay_modelled(const sim::ModelShape& shape, const AgentTrace& trac
     ro.placement.policy = sim::Policy::NPU_ONLY;
     sim::ModelShape qshape = shape;
     if (sw.weight_quant != ModelledSwitches::WeightQuant::NONE) qshape.weight_dtype = DType::I8;
+    if (sw.kv_int8) qshape.kv_dtype = DType::Q8_0;
     ro.int8_matmul_act_dtype = sw.weight_quant == ModelledSwitches::WeightQuant::W8A8 ? DType::I8 : DType::F16;
     ModelledRun out;
     double sum = 0;

@@ -26,6 +26,7 @@ struct ModelledSwitches {
     // (W8A16: fp16 cube rate, half the weight bytes) or int8 activations (W8A8: the SoC's int8
     // cube fractal, configs/hw/ascend910b*.toml [fractal] int8_*). Norms, embedding and KV stay f16.
     enum class WeightQuant { NONE, W8A16, W8A8 } weight_quant = WeightQuant::NONE;
+    bool kv_int8 = false;  // the KV cache in int8 blocks (34 bytes per 32 values), else the shape's kv dtype
 };
 
 struct ModelledCall {

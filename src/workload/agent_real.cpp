@@ -69,6 +69,8 @@ RealRun replay_real(const std::string& model_path, const AgentTrace& trace, cons
     runtime::EngineOptions eo = opts.engine;
     eo.n_threads = opts.threads;
     eo.fuse = sw.fuse;
+    eo.static_plan = sw.static_plan;
+    eo.kv_type = sw.kv_int8 ? DType::Q8_0 : DType::F16;
     eo.n_ctx = reserve;  // positions a sequence may reach either way
     // paged: blocks for what the session holds; else the pool reserves the whole context
     eo.kv_blocks = sw.paged_kv ? runtime::KvCache::blocks_for(need, 1, eo.block_tokens) : 0;

@@ -2,6 +2,8 @@
 // peak of live bytes has the closed form of the llama block.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "graph/fuse_matmuls.h"
 #include "graph/memory_plan.h"
 
@@ -117,6 +119,28 @@ TEST(MemoryPlan, WithoutMultiStreamReuseCollectiveTensorsStayLiveUntilTheNextCol
     const Graph g1 = build_graph(s);  // tp 1: no collective, nothing held
     const MemoryPlan p1 = plan_memory(g1);
     EXPECT_EQ(peak_live_bytes(g1, p1, n_tok, 1, 2, true), peak_live_bytes(g1, p1, n_tok, 1, 2));
+}
+
+// Per-op allocation (the static plan's comparison): every activation root has its own columns,
+// so the arena is the sum of the roots' widths and no two roots overlap even when their
+// lifetimes do not intersect; the lifetimes are the static plan's.
+TEST(MemoryPlan, WithoutReuseEveryRootHasItsOwnColumns) {
+    const Graph g = build_graph(shape());
+    const MemoryPlan p = plan_memory_without_reuse(g), reuse = plan_memory(g);
+    int64_t sum = 0;
+    std::vector<std::pair<int64_t, int64_t>> spans;
+    for (size_t r = 0; r < g.tensors.size(); ++r) {
+        const Tensor& t = g.tensors[r];
+        if (t.base >= 0 || p.first[r] < 0 || t.kind != TensorKind::ACTIVATION) continue;
+        sum += t.width;
+        spans.push_back({p.offset[r], p.offset[r] + t.width});
+    }
+    EXPECT_EQ(p.arena_width, sum);
+    std::sort(spans.begin(), spans.end());
+    for (size_t i = 1; i < spans.size(); ++i) EXPECT_LE(spans[i - 1].second, spans[i].first);
+    EXPECT_EQ(p.first, reuse.first);
+    EXPECT_EQ(p.last, reuse.last);
+    EXPECT_GT(p.arena_width, reuse.arena_width);
 }
 
 }  // namespace duet::graph

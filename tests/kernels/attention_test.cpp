@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/quant.h"
 #include "kernels/ref/ref_kernels.h"
 #include "test_util.h"
 
@@ -149,6 +150,76 @@ TEST(Attention, OptimisedMatchesReference) {
             }
         }
     }
+}
+
+// The int8 KV cache (Q8_0 rows: 32-value blocks, one f16 scale): every optimised table reads it
+// like the reference, and the output is within the closed-form bound of the exact (f32 KV)
+// attention: a stored value is off by at most half an int8 step, e_j <= d_j / 2 (d_j = the f16
+// scale of its block, times 1.001 for the scale's own f16 rounding), so a score is off by at most
+// delta = scale * sum_i |q_i| e_K,i, the softmax weights by at most exp(2 delta) - 1 in total
+// (L1), and an output by max_s e_V + (exp(2 delta) - 1) * max_s |v|.
+TEST(Attention, Int8KvIsReadByEveryTableWithinTheQuantisationBound) {
+    ThreadPool pool(2);
+    const int64_t n_q = 3, pos0 = 37, n_head = 4, n_kv = 2, hd = 64, bt = 16, n_ctx = pos0 + n_q, row = n_kv * hd;
+    const auto k = random_vec(size_t(n_ctx * row), 31, -2.0f, 2.0f);
+    const auto v = random_vec(size_t(n_ctx * row), 32);
+    const auto q = random_vec(size_t(n_q * n_head * hd), 33, -2.0f, 2.0f);
+    const float scale = 1.0f / std::sqrt(float(hd));
+    const size_t rb = row_bytes(DType::Q8_0, row);
+    const int64_t n_blocks = (n_ctx + bt - 1) / bt;
+    std::vector<std::vector<uint8_t>> ks(size_t(n_blocks), std::vector<uint8_t>(size_t(bt) * rb)), vs = ks;
+    std::vector<float> kq(k.size()), vq(v.size());  // the dequantised values, for the bound
+    for (int64_t t = 0; t < n_ctx; ++t) {
+        uint8_t* kd = ks[size_t(t / bt)].data() + size_t(t % bt) * rb;
+        uint8_t* vd = vs[size_t(t / bt)].data() + size_t(t % bt) * rb;
+        quant::quantize_row(&k[size_t(t * row)], DType::Q8_0, kd, row);
+        quant::quantize_row(&v[size_t(t * row)], DType::Q8_0, vd, row);
+        quant::dequantize_row(kd, DType::Q8_0, &kq[size_t(t * row)], row);
+        quant::dequantize_row(vd, DType::Q8_0, &vq[size_t(t * row)], row);
+    }
+    std::vector<const void*> kp, vp;
+    for (int64_t b = 0; b < n_blocks; ++b) kp.push_back(ks[size_t(b)].data()), vp.push_back(vs[size_t(b)].data());
+    const KvView int8{kp.data(), vp.data(), bt, DType::Q8_0};
+    std::vector<const void*> kf, vf;  // the exact f32 cache: one block holding every position
+    kf.push_back(k.data());
+    vf.push_back(v.data());
+    const KvView exact{kf.data(), vf.data(), n_ctx, DType::F32};
+    std::vector<float> ref_out(q.size()), exact_out(q.size());
+    ref::attention(q.data(), n_q, pos0, n_head, n_kv, hd, int8, scale, ref_out.data(), pool);
+    ref::attention(q.data(), n_q, pos0, n_head, n_kv, hd, exact, scale, exact_out.data(), pool);
+    for (const KernelTable* t : optimised_tables()) {
+        std::vector<float> out(q.size(), NAN);
+        t->attention(q.data(), n_q, pos0, n_head, n_kv, hd, int8, scale, out.data(), pool);
+        for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], ref_out[i], 1e-5) << t->name << " i=" << i;
+    }
+    // the bound, per (query token, head, output element)
+    auto half_step = [&](const std::vector<float>& x, int64_t t, int64_t i) {
+        const int64_t b0 = (i / 32) * 32;
+        float amax = 0;
+        for (int64_t j = b0; j < b0 + 32; ++j) amax = std::max(amax, std::fabs(x[size_t(t * row + j)]));
+        return 0.5 * double(amax) / 127.0 * 1.001 + 1e-7;
+    };
+    for (int64_t t = 0; t < n_q; ++t)
+        for (int64_t h = 0; h < n_head; ++h) {
+            const int64_t kvh = h / (n_head / n_kv), ctx = pos0 + t + 1;
+            double delta = 0, ev = 0, vmax = 0;
+            for (int64_t s2 = 0; s2 < ctx; ++s2) {
+                double d = 0;
+                for (int64_t i = 0; i < hd; ++i)
+                    d += std::fabs(double(q[size_t((t * n_head + h) * hd + i)])) * half_step(k, s2, kvh * hd + i);
+                delta = std::max(delta, double(scale) * d);
+                for (int64_t i = 0; i < hd; ++i) {
+                    ev = std::max(ev, half_step(v, s2, kvh * hd + i));
+                    vmax = std::max(vmax, double(std::fabs(v[size_t(s2 * row + kvh * hd + i)])));
+                }
+            }
+            const double bound = ev + (std::exp(2 * delta) - 1) * vmax + 1e-5;
+            for (int64_t i = 0; i < hd; ++i) {
+                const size_t at = size_t((t * n_head + h) * hd + i);
+                EXPECT_LE(std::fabs(double(ref_out[at]) - double(exact_out[at])), bound) << "t=" << t << " h=" << h;
+            }
+        }
+    EXPECT_NE(ref_out, exact_out);  // the int8 cache did round
 }
 
 TEST(Attention, BadShapesAreErrors) {

@@ -85,11 +85,12 @@ class Hparams:
 
 
 class Model:
-    def __init__(self, path, act_quant="none", kv_f16=False):
+    def __init__(self, path, act_quant="none", kv_f16=False, kv_int8=False):
         if act_quant not in ("none", "ggml"):
             raise ValueError(f"act_quant must be none or ggml, got {act_quant!r}")
         self.act_quant = act_quant
         self.kv_f16 = kv_f16
+        self.kv_int8 = kv_int8
         self.g = GgufFile(path)
         self.hp = Hparams(self.g)
         self._cache = {}
@@ -195,6 +196,9 @@ class Model:
             if self.kv_f16:  # an f16 KV cache stores K after RoPE, and V, rounded to half
                 k = k.astype(np.float16).astype(np.float64)
                 v = v.astype(np.float16).astype(np.float64)
+            if self.kv_int8:  # an int8 KV cache: each row in 32-value blocks, one f16 scale each (Q8_0)
+                k = quantize_activations(k.reshape(T, -1), 32, True).reshape(k.shape)
+                v = quantize_activations(v.reshape(T, -1), 32, True).reshape(v.shape)
             x = x + self.matmul(self.attention(q, k, v), p + "attn_output.weight")
             h = self.rmsnorm(x, p + "ffn_norm.weight")
             gate = self.matmul(h, p + "ffn_gate.weight")
@@ -239,9 +243,11 @@ def main(argv=None):
     ap.add_argument("--act-quant", choices=["none", "ggml"], default="none",
                     help="emulate the engine's 8-bit activation quantisation (default none)")
     ap.add_argument("--kv-f16", action="store_true", help="round K and V to f16 as an f16 KV cache does")
+    ap.add_argument("--kv-int8", action="store_true",
+                    help="round K and V through 32-value int8 blocks with an f16 scale, as the int8 KV cache does")
     args = ap.parse_args(argv)
     try:
-        m = Model(args.model, act_quant=args.act_quant, kv_f16=args.kv_f16)
+        m = Model(args.model, act_quant=args.act_quant, kv_f16=args.kv_f16, kv_int8=args.kv_int8)
         logits = m.forward(parse_tokens(args.tokens))
     except (GgufError, ValueError, OSError) as e:
         print(f"forward.py: {e}", file=sys.stderr)

@@ -114,7 +114,13 @@ TEST(CliRun, BadOptionsAreClearErrors) {
     ASSERT_FALSE(model.empty());
     Result r = run_duet(fmt::format("run -m '{}' -p hi --kv-type q8_0", model));
     EXPECT_EQ(r.rc, 2);
-    EXPECT_EQ(r.err, "duet: error: --kv-type 'q8_0' is not supported (allowed: f32, f16)\n");
+    EXPECT_EQ(r.err, "duet: error: --kv-type 'q8_0' is not supported (allowed: f32, f16, int8)\n");
+    r = run_duet(fmt::format("serve -m '{}' --no-auth --port 0 --kv-type q4", model));  // before the server starts
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_EQ(r.err, "duet: error: --kv-type 'q4' is not supported (allowed: f32, f16, int8)\n");
+    r = run_duet(fmt::format("run -m '{}' -p hi --kv-type int8", model));  // tiny-llama: head_dim 16
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_EQ(r.err, "duet: error: an int8 KV cache needs head_dim a multiple of 32 (the scale block; head_dim = 16)\n");
     r = run_duet(fmt::format("run -m '{}' -p hi --system x", model));
     EXPECT_EQ(r.rc, 2);
     EXPECT_EQ(r.err, "duet: error: --system and --chat-template need --chat\n");

@@ -42,11 +42,16 @@ std::vector<int32_t> prompt_of(const Model& m) {
     return p;
 }
 
+EngineOptions one_thread() {
+    EngineOptions o;
+    o.n_threads = 1;
+    return o;
+}
+
 TEST(EngineKnobs, PrefetchMlpHintsEachLayersGateUpAndChangesNoNumber) {
     auto m = tiny();
     ASSERT_TRUE(m);
-    EngineOptions o;
-    o.n_threads = 1;
+    EngineOptions o = one_thread();
     Engine plain(m, o);
     const uint64_t budget = 4096;  // smaller than a layer's gate/up: the budget binds
     o.prefetch_mlp_bytes = budget;
@@ -68,6 +73,23 @@ TEST(EngineKnobs, PrefetchMlpHintsEachLayersGateUpAndChangesNoNumber) {
     uint64_t whole = 0;
     for (const model::LayerWeights& l : m->weights().layers) whole += l.ffn_gate.n_bytes() + l.ffn_up.n_bytes();
     EXPECT_EQ(all.mlp_prefetch()->bytes_issued(), whole);
+}
+
+// Per-op allocation (the agent ablation's static_plan row off): the scratch is one column range
+// per activation (graph::plan_memory_without_reuse), so it is larger, and the numbers are the same.
+TEST(EngineKnobs, PerOpAllocationTakesMoreScratchForTheSameLogits) {
+    auto m = tiny();
+    ASSERT_TRUE(m);
+    EngineOptions o = one_thread();
+    Engine planned(m, o);
+    o.static_plan = false;
+    Engine per_op(m, o);
+    const std::vector<int32_t> p = prompt_of(*m);
+    EXPECT_EQ(prompt_logits(per_op, p), prompt_logits(planned, p));
+    const auto width = [](const Engine& e) { return uint64_t(e.memory_plan().arena_width); };
+    EXPECT_EQ(per_op.scratch_bytes(), width(per_op) * p.size() * sizeof(float));
+    EXPECT_EQ(planned.scratch_bytes(), width(planned) * p.size() * sizeof(float));
+    EXPECT_GT(per_op.scratch_bytes(), planned.scratch_bytes());
 }
 
 TEST(EngineKnobs, ReferenceAttentionRunsTheScalarKernelBitForBit) {
@@ -104,8 +126,7 @@ TEST(EngineKnobs, ExecuteTimeObserverSeesEveryForward) {
     auto m = tiny();
     ASSERT_TRUE(m);
     std::vector<ForwardTime> seen;
-    EngineOptions o;
-    o.n_threads = 1;
+    EngineOptions o = one_thread();
     o.on_forward = [&](const ForwardTime& t) { seen.push_back(t); };
     Engine e(m, o);
     SequenceKv s;

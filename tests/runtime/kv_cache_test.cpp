@@ -35,14 +35,32 @@ TEST(KvCache, SizesFollowTheConfig) {
 }
 
 TEST(KvCache, RejectsBadConfig) {
-    KvCacheConfig c = small(3, DType::Q8_0);
+    KvCacheConfig c = small(3, DType::Q4_0);
     try {
         KvCache bad(c);
         FAIL() << "no error";
     } catch (const Error& e) {
-        EXPECT_STREQ(e.what(), "KV cache type 'q8_0' is not supported (allowed: f32, f16)");
+        EXPECT_STREQ(e.what(), "KV cache type 'q4_0' is not supported (allowed: f32, f16, q8_0 = int8)");
+    }
+    try {
+        KvCache bad(small(3, DType::Q8_0));  // head_dim 4
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "an int8 KV cache needs head_dim a multiple of 32 (the scale block; head_dim = 4)");
     }
     EXPECT_THROW(KvCache(small(0)), Error);
+}
+
+// int8 (Q8_0): 34 bytes per 32 values, 0.53x the f16 cache's bytes.
+TEST(KvCache, Int8TakesAboutHalfTheF16Bytes) {
+    KvCacheConfig c = small(3, DType::Q8_0);
+    c.head_dim = 64;
+    KvCache i8(c);
+    c.kv_type = DType::F16;
+    KvCache f16(c);
+    EXPECT_EQ(i8.row_bytes(), 2u * 2u * 34u);  // 2 heads x 64 values = 4 blocks of 34 bytes
+    EXPECT_EQ(f16.row_bytes(), 2u * 64u * 2u);
+    EXPECT_EQ(i8.total_bytes() * 64, f16.total_bytes() * 34);
 }
 
 TEST(KvCache, AllocateIsAllOrNothing) {

@@ -90,6 +90,20 @@ TEST(BenchCli, PrefetchDepthAndPreconvertAtShortPrompts) {
               d4.report["target"]["memory"]["conversion_bytes"].get<double>());
 }
 
+// --kv-type int8: the modelled KV cache holds 34 bytes per 32 values (0.53x of f16) and decode,
+// which streams the KV, does not get slower.
+TEST(BenchCli, KvTypeInt8ShrinksTheModelledKvCache) {
+    const std::string base = std::string(kBench) + " --baseline npu_only --target npu_only";
+    Result f16 = run("", base), i8 = run("", base + " --kv-type int8");
+    const auto kv = [](const Result& r) { return r.report["target"]["memory"]["kv_cache_bytes"].get<uint64_t>(); };
+    ASSERT_GT(kv(f16), 0u);
+    EXPECT_EQ(kv(i8) * 64, kv(f16) * 34);
+    EXPECT_LE(tbt(i8), tbt(f16));
+    Result bad = run("", "bench --model llama2-7b --kv-type q4", false);
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_NE(bad.out.find("--kv-type 'q4' is not supported (allowed: f32, f16, int8)"), std::string::npos) << bad.out;
+}
+
 TEST(BenchCli, ZeroCopySwitchOffCostsTtft) {
     Result on = run("", kBench), off = run("DUET_SCHEDULING_ZERO_COPY_SWITCH=false", kBench);
     EXPECT_GT(off.report["target"]["timeline"]["switch_ns"].get<double>(),

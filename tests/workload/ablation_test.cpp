@@ -86,10 +86,23 @@ TEST(AgentModelled, MaxLengthReservationAndNoMemoryReuseCostMemoryOnly) {
     EXPECT_DOUBLE_EQ(no_reuse.ttft_mean_ms, paged.ttft_mean_ms);
 }
 
+// The int8 KV cache on the model: 34 bytes per 32 values of every call's KV (head_dim 64 here).
+TEST(AgentModelled, Int8KvTakes34Of64KvBytes) {
+    fake::Rig rig;
+    const sim::SimHardware hw = rig.hw();
+    const sim::ModelShape s = fake::small_shape();
+    ModelledSwitches sw;
+    const ModelledRun f16 = replay_modelled(s, small_session(), sw, hw, 4096);
+    sw.kv_int8 = true;
+    const ModelledRun i8 = replay_modelled(s, small_session(), sw, hw, 4096);
+    for (size_t i = 0; i < f16.calls.size(); ++i)
+        EXPECT_EQ(i8.calls[i].memory.kv_cache_bytes * 64, f16.calls[i].memory.kv_cache_bytes * 34) << "call " << i;
+}
+
 TEST(AgentAblation, ModelledSideRowsRatiosAndJson) {
     fake::Rig rig;
     const AblationSide side = ablate_modelled(fake::small_shape(), small_session(), rig.hw(), 4096, "fake", Targets{});
-    ASSERT_EQ(side.rows.size(), 9u);  // all_off, 7 optimisations, all_on
+    ASSERT_EQ(side.rows.size(), 10u);  // all_off, 8 optimisations, all_on
     EXPECT_EQ(side.rows.front().name, "all_off");
     EXPECT_EQ(side.rows.back().name, "all_on");
     EXPECT_DOUBLE_EQ(side.rows.front().ttft_ratio, 1.0);
@@ -106,7 +119,7 @@ TEST(AgentAblation, ModelledSideRowsRatiosAndJson) {
     const nlohmann::json j = ablation_json(a);
     EXPECT_EQ(j["schema"], "duet.agent/1");
     EXPECT_DOUBLE_EQ(j["agent"]["modelled"]["ttft_ratio"].get<double>(), side.ttft_ratio);
-    EXPECT_EQ(j["agent"]["modelled"]["rows"].size(), 9u);
+    EXPECT_EQ(j["agent"]["modelled"]["rows"].size(), 10u);
     EXPECT_FALSE(j["agent"].contains("real"));
     EXPECT_NE(format_ablation(a).find("modelled: TTFT all-on/all-off = "), std::string::npos);
     EXPECT_EQ(ablation_svg(a).rfind("<svg", 0), 0u);
@@ -199,7 +212,7 @@ TEST(AgentBenchCli, FileModeWritesBothSidesPresetModeTheModelOnly) {
         ASSERT_TRUE(j["agent"].contains(side)) << side;
         EXPECT_TRUE(j["agent"][side]["ttft_ratio"].is_number());
         EXPECT_TRUE(j["agent"][side]["peak_memory_ratio"].is_number());
-        EXPECT_EQ(j["agent"][side]["rows"].size(), 9u);
+        EXPECT_EQ(j["agent"][side]["rows"].size(), 10u);
     }
     EXPECT_NE(c.out.find("real:     TTFT all-on/all-off = "), std::string::npos) << c.out;
     EXPECT_TRUE(std::filesystem::file_size(dir + "/r.svg") > 100);

@@ -1,6 +1,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/quant.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ref/ref_kernels.h"
 
@@ -14,7 +15,11 @@ void kv_row(const KvView& kv, bool is_k, int64_t t, int64_t row_elems, float* ds
     const int64_t b = t / kv.block_tokens;
     const void* block = blocks[b];
     const int64_t off = (t % kv.block_tokens) * row_elems;
-    if (kv.kv_type == DType::F32) {
+    if (kv.kv_type == DType::Q8_0) {  // int8 KV: blocks of 32 values with one f16 scale (ggml's Q8_0)
+        const size_t rb = row_bytes(DType::Q8_0, row_elems);
+        quant::dequantize_row(static_cast<const uint8_t*>(block) + size_t(t % kv.block_tokens) * rb, DType::Q8_0, dst,
+                              row_elems);
+    } else if (kv.kv_type == DType::F32) {
         const float* src = static_cast<const float*>(block) + off;
         for (int64_t i = 0; i < row_elems; ++i) dst[i] = src[i];
     } else {
