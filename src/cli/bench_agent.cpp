@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "cli/bench_runner.h"
 #include "cli/flags.h"
 #include "cli/knob_effects.h"
 #include "config/coop_config.h"
@@ -16,6 +15,7 @@
 #include "model/hparams.h"
 #include "sim/report_files.h"
 #include "workload/ablation.h"
+#include "workload/bench_runner.h"
 
 namespace duet::cli {
 
@@ -41,7 +41,7 @@ bool is_agent_workload(const AgentBenchArgs& a) {
 
 void run_bench_agent(const AgentBenchArgs& a, const AgentBenchCommon& c) {
     const config::EnvMap env = config::process_env();
-    const config::Settings st = config::load_settings(c.settings_path, env, known_soc_names());
+    const config::Settings st = config::load_settings(c.settings_path, env, workload::known_soc_names());
     const config::CoopConfig cfg = config::load_coop_config(c.config_path, env);
     const config::RuntimeKnobs knobs = runtime_knobs_of(st);
     const workload::AgentTrace trace =
@@ -73,8 +73,8 @@ void run_bench_agent(const AgentBenchArgs& a, const AgentBenchCommon& c) {
                                     "positions{})", model, a.threads > 0 ? std::to_string(a.threads) : "all", max_ctx,
                                     ro.pin_threads ? ", threads pinned (CPU_AFFINITY_CONF)" : "");
     }
-    const sim::ModelShape shape = bench_model_shape(model, st.runtime.dtype);
-    const auto rig = cached_hardware_rig(st, cfg, "", config::effective_npu_dispatch(c.dispatch, knobs));
+    const sim::ModelShape shape = workload::bench_model_shape(model, st.runtime.dtype);
+    const auto rig = workload::cached_hardware_rig(st, cfg, "", config::effective_npu_dispatch(c.dispatch, knobs));
     sim::RunOptions base;
     base.prefetch_mlp = knobs.prefetch_mlp;
     base.multi_stream_memory_reuse = knobs.multi_stream_memory_reuse;

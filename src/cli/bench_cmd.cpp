@@ -7,7 +7,6 @@
 
 #include "cli/bench_agent.h"
 #include "cli/bench_file_mode.h"
-#include "cli/bench_runner.h"
 #include "cli/commands.h"
 #include "cli/ctx_check.h"
 #include "cli/flags.h"
@@ -24,6 +23,7 @@
 #include "sim/planner.h"
 #include "sim/report.h"
 #include "sim/report_files.h"
+#include "workload/bench_runner.h"
 
 namespace duet::cli {
 
@@ -51,12 +51,12 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
         return run_bench_agent(a.agent, {a.model, a.settings_path, a.config_path, a.dispatch, a.report, a.svg});
     const auto t0 = std::chrono::steady_clock::now();
     const config::EnvMap env = config::process_env();
-    config::Settings st = config::load_settings(a.settings_path, env, known_soc_names());
+    config::Settings st = config::load_settings(a.settings_path, env, workload::known_soc_names());
     config::CoopConfig cfg = config::load_coop_config(a.config_path, env);
-    cfg.topology = topology_from_flags(cfg.topology, a.topology, a.npus, a.pims);
+    cfg.topology = workload::topology_from_flags(cfg.topology, a.topology, a.npus, a.pims);
     if (root.get_option("--log-level")->count() == 0) set_log_level(st.runtime.log_level, "settings runtime.log_level");
 
-    TraceBenchInputs in;
+    workload::TraceBenchInputs in;
     in.seq_len = a.seq_len != -1 ? a.seq_len : st.runtime.seq_len;
     if (a.batch != -1 && (a.batch < 1 || a.batch > 4096)) fail("--batch = {} is not allowed (allowed: 1 to 4096)", a.batch);
     if (in.seq_len < 1) fail("--seq-len = {} is not allowed (allowed: 1 or more)", in.seq_len);
@@ -85,7 +85,7 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
     if (file_mode && in.tp * in.pp > 1)
         fail("--tp {} --pp {} with a model file: bench models tensor and pipeline parallelism trace-only (allowed: an "
              "architecture preset, or mpirun -np N duet run --tp N for the real engine)", in.tp, in.pp);
-    BenchSetup setup = prepare_bench(st, cfg, in, file_mode);
+    workload::BenchSetup setup = workload::prepare_bench(st, cfg, in, file_mode);
     if (!a.kv_type.empty() && a.kv_type != "f16") {  // the modelled KV cache in int8 blocks (runtime/kv_cache.h)
         if (file_mode) fail("--kv-type {} with a model file: FILE mode traces the engine's f16 KV (allowed: f16)", a.kv_type);
         setup.shape_b.kv_dtype = setup.shape_t.kv_dtype = kv_type_from_flag(a.kv_type);
@@ -94,7 +94,7 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
     int64_t sim_seq = in.seq_len;
     nlohmann::json functional;
     if (!file_mode) {
-        plan_generations(setup, in, plan, plan_t);
+        workload::plan_generations(setup, in, plan, plan_t);
     } else {
         if (in.batch != 1) fail("--batch = {} with a model file: FILE mode runs one sequence (allowed: 1)", in.batch);
         const auto& lp = setup.rig->layout->params();
@@ -144,7 +144,7 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
                       {"baseline", host(fb)},
                       {"target", host(ft)}};
     }
-    sim::BenchReport r = finish_bench(st, cfg, in, setup, plan, plan_t, sim_seq);
+    sim::BenchReport r = workload::finish_bench(st, cfg, in, setup, plan, plan_t, sim_seq);
     r.functional = functional;
     log_modelled_execute_times(knobs, in.baseline, r.baseline.timeline);
     log_modelled_execute_times(knobs, in.target, r.target.timeline);

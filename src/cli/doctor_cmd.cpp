@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "cli/bench_runner.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "config/coop_config.h"
@@ -20,6 +19,7 @@
 #include "runtime/model.h"
 #include "sim/hw_rig.h"
 #include "sim/model_shape.h"
+#include "workload/bench_runner.h"
 
 namespace duet::cli {
 
@@ -44,7 +44,7 @@ void print_devices(const config::Settings& st, const config::CoopConfig& cfg, co
                     "duet (modelled devices, npu-smi info layout)            Version: duet " DUET_VERSION_STRING, line.c_str());
         std::printf("| %-6s| %-14s| %-34s| %-39s|\n", "NPU", "Name", "Memory (type, size, bandwidth)", "PIM (device, units)");
         std::printf("+%s+\n", std::string(100, '=').c_str());
-        const int64_t n_npus = modelled_npu_count(cfg);
+        const int64_t n_npus = workload::modelled_npu_count(cfg);
         for (int64_t id = 0; id < n_npus; ++id) {
             std::string pim_col = "none";
             if (rig->pim) {
@@ -87,7 +87,7 @@ void print_runtime_knobs(const config::Settings& st, int& problems, int& warning
                     k.effect.c_str());
     }
     try {
-        config::visible_npu_count(config::read_runtime_knobs(env, st.runtime.knobs, st.source), modelled_npu_count(cfg));
+        config::visible_npu_count(config::read_runtime_knobs(env, st.runtime.knobs, st.source), workload::modelled_npu_count(cfg));
     } catch (const Error& e) {
         std::printf("  ERROR %s\n", e.what());
         ++problems;
@@ -103,7 +103,7 @@ void run_doctor(const DoctorArgs& a) {
     int problems = 0, warnings = 0;
     std::vector<std::string> socs;
     try {
-        socs = known_soc_names();
+        socs = workload::known_soc_names();
     } catch (const Error& e) {
         std::printf("NPU presets: ERROR %s\n", e.what());
         ++problems;
@@ -111,7 +111,7 @@ void run_doctor(const DoctorArgs& a) {
     config::Diagnostics ds(true), dc(true);
     config::Settings st = config::load_settings(a.settings_path, env, socs, ds);
     config::CoopConfig cfg = config::load_coop_config(a.config_path, env, dc);
-    config::check_device_id(st, modelled_npu_count(cfg), env, ds);
+    config::check_device_id(st, workload::modelled_npu_count(cfg), env, ds);
 
     std::printf("settings: %s%s\n", a.settings_path.c_str(),
                 st.api_section == "taotoken" ? " (API section read from 'taotoken', another name of 'api')"
@@ -167,7 +167,7 @@ void run_doctor(const DoctorArgs& a) {
                 std::printf("model %s: loaded in %.1f ms (%s tokenizer)\n", a.model.c_str(), m->load_ms(),
                             m->has_tokenizer() ? "with" : "no");
             }
-            sim::ModelShape s = bench_model_shape(a.model, st.runtime.dtype);
+            sim::ModelShape s = workload::bench_model_shape(a.model, st.runtime.dtype);
             std::printf("model %s: %lld layers, n_embd %lld, %lld heads / %lld kv, n_ff %lld, vocab %lld\n",
                         a.model.c_str(), (long long)s.n_layer, (long long)s.n_embd, (long long)s.n_head,
                         (long long)s.n_head_kv, (long long)s.n_ff, (long long)s.n_vocab);

@@ -9,7 +9,6 @@
 #include <optional>
 #include <thread>
 
-#include "cli/bench_runner.h"
 #include "cli/commands.h"
 #include "cli/ctx_check.h"
 #include "cli/flags.h"
@@ -30,6 +29,7 @@
 #include "server/http_server.h"
 #include "server/task_service.h"
 #include "server/task_store.h"
+#include "workload/bench_runner.h"
 
 namespace duet::cli {
 namespace {
@@ -55,7 +55,7 @@ void on_signal(int) {
 
 void serve(const ServeArgs& a, const CLI::App& root) {
     const config::EnvMap env = config::process_env();
-    const config::Settings st = config::load_settings(a.settings_path, env, known_soc_names());
+    const config::Settings st = config::load_settings(a.settings_path, env, workload::known_soc_names());
     const config::CoopConfig cfg = config::load_coop_config(a.config_path, env);
     if (root.get_option("--log-level")->count() == 0) set_log_level(st.runtime.log_level, "settings runtime.log_level");
 
@@ -139,13 +139,13 @@ void serve(const ServeArgs& a, const CLI::App& root) {
     // TASK_QUEUE_ENABLE picks the modelled NPU's dispatch mode (config/runtime_knobs.h)
     const std::string dispatch = config::effective_npu_dispatch("", knobs);
     server::ModelledTimings timings = [st, cfg, path, dispatch](int64_t n_prompt, int64_t n_gen) -> nlohmann::json {
-        TraceBenchInputs in;
+        workload::TraceBenchInputs in;
         in.model = path;
         in.dispatch = dispatch;
         in.seq_len = std::max<int64_t>(1, n_prompt);
         in.gen_len = std::max<int64_t>(1, n_gen);
         try {
-            const sim::BenchReport r = run_trace_bench(st, cfg, in);
+            const sim::BenchReport r = workload::run_trace_bench(st, cfg, in);
             auto run = [](const sim::RunReport& x) {
                 return nlohmann::json{{"policy", x.policy},
                                       {"ttft_ms", x.timeline.ttft_ns / 1e6},

@@ -5,13 +5,13 @@
 
 #include <map>
 
-#include "cli/bench_runner.h"
 #include "core/error.h"
 #include "model/arch_presets.h"
 #include "server/api_error.h"
 #include "sim/report.h"
 #include "tune/outputs.h"
 #include "tune/tune.h"
+#include "workload/bench_runner.h"
 
 namespace duet::cli {
 namespace {
@@ -36,7 +36,7 @@ void apply_param(const config::Field<T>& f, const std::string& param, const nloh
 struct TaskInputs {
     config::Settings st;
     config::CoopConfig cfg;
-    TraceBenchInputs in;
+    workload::TraceBenchInputs in;
 };
 
 const std::map<std::string, std::string>& task_aliases() {
@@ -184,7 +184,7 @@ nlohmann::json bench_task(const nlohmann::json& params, const config::Settings& 
                           const std::string& model, const Progress& progress) {
     TaskInputs t = task_inputs(params, st, cfg, model, false);
     progress(0.1, nullptr);
-    sim::BenchReport r = run_trace_bench(t.st, t.cfg, t.in);
+    sim::BenchReport r = workload::run_trace_bench(t.st, t.cfg, t.in);
     progress(0.9, nullptr);
     return sim::report_to_json(r);
 }

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <limits>
 
-#include "cli/bench_runner.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "config/coop_config.h"
@@ -16,6 +15,7 @@
 #include "sim/report_files.h"
 #include "tune/outputs.h"
 #include "tune/tune.h"
+#include "workload/bench_runner.h"
 
 namespace duet::cli {
 namespace {
@@ -46,7 +46,7 @@ void run_tune_cmd(const TuneArgs& a) {
     const auto t0 = std::chrono::steady_clock::now();
     const config::EnvMap env = config::process_env();
     tune::TuneOptions o;
-    o.base.st = config::load_settings(a.settings_path, env, known_soc_names());
+    o.base.st = config::load_settings(a.settings_path, env, workload::known_soc_names());
     o.base.cfg = config::load_coop_config(a.config_path, env);
     const config::Settings file_settings = o.base.st;
     auto& in = o.base.in;

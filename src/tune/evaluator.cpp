@@ -112,7 +112,7 @@ PointResult point_from_json(const nlohmann::json& j) {
 }
 
 struct Evaluator::Entry {
-    cli::BenchSetup setup;
+    workload::BenchSetup setup;
     std::map<int64_t, std::pair<sim::Plan, sim::Plan>> plans;  // by batch
     std::map<std::string, sim::RunReport> baselines;           // by baseline_key
 };
@@ -123,7 +123,7 @@ namespace {
 // its run options. An NPU-only baseline reads none of the PIM-side knobs (placement, the
 // conversion in timeline.cpp and the conversion cache in memory_accounting.cpp are all gated
 // on the policy), so points that differ only in those share one baseline.
-std::string baseline_key(const cli::TraceBenchInputs& in, const sim::RunOptions& o) {
+std::string baseline_key(const workload::TraceBenchInputs& in, const sim::RunOptions& o) {
     std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}", in.batch, in.seq_len, in.gen_len, int(o.placement.policy),
                                   o.weight_base_shared, o.record_events, o.record_decode_steps);
     if (o.placement.policy == sim::Policy::NPU_ONLY) return key;
@@ -151,7 +151,7 @@ Evaluator::Entry& Evaluator::setup_for(const Candidate& c) {
     auto& slot = setups_[key];
     if (!slot) {
         auto e = std::make_shared<Entry>();
-        e->setup = cli::prepare_bench(c.st, c.cfg, c.in, false);
+        e->setup = workload::prepare_bench(c.st, c.cfg, c.in, false);
         slot = e;
     }
     return *slot;
@@ -163,10 +163,10 @@ sim::BenchReport Evaluator::report(const Point& p) {
     auto it = e.plans.find(c.in.batch);
     if (it == e.plans.end()) {
         std::pair<sim::Plan, sim::Plan> pl;
-        cli::plan_generations(e.setup, c.in, pl.first, pl.second);
+        workload::plan_generations(e.setup, c.in, pl.first, pl.second);
         it = e.plans.emplace(c.in.batch, std::move(pl)).first;
     }
-    const sim::RunOptions ob = cli::bench_run_options(c.cfg, e.setup.pb, c.in);
+    const sim::RunOptions ob = workload::bench_run_options(c.cfg, e.setup.pb, c.in);
     const std::string bkey = baseline_key(c.in, ob);
     auto b = e.baselines.find(bkey);
     if (b == e.baselines.end()) {
@@ -174,7 +174,7 @@ sim::BenchReport Evaluator::report(const Point& p) {
                                                c.in.batch, ob, e.setup.rig->hw);
         b = e.baselines.emplace(bkey, std::move(run)).first;
     }
-    return cli::finish_bench(c.st, c.cfg, c.in, e.setup, it->second.first, it->second.second, c.in.seq_len, &b->second);
+    return workload::finish_bench(c.st, c.cfg, c.in, e.setup, it->second.first, it->second.second, c.in.seq_len, &b->second);
 }
 
 PointResult Evaluator::evaluate(const Point& p) {

@@ -1,6 +1,6 @@
 #pragma once
 // Evaluates tune points: applies a point to the base configuration, runs the trace-only
-// baseline-vs-target comparison of `duet bench` (cli::finish_bench, the same code) and
+// baseline-vs-target comparison of `duet bench` (workload::finish_bench, the same code) and
 // condenses the report into a PointResult.
 //
 // Reuse: the hardware rig (NPU + PIM device models, layout binding) and the model's plans are

@@ -98,7 +98,7 @@ void set_knob(Candidate& c, const std::string& dotted, const std::string& json_l
     }
     if (set_from(config::settings_fields(), c.st, dotted, v, where)) {
         if (dotted == "ascend.soc_version") {
-            const auto socs = cli::known_soc_names();
+            const auto socs = workload::known_soc_names();
             if (std::find(socs.begin(), socs.end(), c.st.ascend.soc_version) == socs.end())
                 fail("{}: key 'ascend.soc_version' = \"{}\" is not a known NPU preset (allowed: {})", where,
                      c.st.ascend.soc_version, config::join_names(socs));

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/bench_runner.h"
 #include "config/coop_config.h"
 #include "config/settings.h"
+#include "workload/bench_runner.h"
 
 namespace duet::tune {
 
@@ -31,7 +31,7 @@ using Point = std::vector<int>;  // value index per dimension
 struct Candidate {
     config::Settings st;
     config::CoopConfig cfg;
-    cli::TraceBenchInputs in;
+    workload::TraceBenchInputs in;
 };
 
 struct SpaceOptions {

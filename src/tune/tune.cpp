@@ -8,9 +8,9 @@
 #include <memory>
 #include <random>
 
-#include "cli/bench_runner.h"
 #include "core/error.h"
 #include "tune/results_file.h"
+#include "workload/bench_runner.h"
 
 namespace duet::tune {
 
@@ -31,7 +31,7 @@ const char* strategy_name(Strategy s) {
 }
 
 Space make_space(const TuneOptions& opt) {
-    const sim::ModelShape shape = cli::bench_model_shape(opt.base.in.model, opt.base.st.runtime.dtype);
+    const sim::ModelShape shape = workload::bench_model_shape(opt.base.in.model, opt.base.st.runtime.dtype);
     return Space(opt.space, shape.n_layer);
 }
 

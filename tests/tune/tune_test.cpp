@@ -9,11 +9,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "cli/bench_runner.h"
 #include "config/coop_config.h"
 #include "core/error.h"
 #include "tune/outputs.h"
 #include "tune/tune.h"
+#include "workload/bench_runner.h"
 
 using namespace duet;
 using namespace duet::tune;
@@ -94,7 +94,7 @@ TEST(TuneGrid, BestEqualsIndependentBruteForce) {
         Point p;
         ASSERT_TRUE(s.point_from_json(r.points[i].values, p));
         const Candidate c = s.apply(o.base, p);
-        const sim::BenchReport b = cli::run_trace_bench(c.st, c.cfg, c.in);
+        const sim::BenchReport b = workload::run_trace_bench(c.st, c.cfg, c.in);
         EXPECT_EQ(r.points[i].tbt_ms, b.target.tbt_mean_ns / 1e6) << r.points[i].key;
         EXPECT_EQ(r.points[i].memory_bytes, double(b.target.memory.total_bytes()));
         EXPECT_EQ(r.points[i].ttft_ms, b.target.timeline.ttft_ns / 1e6);

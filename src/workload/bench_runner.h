@@ -13,7 +13,7 @@
 #include "sim/planner.h"
 #include "sim/report.h"
 
-namespace duet::cli {
+namespace duet::workload {
 
 struct TraceBenchInputs {
     std::string model;  // architecture preset or GGUF file (its hparams only: no weights are read)
@@ -92,4 +92,4 @@ config::TopologySection topology_from_flags(const config::TopologySection& base,
 sim::BenchReport run_trace_bench(const config::Settings& st, const config::CoopConfig& cfg,
                                  const TraceBenchInputs& in);
 
-}  // namespace duet::cli
+}  // namespace duet::workload

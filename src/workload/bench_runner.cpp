@@ -1,4 +1,4 @@
-#include "cli/bench_runner.h"
+#include "workload/bench_runner.h"
 
 #include <algorithm>
 #include <deque>
@@ -21,7 +21,7 @@
 #include "sim/scale_out.h"
 #include "sim/topology.h"
 
-namespace duet::cli {
+namespace duet::workload {
 
 namespace {
 
@@ -266,4 +266,4 @@ sim::BenchReport run_trace_bench(const config::Settings& st, const config::CoopC
     return finish_bench(st, cfg, in, s, plan_b, plan_t, in.seq_len);
 }
 
-}  // namespace duet::cli
+}  // namespace duet::workload
