@@ -6,6 +6,7 @@
 // the subcommand. Numeric flags and defaults are declared through cli/flags.h.
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -63,6 +64,16 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
+        // `duet nonsense`: CLI11 reports "A subcommand is required"; name the word and the commands.
+        const auto extra = app.remaining();
+        if (app.get_subcommands().empty() && !extra.empty() && extra.front().rfind('-', 0) != 0) {
+            std::string names;
+            for (const CLI::App* s : app.get_subcommands([](const CLI::App* s) { return !s->get_group().empty(); }))
+                names += (names.empty() ? "" : ", ") + s->get_name();
+            std::fprintf(stderr, "duet: error: unknown command '%s' (allowed: %s)\n", extra.front().c_str(),
+                         names.c_str());
+            return 2;
+        }
         std::fprintf(stderr, "duet: error: %s\n", e.what());
         return 2;
     } catch (const duet::cli::ExitStatus& e) {
