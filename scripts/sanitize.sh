@@ -52,6 +52,19 @@ case "$MODE" in
         ;;
 esac
 
+# CPU seconds (user + sys) of the finished child processes so far: unlike the wall time it does
+# not depend on how loaded the machine is, so it is the number to budget CI with (2 cores: an
+# idle machine's wall time is about CPU / 2 for the build).
+cpu_s() {  # cpu_s VAR: sets VAR (not $(cpu_s): a subshell would see only its own children)
+    local f u s
+    f=$(mktemp)
+    times >"$f"  # a builtin with a redirection runs in this shell
+    { read -r _; read -r u s; } <"$f"
+    rm -f "$f"
+    printf -v "$1" '%d' "$(awk -v u="$u" -v s="$s" 'function sec(t, m) { split(t, m, /[ms]/); return m[1] * 60 + m[2] }
+                                                  BEGIN { printf "%d", sec(u) + sec(s) + 0.5 }')"
+}
+
 start=$(date +%s)
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDUET_BUILD_BENCH=OFF \
     -DDUET_SANITIZE="$SAN" \
@@ -59,6 +72,7 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDUET_BUILD_B
     -DCMAKE_CXX_FLAGS="-fno-sanitize-recover=undefined" >/dev/null
 cmake --build "$BUILD" -j "$JOBS" --target "${TARGETS[@]}"
 built=$(date +%s)
+cpu_s built_cpu
 
 # Reports abort the process (non-zero exit = failed test) and name the source line.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1}
@@ -82,5 +96,7 @@ fi
 status=0
 (cd "$BUILD" && "${runner[@]}" ctest "${ctest_args[@]}") || status=$?
 end=$(date +%s)
-echo "sanitize ($MODE): build $((built - start)) s, tests $((end - built)) s"
+cpu_s end_cpu
+echo "sanitize ($MODE): build $((built - start)) s wall / ${built_cpu} s CPU," \
+    "tests $((end - built)) s wall / $((end_cpu - built_cpu)) s CPU (load average now: $(cut -d' ' -f1-3 /proc/loadavg))"
 exit $status

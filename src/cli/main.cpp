@@ -6,6 +6,7 @@
 // the subcommand. Numeric flags and defaults are declared through cli/flags.h.
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -63,6 +64,22 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
+        // `duet nonsense`, `duet task nonsense`: CLI11 reports "A subcommand is required"; name the
+        // word and the commands allowed where it stands.
+        const CLI::App* at = &app;
+        while (!at->get_subcommands().empty()) at = at->get_subcommands().front();
+        const auto commands = at->get_subcommands([](const CLI::App* s) { return !s->get_group().empty(); });
+        const auto extra = app.remaining(true);
+        if (dynamic_cast<const CLI::RequiredError*>(&e) && !commands.empty()) {
+            std::string names;
+            for (const CLI::App* s : commands) names += (names.empty() ? "" : ", ") + s->get_name();
+            if (!extra.empty() && extra.front().rfind('-', 0) != 0)
+                std::fprintf(stderr, "duet: error: unknown command '%s' (allowed: %s)\n", extra.front().c_str(),
+                             names.c_str());
+            else
+                std::fprintf(stderr, "duet: error: a subcommand is required (allowed: %s)\n", names.c_str());
+            return 2;
+        }
         std::fprintf(stderr, "duet: error: %s\n", e.what());
         return 2;
     } catch (const duet::cli::ExitStatus& e) {

@@ -104,9 +104,19 @@ TEST(CliStyle, UsageErrorsExit2WithThePrefixInEveryCommand) {
     EXPECT_EQ(r.rc, 2);
     EXPECT_NE(r.err.find("Usage:"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("duet: error: a subcommand is required"), std::string::npos) << r.err;
-    r = duet("no-such-command");
+    r = duet("no-such-command");  // said "A subcommand is required"
     EXPECT_EQ(r.rc, 2);
-    EXPECT_EQ(r.err.rfind("duet: error: ", 0), 0u) << r.err;
+    EXPECT_EQ(r.err.rfind("duet: error: unknown command 'no-such-command' (allowed: version, gen-model, run, ", 0), 0u)
+        << r.err;
+    EXPECT_NE(r.err.find(", serve, "), std::string::npos) << r.err;
+    r = duet("--log-level error no-such-command");
+    EXPECT_EQ(r.err.rfind("duet: error: unknown command 'no-such-command' (allowed: ", 0), 0u) << r.err;
+    r = duet("task no-such-command");
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_EQ(r.err, "duet: error: unknown command 'no-such-command' (allowed: submit, status, wait, list)\n");
+    r = duet("task");
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_EQ(r.err, "duet: error: a subcommand is required (allowed: submit, status, wait, list)\n");
     r = duet("run -m x.gguf");  // a required option missing
     EXPECT_EQ(r.rc, 2);
     EXPECT_EQ(r.err.rfind("duet: error: ", 0), 0u) << r.err;
