@@ -98,20 +98,6 @@ void print_runtime_knobs(const config::Settings& st, int& problems, int& warning
     }
 }
 
-// `duet bench` (FILE mode) refuses a file whose layer matrices are not 16-bit floats; run and
-// serve accept it, so doctor warns (issue 12: doctor said "no problems" for a file bench refuses).
-int warn_bench_refuses(const std::string& path, const model::Weights& w) {
-    for (const auto& l : w.layers)
-        for (const model::TensorRef* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down})
-            if (t->present() && t->dtype != DType::F16 && t->dtype != DType::BF16) {
-                std::printf("  WARN model %s: weight %s is %s: `duet bench` refuses this file (the NZ and PIM layouts "
-                            "hold 16-bit float weights; run and serve accept it)\n",
-                            path.c_str(), t->name.c_str(), dtype_name(t->dtype));
-                return 1;
-            }
-    return 0;
-}
-
 void run_doctor(const DoctorArgs& a) {
     const config::EnvMap env = config::process_env();
     int problems = 0, warnings = 0;
@@ -180,7 +166,6 @@ void run_doctor(const DoctorArgs& a) {
                 auto m = runtime::Model::load(a.model);
                 std::printf("model %s: loaded in %.1f ms (%s tokenizer)\n", a.model.c_str(), m->load_ms(),
                             m->has_tokenizer() ? "with" : "no");
-                warnings += warn_bench_refuses(a.model, m->weights());
             }
             sim::ModelShape s = workload::bench_model_shape(a.model, st.runtime.dtype);
             std::printf("model %s: %lld layers, n_embd %lld, %lld heads / %lld kv, n_ff %lld, vocab %lld\n",
