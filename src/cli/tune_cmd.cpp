@@ -104,7 +104,7 @@ void run_tune_cmd(const TuneArgs& a) {
     // every rank computed the same result; only the root prints and writes
     if (!r.root) return;
     const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("duet tune: %s, %s at seq_len %lld + gen_len %lld; %zu dimensions, %.4g points; strategy %s\n",
+    std::printf("duet tune: %s, %s at seq_len %lld + gen_len %lld; %zu dimensions, %.0f points; strategy %s\n",
                 in.model.c_str(), o.base.st.ascend.soc_version.c_str(), (long long)in.seq_len, (long long)in.gen_len,
                 r.dims.size(), r.space_size, tune::strategy_name(r.strategy));
     std::printf("evaluated %zu points (%lld from %s) in %.1f s on %d rank(s) x %d thread(s); %d hardware rig(s) built\n",
