@@ -56,30 +56,31 @@ model::Weights stage_weights(const model::Weights& full, const graph::PpStage& s
 
 }  // namespace
 
+namespace {
+
+// `flag n` (--tp or --pp) against the job: n ranks under mpirun, or 1 without it.
+void check_world(const char* flag, int n, const parallel::Communicator& comm) {
+    if (n == comm.size()) return;
+    if (comm.size() == 1)
+        fail("{} {} needs {} MPI ranks, and this process was not started by mpirun (allowed: {} 1, or "
+             "mpirun -np {} duet ... {} {}{})",
+             flag, n, n, flag, n, flag, n, parallel::built_with_mpi() ? "" : "; this duet was built without MPI");
+    fail("{} {} does not match the {} ranks of this MPI job (allowed: {} {}, the mpirun -np value)", flag, n,
+         comm.size(), flag, comm.size());
+}
+
+}  // namespace
+
 void check_parallel_world(int tp, int pp, const parallel::Communicator& comm) {
     if (tp > 1 && pp > 1)
         fail("--tp {} with --pp {}: the real engine runs tensor or pipeline parallelism, not both (allowed: --tp 1 "
              "or --pp 1; duet bench models both)",
              tp, pp);
-    if (pp == 1) return check_tp_world(tp, comm);
-    if (pp == comm.size()) return;
-    if (comm.size() == 1)
-        fail("--pp {} needs {} MPI ranks, and this process was not started by mpirun (allowed: --pp 1, or "
-             "mpirun -np {} duet ... --pp {}{})",
-             pp, pp, pp, pp, parallel::built_with_mpi() ? "" : "; this duet was built without MPI");
-    fail("--pp {} does not match the {} ranks of this MPI job (allowed: --pp {}, the mpirun -np value)", pp,
-         comm.size(), comm.size());
+    if (pp == 1) return check_world("--tp", tp, comm);
+    check_world("--pp", pp, comm);
 }
 
-void check_tp_world(int tp, const parallel::Communicator& comm) {
-    if (tp == comm.size()) return;
-    if (comm.size() == 1)
-        fail("--tp {} needs {} MPI ranks, and this process was not started by mpirun (allowed: --tp 1, or "
-             "mpirun -np {} duet ... --tp {}{})",
-             tp, tp, tp, tp, parallel::built_with_mpi() ? "" : "; this duet was built without MPI");
-    fail("--tp {} does not match the {} ranks of this MPI job (allowed: --tp {}, the mpirun -np value)", tp,
-         comm.size(), comm.size());
-}
+void check_tp_world(int tp, const parallel::Communicator& comm) { check_world("--tp", tp, comm); }
 
 TpRank::TpRank(std::shared_ptr<const Model> model, parallel::Communicator& comm, int tp, int pp)
     : model_(std::move(model)), comm_(comm), pp_(pp) {
