@@ -32,7 +32,7 @@ void put(std::vector<uint8_t>& m, const T& v) {
 
 template <typename T>
 T get(const std::vector<uint8_t>& m, size_t& at) {
-    DUET_CHECK(at + sizeof(T) <= m.size(), "tensor-parallel step message is truncated");
+    DUET_CHECK(at + sizeof(T) <= m.size(), "parallel step message is truncated");
     T v;
     std::memcpy(&v, m.data() + at, sizeof(T));
     at += sizeof(T);
@@ -231,8 +231,9 @@ void TpRank::follow(Engine& engine) {
                 f.last_step = step;
                 if (f.kv.n_tokens() > s.n_past) f.kv.truncate(cache, s.n_past);
                 if (f.kv.n_tokens() < s.n_past)
-                    fail("tensor-parallel rank {}: a sequence continues at position {} but this rank computed only {} "
-                         "(its KV came from another sequence: a prefix cache or a fork, not supported under --tp)",
+                    fail("parallel rank {}: a sequence continues at position {} but this rank computed only {} "
+                         "(its KV came from another sequence: a prefix cache or a fork, not supported under --tp or "
+                         "--pp)",
                          rank(), s.n_past, f.kv.n_tokens());
                 batch.push_back({{next, size_t(s.n_tok)}, &f.kv, s.all_logits != 0});
                 next += s.n_tok;
@@ -240,7 +241,7 @@ void TpRank::follow(Engine& engine) {
             ForwardStatus st = engine.forward(batch, out);
             while (st == ForwardStatus::KV_FULL && drop_oldest(seqs, step, cache)) st = engine.forward(batch, out);
             if (st != ForwardStatus::OK)
-                fail("tensor-parallel rank {}: a forward rank 0 ran returned {} here (the KV pools differ)", rank(),
+                fail("parallel rank {}: a forward rank 0 ran returned {} here (the KV pools differ)", rank(),
                      st == ForwardStatus::KV_FULL ? "KV_FULL" : "CTX_EXCEEDED");
         }
     } catch (const std::exception& e) {

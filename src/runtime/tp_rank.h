@@ -24,7 +24,7 @@
 // address, at 0); a follower whose pool is full drops the sequences it stepped least recently
 // (rank 0 released them: it runs in a pool of the same size). A sequence started from another
 // one's KV (prefix cache, n > 1 forks) has positions no follower computed: follow() fails
-// with a message saying so; the server turns both off under --tp.
+// with a message saying so; the server turns both off under --tp and --pp.
 #include <cstdint>
 #include <memory>
 
