@@ -31,7 +31,7 @@ struct RunArgs {
     std::string model_path, prompt, chat_template, system, kv_type = "f16", op_trace;
     int64_t n_predict = 128, ctx = 0;
     bool chat = false, echo = false, no_timings = false, fuse = false;
-    int threads = 0, tp = 1;
+    int threads = 0, tp = 1, pp = 1;
     int64_t seed = -1;
     model::SamplerParams sampling;
     std::string json_schema, grammar;  // constrained output (files)
@@ -89,7 +89,7 @@ void run(const RunArgs& a) {
     model::validate(sp);
     const auto grammar = output_grammar(a);  // before loading: a bad file fails fast
     const auto comm = parallel::make_world_communicator();
-    runtime::check_tp_world(a.tp, *comm);
+    runtime::check_parallel_world(a.tp, a.pp, *comm);
 
     auto model = runtime::Model::load(a.model_path);
     check_ctx(model->hparams(), a.ctx, 1, *kv, "--ctx", available_memory_bytes());  // before the KV allocation
@@ -104,7 +104,7 @@ void run(const RunArgs& a) {
     eo.fuse = a.fuse;
     const config::RuntimeKnobs knobs = config::read_runtime_knobs(config::runtime_knob_env());  // run has no settings
     apply_engine_knobs(knobs, eo);
-    runtime::RankEngine re = runtime::make_rank_engine(model, *comm, a.tp, eo);
+    runtime::RankEngine re = runtime::make_rank_engine(model, *comm, a.tp, a.pp, eo);
     runtime::Engine& engine = *re.engine;
     const bool pinned = knobs.cpu_affinity != 0;
     if (pinned) runtime::pin_pool_threads(engine.pool());  // CPU_AFFINITY_CONF
@@ -140,10 +140,13 @@ void run(const RunArgs& a) {
     if (re.tp) re.tp->finish();
     if (!a.op_trace.empty()) runtime::write_op_trace_csv(trace, a.op_trace);
     const std::string tp_note =
-        re.tp ? fmt::format(", tp {} over {} ({:.1f} MiB of weights per rank; rank 0: {} all-reduces, {:.1f} ms)",
-                            a.tp, comm->kind(), double(re.tp->shard_bytes()) / (1 << 20), re.tp->n_all_reduce(),
-                            re.tp->all_reduce_ms())
-              : "";
+        !re.tp ? ""
+        : a.pp > 1
+            ? fmt::format(", pp {} over {} (rank 0's stage: {:.1f} MiB of weights)", a.pp, comm->kind(),
+                          double(re.tp->shard_bytes()) / (1 << 20))
+            : fmt::format(", tp {} over {} ({:.1f} MiB of weights per rank; rank 0: {} all-reduces, {:.1f} ms)", a.tp,
+                          comm->kind(), double(re.tp->shard_bytes()) / (1 << 20), re.tp->n_all_reduce(),
+                          re.tp->all_reduce_ms());
     if (!a.no_timings)
         std::fprintf(stderr, "\nduet: %s, %d threads%s, kv %s, seed %llu\n%s", model->path().c_str(),
                      engine.pool().size(), tp_note.c_str(), a.kv_type.c_str(), (unsigned long long)sp.seed,
@@ -163,7 +166,8 @@ void register_run(CLI::App& app) {
         "  duet run -m qwen.gguf --chat --system \"Be brief.\" -p \"What is PIM?\" --seed 1\n"
         "  duet run -m build/tiny.gguf -p \"Hi\" -n 4 --temp 0 --op-trace ops.csv\n"
         "  duet run -m build/tiny.gguf -p \"JSON:\" -n 200 --json-schema person.schema.json\n"
-        "  mpirun -np 2 duet run -m build/tiny.gguf -p \"Hi\" -n 16 --temp 0 --tp 2 --threads 1\n");
+        "  mpirun -np 2 duet run -m build/tiny.gguf -p \"Hi\" -n 16 --temp 0 --tp 2 --threads 1\n"
+        "  mpirun -np 2 duet run -m build/tiny.gguf -p \"Hi\" -n 16 --temp 0 --pp 2 --threads 1\n");
     cmd->add_option("-m,--model", args->model_path, "GGUF model file")->required();
     cmd->add_option("-p,--prompt", args->prompt, "Prompt text")->required();
     number(cmd, "-n,--n-predict", args->n_predict, "Tokens to generate at most (-1: until end of text)", int64_t(-1),
@@ -192,6 +196,10 @@ void register_run(CLI::App& app) {
     number(cmd, "--tp", args->tp,
            "Tensor-parallel ranks: each loads its slice of every layer; run as mpirun -np N duet run --tp N "
            "(docs/scale-out.md)",
+           1, 1024);
+    number(cmd, "--pp", args->pp,
+           "Pipeline stages: rank s runs and reads only its layers; run as mpirun -np M duet run --pp M; not with "
+           "--tp > 1 (docs/scale-out.md)",
            1, 1024);
     cmd->add_flag("--fuse", args->fuse, "Run Q/K/V and gate/up as one matmul each (same tokens)");
     add_warmup_flags(cmd, args->warmup);

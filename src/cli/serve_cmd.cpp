@@ -41,7 +41,7 @@ struct ServeArgs {
     int port = 8080;
     int64_t parallel = 4, ctx = 0, queue = 64, max_body_bytes = 1 << 20, kv_blocks = 0, max_connections = 256;
     int64_t fault_at_step = -1;
-    int threads = 0, tp = 1;
+    int threads = 0, tp = 1, pp = 1;
     bool no_auth = false, no_continuous = false, no_prefix_cache = false;
     std::optional<std::string> api_prefix;
     runtime::WarmupOptions warmup;
@@ -74,7 +74,7 @@ void serve(const ServeArgs& a, const CLI::App& root) {
     if (!a.no_auth) so.api_key = key;
 
     const auto comm = parallel::make_world_communicator();
-    runtime::check_tp_world(a.tp, *comm);
+    runtime::check_parallel_world(a.tp, a.pp, *comm);
     const DType kv_type = kv_type_from_flag(a.kv_type);
     auto model = runtime::Model::load(a.model_path);
     if (a.kv_blocks == 0)  // the pool is --parallel x --ctx: check it fits before allocating
@@ -105,16 +105,16 @@ void serve(const ServeArgs& a, const CLI::App& root) {
     bo.warmup_rounds = a.warmup.n_rounds;  // dummy forwards on the batcher's engine before it serves
     server::Metrics metrics;  // outlives the batcher: its callbacks update it
     server::register_server_metrics(metrics);
-    std::unique_ptr<runtime::TpRank> tp;  // --tp > 1: outlives the batcher, then tells the other ranks to stop
+    std::unique_ptr<runtime::TpRank> tp;  // --tp or --pp > 1: outlives the batcher, then tells the other ranks to stop
     std::unique_ptr<runtime::Batcher> batcher_ptr;
-    if (a.tp == 1) {
+    if (a.tp == 1 && a.pp == 1) {
         log_warmup(runtime::warm_up(*model, nullptr, a.warmup));
         batcher_ptr = std::make_unique<runtime::Batcher>(model, eo, bo);
     } else {
         // Rank 0 serves and steps the batch; the other ranks run its forwards (runtime/tp_rank.h).
         runtime::WarmupOptions prefault_only = a.warmup;
         prefault_only.n_rounds = 0;  // the batcher's warm forwards run on rank 0, mirrored
-        runtime::RankEngine re = runtime::make_rank_engine(model, *comm, a.tp, eo);
+        runtime::RankEngine re = runtime::make_rank_engine(model, *comm, a.tp, a.pp, eo);
         log_warmup(runtime::warm_up_rank(*model, re, prefault_only));
         tp = std::move(re.tp);
         if (!tp->leader()) {
@@ -160,7 +160,9 @@ void serve(const ServeArgs& a, const CLI::App& root) {
 
     server::HttpServer http(so, batcher, tasks, metrics, timings);
     http.bind();
-    const std::string tp_note = tp ? fmt::format(", tp {} over {}", a.tp, comm->kind()) : "";
+    const std::string tp_note = !tp           ? ""
+                                 : a.pp > 1 ? fmt::format(", pp {} over {}", a.pp, comm->kind())
+                                            : fmt::format(", tp {} over {}", a.tp, comm->kind());
     std::printf("duet serve: %s on http://%s:%d%s (model id '%s', %lld parallel, ctx %lld, auth %s, tasks %s%s)\n",
                 a.model_path.c_str(), a.host.c_str(), http.port(), so.api_prefix.c_str(), so.model_id.c_str(), (long long)a.parallel,
                 (long long)batcher.n_ctx(), so.api_key ? ("via " + st.api.api_key_env).c_str() : "off",
@@ -204,6 +206,10 @@ void register_serve(CLI::App& app) {
     number(c, "--tp", a->tp,
            "Tensor-parallel ranks: run as mpirun -np N duet serve --tp N; rank 0 serves HTTP, n = 1 only, no prefix "
            "cache (docs/scale-out.md)",
+           1, 1024);
+    number(c, "--pp", a->pp,
+           "Pipeline stages: run as mpirun -np M duet serve --pp M; rank s runs its layers, rank 0 serves HTTP, n = 1 "
+           "only, no prefix cache; not with --tp > 1 (docs/scale-out.md)",
            1, 1024);
     text(c, "--tasks-db", a->tasks_db, "SQLite file of the tasks API (created 0600)");
     text(c, "--model-id", a->model_id, "Model name clients use", DefaultFrom{"the file name without .gguf"});

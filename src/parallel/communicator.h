@@ -1,11 +1,13 @@
 #pragma once
 // The collectives real tensor parallelism needs (issue 11), behind one small interface so the
 // engine and the CLI do not see MPI: rank and size of the group, an in-place f32 sum
-// all-reduce, a broadcast of bytes from a root, and a barrier.
+// all-reduce, a broadcast of bytes from a root, a barrier, and point-to-point f32 send/recv
+// (pipeline parallelism's residual between stages and the last stage's logits).
 //
 // Two implementations:
 //   - single-process (size 1): every collective is the identity; what a binary started
-//     without mpirun gets, so it runs exactly as before;
+//     without mpirun gets, so it runs exactly as before; a send to rank 0 (itself) is queued
+//     and the next recv from rank 0 takes it (FIFO);
 //   - MPI (built when CMake finds Open MPI, DUET_HAVE_MPI): MPI_COMM_WORLD, chosen when the
 //     process was started by mpirun (OMPI_COMM_WORLD_SIZE is set). MPI_Init runs on first
 //     use, MPI_Finalize at exit.
@@ -28,6 +30,11 @@ public:
     // Rank `root`'s bytes [data, data + n_bytes) copied to every rank.
     virtual void broadcast(void* data, int64_t n_bytes, int root) = 0;
     virtual void barrier() = 0;
+    // Blocking point-to-point: x[0, n) to rank `to`; recv fills x[0, n) from rank `from`. The
+    // two sides must agree on n (a recv of a different length is an error). Messages between
+    // one pair of ranks arrive in the order they were sent.
+    virtual void send(const float* x, int64_t n, int to) = 0;
+    virtual void recv(float* x, int64_t n, int from) = 0;
     // Ends every rank of the job with `code` (a rank that failed while the others wait in a
     // collective); single-process: std::exit(code).
     [[noreturn]] virtual void abort(int code) = 0;

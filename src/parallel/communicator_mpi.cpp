@@ -36,6 +36,7 @@ void ensure_session() { static MpiSession s; }
 
 // MPI counts are int: long buffers go in chunks of at most INT_MAX elements.
 constexpr int64_t kMaxCount = INT_MAX;
+constexpr int kTag = 11;  // every point-to-point message (issue 11); order per pair is MPI's non-overtaking rule
 
 class Mpi : public Communicator {
 public:
@@ -57,6 +58,24 @@ public:
             MPI_Bcast(p + at, int(std::min(kMaxCount, n_bytes - at)), MPI_BYTE, root, MPI_COMM_WORLD);
     }
     void barrier() override { MPI_Barrier(MPI_COMM_WORLD); }
+    void send(const float* x, int64_t n, int to) override {
+        DUET_CHECK(to >= 0 && to < size_ && to != rank_, "send to rank {} from rank {} in a group of {}", to, rank_,
+                   size_);
+        for (int64_t at = 0; at < n; at += kMaxCount)
+            MPI_Send(x + at, int(std::min(kMaxCount, n - at)), MPI_FLOAT, to, kTag, MPI_COMM_WORLD);
+    }
+    void recv(float* x, int64_t n, int from) override {
+        DUET_CHECK(from >= 0 && from < size_ && from != rank_, "recv from rank {} on rank {} in a group of {}", from,
+                   rank_, size_);
+        for (int64_t at = 0; at < n; at += kMaxCount) {
+            const int want = int(std::min(kMaxCount, n - at));
+            MPI_Status st;
+            MPI_Recv(x + at, want, MPI_FLOAT, from, kTag, MPI_COMM_WORLD, &st);
+            int got = 0;
+            MPI_Get_count(&st, MPI_FLOAT, &got);
+            DUET_CHECK(got == want, "recv of {} floats from rank {}, but the message has {}", want, from, got);
+        }
+    }
     [[noreturn]] void abort(int code) override {
         MPI_Abort(MPI_COMM_WORLD, code);
         std::exit(code);  // MPI_Abort does not return; for the compiler

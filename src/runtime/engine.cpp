@@ -71,7 +71,8 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts, gr
       rope_order_(model_->hparams().rope_neox ? kernels::RopeOrder::NEOX : kernels::RopeOrder::NORM) {
     const model::Hparams& hp = model_->hparams();
     KvCacheConfig kc;
-    kc.n_layer = hp.n_layer;
+    kc.n_layer = graph_.pp.pp > 1 ? graph_.pp.layers.count : hp.n_layer;  // a pipeline stage: its layers only
+    kv_layer0_ = graph_.pp.pp > 1 ? int32_t(graph_.pp.layers.begin) : 0;
     kc.n_head_kv = graph_.shape.n_head_kv;  // this rank's KV heads under tensor parallelism
     kc.head_dim = hp.head_dim;
     kc.block_tokens = opts_.block_tokens;
@@ -167,6 +168,7 @@ ForwardStatus Engine::forward(std::span<const SeqInput> batch, ForwardOutput& ou
     const Step st{batch, tokens_.data(), n_tok, n_rows};
     for (const graph::Node& node : graph_.nodes) run_node(node, st);
     dispatch_.set_node(-1, false);
+    if (tp_) tp_->end_step(out);
 
     for (const SeqInput& in : batch) in.kv->commit(int64_t(in.tokens.size()));
     if (opts_.on_forward)
@@ -243,10 +245,18 @@ void Engine::run_node(const graph::Node& nd, const Step& st) {
                 break;
             }
             [[fallthrough]];
-        case OpKind::REDUCE_SCATTER:
-        case OpKind::ALL_GATHER:
         case OpKind::SEND:
         case OpKind::RECV:
+            if (tp_) {  // the residual stream between pipeline stages (graph/shard_pipeline_parallel.h)
+                const int32_t t = nd.kind == OpKind::SEND ? nd.in[0] : nd.out[0];
+                DUET_CHECK(graph_.contiguous(t), "engine: {} of layer {} is strided", graph::op_kind_name(nd.kind), nd.layer);
+                if (nd.kind == OpKind::SEND) tp_->send(ptr(t), rows(t) * nd.n, int(nd.k));
+                else tp_->recv(ptr(t), rows(t) * nd.n, int(nd.k));
+                break;
+            }
+            [[fallthrough]];
+        case OpKind::REDUCE_SCATTER:
+        case OpKind::ALL_GATHER:
             fail("the engine has no communicator for the {} node of layer {} (tensor parallelism runs under mpirun)",
                  graph::op_kind_name(nd.kind), nd.layer);
     }
@@ -254,7 +264,7 @@ void Engine::run_node(const graph::Node& nd, const Step& st) {
 
 void Engine::write_kv(const graph::Node& nd, const Step& st) {
     KvCache& cache = *kv_;
-    const int32_t il = nd.layer;
+    const int32_t il = nd.layer - kv_layer0_;
     const int64_t bt = cache.block_tokens(), n_kv = nd.n / 2;
     const DType kv_type = cache.config().kv_type;
     const size_t rb = cache.row_bytes();
@@ -277,7 +287,7 @@ void Engine::write_kv(const graph::Node& nd, const Step& st) {
 void Engine::attend(const graph::Node& nd, const Step& st) {
     const model::Hparams& hp = model_->hparams();
     KvCache& cache = *kv_;
-    const int32_t il = nd.layer;
+    const int32_t il = nd.layer - kv_layer0_;  // the cache's layer (a pipeline stage holds its own)
     const int64_t n_q = nd.n;
     const float* q = ptr(nd.in[0]);
     float* out = ptr(nd.out[0]);
@@ -302,7 +312,7 @@ void Engine::attend(const graph::Node& nd, const Step& st) {
                               out + off * n_q});
         off += n;
     }
-    if (prefetch_) prefetch_->issue(il);  // this layer's gate/up lines load while attention runs
+    if (prefetch_) prefetch_->issue(nd.layer);  // this layer's gate/up lines load while attention runs
     dispatch_.attention(attn_seqs_, graph_.shape.n_head, graph_.shape.n_head_kv, hp.head_dim, scale);
 }
 

@@ -129,8 +129,8 @@ public:
     const PlainWeightSource& plain_weights() const { return plain_; }
     // Replaces the weight layout (nullptr: back to the plain GGUF tensors). Not owned.
     void set_weight_source(const WeightSource* w) { dispatch_.set_weight_source(w ? w : &plain_); }
-    // Tensor parallelism (runtime/tp_rank.h): the hook runs the graph's ALL_REDUCE nodes and
-    // hears of every forward. Not owned; nullptr: none (a TP graph then fails at its first
+    // Tensor and pipeline parallelism (runtime/tp_rank.h): the hook runs the graph's ALL_REDUCE,
+    // SEND and RECV nodes and hears of every forward. Not owned; nullptr: none (a TP graph then fails at its first
     // collective).
     void set_tp_hook(TpHook* h) { tp_ = h; }
     // The MLP prefetcher (null unless opts.prefetch_mlp_bytes > 0).
@@ -156,6 +156,7 @@ private:
     std::shared_ptr<const Model> model_;
     EngineOptions opts_;
     TpHook* tp_ = nullptr;
+    int32_t kv_layer0_ = 0;  // the first layer of this engine's pipeline stage (its KV cache's layer 0)
     ThreadPool pool_;
     std::unique_ptr<KvCache> kv_;
     PlainWeightSource plain_;

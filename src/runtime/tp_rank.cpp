@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/timer.h"
+#include "graph/shard_pipeline_parallel.h"
 #include "graph/shard_tensor_parallel.h"
 #include "runtime/model_shape.h"
 #include "runtime/tp_weights.h"
@@ -31,7 +32,7 @@ void put(std::vector<uint8_t>& m, const T& v) {
 
 template <typename T>
 T get(const std::vector<uint8_t>& m, size_t& at) {
-    DUET_CHECK(at + sizeof(T) <= m.size(), "tensor-parallel step message is truncated");
+    DUET_CHECK(at + sizeof(T) <= m.size(), "parallel step message is truncated");
     T v;
     std::memcpy(&v, m.data() + at, sizeof(T));
     at += sizeof(T);
@@ -43,23 +44,55 @@ graph::TpShard shard_of(const Model& m, int tp, int rank) {
     return graph::tp_shard(shape, tp, rank, tp_ff_align(m.weights()));
 }
 
-}  // namespace
-
-void check_tp_world(int tp, const parallel::Communicator& comm) {
-    if (tp == comm.size()) return;
-    if (comm.size() == 1)
-        fail("--tp {} needs {} MPI ranks, and this process was not started by mpirun (allowed: --tp 1, or "
-             "mpirun -np {} duet ... --tp {}{})",
-             tp, tp, tp, tp, parallel::built_with_mpi() ? "" : "; this duet was built without MPI");
-    fail("--tp {} does not match the {} ranks of this MPI job (allowed: --tp {}, the mpirun -np value)", tp,
-         comm.size(), comm.size());
+// The tensors pipeline stage `st` reads; the others absent.
+model::Weights stage_weights(const model::Weights& full, const graph::PpStage& st) {
+    model::Weights w = full;
+    for (int64_t l = 0; l < int64_t(w.layers.size()); ++l)
+        if (l < st.layers.begin || l >= st.layers.end()) w.layers[size_t(l)] = {};
+    if (!st.first()) w.token_embd = {};
+    if (!st.last()) w.output_norm = w.output = {};
+    return w;
 }
 
-TpRank::TpRank(std::shared_ptr<const Model> model, parallel::Communicator& comm, int tp)
-    : model_(std::move(model)), comm_(comm) {
-    check_tp_world(tp, comm);
-    shard_ = shard_of(*model_, tp, comm.rank());
+}  // namespace
+
+namespace {
+
+// `flag n` (--tp or --pp) against the job: n ranks under mpirun, or 1 without it.
+void check_world(const char* flag, int n, const parallel::Communicator& comm) {
+    if (n == comm.size()) return;
+    if (comm.size() == 1)
+        fail("{} {} needs {} MPI ranks, and this process was not started by mpirun (allowed: {} 1, or "
+             "mpirun -np {} duet ... {} {}{})",
+             flag, n, n, flag, n, flag, n, parallel::built_with_mpi() ? "" : "; this duet was built without MPI");
+    fail("{} {} does not match the {} ranks of this MPI job (allowed: {} {}, the mpirun -np value)", flag, n,
+         comm.size(), flag, comm.size());
+}
+
+}  // namespace
+
+void check_parallel_world(int tp, int pp, const parallel::Communicator& comm) {
+    if (tp > 1 && pp > 1)
+        fail("--tp {} with --pp {}: the real engine runs tensor or pipeline parallelism, not both (allowed: --tp 1 "
+             "or --pp 1; duet bench models both)",
+             tp, pp);
+    if (pp == 1) return check_world("--tp", tp, comm);
+    check_world("--pp", pp, comm);
+}
+
+void check_tp_world(int tp, const parallel::Communicator& comm) { check_world("--tp", tp, comm); }
+
+TpRank::TpRank(std::shared_ptr<const Model> model, parallel::Communicator& comm, int tp, int pp)
+    : model_(std::move(model)), comm_(comm), pp_(pp) {
+    check_parallel_world(tp, pp, comm);
+    shard_ = shard_of(*model_, tp, pp > 1 ? 0 : comm.rank());
     weights_ = shard_weights(model_->weights(), model_->hparams(), shard_);
+    own_ = weights_;
+    if (pp > 1) {
+        const graph::ModelShape shape = model_shape(model_->hparams(), model_->weights().layers.at(0).wq.dtype,
+                                                    DType::F16, model_->path());
+        own_ = stage_weights(weights_, {pp, comm.rank(), graph::pp_stage_layers(shape, pp, comm.rank())});
+    }
 }
 
 TpRank::~TpRank() {
@@ -69,12 +102,13 @@ TpRank::~TpRank() {
     }
 }
 
-uint64_t TpRank::shard_bytes() const { return runtime::shard_bytes(weights_); }
+uint64_t TpRank::shard_bytes() const { return runtime::shard_bytes(own_); }
 
 std::unique_ptr<Engine> TpRank::make_engine(const EngineOptions& opts) {
     const model::Hparams& hp = model_->hparams();
     graph::Graph g = graph::build_graph(model_shape(hp, model_->weights().layers.at(0).wq.dtype, DType::F16));
     g = graph::ShardTensorParallel(shard_.tp, shard_.rank, false, tp_ff_align(model_->weights())).run(g);
+    g = graph::ShardPipelineParallel(pp_, pp_ > 1 ? comm_.rank() : 0).run(g);
     auto e = std::make_unique<Engine>(model_, opts, std::move(g), weights_);
     e->set_tp_hook(this);
     return e;
@@ -83,9 +117,9 @@ std::unique_ptr<Engine> TpRank::make_engine(const EngineOptions& opts) {
 WarmupStats TpRank::prefault() const {
     WarmupStats st;
     const int64_t t0 = now_ns();
-    st.prefault_bytes = prefault_slices(weights_);
+    st.prefault_bytes = prefault_slices(own_);
     st.prefault_ms = double(now_ns() - t0) / 1e6;
-    st.method = "touch pass of this rank's slices";
+    st.method = pp_ > 1 ? "touch pass of this stage's layers" : "touch pass of this rank's slices";
     return st;
 }
 
@@ -96,8 +130,18 @@ void TpRank::all_reduce_sum(float* x, int64_t n) {
     ++n_all_reduce_;
 }
 
+void TpRank::send(const float* x, int64_t n, int stage) { comm_.send(x, n, stage); }
+void TpRank::recv(float* x, int64_t n, int stage) { comm_.recv(x, n, stage); }
+
+void TpRank::end_step(ForwardOutput& out) {
+    const int last = pp_ - 1;
+    if (pp_ == 1) return;
+    if (comm_.rank() == last) comm_.send(out.logits.data(), int64_t(out.logits.size()), 0);
+    if (leader()) comm_.recv(out.logits.data(), int64_t(out.logits.size()), last);
+}
+
 void TpRank::begin_step(std::span<const SeqInput> batch) {
-    if (!leader() || shard_.tp == 1) return;
+    if (!leader() || comm_.size() == 1) return;
     msg_.clear();
     put(msg_, int64_t(batch.size()));
     for (const SeqInput& in : batch)
@@ -110,15 +154,15 @@ void TpRank::begin_step(std::span<const SeqInput> batch) {
     comm_.broadcast(msg_.data(), n, 0);
 }
 
-RankEngine make_rank_engine(std::shared_ptr<const Model> model, parallel::Communicator& comm, int tp,
+RankEngine make_rank_engine(std::shared_ptr<const Model> model, parallel::Communicator& comm, int tp, int pp,
                             const EngineOptions& opts) {
-    check_tp_world(tp, comm);
+    check_parallel_world(tp, pp, comm);
     RankEngine re;
-    if (tp == 1) {
+    if (tp == 1 && pp == 1) {
         re.engine = std::make_unique<Engine>(std::move(model), opts);
         return re;
     }
-    re.tp = std::make_unique<TpRank>(std::move(model), comm, tp);
+    re.tp = std::make_unique<TpRank>(std::move(model), comm, tp, pp);
     re.engine = re.tp->make_engine(opts);
     return re;
 }
@@ -132,7 +176,7 @@ WarmupStats warm_up_rank(const Model& model, RankEngine& re, const WarmupOptions
 }
 
 void TpRank::finish() {
-    if (!leader() || finished_ || shard_.tp == 1) return;
+    if (!leader() || finished_ || comm_.size() == 1) return;
     finished_ = true;
     int64_t n = kFinished;
     comm_.broadcast(&n, sizeof n, 0);
@@ -187,8 +231,9 @@ void TpRank::follow(Engine& engine) {
                 f.last_step = step;
                 if (f.kv.n_tokens() > s.n_past) f.kv.truncate(cache, s.n_past);
                 if (f.kv.n_tokens() < s.n_past)
-                    fail("tensor-parallel rank {}: a sequence continues at position {} but this rank computed only {} "
-                         "(its KV came from another sequence: a prefix cache or a fork, not supported under --tp)",
+                    fail("parallel rank {}: a sequence continues at position {} but this rank computed only {} "
+                         "(its KV came from another sequence: a prefix cache or a fork, not supported under --tp or "
+                         "--pp)",
                          rank(), s.n_past, f.kv.n_tokens());
                 batch.push_back({{next, size_t(s.n_tok)}, &f.kv, s.all_logits != 0});
                 next += s.n_tok;
@@ -196,7 +241,7 @@ void TpRank::follow(Engine& engine) {
             ForwardStatus st = engine.forward(batch, out);
             while (st == ForwardStatus::KV_FULL && drop_oldest(seqs, step, cache)) st = engine.forward(batch, out);
             if (st != ForwardStatus::OK)
-                fail("tensor-parallel rank {}: a forward rank 0 ran returned {} here (the KV pools differ)", rank(),
+                fail("parallel rank {}: a forward rank 0 ran returned {} here (the KV pools differ)", rank(),
                      st == ForwardStatus::KV_FULL ? "KV_FULL" : "CTX_EXCEEDED");
         }
     } catch (const std::exception& e) {

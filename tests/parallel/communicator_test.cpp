@@ -29,6 +29,21 @@ TEST(SingleProcess, CollectivesAreTheIdentity) {
     c->barrier();
 }
 
+TEST(SingleProcess, SendToSelfIsQueuedInOrder) {
+    auto c = parallel::make_single_process_communicator();
+    const std::vector<float> a = {1.0f, 2.0f}, b = {3.0f};
+    c->send(a.data(), 2, 0);
+    c->send(b.data(), 1, 0);
+    std::vector<float> x(2), y(1);
+    c->recv(x.data(), 2, 0);
+    c->recv(y.data(), 1, 0);
+    EXPECT_EQ(x, a);
+    EXPECT_EQ(y, b);
+    // Misuse is an internal check (a programming error): the process stops with its message.
+    EXPECT_DEATH(c->recv(y.data(), 1, 0), "recv from rank 0 with no message sent");
+    EXPECT_DEATH(c->send(a.data(), 2, 1), "send to rank 1 in a group of one");
+}
+
 TEST(SingleProcess, WithoutMpirunTheWorldIsOneProcess) {
     if (parallel::launched_by_mpirun()) GTEST_SKIP() << "running under mpirun";
     auto c = parallel::make_world_communicator();
@@ -52,6 +67,18 @@ TEST(MpiRank, SumsAndBroadcasts) {
     std::vector<int32_t> v(5, r == 1 ? 42 : -1);
     c->broadcast(v.data(), int64_t(v.size() * sizeof(int32_t)), 1);
     EXPECT_EQ(v, std::vector<int32_t>(5, 42));
+    // Point-to-point both ways: rank 0 sends i + 0.5, rank 1 answers with twice each value.
+    std::vector<float> m(300);
+    if (r == 0) {
+        for (size_t i = 0; i < m.size(); ++i) m[i] = float(i) + 0.5f;
+        c->send(m.data(), int64_t(m.size()), 1);
+        c->recv(m.data(), int64_t(m.size()), 1);
+        for (size_t i = 0; i < m.size(); ++i) ASSERT_EQ(m[i], 2.0f * (float(i) + 0.5f)) << i;
+    } else {
+        c->recv(m.data(), int64_t(m.size()), 0);
+        for (float& f : m) f *= 2.0f;
+        c->send(m.data(), int64_t(m.size()), 0);
+    }
     c->barrier();
 }
 

@@ -1,12 +1,17 @@
-// The TP engine in one process: two ranks on two threads, joined by an in-memory communicator
-// (sum in rank order, like MPI_Allreduce's result on every rank), against one engine on the
-// whole model. Rank 0 drives (runtime/tp_rank.h), rank 1 follows; rank 0's logits must equal
-// the single engine's up to f32 summation order, for prefill (every row) and decode.
+// The TP and PP engines in one process: ranks on threads, joined by an in-memory communicator
+// (sum in rank order, like MPI_Allreduce's result on every rank; point-to-point through
+// mailboxes), against one engine on the whole model. Rank 0 drives (runtime/tp_rank.h), the
+// others follow; rank 0's logits must equal the single engine's up to f32 summation order
+// under TP, and exactly under PP (every stage runs the same kernels on the same rows).
 #include <gtest/gtest.h>
 
 #include <barrier>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "../runtime/test_models.h"
@@ -44,6 +49,19 @@ public:
             g_.sync_.arrive_and_wait();
         }
         void barrier() override { g_.sync_.arrive_and_wait(); }
+        void send(const float* x, int64_t n, int to) override {
+            std::lock_guard<std::mutex> lk(g_.mu_);
+            g_.box_[{r_, to}].emplace_back(x, x + n);
+            g_.cv_.notify_all();
+        }
+        void recv(float* x, int64_t n, int from) override {
+            std::unique_lock<std::mutex> lk(g_.mu_);
+            auto& q = g_.box_[{from, r_}];
+            g_.cv_.wait(lk, [&] { return !q.empty(); });
+            ASSERT_EQ(int64_t(q.front().size()), n);
+            std::memcpy(x, q.front().data(), size_t(n) * sizeof(float));
+            q.pop_front();
+        }
         [[noreturn]] void abort(int) override { std::abort(); }
         const char* kind() const override { return "threads"; }
 
@@ -56,6 +74,9 @@ private:
     int n_;
     std::barrier<> sync_;
     std::vector<void*> ptr_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::map<std::pair<int, int>, std::deque<std::vector<float>>> box_;  // (from, to): messages in order
 };
 
 // Logits of an n_prompt-token prefill (every row) and n_decode decode steps.
@@ -78,27 +99,30 @@ std::vector<float> logits_of(Engine& e, int n_prompt, int n_decode) {
     return all;
 }
 
-// Max |tp - one| over every logit, with tp on `tp` thread ranks.
-float max_diff(const std::string& path, int tp, int n_prompt = 5, int n_decode = 3, DType kv = DType::F32) {
+// Max |tp - one| over every logit, with tp on `tp` thread ranks (or pp stages when pp > 1,
+// tp then 1).
+float max_diff(const std::string& path, int tp, int n_prompt = 5, int n_decode = 3, DType kv = DType::F32,
+               int pp = 1) {
     auto m = Model::load(path);
     EngineOptions o;
     o.n_threads = 1;
     o.kv_type = kv;
     Engine one(m, o);
     const std::vector<float> want = logits_of(one, n_prompt, n_decode);
-    ThreadGroup g(tp);
+    const int n = tp * pp;
+    ThreadGroup g(n);
     std::vector<std::unique_ptr<ThreadGroup::Rank>> comm;
-    for (int r = 0; r < tp; ++r) comm.push_back(std::make_unique<ThreadGroup::Rank>(g, r));
+    for (int r = 0; r < n; ++r) comm.push_back(std::make_unique<ThreadGroup::Rank>(g, r));
     std::vector<float> got;
     std::vector<std::thread> followers;
-    for (int r = 1; r < tp; ++r)
+    for (int r = 1; r < n; ++r)
         followers.emplace_back([&, r] {
-            TpRank rank(m, *comm[size_t(r)], tp);
+            TpRank rank(m, *comm[size_t(r)], tp, pp);
             auto e = rank.make_engine(o);
             rank.follow(*e);
         });
     {
-        TpRank rank(m, *comm[0], tp);
+        TpRank rank(m, *comm[0], tp, pp);
         auto e = rank.make_engine(o);
         got = logits_of(*e, n_prompt, n_decode);
         rank.finish();
@@ -126,6 +150,59 @@ TEST(TpEngine, LongerRunsOnAnF16CacheStayAtSummationOrder) {
 
 TEST(TpEngine, FourRanksReplicatingKvHeadsGiveTheSameLogits) {
     EXPECT_LT(max_diff(test::generated_model("tiny-mistral", "f32"), 4), 1e-4f);  // 2 KV heads on 4 ranks
+}
+
+TEST(PpEngine, TwoStagesGiveTheSingleEnginesLogitsExactly) {
+    EXPECT_EQ(max_diff(test::generated_model("tiny-mistral", "f32"), 1, 5, 3, DType::F32, 2), 0.0f);
+    EXPECT_EQ(max_diff(test::generated_model("small-llama", "f16"), 1, 20, 23, DType::F16, 2), 0.0f);
+    EXPECT_EQ(max_diff(test::generated_model("tiny-qwen2", "f32"), 1, 5, 3, DType::F32, 2), 0.0f);
+}
+
+// Each stage's KV cache holds its layers only, and its weights are its layers' plus the
+// embedding (stage 0) or the output norm and head (the last stage): together the file's.
+TEST(PpEngine, AStageHoldsAndReadsOnlyItsLayers) {
+    auto m = Model::load(test::generated_model("small-llama", "f32"));
+    const int64_t n_layer = m->hparams().n_layer;
+    ASSERT_GE(n_layer, 2);
+    ThreadGroup g(2);
+    ThreadGroup::Rank c0(g, 0), c1(g, 1);
+    EngineOptions o;
+    o.n_threads = 1;
+    uint64_t bytes[2] = {0, 0};
+    int64_t kv_layers[2] = {0, 0};
+    std::thread follower([&] {
+        TpRank rank(m, c1, 1, 2);
+        auto e = rank.make_engine(o);
+        bytes[1] = rank.shard_bytes();
+        kv_layers[1] = e->kv_cache().config().n_layer;
+        rank.follow(*e);
+    });
+    {
+        TpRank rank(m, c0, 1, 2);
+        auto e = rank.make_engine(o);
+        bytes[0] = rank.shard_bytes();
+        kv_layers[0] = e->kv_cache().config().n_layer;
+        rank.finish();
+    }
+    follower.join();
+    EXPECT_EQ(kv_layers[0], n_layer / 2);
+    EXPECT_EQ(kv_layers[1], n_layer - n_layer / 2);
+    const model::Weights& w = m->weights();
+    const uint64_t tied = w.output.data == w.token_embd.data ? w.token_embd.n_bytes() : 0;  // on both ends
+    EXPECT_EQ(bytes[0] + bytes[1], w.total_bytes() + tied);
+    EXPECT_LT(bytes[0], w.total_bytes());
+    EXPECT_LT(bytes[1], w.total_bytes());
+}
+
+TEST(PpEngine, TpAndPpTogetherAreAClearError) {
+    auto c = parallel::make_single_process_communicator();
+    try {
+        check_parallel_world(2, 2, *c);
+        FAIL() << "no error";
+    } catch (const std::exception& e) {
+        EXPECT_STREQ(e.what(), "--tp 2 with --pp 2: the real engine runs tensor or pipeline parallelism, not both "
+                               "(allowed: --tp 1 or --pp 1; duet bench models both)");
+    }
 }
 
 // A pool of 2 blocks holds one sequence of 5 tokens (blocks of 4). Rank 0 releases sequence A

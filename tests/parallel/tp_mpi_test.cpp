@@ -1,5 +1,6 @@
-// `mpirun -np N duet run --tp N` against one process: the same greedy tokens (the reference is
-// the single-process run of the same binary), and the errors of a split that cannot run.
+// `mpirun -np N duet run --tp N` and `--pp N` against one process: the same greedy tokens (the
+// reference is the single-process run of the same binary), and the errors of a split that
+// cannot run.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -43,16 +44,18 @@ Result run(const std::vector<std::string>& prefix, const std::string& args, cons
         if (mpirun_path().empty()) GTEST_SKIP() << "mpirun is not installed"; \
     } while (0)
 
-// Greedy text of `model` from one process and from `np` ranks under --tp np (env: as run()).
-void expect_same_tokens(const std::string& model, int np, int n_predict = 24, const std::string& env = "") {
+// Greedy text of `model` from one process and from `np` ranks under --tp np, or --pp np when
+// `how` is "pp" (env: as run()).
+void expect_same_tokens(const std::string& model, int np, int n_predict = 24, const std::string& env = "",
+                        const std::string& how = "tp") {
     ASSERT_FALSE(model.empty());
     const std::string args =
         fmt::format("run -m '{}' -p 'Once upon a time' -n {} --temp 0 --threads 1", model, n_predict);
     const Result one = run({}, args, env);
     ASSERT_EQ(one.rc, 0) << one.err;
-    const Result tp = run(mpirun_prefix(np), args + fmt::format(" --tp {}", np), env);
+    const Result tp = run(mpirun_prefix(np), args + fmt::format(" --{} {}", how, np), env);
     ASSERT_EQ(tp.rc, 0) << tp.err;
-    EXPECT_NE(tp.err.find(fmt::format("tp {} over MPI", np)), std::string::npos) << tp.err;
+    EXPECT_NE(tp.err.find(fmt::format("{} {} over MPI", how, np)), std::string::npos) << tp.err;
     EXPECT_GT(one.out.size(), 1u);  // some text besides the final newline
     EXPECT_EQ(tp.out, one.out) << model;
 }
@@ -87,6 +90,64 @@ TEST(TpMpi, Stories260KGivesTheSameTokensOnTwoRanks) {
     const std::string model = shared_model("stories260K.gguf");
     if (model.empty()) GTEST_SKIP() << "the shared models folder has no stories260K.gguf";
     expect_same_tokens(model, 2, 32);
+}
+
+TEST(PpMpi, GeneratedModelsGiveTheSameTokensOnTwoStages) {
+    REQUIRE_MPIRUN();
+    expect_same_tokens(generated_model("tiny-mistral", "f32"), 2, 24, "", "pp");
+    expect_same_tokens(generated_model("tiny-llama", "f16"), 2, 24, "", "pp");
+    expect_same_tokens(generated_model("tiny-qwen2", "f32"), 2, 24, "", "pp");  // tied embeddings: both ends
+}
+
+TEST(PpMpi, Stories260KGivesTheSameTokensOnTwoStages) {
+    REQUIRE_MPIRUN();
+    const std::string model = shared_model("stories260K.gguf");
+    if (model.empty()) GTEST_SKIP() << "the shared models folder has no stories260K.gguf";
+    expect_same_tokens(model, 2, 32, "", "pp");
+}
+
+TEST(PpMpi, PpWithoutMpirunIsAClearError) {
+    const std::string model = generated_model("tiny-llama", "f32");
+    const Result r = run({}, fmt::format("run -m '{}' -p Hi -n 2 --pp 2", model));
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_EQ(r.err,
+              "duet: error: --pp 2 needs 2 MPI ranks, and this process was not started by mpirun (allowed: --pp 1, or "
+              "mpirun -np 2 duet ... --pp 2)\n");
+}
+
+TEST(PpMpi, TpWithPpIsAClearError) {
+    const std::string model = generated_model("tiny-llama", "f32");
+    const Result r = run({}, fmt::format("run -m '{}' -p Hi -n 2 --tp 2 --pp 2", model));
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_EQ(r.err,
+              "duet: error: --tp 2 with --pp 2: the real engine runs tensor or pipeline parallelism, not both "
+              "(allowed: --tp 1 or --pp 1; duet bench models both)\n");
+}
+
+TEST(PpMpi, PpDifferentFromTheWorldSizeIsAClearError) {
+    REQUIRE_MPIRUN();
+    const std::string model = generated_model("tiny-llama", "f32");
+    const Result r = run(mpirun_prefix(2), fmt::format("run -m '{}' -p Hi -n 2 --pp 3", model));
+    EXPECT_EQ(r.rc, 2) << r.err;
+    EXPECT_NE(r.err.find("duet: error: --pp 3 does not match the 2 ranks of this MPI job (allowed: --pp 2, the "
+                         "mpirun -np value)\n"),
+              std::string::npos)
+        << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST(PpMpi, MoreStagesThanLayersIsAClearError) {
+    REQUIRE_MPIRUN();
+    const std::string model = std::string(DUET_BINARY_DIR) + "/test-models/pp_one_layer." + std::to_string(::getpid()) +
+                              ".gguf";
+    ASSERT_EQ(run({}, fmt::format("gen-model --arch tiny-llama --layers 1 --seed 3 -o '{}'", model)).rc, 0);
+    const Result r = run(mpirun_prefix(2), fmt::format("run -m '{}' -p Hi -n 2 --pp 2", model));
+    std::remove(model.c_str());
+    EXPECT_EQ(r.rc, 2) << r.err;
+    EXPECT_NE(r.err.find(fmt::format("duet: error: --pp = 2 is not allowed for the 1 layers of '{}' (allowed: 1 to 1)\n",
+                                     model)),
+              std::string::npos)
+        << r.err;
 }
 
 TEST(TpMpi, TpWithoutMpirunIsAClearError) {

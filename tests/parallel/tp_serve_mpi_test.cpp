@@ -1,5 +1,5 @@
-// `mpirun -np 2 duet serve --tp 2`: rank 0 serves HTTP and drives rank 1; its completions equal
-// those of a one-process server on the same model (the reference).
+// `mpirun -np 2 duet serve --tp 2` (and `--pp 2`): rank 0 serves HTTP and drives rank 1; its
+// completions equal those of a one-process server on the same model (the reference).
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -31,8 +31,8 @@ json post(int port, const json& body, int want_status = 200) {
     return json::parse(r->body);
 }
 
-TEST(TpServeMpi, CompletionsOfTwoRanksEqualOneProcess) {
-    if (mpirun_path().empty()) GTEST_SKIP() << "mpirun is not installed";
+// `flag` is "--tp" or "--pp".
+void expect_two_ranks_serve_like_one(const std::string& flag) {
     const fs::path dir = fs::temp_directory_path() / ("duet_tp_serve_" + std::to_string(getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir);
@@ -42,7 +42,7 @@ TEST(TpServeMpi, CompletionsOfTwoRanksEqualOneProcess) {
 
     ServerProcess one(serve_args(model, dir / "one.db"), {});
     std::vector<std::string> tp_args = serve_args(model, dir / "two.db");
-    tp_args.insert(tp_args.end(), {"--tp", "2"});
+    tp_args.insert(tp_args.end(), {flag, "2"});
     ServerProcess two(tp_args, {}, mpirun_prefix(2));
 
     // Sequential requests: the second reuses rank 1's KV slots after the first was released.
@@ -51,7 +51,7 @@ TEST(TpServeMpi, CompletionsOfTwoRanksEqualOneProcess) {
         const json a = post(one.port(), body), b = post(two.port(), body);
         ASSERT_TRUE(a.contains("choices") && b.contains("choices")) << a << b;
         EXPECT_FALSE(a["choices"][0]["text"].get<std::string>().empty());
-        EXPECT_EQ(b["choices"][0]["text"], a["choices"][0]["text"]) << prompt;
+        EXPECT_EQ(b["choices"][0]["text"], a["choices"][0]["text"]) << prompt << " " << flag;
         EXPECT_EQ(b["usage"]["completion_tokens"], a["usage"]["completion_tokens"]) << prompt;
     }
     // Two at once run in one batch on both ranks.
@@ -69,6 +69,16 @@ TEST(TpServeMpi, CompletionsOfTwoRanksEqualOneProcess) {
     two.kill_now(SIGTERM);  // mpirun forwards it to both ranks
     one.kill_now();
     fs::remove_all(dir);
+}
+
+TEST(TpServeMpi, CompletionsOfTwoRanksEqualOneProcess) {
+    if (mpirun_path().empty()) GTEST_SKIP() << "mpirun is not installed";
+    expect_two_ranks_serve_like_one("--tp");
+}
+
+TEST(PpServeMpi, CompletionsOfTwoStagesEqualOneProcess) {
+    if (mpirun_path().empty()) GTEST_SKIP() << "mpirun is not installed";
+    expect_two_ranks_serve_like_one("--pp");
 }
 
 }  // namespace
