@@ -193,7 +193,7 @@ void register_run(CLI::App& app) {
            "Tensor-parallel ranks: each loads its slice of every layer; run as mpirun -np N duet run --tp N "
            "(docs/scale-out.md)",
            1, 1024);
-    cmd->add_flag("--fuse", args->fuse, "Run Q/K/V and gate/up as one matmul each (same tokens)");
+    cmd->add_flag("--fuse", args->fuse, "Run Q/K/V and gate/up as one matmul each and RoPE with the KV write (same tokens)");
     add_warmup_flags(cmd, args->warmup);
     cmd->add_flag("--echo", args->echo, "Print the prompt before the generated text");
     cmd->add_flag("--no-timings", args->no_timings, "Do not print the timing block on stderr");

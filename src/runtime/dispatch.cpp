@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "core/error.h"
 #include "kernels/ref/ref_kernels.h"
@@ -120,6 +121,39 @@ void Dispatcher::rope(const float* q, int64_t q_stride, float* q_out, const floa
                               p.freq_factors, p.order);
                 kernels::rope(k_out + i * nk, p.n_head_kv, p.head_dim, p.n_rot, pos[i], p.freq_base, p.freq_scale,
                               p.freq_factors, p.order);
+            }
+        });
+    });
+}
+
+void Dispatcher::rope_kv_write(const float* q, int64_t q_stride, float* q_out, const float* k, int64_t k_stride,
+                               const float* v, int64_t v_stride, int64_t m, const int64_t* pos, const RopeParams& p,
+                               DType kv_type, uint8_t* const* k_dst, uint8_t* const* v_dst, StoreRow store) {
+    const int64_t nq = p.n_head * p.head_dim, nk = p.n_head_kv * p.head_dim;
+    OpRecord r;
+    r.kind = OpKind::ROPE_KV_WRITE;
+    r.m = m;
+    r.n = nq + nk;
+    r.k = p.head_dim;
+    r.n_head = p.n_head;
+    r.n_head_kv = p.n_head_kv;
+    r.weight_dtype = kv_type;
+    // reads q, k, v; writes q_out and the cache rows (no k_rope activation: sim/planner.cpp)
+    r.in_bytes = uint64_t(m * (nq + 2 * nk)) * kF32;
+    r.out_bytes = uint64_t(m * nq) * kF32 + uint64_t(m) * 2 * row_bytes(kv_type, nk);
+    r.flops = 3.0 * double(m) * double(r.n);
+    run(r, [&] {
+        pool_.parallel_for(m, kRowGrain, [&](int64_t b, int64_t e) {
+            std::vector<float> krow(static_cast<size_t>(nk));  // the rotated k row, stored straight into the cache
+            for (int64_t i = b; i < e; ++i) {
+                if (q_out != q) std::memcpy(q_out + i * nq, q + i * q_stride, size_t(nq) * sizeof(float));
+                std::memcpy(krow.data(), k + i * k_stride, size_t(nk) * sizeof(float));
+                kernels::rope(q_out + i * nq, p.n_head, p.head_dim, p.n_rot, pos[i], p.freq_base, p.freq_scale,
+                              p.freq_factors, p.order);
+                kernels::rope(krow.data(), p.n_head_kv, p.head_dim, p.n_rot, pos[i], p.freq_base, p.freq_scale,
+                              p.freq_factors, p.order);
+                store(krow.data(), k_dst[i], nk, kv_type);
+                store(v + i * v_stride, v_dst[i], nk, kv_type);
             }
         });
     });
