@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "graph/fuse_matmuls.h"
+#include "graph/fuse_rope_kv.h"
 #include "graph/shard_pipeline_parallel.h"
 #include "graph/shard_tensor_parallel.h"
 #include "graph/llama_builder.h"
@@ -88,11 +89,13 @@ Graph build_graph(const ModelShape& s) {
     fail("model shape '{}': unknown architecture family {}", s.name, int(s.family));
 }
 
+Graph fuse_all(const Graph& g) { return FuseRopeKvWrite().run(FuseSiblingMatmuls().run(g)); }
+
 Graph build_graph(const ModelShape& s, const GraphOptions& opts) {
     Graph g = build_graph(s);
     if (opts.tp != 1) g = ShardTensorParallel(opts.tp, opts.tp_rank, opts.flashcomm, opts.ff_align).run(g);
     if (opts.pp != 1) g = ShardPipelineParallel(opts.pp, opts.pp_stage).run(g);
-    if (opts.fuse) g = FuseSiblingMatmuls().run(g);
+    if (opts.fuse) g = fuse_all(g);
     return g;
 }
 

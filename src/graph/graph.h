@@ -105,9 +105,13 @@ std::vector<MatrixUse> matrices(const Graph& g);
 // incomplete shape, naming the missing field.
 Graph build_graph(const ModelShape& shape);
 
+// Every fusion pass in order (`--fuse`): sibling matmuls (graph/fuse_matmuls.h), then RoPE +
+// KV write (graph/fuse_rope_kv.h).
+Graph fuse_all(const Graph& g);
+
 // The passes a run applies after the builder (engine option / `--fuse`).
 struct GraphOptions {
-    bool fuse = false;       // graph/fuse_matmuls.h
+    bool fuse = false;       // fuse_all(): graph/fuse_matmuls.h, graph/fuse_rope_kv.h
     int tp = 1;              // graph/shard_tensor_parallel.h: ranks sharing each layer
     int tp_rank = 0;         // which of them this graph is for
     bool flashcomm = false;  // reduce-scatter + all-gather in place of all-reduce

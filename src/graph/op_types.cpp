@@ -9,6 +9,7 @@ const char* op_kind_name(OpKind k) {
         case OpKind::MATMUL: return "matmul";
         case OpKind::ROPE: return "rope";
         case OpKind::KV_WRITE: return "kv_write";
+        case OpKind::ROPE_KV_WRITE: return "rope_kv_write";
         case OpKind::ATTENTION: return "attention";
         case OpKind::SWIGLU: return "swiglu";
         case OpKind::ADD: return "add";

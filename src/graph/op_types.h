@@ -10,6 +10,7 @@ enum class OpKind {
     MATMUL,     // x[m][k] · W[n][k]^T (weight `role`, e.g. ATTN_Q)
     ROPE,
     KV_WRITE,   // new K/V rows into the cache
+    ROPE_KV_WRITE,  // ROPE + KV_WRITE fused (graph/fuse_rope_kv.h): q rotated, k rotated as it is stored
     ATTENTION,  // q against the cached context (scores, softmax, weighted V)
     SWIGLU,
     ADD,        // residual

@@ -29,7 +29,8 @@ void resize(Node& nd, const LocalSizes& ls) {
                 default: break;
             }
             break;
-        case OpKind::ROPE: nd.n = ls.q_dim + ls.kv_dim; break;
+        case OpKind::ROPE:
+        case OpKind::ROPE_KV_WRITE: nd.n = ls.q_dim + ls.kv_dim; break;
         case OpKind::KV_WRITE: nd.n = 2 * ls.kv_dim; break;
         case OpKind::ATTENTION: nd.n = ls.q_dim; break;
         case OpKind::SWIGLU: nd.n = ls.ff; break;

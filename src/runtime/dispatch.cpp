@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "core/error.h"
 #include "kernels/ref/ref_kernels.h"
@@ -98,18 +99,25 @@ void Dispatcher::add(float* y, const float* x, int64_t m, int64_t n) {
     });
 }
 
-void Dispatcher::rope(const float* q, int64_t q_stride, float* q_out, const float* k, int64_t k_stride, float* k_out,
-                      int64_t m, const int64_t* pos, const RopeParams& p) {
-    const int64_t nq = p.n_head * p.head_dim, nk = p.n_head_kv * p.head_dim;
+// The ROPE record of m rows of q and k (shape, f32 bytes in and out, flops); the fused
+// ROPE_KV_WRITE starts from it.
+static OpRecord rope_record(int64_t m, const Dispatcher::RopeParams& p) {
     OpRecord r;
     r.kind = OpKind::ROPE;
     r.m = m;
-    r.n = nq + nk;
+    r.n = (p.n_head + p.n_head_kv) * p.head_dim;
     r.k = p.head_dim;
     r.n_head = p.n_head;
     r.n_head_kv = p.n_head_kv;
     r.in_bytes = r.out_bytes = uint64_t(m * r.n) * kF32;
     r.flops = 3.0 * double(m) * double(r.n);
+    return r;
+}
+
+void Dispatcher::rope(const float* q, int64_t q_stride, float* q_out, const float* k, int64_t k_stride, float* k_out,
+                      int64_t m, const int64_t* pos, const RopeParams& p) {
+    const int64_t nq = p.n_head * p.head_dim, nk = p.n_head_kv * p.head_dim;
+    OpRecord r = rope_record(m, p);
     run(r, [&] {
         pool_.parallel_for(m, kRowGrain, [&](int64_t b, int64_t e) {
             for (int64_t i = b; i < e; ++i) {
@@ -120,6 +128,33 @@ void Dispatcher::rope(const float* q, int64_t q_stride, float* q_out, const floa
                               p.freq_factors, p.order);
                 kernels::rope(k_out + i * nk, p.n_head_kv, p.head_dim, p.n_rot, pos[i], p.freq_base, p.freq_scale,
                               p.freq_factors, p.order);
+            }
+        });
+    });
+}
+
+void Dispatcher::rope_kv_write(const float* q, int64_t q_stride, float* q_out, const float* k, int64_t k_stride,
+                               const float* v, int64_t v_stride, int64_t m, const int64_t* pos, const RopeParams& p,
+                               DType kv_type, uint8_t* const* k_dst, uint8_t* const* v_dst, StoreRow store) {
+    const int64_t nq = p.n_head * p.head_dim, nk = p.n_head_kv * p.head_dim;
+    OpRecord r = rope_record(m, p);
+    r.kind = OpKind::ROPE_KV_WRITE;
+    r.weight_dtype = kv_type;
+    // reads q, k, v; writes q_out and the cache rows (no k_rope activation: sim/planner.cpp)
+    r.in_bytes = uint64_t(m * (nq + 2 * nk)) * kF32;
+    r.out_bytes = uint64_t(m * nq) * kF32 + uint64_t(m) * 2 * row_bytes(kv_type, nk);
+    run(r, [&] {
+        pool_.parallel_for(m, kRowGrain, [&](int64_t b, int64_t e) {
+            std::vector<float> krow(static_cast<size_t>(nk));  // the rotated k row, stored straight into the cache
+            for (int64_t i = b; i < e; ++i) {
+                if (q_out != q) std::memcpy(q_out + i * nq, q + i * q_stride, size_t(nq) * sizeof(float));
+                std::memcpy(krow.data(), k + i * k_stride, size_t(nk) * sizeof(float));
+                kernels::rope(q_out + i * nq, p.n_head, p.head_dim, p.n_rot, pos[i], p.freq_base, p.freq_scale,
+                              p.freq_factors, p.order);
+                kernels::rope(krow.data(), p.n_head_kv, p.head_dim, p.n_rot, pos[i], p.freq_base, p.freq_scale,
+                              p.freq_factors, p.order);
+                store(krow.data(), k_dst[i], nk, kv_type);
+                store(v + i * v_stride, v_dst[i], nk, kv_type);
             }
         });
     });

@@ -93,6 +93,14 @@ public:
     // out[i][j] = silu(gate[i][j]) * up[i][j] over m×n (row strides in floats; out contiguous, may alias gate).
     void swiglu(const float* gate, int64_t gate_stride, const float* up, int64_t up_stride, float* out, int64_t m,
                 int64_t n);
+    // ROPE + KV_WRITE in one pass (graph/fuse_rope_kv.h): rotates q into q_out as rope() does,
+    // and for token i rotates a copy of k's row i and stores it with v's row i through
+    // store(src, dst, n_embd_kv, kv_type) at k_dst[i], v_dst[i] (cache rows) — the same kernels on
+    // the same values as rope() then kv_write(), so the cache and q_out are bit-identical.
+    using StoreRow = void (*)(const float* src, uint8_t* dst, int64_t n, DType type);
+    void rope_kv_write(const float* q, int64_t q_stride, float* q_out, const float* k, int64_t k_stride,
+                       const float* v, int64_t v_stride, int64_t m, const int64_t* pos, const RopeParams& p,
+                       DType kv_type, uint8_t* const* k_dst, uint8_t* const* v_dst, StoreRow store);
     // Records a KV write of m tokens (K and V, n_embd_kv wide each, stored in kv_type) and runs `write`.
     void kv_write(int64_t m, int64_t n_embd_kv, DType kv_type, const std::function<void()>& write);
     // Causal attention of every sequence of the batch over its own KV blocks (kernels::attention).

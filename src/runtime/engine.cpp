@@ -45,10 +45,12 @@ graph::Graph default_graph(const model::Hparams& hp, const model::Weights& w) {
 }
 
 // Node dtypes from the file's tensors (a file may mix them: K-quant fallbacks), before any
-// pass, so fusion only joins matrices of one dtype.
+// pass, so fusion only joins matrices of one dtype (a graph fused by the caller keeps its
+// fused nodes' dtypes: they are bound after this).
 graph::Graph with_file_dtypes(graph::Graph g, const PlainWeightSource& w) {
     for (graph::Node& n : g.nodes)
-        if (n.kind == graph::OpKind::MATMUL || n.kind == graph::OpKind::EMBED) n.dtype = w.tensor(n.role, n.layer).dtype;
+        if ((n.kind == graph::OpKind::MATMUL || n.kind == graph::OpKind::EMBED) && graph::fused_parts(n.role).empty())
+            n.dtype = w.tensor(n.role, n.layer).dtype;
     return g;
 }
 
@@ -79,7 +81,7 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts, gr
     kc.n_blocks = opts_.kv_blocks;
     kc.kv_type = opts_.kv_type;
     kv_ = std::make_unique<KvCache>(kc);
-    if (opts_.fuse) graph_ = graph::FuseSiblingMatmuls().run(graph_);
+    if (opts_.fuse) graph_ = graph::fuse_all(graph_);
     plain_.bind_fused(graph_);
     mem_ = opts_.static_plan ? graph::plan_memory(graph_) : graph::plan_memory_without_reuse(graph_);
     dispatch_.set_reference_attention(opts_.reference_attention);
@@ -91,6 +93,7 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts, gr
         if (n.kind == graph::OpKind::RMSNORM) node_vec_[i] = plain_.tensor(n.role, n.layer).f32();
         if (n.kind == graph::OpKind::MATMUL && n.bias) node_vec_[i] = plain_.bias(n.role, n.layer);
         const bool strided_ok = n.kind == graph::OpKind::ROPE || n.kind == graph::OpKind::KV_WRITE ||
+                                n.kind == graph::OpKind::ROPE_KV_WRITE ||
                                 n.kind == graph::OpKind::SWIGLU || n.kind == graph::OpKind::MATMUL;
         for (int32_t t : n.in)
             DUET_CHECK(strided_ok || graph_.contiguous(t), "engine: {} cannot read the strided tensor '{}'",
@@ -213,17 +216,12 @@ void Engine::run_node(const graph::Node& nd, const Step& st) {
             dispatch_.matmul(nd.role, ptr(nd.in[0]), stride(nd.in[0]), rows(nd.out[0]), ptr(nd.out[0]),
                              stride(nd.out[0]), vec);
             break;
-        case OpKind::ROPE: {
-            const float* factors = model_->weights().rope_freqs.present() ? model_->weights().rope_freqs.f32() : nullptr;
-            // The graph's head counts: this rank's under tensor parallelism.
-            const Dispatcher::RopeParams rp{graph_.shape.n_head, graph_.shape.n_head_kv, hp.head_dim,
-                                            hp.n_rot,            hp.rope_freq_base,      hp.rope_freq_scale,
-                                            factors,             rope_order_};
+        case OpKind::ROPE:
             dispatch_.rope(ptr(nd.in[0]), stride(nd.in[0]), ptr(nd.out[0]), ptr(nd.in[1]), stride(nd.in[1]),
-                           ptr(nd.out[1]), st.n_tok, pos_.data(), rp);
+                           ptr(nd.out[1]), st.n_tok, pos_.data(), rope_params());
             break;
-        }
         case OpKind::KV_WRITE: write_kv(nd, st); break;
+        case OpKind::ROPE_KV_WRITE: rope_write_kv(nd, st); break;
         case OpKind::ATTENTION: attend(nd, st); break;
         case OpKind::SWIGLU:
             dispatch_.swiglu(ptr(nd.in[0]), stride(nd.in[0]), ptr(nd.in[1]), stride(nd.in[1]), ptr(nd.out[0]),
@@ -282,6 +280,35 @@ void Engine::write_kv(const graph::Node& nd, const Step& st) {
             }
         }
     });
+}
+
+Dispatcher::RopeParams Engine::rope_params() const {
+    const model::Hparams& hp = model_->hparams();
+    const float* factors = model_->weights().rope_freqs.present() ? model_->weights().rope_freqs.f32() : nullptr;
+    // The graph's head counts: this rank's under tensor parallelism.
+    return {graph_.shape.n_head, graph_.shape.n_head_kv, hp.head_dim, hp.n_rot, hp.rope_freq_base,
+            hp.rope_freq_scale, factors, rope_order_};
+}
+
+void Engine::rope_write_kv(const graph::Node& nd, const Step& st) {
+    KvCache& cache = *kv_;
+    const int64_t bt = cache.block_tokens();
+    const size_t rb = cache.row_bytes();
+    kdst_.resize(size_t(st.n_tok));
+    vdst_.resize(size_t(st.n_tok));
+    int64_t t = 0;
+    for (const SeqInput& in : st.batch) {  // the cache row of every token, as write_kv() finds it
+        const auto& blocks = in.kv->blocks();
+        for (size_t i = 0; i < in.tokens.size(); ++i, ++t) {
+            const int64_t p = pos_[size_t(t)];
+            const BlockId b = blocks[size_t(p / bt)];
+            kdst_[size_t(t)] = cache.k_block(nd.layer, b) + size_t(p % bt) * rb;
+            vdst_[size_t(t)] = cache.v_block(nd.layer, b) + size_t(p % bt) * rb;
+        }
+    }
+    dispatch_.rope_kv_write(ptr(nd.in[0]), stride(nd.in[0]), ptr(nd.out[0]), ptr(nd.in[1]), stride(nd.in[1]),
+                            ptr(nd.in[2]), stride(nd.in[2]), st.n_tok, pos_.data(), rope_params(),
+                            cache.config().kv_type, kdst_.data(), vdst_.data(), store_row);
 }
 
 void Engine::attend(const graph::Node& nd, const Step& st) {

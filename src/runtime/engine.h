@@ -55,7 +55,7 @@ struct EngineOptions {
     int64_t n_seq_max = 1;          // sequences the KV pool is sized for
     int64_t block_tokens = 16;      // positions per KV block
     int64_t kv_blocks = 0;          // 0: enough for n_seq_max sequences of n_ctx positions
-    bool fuse = false;              // run graph::FuseSiblingMatmuls: Q/K/V and gate/up as one GEMM each
+    bool fuse = false;              // run graph::fuse_all: Q/K/V and gate/up as one GEMM each, RoPE + KV write
     bool static_plan = true;        // false: per-op allocation, no activation reuse (graph::plan_memory_without_reuse)
     // Runtime knobs (config/runtime_knobs.h), plain here so the engine does not read config:
     bool reference_attention = false;  // VLLM_ATTENTION_BACKEND=TORCH_SDPA: the scalar reference kernel
@@ -148,6 +148,8 @@ private:
     };
     void run_node(const graph::Node& node, const Step& st);
     void write_kv(const graph::Node& node, const Step& st);
+    void rope_write_kv(const graph::Node& node, const Step& st);  // ROPE_KV_WRITE
+    Dispatcher::RopeParams rope_params() const;
     void attend(const graph::Node& node, const Step& st);
     void ensure_scratch(int64_t n_tok);
     float* ptr(int32_t t) const { return ptr_[size_t(t)]; }
@@ -175,6 +177,7 @@ private:
     std::vector<int32_t> tokens_;
     std::vector<int64_t> pos_;
     std::vector<const void*> kptr_, vptr_;
+    std::vector<uint8_t*> kdst_, vdst_;  // per token: its K and V cache rows (rope_write_kv)
     std::vector<Dispatcher::AttentionSeq> attn_seqs_;
 };
 

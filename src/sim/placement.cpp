@@ -110,6 +110,10 @@ hw::OpShape to_op_shape(const OpRecord& r, DType act_dtype) {
     s.weight_bytes = r.weight_bytes;
     s.in_bytes = uint64_t(double(r.in_bytes) * act_scale);
     s.out_bytes = r.kind == OpKind::KV_WRITE ? r.out_bytes : uint64_t(double(r.out_bytes) * act_scale);
+    if (r.kind == OpKind::ROPE_KV_WRITE) {  // the cache rows are in the KV dtype, q_rope an activation
+        const uint64_t cache = uint64_t(r.m) * 2 * row_bytes(r.weight_dtype, r.n_head_kv * r.k);
+        s.out_bytes = uint64_t(double(r.out_bytes - cache) * act_scale) + cache;
+    }
     s.flops = r.flops;
     switch (r.kind) {
         case OpKind::MATMUL: s.cls = r.m == 1 ? hw::OpClass::GEMV : hw::OpClass::GEMM; break;

@@ -59,6 +59,19 @@ OpRecord Lowering::lower(const graph::Node& nd) const {
             r.in_bytes = r.out_bytes = 4 * mn;
             r.flops = 3.0 * double(mn);
             break;
+        case OpKind::ROPE_KV_WRITE: {
+            // ROPE's record plus KV_WRITE's, less k_rope's f32 write and its read (graph/fuse_rope_kv.h):
+            // reads q, k, v; writes q_rope and the cache rows.
+            const uint64_t kv = uint64_t(m * s.n_head_kv * nd.k);
+            r.k = nd.k;
+            r.n_head = s.n_head;
+            r.n_head_kv = s.n_head_kv;
+            r.weight_dtype = nd.dtype;
+            r.in_bytes = 4 * (mn + kv);
+            r.out_bytes = 4 * (mn - kv) + uint64_t(m) * 2 * row_bytes(nd.dtype, s.n_head_kv * nd.k);
+            r.flops = 3.0 * double(mn);
+            break;
+        }
         case OpKind::KV_WRITE:
             r.weight_dtype = nd.dtype;
             r.in_bytes = 4 * mn;

@@ -25,7 +25,7 @@ struct TraceBenchInputs {
     std::string dispatch;  // NPU dispatch mode ("" = preset default)
     sim::Thresholds thresholds;
     bool record_events = false;  // keep per-op events (for --trace)
-    bool fuse = false;           // plan the fused graph (graph/fuse_matmuls.h)
+    bool fuse = false;           // plan the fused graph (graph::fuse_all)
     int64_t trace_steps = -1;    // with record_events: decode steps recorded (-1: all)
     // Scale-out (docs/scale-out.md): tensor-parallel ranks, pipeline stages, FlashComm and
     // HCCL_OP_EXPANSION_MODE (AI_CPU, AIV, HOST, HOST_TS) of the modelled collectives.

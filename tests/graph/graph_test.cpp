@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "graph/fuse_matmuls.h"
+#include "graph/fuse_rope_kv.h"
 #include "graph/graph.h"
 #include "sim/planner.h"
 
@@ -99,7 +100,7 @@ TEST(FusePass, MergesQkvAndGateUpIntoViewsOfOneOutput) {
 TEST(FusePass, PlannerEmitsOneRecordReadingTheInputOnce) {
     const ModelShape s = shape(1);
     const sim::Plan plain = sim::plan_generation(s, 6, 2, 2);
-    const sim::Plan fused = sim::plan_generation(s, 6, 2, 2, {true});
+    const sim::Plan fused = sim::plan_generation(FuseSiblingMatmuls().run(build_graph(s)), 6, 2, 2);
     ASSERT_EQ(plain.ops.size(), 2u * 19);
     ASSERT_EQ(fused.ops.size(), 2u * 16);
     const sim::OpRecord &q = plain.ops[2], &k = plain.ops[3], &v = plain.ops[4], &qkv = fused.ops[2];
@@ -114,6 +115,72 @@ TEST(FusePass, PlannerEmitsOneRecordReadingTheInputOnce) {
     EXPECT_EQ(fused.ops[3].kind, OpKind::ROPE);
     EXPECT_EQ(fused.ops[3].in_bytes, plain.ops[5].in_bytes);
     EXPECT_TRUE(plain.ops[3].sibling_of_prev && plain.ops[4].sibling_of_prev);
+}
+
+TEST(FuseRopeKv, RopeAndKvWriteBecomeOneNodeReadingQKV) {
+    for (const Graph& base : {build_graph(shape(2)), FuseSiblingMatmuls().run(build_graph(shape(2)))}) {
+        const Graph g = FuseRopeKvWrite().run(base);
+        ASSERT_EQ(g.nodes.size(), base.nodes.size() - 2);
+        int fused = 0;
+        for (size_t i = 0; i < base.nodes.size(); ++i) {
+            const Node& r = base.nodes[i];
+            if (r.kind != OpKind::ROPE) continue;
+            const Node& w = base.nodes[i + 1];
+            const Node& f = g.nodes[i - size_t(fused)];
+            ASSERT_EQ(f.kind, OpKind::ROPE_KV_WRITE);
+            EXPECT_EQ(f.in, (std::vector<int32_t>{r.in[0], r.in[1], w.in[1]}));
+            EXPECT_EQ(f.out, (std::vector<int32_t>{r.out[0]}));
+            EXPECT_EQ(f.n, r.n);
+            EXPECT_EQ(f.k, r.k);
+            EXPECT_EQ(f.dtype, w.dtype);
+            EXPECT_EQ(f.layer, r.layer);
+            ++fused;
+        }
+        EXPECT_EQ(fused, 2);
+        for (const Node& n : g.nodes) EXPECT_TRUE(n.kind != OpKind::ROPE && n.kind != OpKind::KV_WRITE);
+    }
+    // fuse_all (--fuse) runs both passes.
+    const Graph all = fuse_all(build_graph(shape(2)));
+    EXPECT_EQ(all.nodes.size(), FuseRopeKvWrite().run(FuseSiblingMatmuls().run(build_graph(shape(2)))).nodes.size());
+}
+
+TEST(FuseRopeKv, RopeWhoseKIsReadElsewhereStaysUnfused) {
+    Graph g = build_graph(shape(1));
+    size_t rope = 0;
+    while (g.nodes[rope].kind != OpKind::ROPE) ++rope;
+    Node extra = g.nodes[rope + 2];  // ATTENTION: made to read k_rope as well
+    extra.in.push_back(g.nodes[rope].out[1]);
+    g.nodes[rope + 2] = extra;
+    g.finalize();
+    EXPECT_EQ(FuseRopeKvWrite().run(g).nodes.size(), g.nodes.size());
+}
+
+// Modelled: per layer and forward one record fewer, and exactly the f32 write of k_rope
+// (m x n_embd_kv x 4 bytes) and its read by KV_WRITE fewer bytes; everything else unchanged.
+TEST(FuseRopeKv, PlannerDropsOneLaunchAndTheKRopeWriteAndRead) {
+    ModelShape s = shape(3);
+    s.kv_dtype = DType::F16;
+    const int64_t L = s.n_layer, kv_dim = s.n_head_kv * s.head_dim, seq = 6, gen = 3;
+    const int32_t batch = 2;
+    const sim::Plan plain = sim::plan_generation(build_graph(s), seq, gen, batch);
+    const sim::Plan fused = sim::plan_generation(FuseRopeKvWrite().run(build_graph(s)), seq, gen, batch);
+    ASSERT_EQ(plain.forwards.size(), size_t(gen));
+    EXPECT_EQ(plain.ops.size() - fused.ops.size(), size_t(L * gen));
+    uint64_t drop = 0;  // closed form: 2 x (4 bytes x m x kv_dim) per layer per forward
+    for (const sim::ForwardSpan& f : plain.forwards) drop += uint64_t(L) * 2 * 4 * uint64_t(batch * f.n_new * kv_dim);
+    const auto bytes = [](const sim::Plan& p, bool rope_kv_only) {
+        uint64_t b = 0;
+        for (const sim::OpRecord& r : p.ops)
+            if (!rope_kv_only || r.kind == OpKind::ROPE || r.kind == OpKind::KV_WRITE || r.kind == OpKind::ROPE_KV_WRITE)
+                b += r.in_bytes + r.out_bytes + r.weight_bytes;
+        return b;
+    };
+    EXPECT_EQ(bytes(plain, false) - bytes(fused, false), drop);
+    EXPECT_EQ(bytes(plain, true) - bytes(fused, true), drop);
+    double flops_plain = 0, flops_fused = 0;
+    for (const sim::OpRecord& r : plain.ops) flops_plain += r.flops;
+    for (const sim::OpRecord& r : fused.ops) flops_fused += r.flops;
+    EXPECT_DOUBLE_EQ(flops_plain, flops_fused);
 }
 
 }  // namespace

@@ -1,12 +1,18 @@
-// The fusion pass on the real engine: Q/K/V and gate/up as one GEMM each give the same tokens
-// as the unfused graph, with fewer weight matmuls and one record per fused matmul.
+// The fusion passes on the real engine: Q/K/V and gate/up as one GEMM each give the same tokens
+// as the unfused graph, with fewer weight matmuls and one record per fused matmul; RoPE fused
+// with the KV write gives bit-identical tokens and logits with one record per layer fewer.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 
 #include "runtime/engine.h"
+#include "graph/fuse_matmuls.h"
+#include "graph/fuse_rope_kv.h"
 #include "runtime/generator.h"
+#include "runtime/model_shape.h"
+#include "runtime/weight_source.h"
 #include "test_models.h"
 
 using namespace duet;
@@ -21,13 +27,27 @@ struct Result {
     int64_t in_place = 0, copied = 0;
 };
 
-Result run(const std::shared_ptr<const Model>& m, bool fuse, int64_t n_predict) {
+// The model's default graph with the file's matmul dtypes and the chosen passes applied (what
+// Engine(model, opts) builds).
+graph::Graph graph_of(const Model& m, bool siblings, bool rope_kv) {
+    const model::Weights& w = m.weights();
+    graph::Graph g = graph::build_graph(model_shape(m.hparams(), w.layers[0].wq.dtype, DType::F16));
+    const PlainWeightSource ws(w);
+    for (graph::Node& n : g.nodes)
+        if (n.kind == graph::OpKind::MATMUL || n.kind == graph::OpKind::EMBED) n.dtype = ws.tensor(n.role, n.layer).dtype;
+    if (siblings) g = graph::FuseSiblingMatmuls().run(g);
+    if (rope_kv) g = graph::FuseRopeKvWrite().run(g);
+    return g;
+}
+
+// fuse: EngineOptions::fuse (every fusion); graph: run this graph instead (fuse off).
+Result run(const std::shared_ptr<const Model>& m, bool fuse, int64_t n_predict, const graph::Graph* graph = nullptr) {
     EngineOptions o;
     o.n_threads = 2;
     o.kv_type = DType::F16;
     o.n_ctx = 64;
     o.fuse = fuse;
-    Engine e(m, o);
+    Engine e = graph ? Engine(m, o, *graph) : Engine(m, o);
     Result r;
     r.in_place = e.plain_weights().fused_in_place();
     r.copied = e.plain_weights().fused_copied();
@@ -50,6 +70,12 @@ Result run(const std::shared_ptr<const Model>& m, bool fuse, int64_t n_predict) 
     r.tokens = g.generate_tokens(prompt, go, {});
     e.set_trace(nullptr);
     return r;
+}
+
+int count(const sim::OpTrace& t, sim::OpKind kind) {
+    int n = 0;
+    for (const sim::OpRecord& r : t) n += r.kind == kind;
+    return n;
 }
 
 int count(const sim::OpTrace& t, sim::WeightRole role) {
@@ -79,7 +105,28 @@ void expect_same_tokens(const std::shared_ptr<const Model>& m, const std::string
     const int forwards = count(a.trace, sim::WeightRole::LM_HEAD);
     EXPECT_EQ(count(b.trace, sim::WeightRole::ATTN_QKV), qkv * forwards) << what;
     EXPECT_EQ(count(b.trace, sim::WeightRole::FFN_GATE_UP), gate_up * forwards) << what;
-    EXPECT_EQ(a.trace.size() - b.trace.size(), size_t((2 * qkv + gate_up) * forwards)) << what;
+    const int n_layer = int(m->hparams().n_layer);
+    EXPECT_EQ(count(b.trace, sim::OpKind::ROPE_KV_WRITE), n_layer * forwards) << what;
+    EXPECT_EQ(count(b.trace, sim::OpKind::ROPE) + count(b.trace, sim::OpKind::KV_WRITE), 0) << what;
+    EXPECT_EQ(a.trace.size() - b.trace.size(), size_t((2 * qkv + gate_up + n_layer) * forwards)) << what;
+}
+
+// RoPE + KV write fused changes no numerics: the same kernels on the same values, bit for bit —
+// on the plain graph and on the sibling-fused one (k read through a strided view of q|k|v).
+void expect_rope_kv_bit_exact(const std::shared_ptr<const Model>& m, const std::string& what) {
+    for (bool siblings : {false, true}) {
+        const graph::Graph plain = graph_of(*m, siblings, false), fused = graph_of(*m, siblings, true);
+        const Result a = run(m, false, 12, &plain), b = run(m, false, 12, &fused);
+        const std::string w = what + (siblings ? " (siblings fused)" : "");
+        EXPECT_EQ(a.tokens, b.tokens) << w;
+        ASSERT_EQ(a.logits.size(), b.logits.size()) << w;
+        size_t differ = 0;
+        for (size_t i = 0; i < a.logits.size(); ++i) differ += std::memcmp(&a.logits[i], &b.logits[i], sizeof(float)) != 0;
+        EXPECT_EQ(differ, 0u) << w << ": logits not bit-identical";
+        const int forwards = count(a.trace, sim::WeightRole::LM_HEAD);
+        EXPECT_EQ(a.trace.size() - b.trace.size(), size_t(m->hparams().n_layer * forwards)) << w;
+        EXPECT_EQ(count(b.trace, sim::OpKind::ROPE_KV_WRITE), int(m->hparams().n_layer) * forwards) << w;
+    }
 }
 
 class FusionOnPreset : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
@@ -89,6 +136,13 @@ TEST_P(FusionOnPreset, SameTokensAsTheUnfusedGraph) {
     const std::string path = test::generated_model(preset, dtype);
     ASSERT_FALSE(path.empty());
     expect_same_tokens(Model::load(path), preset + " " + dtype);
+}
+
+TEST_P(FusionOnPreset, RopeKvWriteBitIdenticalTokensAndLogits) {
+    const auto& [preset, dtype] = GetParam();
+    const std::string path = test::generated_model(preset, dtype);
+    ASSERT_FALSE(path.empty());
+    expect_rope_kv_bit_exact(Model::load(path), preset + " " + dtype);
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, FusionOnPreset,
@@ -106,6 +160,7 @@ TEST(Fusion, Stories260KSameTokens) {
     const std::string path = test::shared_model("stories260K.gguf");
     if (path.empty()) GTEST_SKIP() << "stories260K.gguf not in " << DUET_SHARED_DIR << "/models";
     expect_same_tokens(Model::load(path), "stories260K");
+    expect_rope_kv_bit_exact(Model::load(path), "stories260K");
 }
 
 // Any file: DUET_FUSION_MODEL=path.gguf (skipped when unset).
