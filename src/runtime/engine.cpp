@@ -294,6 +294,7 @@ void Engine::rope_write_kv(const graph::Node& nd, const Step& st) {
     KvCache& cache = *kv_;
     const int64_t bt = cache.block_tokens();
     const size_t rb = cache.row_bytes();
+    const int32_t il = nd.layer - kv_layer0_;  // the cache's layer (a pipeline stage holds its own)
     kdst_.resize(size_t(st.n_tok));
     vdst_.resize(size_t(st.n_tok));
     int64_t t = 0;
@@ -302,8 +303,8 @@ void Engine::rope_write_kv(const graph::Node& nd, const Step& st) {
         for (size_t i = 0; i < in.tokens.size(); ++i, ++t) {
             const int64_t p = pos_[size_t(t)];
             const BlockId b = blocks[size_t(p / bt)];
-            kdst_[size_t(t)] = cache.k_block(nd.layer, b) + size_t(p % bt) * rb;
-            vdst_[size_t(t)] = cache.v_block(nd.layer, b) + size_t(p % bt) * rb;
+            kdst_[size_t(t)] = cache.k_block(il, b) + size_t(p % bt) * rb;
+            vdst_[size_t(t)] = cache.v_block(il, b) + size_t(p % bt) * rb;
         }
     }
     dispatch_.rope_kv_write(ptr(nd.in[0]), stride(nd.in[0]), ptr(nd.out[0]), ptr(nd.in[1]), stride(nd.in[1]),

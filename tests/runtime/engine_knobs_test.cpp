@@ -163,8 +163,9 @@ TEST(EngineKnobs, RunPrintsOneExecuteTimeLinePerForward) {
                                "VLLM_ASCEND_ENABLE_PREFETCH_MLP=1");
     EXPECT_NE(on.find("execute time: forward 0 (prefill, "), std::string::npos) << on;
     // each generated token after the first is one decode forward (generation may stop early at end of text)
-    if (on.find("execute time: forward 1 ") != std::string::npos)
+    if (on.find("execute time: forward 1 ") != std::string::npos) {
         EXPECT_NE(on.find("execute time: forward 1 (decode, 1 token, 1 sequence): "), std::string::npos) << on;
+    }
     EXPECT_EQ(run("-u VLLM_ASCEND_MODEL_EXECUTE_TIME_OBSERVE").find("execute time"), std::string::npos);
     const std::string bad = run("VLLM_ATTENTION_BACKEND=flash", 2);
     EXPECT_NE(bad.find("duet: error: VLLM_ATTENTION_BACKEND = \"flash\" is not allowed (allowed: FLASH_ATTN, "
