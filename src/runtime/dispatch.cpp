@@ -145,7 +145,10 @@ void Dispatcher::rope_kv_write(const float* q, int64_t q_stride, float* q_out, c
     r.out_bytes = uint64_t(m * nq) * kF32 + uint64_t(m) * 2 * row_bytes(kv_type, nk);
     run(r, [&] {
         pool_.parallel_for(m, kRowGrain, [&](int64_t b, int64_t e) {
-            std::vector<float> krow(static_cast<size_t>(nk));  // the rotated k row, stored straight into the cache
+            // the rotated k row, stored straight into the cache; one buffer per pool thread, reused
+            // across layers and steps (no allocation on the decode path)
+            thread_local std::vector<float> krow;
+            krow.resize(static_cast<size_t>(nk));
             for (int64_t i = b; i < e; ++i) {
                 if (q_out != q) std::memcpy(q_out + i * nq, q + i * q_stride, size_t(nq) * sizeof(float));
                 std::memcpy(krow.data(), k + i * k_stride, size_t(nk) * sizeof(float));
