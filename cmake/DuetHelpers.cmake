@@ -1,3 +1,25 @@
+# duet_test_paths: DUET_SOURCE_DIR, DUET_SHARED_DIR, DUET_BINARY_DIR for tests and benchmarks,
+# compiled into one object so that no other compile line holds an absolute path (ccache hits
+# across clones; tests/common/duet_test_paths.h).
+function(duet_define_test_paths)
+    if(TARGET duet_test_paths)
+        return()
+    endif()
+    add_library(duet_test_paths STATIC ${CMAKE_SOURCE_DIR}/tests/common/duet_test_paths.cpp)
+    target_compile_definitions(duet_test_paths PRIVATE
+        DUET_TEST_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
+        DUET_TEST_SHARED_DIR="${DUET_SHARED_DIR}"
+        DUET_TEST_BINARY_DIR="${CMAKE_BINARY_DIR}")
+endfunction()
+
+# duet_use_test_paths(<target>): the target sees DUET_SOURCE_DIR etc. (force-included header).
+function(duet_use_test_paths target)
+    duet_define_test_paths()
+    target_include_directories(${target} PRIVATE ${CMAKE_SOURCE_DIR}/tests/common)
+    target_compile_options(${target} PRIVATE -include duet_test_paths.h)
+    target_link_libraries(${target} PRIVATE duet_test_paths)
+endfunction()
+
 # duet_add_test(<name> SOURCES a.cpp ... LIBS lib ... [LABELS unit|model|server|slow])
 # One gtest executable registered with ctest; label defaults to "unit".
 function(duet_add_test name)
@@ -6,11 +28,8 @@ function(duet_add_test name)
         set(T_LABELS unit)
     endif()
     add_executable(${name} ${T_SOURCES})
-    target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
-    target_compile_definitions(${name} PRIVATE
-        DUET_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
-        DUET_SHARED_DIR="${DUET_SHARED_DIR}"
-        DUET_BINARY_DIR="${CMAKE_BINARY_DIR}")
+    target_link_libraries(${name} PRIVATE ${T_LIBS} duet_test_paths GTest::gtest GTest::gtest_main)
+    duet_use_test_paths(${name})
     add_test(NAME ${name} COMMAND ${name})
     set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
 endfunction()

@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "config/coop_config.h"
 #include "config/settings.h"
+#include "core/build_paths.h"
 #include "core/error.h"
 
 namespace duet::cli {
@@ -151,8 +152,8 @@ void finish_wait(const json& t, const std::string& output) {
 
 void register_client_commands(CLI::App& app) {
     auto a = std::make_shared<ClientArgs>();
-    a->settings_path = std::string(DUET_DEFAULT_CONFIG_DIR) + "/settings.json";
-    a->config_path = std::string(DUET_DEFAULT_CONFIG_DIR) + "/config.toml";
+    a->settings_path = std::string(core::default_config_dir()) + "/settings.json";
+    a->config_path = std::string(core::default_config_dir()) + "/config.toml";
 
     CLI::App* p = app.add_subcommand(
         "ping",

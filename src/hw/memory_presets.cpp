@@ -2,12 +2,9 @@
 
 #include <cstdlib>
 
+#include "core/build_paths.h"
 #include "core/error.h"
 #include "hw/pim/pim_spec.h"
-
-#ifndef DUET_CONFIG_DIR
-#define DUET_CONFIG_DIR "configs"
-#endif
 
 namespace duet::hw {
 
@@ -26,7 +23,7 @@ bool known(const std::vector<std::string>& v, const std::string& n) {
 
 std::string config_dir() {
     const char* env = std::getenv("DUET_CONFIG_DIR");
-    return env && *env ? env : DUET_CONFIG_DIR;
+    return env && *env ? env : core::default_config_dir();
 }
 
 const std::vector<std::string>& memory_preset_names() {
