@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "core/build_paths.h"
 #include "core/log.h"
 #include "sim/report.h"
 #ifdef DUET_BENCH_REAL_DEVICES
@@ -67,8 +68,8 @@ BENCHMARK(BM_TraceOnlyLlama2_7b_2048_256)->Unit(benchmark::kMillisecond);
 // What `duet bench` does by default: the real NPU/PIM/layout models from configs/.
 void BM_DuetBenchRealDevices_2048_256(benchmark::State& state) {
     spdlog::set_level(spdlog::level::warn);
-    config::Settings st = config::load_settings(std::string(DUET_DEFAULT_CONFIG_DIR) + "/settings.json", {}, {});
-    config::CoopConfig cfg = config::load_coop_config(std::string(DUET_DEFAULT_CONFIG_DIR) + "/config.toml", {});
+    config::Settings st = config::load_settings(std::string(duet::core::default_config_dir()) + "/settings.json", {}, {});
+    config::CoopConfig cfg = config::load_coop_config(std::string(duet::core::default_config_dir()) + "/config.toml", {});
     sim::ModelShape s{"llama2-7b", 32000, 4096, 32, 32, 32, 11008, 128, false, false, DType::F16, DType::F16};
     for (auto _ : state) {
         auto rig = sim::make_hardware_rig(st, cfg, "");
