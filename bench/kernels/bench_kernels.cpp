@@ -127,10 +127,11 @@ void BM_Matmul(benchmark::State& state) {
     }
     const double cpu = process_cpu_s() - c0, wall = wall_s() - t0;
     state.counters["cpu_util"] = cpu / (wall * pool().size());
-    // rates per CPU second per thread: what the threads reach while they run (see membw.h)
-    const double per_thread_cpu = cpu / pool().size();
-    state.counters["GB/s_cpu"] = double(rb) * double(n) * double(state.iterations()) / per_thread_cpu / 1e9;
-    state.counters["GFLOP/s_cpu"] = 2.0 * double(m * n * k) * double(state.iterations()) / per_thread_cpu / 1e9;
+    // rates per CPU-second of one thread: the work divided by the CPU time all threads spent on it
+    // (two threads that each ran 1 s did their work in 2 thread-seconds), so they compare with a
+    // per-core peak. (Until 2026-12-02 this divided by cpu / threads: 2x on two threads.)
+    state.counters["GB/s_cpu"] = double(rb) * double(n) * double(state.iterations()) / cpu / 1e9;
+    state.counters["GFLOP/s_cpu"] = 2.0 * double(m * n * k) * double(state.iterations()) / cpu / 1e9;
     state.SetLabel(std::string(dtype_name(type)) + " " + kernels::kernel_isa());
     state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(rb) * n);  // weight bytes
     state.counters["FLOP/s"] =
@@ -173,8 +174,8 @@ void BM_OpenBlasSgemm(benchmark::State& state) {
     // OpenBLAS's idle threads sleep, so this can read low when the product is short
     const double cpu = process_cpu_s() - c0;
     state.counters["cpu_util"] = cpu / ((wall_s() - t0) * bench_threads());
-    if (m > 4) limits::g_sgemm_gflops_cpu = 2.0 * double(m * n * k) * double(state.iterations()) / (cpu / bench_threads()) / 1e9;
-    state.counters["GFLOP/s_cpu"] = 2.0 * double(m * n * k) * double(state.iterations()) / (cpu / bench_threads()) / 1e9;
+    if (m > 4) limits::g_sgemm_gflops_cpu = 2.0 * double(m * n * k) * double(state.iterations()) / cpu / 1e9;  // per thread-second
+    state.counters["GFLOP/s_cpu"] = 2.0 * double(m * n * k) * double(state.iterations()) / cpu / 1e9;  // per thread-second
     state.counters["FLOP/s"] = benchmark::Counter(2.0 * double(m) * double(n) * double(k) * double(state.iterations()),
                                                   benchmark::Counter::kIsRate);
 }
