@@ -64,9 +64,8 @@ void fimdram_points(std::vector<Point>& out) {
         } else {
             p.source = "SAITPublic/PIMSimulator (benchmarks 4096x4096 only)";
             p.reference = kNone;
-            p.note = "no published value for this size (duet value shown, not checked); also searched: the ISCA 2021 "
-                     "and IEEE Micro 2022 HBM-PIM papers (speedups over GPUs on whole applications, no per-size GEMV "
-                     "over streaming in the stored text)";
+            p.note = "no published value for this size (duet value shown, not checked); also searched: per-size "
+                     "GEMV results of the ISCA 2021 and IEEE Micro 2022 HBM-PIM papers (none in the stored pages)";
         }
         out.push_back(p);
     }
