@@ -73,9 +73,8 @@ std::vector<Point> npu_reference_points() {
         const StepTimes d = simulate(r.dispatch, r.batch);
         for (bool prefill : {true, false}) {
             Point p;
-            p.name = fmt::format("Ascend 910B 7B model {} ({}), batch {}, {} dispatch",
-                                 prefill ? "TTFT" : "TPOT",
-                                 prefill ? "prefill step, 1024 tokens" : "decode step, 1024 new tokens", r.batch,
+            p.name = fmt::format("Ascend 910B4 Qwen2-7B {}, batch {}, {}",
+                                 prefill ? "TTFT (prefill of 1024 tokens)" : "TPOT (mean decode step)", r.batch,
                                  mode_label(r.dispatch));
             p.unit = std::string("ms");
             p.tolerance = 0.30;

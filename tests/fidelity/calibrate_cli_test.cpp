@@ -41,7 +41,7 @@ TEST(CalibrateCli, PrintsEveryPointWithItsSource) {
                              "source: Morteza1814/CENT cent_simulation/simulation_results_reference.csv",
                              "source: derived from CMU-SAFARI/ramulator2 python/ramulator/dram/hbm3.py",
                              "source: Shuhai, Wang et al., FCCM 2020", "source: AMD white paper WP570",
-                             "Ascend 910B 7B model TTFT (prefill step, 1024 tokens), batch 1, graph dispatch",
+                             "Ascend 910B4 Qwen2-7B TTFT (prefill of 1024 tokens), batch 1, graph",
                              "source: Ascend/torchair npu_tuned_model/llm/qwen/README.md", "FAIL"})
         EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
 }

@@ -26,9 +26,9 @@ const Point& find(const std::string& name) {
 
 std::string name(const char* metric, int batch, const char* mode) {
     const bool ttft = std::string(metric) == "TTFT";
-    return std::string("Ascend 910B 7B model ") + metric +
-           (ttft ? " (prefill step, 1024 tokens)" : " (decode step, 1024 new tokens)") + ", batch " +
-           std::to_string(batch) + ", " + mode + " dispatch";
+    return std::string("Ascend 910B4 Qwen2-7B ") + metric +
+           (ttft ? " (prefill of 1024 tokens)" : " (mean decode step)") + ", batch " + std::to_string(batch) + ", " +
+           mode;
 }
 
 }  // namespace
