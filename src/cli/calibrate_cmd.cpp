@@ -4,10 +4,12 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include "cli/commands.h"
 #include "core/error.h"
 #include "hw/calibration/reference_points.h"
+#include "workload/npu_calibration.h"
 
 namespace duet::cli {
 namespace {
@@ -38,7 +40,8 @@ std::string tolerance_text(const hw::calibration::Point& p) {
 }
 
 void run_calibrate(bool notes) {
-    const auto points = hw::calibration::run_calibration();
+    auto points = hw::calibration::run_calibration();
+    for (auto& p : workload::npu_reference_points()) points.push_back(std::move(p));
     int pass = 0, fail = 0, missing = 0;
     std::printf("%-72s %12s %12s %9s %8s  %s\n", "point", "reference", "duet", "error", "tol", "status");
     for (const auto& p : points) {

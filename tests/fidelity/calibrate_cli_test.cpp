@@ -38,7 +38,11 @@ TEST(CalibrateCli, PrintsEveryPointWithItsSource) {
                              "HBM2-PIM fp16 GEMV 4096x4096 speedup over streaming", "missing", "PASS",
                              "AttAcc HBM3 bank PIM attention L=128 heads=2050 d=128 (power limit)",
                              "source: scale-snu/attacc_simulator ramulator.out (row 128,2050,128,2,BA,True",
-                             "source: Morteza1814/CENT cent_simulation/simulation_results_reference.csv"})
+                             "source: Morteza1814/CENT cent_simulation/simulation_results_reference.csv",
+                             "source: derived from CMU-SAFARI/ramulator2 python/ramulator/dram/hbm3.py",
+                             "source: Shuhai, Wang et al., FCCM 2020", "source: AMD white paper WP570",
+                             "Ascend 910B4 Qwen2-7B TTFT (prefill of 1024 tokens), batch 1, graph",
+                             "source: Ascend/torchair npu_tuned_model/llm/qwen/README.md", "FAIL"})
         EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
 }
 

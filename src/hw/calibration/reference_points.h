@@ -19,12 +19,13 @@ enum class Check {
 
 struct Point {
     std::string name;     // what is compared, e.g. "GeniePIM int8 GEMV 6144x2048 N=1 speedup"
-    std::string source;   // repository file or paper table the reference is read from
+    std::string source;   // repository file or paper table the reference is read from ("derived from ..." when
+                          // computed from a public simulator's preset by its documented rule)
     Check check = Check::MISSING;
     double reference = 0; // meaningless for MISSING
     double duet = 0;
     double tolerance = 0; // fraction (RELATIVE) or points (POINTS)
-    std::string unit;     // "x", "%", "ns"
+    std::string unit;     // "x", "%", "ns", "ms"
     std::string note;     // what differs between the two set-ups, or why the reference is missing
 
     double error() const;       // relative (RELATIVE, LOWER_BOUND) or absolute points (POINTS); 0 for MISSING
@@ -32,7 +33,9 @@ struct Point {
     const char* status() const; // "PASS", "FAIL" or "missing"
 };
 
-// Every reference point, in table order. Throws duet::Error when a preset cannot be read.
+// Every device-level reference point (PIM, DRAM), in table order. The NPU's whole-model points
+// run the simulator on a model graph and live above hw/ (workload/npu_calibration.h); `duet
+// calibrate` prints both. Throws duet::Error when a preset cannot be read.
 std::vector<Point> run_calibration();
 
 }  // namespace duet::hw::calibration

@@ -1,0 +1,17 @@
+#pragma once
+// Whole-model calibration of the NPU model (issue 9; docs/hardware-model.md section 6): the
+// prefill and decode step times of a public Ascend measurement against `duet bench`'s NPU-only
+// baseline for the same model shape, SoC, dispatch mode, prompt, output length and batch. It
+// lives here, not in hw/calibration, because it runs the simulator on a model graph (hw/ never
+// includes model code). Nothing here feeds back into a preset.
+// Thread safety: pure function; presets are read from the config folder on every call.
+#include <vector>
+
+#include "hw/calibration/reference_points.h"
+
+namespace duet::workload {
+
+// The Ascend 910B points in table order (units: ms). Throws duet::Error when a preset cannot be read.
+std::vector<hw::calibration::Point> npu_reference_points();
+
+}  // namespace duet::workload
