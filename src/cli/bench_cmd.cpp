@@ -15,7 +15,6 @@
 #include "config/coop_config.h"
 #include "config/runtime_knobs.h"
 #include "config/settings.h"
-#include "core/build_paths.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "model/arch_presets.h"
@@ -195,8 +194,8 @@ void register_bench(CLI::App& app) {
         "  duet bench -m model.gguf --seq-len 64 --gen-len 32\n"
         "  duet bench --workload agent -m model.gguf --report agent.json --svg agent.svg   (docs/agent.md)\n"
         "Exit status: 0 when every verdict is MET, 3 when any is NOT MET (--no-verdict-exit: 0), 2 for errors.");
-    a->settings_path = std::string(core::default_config_dir()) + "/settings.json";
-    a->config_path = std::string(core::default_config_dir()) + "/config.toml";
+    a->settings_path = default_settings_path();
+    a->config_path = default_config_path();
     text(c, "--baseline", a->baseline, "Baseline policy: npu_only, pim_only, npu_pim_coop, auto");
     text(c, "--target", a->target, "Target policy");
     number(c, "--seq-len", a->seq_len, "Prompt tokens", int64_t(1), kMaxTokens,

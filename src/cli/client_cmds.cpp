@@ -10,9 +10,9 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "config/coop_config.h"
 #include "config/settings.h"
-#include "core/build_paths.h"
 #include "core/error.h"
 
 namespace duet::cli {
@@ -152,8 +152,8 @@ void finish_wait(const json& t, const std::string& output) {
 
 void register_client_commands(CLI::App& app) {
     auto a = std::make_shared<ClientArgs>();
-    a->settings_path = std::string(core::default_config_dir()) + "/settings.json";
-    a->config_path = std::string(core::default_config_dir()) + "/config.toml";
+    a->settings_path = default_settings_path();
+    a->config_path = default_config_path();
 
     CLI::App* p = app.add_subcommand(
         "ping",

@@ -11,7 +11,6 @@
 #include "config/coop_config.h"
 #include "config/runtime_knobs.h"
 #include "config/settings.h"
-#include "core/build_paths.h"
 #include "core/error.h"
 #include "hw/memory_presets.h"
 #include "hw/npu/npu_preset.h"
@@ -192,8 +191,8 @@ void register_doctor(CLI::App& app) {
                                      "CANN path (information) and model file. Exit 0 (warnings allowed) or 2 (problems).\n"
                                      "Example:\n  duet doctor --settings configs/settings.json --config configs/config.toml "
                                      "-m model.gguf");
-    a->settings_path = std::string(core::default_config_dir()) + "/settings.json";
-    a->config_path = std::string(core::default_config_dir()) + "/config.toml";
+    a->settings_path = default_settings_path();
+    a->config_path = default_config_path();
     text(c, "--settings", a->settings_path, "settings.json");
     text(c, "--config", a->config_path, "config.toml");
     c->add_option("--model,-m", a->model, "Architecture preset or GGUF file to check");

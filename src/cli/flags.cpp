@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "core/build_paths.h"
 #include "core/log.h"
 
 namespace duet::cli {
@@ -86,5 +87,8 @@ CLI::Validator value_alias(const std::string& flag, const std::map<std::string, 
         },
         "");
 }
+
+std::string default_settings_path() { return std::string(core::default_config_dir()) + "/settings.json"; }
+std::string default_config_path() { return std::string(core::default_config_dir()) + "/config.toml"; }
 
 }  // namespace duet::cli

@@ -59,6 +59,11 @@ CLI::Option* alias(CLI::App* app, const std::string& old_name, const std::string
 // value_alias("--dtype", {{"fp16", "f16"}}); other values pass unchanged.
 CLI::Validator value_alias(const std::string& flag, const std::map<std::string, std::string>& deprecated);
 
+// Default --settings and --config: settings.json and config.toml of the build's configs/ folder
+// (core/build_paths.h).
+std::string default_settings_path();
+std::string default_config_path();
+
 // Largest values accepted where nothing smaller is natural (documented per flag).
 inline constexpr int64_t kMaxThreads = 256;  // assumption: more threads than any host duet targets has cores
 inline constexpr int64_t kMaxCtx = (int64_t(1) << 31) - 1;  // positions are int32 in kernels; memory decides below

@@ -18,7 +18,6 @@
 #include "config/coop_config.h"
 #include "config/runtime_knobs.h"
 #include "config/settings.h"
-#include "core/build_paths.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "model/chat_template.h"
@@ -187,8 +186,8 @@ void register_serve(CLI::App& app) {
         "api.api_key_env. Examples:\n"
         "  DUET_API_KEY=secret duet serve -m model.gguf --port 8080 --parallel 4\n"
         "  duet serve -m model.gguf --no-auth --port 0      # any free port, printed at start");
-    a->settings_path = std::string(core::default_config_dir()) + "/settings.json";
-    a->config_path = std::string(core::default_config_dir()) + "/config.toml";
+    a->settings_path = default_settings_path();
+    a->config_path = default_config_path();
     c->add_option("-m,--model", a->model_path, "GGUF model file")->required();
     text(c, "--settings", a->settings_path, "settings.json");
     text(c, "--config", a->config_path, "config.toml");

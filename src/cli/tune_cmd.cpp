@@ -11,7 +11,6 @@
 #include "cli/flags.h"
 #include "config/coop_config.h"
 #include "config/settings.h"
-#include "core/build_paths.h"
 #include "core/error.h"
 #include "sim/report_files.h"
 #include "tune/outputs.h"
@@ -153,8 +152,8 @@ void register_tune(CLI::App& app) {
         "  duet tune --model llama2-7b --seq-len 2048 --out best.toml --pareto-svg pareto.svg\n"
         "  duet tune --only reorder.block_size_kb,reorder.prefetch_depth --fix zero_copy_switch=true\n"
         "  duet tune --hw-pairs --strategy adaptive --budget 5000 --results pairs.jsonl --resume");
-    a->settings_path = std::string(core::default_config_dir()) + "/settings.json";
-    a->config_path = std::string(core::default_config_dir()) + "/config.toml";
+    a->settings_path = default_settings_path();
+    a->config_path = default_config_path();
     c->add_option("--settings", a->settings_path, "settings.json (the base point)")->capture_default_str();
     c->add_option("--config", a->config_path, "config.toml (the base point)")->capture_default_str();
     text(c, "--model,-m", a->model, "Architecture preset or GGUF file", DefaultFrom{"settings api.model"});
