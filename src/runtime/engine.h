@@ -166,7 +166,9 @@ private:
     graph::MemoryPlan mem_;
     Dispatcher dispatch_;
     kernels::RopeOrder rope_order_;
-    std::vector<const float*> node_vec_;  // per node: norm weight or matmul bias (null: none)
+    std::vector<const float*> node_vec_;   // per node: norm weight or matmul bias (null: none)
+    std::vector<const float*> node_norm_;  // per node: the weights of an RMSNorm fused into a matmul
+    std::vector<int64_t> keep_rows_;       // a fused output norm's x rows (the rows whose logits are wanted)
 
     // Scratch: the arena of the memory plan for scratch_tokens_ rows; ptr_ per tensor id.
     int64_t scratch_tokens_ = 0;
