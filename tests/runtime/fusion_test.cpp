@@ -231,6 +231,32 @@ INSTANTIATE_TEST_SUITE_P(Presets, FusionOnPreset,
                              return n;
                          });
 
+// A ragged batch: the fused output norm gathers the rows whose logits are wanted (the last of a
+// sequence without all_logits, every row of one with it), as the unfused norm does.
+TEST(Fusion, RmsNormFusedOutputNormGathersTheRowsOfARaggedBatch) {
+    const std::string path = test::generated_model("tiny-mistral", "q8_0");
+    ASSERT_FALSE(path.empty());
+    const auto m = Model::load(path);
+    std::vector<float> logits[2];
+    for (int fused = 0; fused < 2; ++fused) {
+        EngineOptions o;
+        o.n_threads = 2;
+        o.n_ctx = 32;
+        o.n_seq_max = 2;
+        Engine e(m, o, graph_of(*m, true, true, fused == 1));
+        SequenceKv a, b;
+        const std::vector<int32_t> ta = {1, 2, 3, 4, 5}, tb = {6, 7};
+        std::vector<SeqInput> batch = {{ta, &a, false}, {tb, &b, true}};
+        ForwardOutput out;
+        ASSERT_EQ(e.forward(batch, out), ForwardStatus::OK);
+        ASSERT_EQ(out.logits.size(), size_t(3 * m->hparams().n_vocab));
+        logits[fused] = out.logits;
+        a.release(e.kv_cache());
+        b.release(e.kv_cache());
+    }
+    EXPECT_EQ(std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)), 0);
+}
+
 TEST(Fusion, Stories260KSameTokens) {
     const std::string path = test::shared_model("stories260K.gguf");
     if (path.empty()) GTEST_SKIP() << "stories260K.gguf not in " << DUET_SHARED_DIR << "/models";
