@@ -73,7 +73,9 @@ TEST(FuseRmsNorm, EveryNormJoinsItsOneQuantisedConsumer) {
         const MemoryPlan p = plan_memory(g);
         for (size_t t = 0; t < g.tensors.size(); ++t) {
             const std::string& n = g.tensors[t].name;
-            if (n.ends_with("attn_in") || n.ends_with("ffn_in") || n == "out_in") EXPECT_LT(p.first[t], 0) << n;
+            if (n.ends_with("attn_in") || n.ends_with("ffn_in") || n == "out_in") {
+                EXPECT_LT(p.first[t], 0) << n;
+            }
         }
     }
 }
