@@ -1,12 +1,16 @@
 // bench_norm_fusion [--threads N] [--rounds R] [--prompt P] [--gen G] MODEL.gguf
 // RMSNorm fused into the next matmul's input quantisation (graph/fuse_rmsnorm_matmul.h), measured
 // in one process so the two sides share the machine's state (a shared box: compare ratios, not
-// absolute times). Rounds alternate the two sides; medians are reported.
+// absolute times). Rounds alternate the two sides; medians are reported, of wall time and of the
+// process's CPU time (with --threads 1 the CPU time is the work itself, whatever else the cores
+// run: the figure to quote on a loaded machine).
 //   engine: the --fuse graph without the norm pass (sibling matmuls, RoPE + KV write) against the
 //           same graph with it: prefill of P tokens and G decode steps; the logits of both sides
 //           are compared bit for bit.
 //   kernel: layer 0's gate|up matrix at m = 1 and m = P: kernels::rmsnorm per row into f32 rows then
 //           kernels::matmul, against kernels::rmsnorm_quantize then kernels::matmul_quantized.
+#include <time.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +32,12 @@ using namespace duet::runtime;
 
 namespace {
 
+int64_t cpu_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.empty() ? 0 : v[v.size() / 2];
@@ -46,7 +56,7 @@ graph::Graph fused_graph(const Model& m, bool norm) {
 
 struct Side {
     std::unique_ptr<Engine> engine;
-    std::vector<double> prefill_ms, decode_ms;
+    std::vector<double> prefill_ms, decode_ms, prefill_cpu_ms, decode_cpu_ms;
     std::vector<float> logits;
 };
 
@@ -56,11 +66,13 @@ void round(Side& s, const std::vector<int32_t>& prompt, int64_t gen) {
     SequenceKv seq;
     ForwardOutput out;
     SeqInput in{prompt, &seq, false};
-    int64_t t0 = now_ns();
+    int64_t t0 = now_ns(), c0 = cpu_ns();
     if (e.forward({&in, 1}, out) != ForwardStatus::OK) fail("bench: prefill did not fit");
     s.prefill_ms.push_back(double(now_ns() - t0) / 1e6);
+    s.prefill_cpu_ms.push_back(double(cpu_ns() - c0) / 1e6);
     s.logits.assign(out.last(0), out.last(0) + out.n_vocab);
     t0 = now_ns();
+    c0 = cpu_ns();
     for (int64_t i = 0; i < gen; ++i) {
         const float* l = out.last(0);
         int32_t next = 0;
@@ -70,6 +82,7 @@ void round(Side& s, const std::vector<int32_t>& prompt, int64_t gen) {
         if (e.forward({&step, 1}, out) != ForwardStatus::OK) fail("bench: decode did not fit");
     }
     s.decode_ms.push_back(double(now_ns() - t0) / 1e6 / double(std::max<int64_t>(1, gen)));
+    s.decode_cpu_ms.push_back(double(cpu_ns() - c0) / 1e6 / double(std::max<int64_t>(1, gen)));
     seq.release(e.kv_cache());
 }
 
@@ -107,7 +120,8 @@ int main(int argc, char** argv) try {
     for (int64_t i = 0; i < n_prompt; ++i) prompt.push_back(int32_t((i * 7919 + 13) % nv));
     round(off, prompt, 1);  // warm-up: page the weights in, size the scratch
     round(on, prompt, 1);
-    off.prefill_ms.clear(), off.decode_ms.clear(), on.prefill_ms.clear(), on.decode_ms.clear();
+    for (Side* s : {&off, &on})  // drop the warm-up's figures
+        for (auto* v : {&s->prefill_ms, &s->decode_ms, &s->prefill_cpu_ms, &s->decode_cpu_ms}) v->clear();
     for (int r = 0; r < rounds; ++r) {
         round(r % 2 ? on : off, prompt, n_gen);
         round(r % 2 ? off : on, prompt, n_gen);
@@ -117,10 +131,14 @@ int main(int argc, char** argv) try {
     std::printf("model %s, %s kernels, %d threads, %d rounds, %d norms fused per forward, logits %s\n", path.c_str(),
                 kernels::kernel_isa(), off.engine->pool().size(), rounds, joined,
                 same ? "bit-identical" : "DIFFER");
-    const double pa = median(off.prefill_ms), pb = median(on.prefill_ms), da = median(off.decode_ms),
-                 db = median(on.decode_ms);
-    std::printf("engine prefill %lld tok: %.2f ms -> %.2f ms (x %.3f)\n", (long long)n_prompt, pa, pb, pb / pa);
-    std::printf("engine decode per token: %.3f ms -> %.3f ms (x %.3f)\n", da, db, db / da);
+    auto line = [](const char* what, const std::vector<double>& a, const std::vector<double>& b) {
+        std::printf("%s: %.3f ms -> %.3f ms (x %.3f)\n", what, median(a), median(b), median(b) / median(a));
+    };
+    const std::string pre = "engine prefill " + std::to_string(n_prompt) + " tok";
+    line((pre + ", wall").c_str(), off.prefill_ms, on.prefill_ms);
+    line((pre + ", CPU").c_str(), off.prefill_cpu_ms, on.prefill_cpu_ms);
+    line("engine decode per token, wall", off.decode_ms, on.decode_ms);
+    line("engine decode per token, CPU", off.decode_cpu_ms, on.decode_cpu_ms);
 
     // Kernel level: layer 0's gate|up (bound by the fused engine; one dtype in every file the
     // generator writes, while a q4_k file may keep attn_v apart) with its FFN norm.
@@ -135,26 +153,26 @@ int main(int argc, char** argv) try {
         const kernels::ActFormat f = kernels::act_format(w.dtype);
         std::vector<uint8_t> xq(kernels::act_bytes(f, m, k));
         const int reps = m == 1 ? 200 : 3;
-        std::vector<double> ta, tb;
+        std::vector<double> ta, tb;  // process CPU time per call, us
         for (int r = 0; r < 2 * rounds + 1; ++r) {
-            int64_t t0 = now_ns();
+            int64_t t0 = cpu_ns();
             for (int i = 0; i < reps; ++i) {
                 pool.parallel_for(m, 4, [&](int64_t b, int64_t e) {
                     for (int64_t j = b; j < e; ++j) kernels::rmsnorm(&x[size_t(j * k)], nw, &xn[size_t(j * k)], k, 1e-5f);
                 });
                 kernels::matmul(xn.data(), m, k, k, w.data, w.dtype, w.row_stride_bytes, n, y.data(), n, pool);
             }
-            ta.push_back(double(now_ns() - t0) / 1e3 / reps);
-            t0 = now_ns();
+            ta.push_back(double(cpu_ns() - t0) / 1e3 / reps);
+            t0 = cpu_ns();
             for (int i = 0; i < reps; ++i) {
                 kernels::rmsnorm_quantize(x.data(), k, nullptr, m, k, nw, 1e-5f, f, xq.data(), pool);
                 kernels::matmul_quantized(xq.data(), f, m, k, w.data, w.dtype, w.row_stride_bytes, n, y.data(), n, pool);
             }
-            tb.push_back(double(now_ns() - t0) / 1e3 / reps);
+            tb.push_back(double(cpu_ns() - t0) / 1e3 / reps);
         }
         const double a = median(ta), b = median(tb);
         std::printf("kernel %s gate|up %lldx%lld, m %lld: rmsnorm + matmul %.1f us -> rmsnorm_quantize + "
-                    "matmul_quantized %.1f us (x %.3f)\n",
+                    "matmul_quantized %.1f us CPU (x %.3f)\n",
                     dtype_name(w.dtype), (long long)n, (long long)k, (long long)m, a, b, b / a);
     }
     return same ? 0 : 1;
