@@ -49,7 +49,8 @@ graph::Graph fused_graph(const Model& m, bool norm) {
     graph::Graph g = graph::build_graph(model_shape(m.hparams(), m.weights().layers[0].wq.dtype, DType::F16));
     const PlainWeightSource ws(m.weights());
     for (graph::Node& n : g.nodes)
-        if (n.kind == graph::OpKind::MATMUL || n.kind == graph::OpKind::EMBED) n.dtype = ws.tensor(n.role, n.layer).dtype;
+        if (n.kind == graph::OpKind::MATMUL || n.kind == graph::OpKind::EMBED)
+            n.dtype = ws.tensor(n.role, n.layer).dtype;
     g = graph::FuseRopeKvWrite().run(graph::FuseSiblingMatmuls().run(g));
     return norm ? graph::FuseRmsNormMatmul().run(g) : g;
 }
@@ -98,11 +99,16 @@ int main(int argc, char** argv) try {
             if (i + 1 >= argc) fail("{} needs a value", a);
             return argv[++i];
         };
-        if (a == "--threads") threads = std::atoi(value());
-        else if (a == "--rounds") rounds = std::max(1, std::atoi(value()));
-        else if (a == "--prompt") n_prompt = std::max(1, std::atoi(value()));
-        else if (a == "--gen") n_gen = std::max(0, std::atoi(value()));
-        else path = a;
+        if (a == "--threads")
+            threads = std::atoi(value());
+        else if (a == "--rounds")
+            rounds = std::max(1, std::atoi(value()));
+        else if (a == "--prompt")
+            n_prompt = std::max(1, std::atoi(value()));
+        else if (a == "--gen")
+            n_gen = std::max(0, std::atoi(value()));
+        else
+            path = a;
     }
     if (path.empty()) fail("usage: bench_norm_fusion [--threads N] [--rounds R] [--prompt P] [--gen G] MODEL.gguf");
     auto model = Model::load(path);
@@ -129,8 +135,7 @@ int main(int argc, char** argv) try {
     const bool same = off.logits.size() == on.logits.size() &&
                       std::memcmp(off.logits.data(), on.logits.data(), off.logits.size() * sizeof(float)) == 0;
     std::printf("model %s, %s kernels, %d threads, %d rounds, %d norms fused per forward, logits %s\n", path.c_str(),
-                kernels::kernel_isa(), off.engine->pool().size(), rounds, joined,
-                same ? "bit-identical" : "DIFFER");
+                kernels::kernel_isa(), off.engine->pool().size(), rounds, joined, same ? "bit-identical" : "DIFFER");
     auto line = [](const char* what, const std::vector<double>& a, const std::vector<double>& b) {
         std::printf("%s: %.3f ms -> %.3f ms (x %.3f)\n", what, median(a), median(b), median(b) / median(a));
     };
@@ -158,7 +163,8 @@ int main(int argc, char** argv) try {
             int64_t t0 = cpu_ns();
             for (int i = 0; i < reps; ++i) {
                 pool.parallel_for(m, 4, [&](int64_t b, int64_t e) {
-                    for (int64_t j = b; j < e; ++j) kernels::rmsnorm(&x[size_t(j * k)], nw, &xn[size_t(j * k)], k, 1e-5f);
+                    for (int64_t j = b; j < e; ++j)
+                        kernels::rmsnorm(&x[size_t(j * k)], nw, &xn[size_t(j * k)], k, 1e-5f);
                 });
                 kernels::matmul(xn.data(), m, k, k, w.data, w.dtype, w.row_stride_bytes, n, y.data(), n, pool);
             }
@@ -166,14 +172,16 @@ int main(int argc, char** argv) try {
             t0 = cpu_ns();
             for (int i = 0; i < reps; ++i) {
                 kernels::rmsnorm_quantize(x.data(), k, nullptr, m, k, nw, 1e-5f, f, xq.data(), pool);
-                kernels::matmul_quantized(xq.data(), f, m, k, w.data, w.dtype, w.row_stride_bytes, n, y.data(), n, pool);
+                kernels::matmul_quantized(xq.data(), f, m, k, w.data, w.dtype, w.row_stride_bytes, n, y.data(), n,
+                                          pool);
             }
             tb.push_back(double(cpu_ns() - t0) / 1e3 / reps);
         }
         const double a = median(ta), b = median(tb);
-        std::printf("kernel %s gate|up %lldx%lld, m %lld: rmsnorm + matmul %.1f us -> rmsnorm_quantize + "
-                    "matmul_quantized %.1f us CPU (x %.3f)\n",
-                    dtype_name(w.dtype), (long long)n, (long long)k, (long long)m, a, b, b / a);
+        std::printf(
+            "kernel %s gate|up %lldx%lld, m %lld: rmsnorm + matmul %.1f us -> rmsnorm_quantize + "
+            "matmul_quantized %.1f us CPU (x %.3f)\n",
+            dtype_name(w.dtype), (long long)n, (long long)k, (long long)m, a, b, b / a);
     }
     return same ? 0 : 1;
 } catch (const Error& e) {

@@ -32,9 +32,12 @@ bool quantises_activations(DType t, bool int8_acts) {
         case DType::Q4_0:
         case DType::Q5_0:
         case DType::Q4_K:
-        case DType::Q6_K: return true;
-        case DType::I8: return int8_acts;
-        default: return false;
+        case DType::Q6_K:
+            return true;
+        case DType::I8:
+            return int8_acts;
+        default:
+            return false;
     }
 }
 

@@ -1,9 +1,10 @@
 // The RMSNorm fusion pass (graph/fuse_rmsnorm_matmul.h): which norms join their matmul, which
 // stay, and the modelled records (one launch and the normed tensor's write + read fewer).
+#include "graph/fuse_rmsnorm_matmul.h"
+
 #include <gtest/gtest.h>
 
 #include "graph/fuse_matmuls.h"
-#include "graph/fuse_rmsnorm_matmul.h"
 #include "graph/fuse_rope_kv.h"
 #include "graph/graph.h"
 #include "graph/memory_plan.h"

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <vector>
 
-#include "core/quant.h"
 #include "../error_message.h"
+#include "core/quant.h"
 #include "kernels/ref/ref_kernels.h"
 #include "test_util.h"
 
@@ -33,11 +33,13 @@ std::vector<const KernelTable*> all_tables() {
 int64_t src_row(const std::vector<int64_t>& rows, int64_t i) { return rows.empty() ? i : rows[size_t(i)]; }
 
 TEST(RmsNormQuantize, FormatPerTableAndWeightType) {
-    for (DType w : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q6_K})
+    for (DType w :
+         {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q6_K})
         EXPECT_EQ(ref_table().act_format(w), ActFormat::F32) << dtype_name(w);
     for (const KernelTable* t : optimised_tables()) {
         for (DType w : {DType::F32, DType::F16, DType::BF16}) EXPECT_EQ(t->act_format(w), ActFormat::F32) << t->name;
-        for (DType w : {DType::Q8_0, DType::Q4_0, DType::Q5_0}) EXPECT_EQ(t->act_format(w), ActFormat::Q8_32) << t->name;
+        for (DType w : {DType::Q8_0, DType::Q4_0, DType::Q5_0})
+            EXPECT_EQ(t->act_format(w), ActFormat::Q8_32) << t->name;
         for (DType w : {DType::Q4_K, DType::Q6_K}) EXPECT_EQ(t->act_format(w), ActFormat::Q8_K) << t->name;
     }
     // 1 + 8/32 bytes per value for 32-blocks, 292/256 for Q8_K, 4 for f32
@@ -66,7 +68,8 @@ void expect_bit_identical(const KernelTable& t, DType wtype, const Case& c, uint
         for (int64_t i = 0; i < c.m; ++i) rows.push_back((c.m - 1 - i) * (m_x - 1) / std::max<int64_t>(1, c.m - 1));
 
     std::vector<float> xn(size_t(c.m * c.k)), y0(size_t(c.m * ys), -9.0f), y1(size_t(c.m * ys), -9.0f);
-    for (int64_t i = 0; i < c.m; ++i) t.rmsnorm(&x[size_t(src_row(rows, i) * xs)], nw.data(), &xn[size_t(i * c.k)], c.k, kEps);
+    for (int64_t i = 0; i < c.m; ++i)
+        t.rmsnorm(&x[size_t(src_row(rows, i) * xs)], nw.data(), &xn[size_t(i * c.k)], c.k, kEps);
     t.matmul(xn.data(), c.m, c.k, c.k, w.data(), wtype, ws, c.n, y0.data(), ys, pool);
 
     const ActFormat f = t.act_format(wtype);
@@ -85,14 +88,14 @@ TEST(RmsNormQuantize, MatmulBitIdenticalToRmsNormThenMatmulOnEveryTable) {
     for (const KernelTable* t : all_tables()) {
         for (DType w : {DType::Q8_0, DType::Q4_0, DType::Q5_0}) {
             // 33 blocks: past one 32-block k chunk of the packed GEMM; m 16, 17, 33: the packed path
-            for (const Case& c : {Case{1, 37, 224, false}, Case{1, 8, 1056, true}, Case{2, 7, 224, false},
-                                  Case{4, 9, 96, true}, Case{5, 33, 1056, false}, Case{16, 13, 224, false},
-                                  Case{17, 5, 1056, true}, Case{33, 19, 96, false}})
+            for (const Case& c :
+                 {Case{1, 37, 224, false}, Case{1, 8, 1056, true}, Case{2, 7, 224, false}, Case{4, 9, 96, true},
+                  Case{5, 33, 1056, false}, Case{16, 13, 224, false}, Case{17, 5, 1056, true}, Case{33, 19, 96, false}})
                 expect_bit_identical(*t, w, c, ++seed);
         }
         for (DType w : {DType::Q4_K, DType::Q6_K})
-            for (const Case& c : {Case{1, 37, 768, false}, Case{2, 6, 256, true}, Case{5, 11, 512, false},
-                                  Case{17, 3, 768, true}})
+            for (const Case& c :
+                 {Case{1, 37, 768, false}, Case{2, 6, 256, true}, Case{5, 11, 512, false}, Case{17, 3, 768, true}})
                 expect_bit_identical(*t, w, c, ++seed);
         // float weights take f32 rows: the fused path is rmsnorm into rows + matmul, exact too
         for (DType w : {DType::F32, DType::F16, DType::BF16})
@@ -108,7 +111,8 @@ TEST(RmsNormQuantize, BlocksEqualAScalarTwinOfTheQuantiser) {
     if (tables.empty()) GTEST_SKIP() << "no optimised kernels for this CPU";
     ThreadPool pool(2);
     const int64_t m = 3, k = 512, xs = k + 1;
-    const std::vector<float> x = random_vec(size_t(m * xs), 31, -2.0f, 2.0f), nw = random_vec(size_t(k), 32, 0.2f, 2.0f);
+    const std::vector<float> x = random_vec(size_t(m * xs), 31, -2.0f, 2.0f),
+                             nw = random_vec(size_t(k), 32, 0.2f, 2.0f);
     for (const KernelTable* t : tables) {
         std::vector<float> xn(static_cast<size_t>(k));
         {
