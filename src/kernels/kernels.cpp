@@ -90,7 +90,8 @@ size_t act_bytes(ActFormat f, int64_t m, int64_t k) {
 void check_rmsnorm_quantize_args(const char* name, ActFormatFn act_format, ActFormat f, int64_t m, int64_t k,
                                  int64_t x_stride) {
     bool used = false;  // does this table's matmul feed any weight type with f?
-    for (DType w : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q6_K})
+    for (DType w :
+         {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q6_K})
         used = used || act_format(w) == f;
     if (!used)
         fail("rmsnorm_quantize: the {} kernels' matmul takes no activations in {} (it takes {} for q8_0, {} for q4_k)",

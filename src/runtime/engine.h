@@ -55,7 +55,8 @@ struct EngineOptions {
     int64_t n_seq_max = 1;          // sequences the KV pool is sized for
     int64_t block_tokens = 16;      // positions per KV block
     int64_t kv_blocks = 0;          // 0: enough for n_seq_max sequences of n_ctx positions
-    bool fuse = false;              // run graph::fuse_all: Q/K/V and gate/up as one GEMM each, RoPE + KV write
+    // run graph::fuse_all: Q/K/V and gate/up as one GEMM each, RoPE + KV write, RMSNorm into quantised matmuls
+    bool fuse = false;
     bool static_plan = true;        // false: per-op allocation, no activation reuse (graph::plan_memory_without_reuse)
     // Runtime knobs (config/runtime_knobs.h), plain here so the engine does not read config:
     bool reference_attention = false;  // VLLM_ATTENTION_BACKEND=TORCH_SDPA: the scalar reference kernel

@@ -47,7 +47,8 @@ ModelledRun replay_modelled(const sim::ModelShape& shape, const AgentTrace& trac
         const int64_t n_cached = sw.prefix_reuse ? rq.n_reusable : 0;
         graph::GraphOptions go;
         go.fuse = sw.fuse;
-        go.int8_acts = sw.weight_quant == ModelledSwitches::WeightQuant::W8A8;  // RMSNorm fuses into the int8 quantisation
+        // W8A8 quantises activations per token: RMSNorm fuses into that quantisation
+        go.int8_acts = sw.weight_quant == ModelledSwitches::WeightQuant::W8A8;
         const sim::Plan plan = sim::plan_generation(qshape, rq.n_prompt, rq.n_generate, 1, go, n_cached);
         const int64_t context = sw.paged_kv ? rq.n_prompt + rq.n_generate : std::max(max_ctx, rq.n_prompt + rq.n_generate);
         const sim::RunReport r = sim::simulate_run(qshape, plan, context, 1, ro, hw);

@@ -150,7 +150,8 @@ void expect_norm_fusion_bit_exact(const std::shared_ptr<const Model>& m, const s
         EXPECT_EQ(a.tokens, b.tokens) << w;
         ASSERT_EQ(a.logits.size(), b.logits.size()) << w;
         size_t differ = 0;
-        for (size_t i = 0; i < a.logits.size(); ++i) differ += std::memcmp(&a.logits[i], &b.logits[i], sizeof(float)) != 0;
+        for (size_t i = 0; i < a.logits.size(); ++i)
+            differ += std::memcmp(&a.logits[i], &b.logits[i], sizeof(float)) != 0;
         EXPECT_EQ(differ, 0u) << w << ": logits not bit-identical";
         const int forwards = count(a.trace, sim::WeightRole::LM_HEAD);
         const int per_forward = joined_norms(*m, siblings);
