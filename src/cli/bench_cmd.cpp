@@ -212,7 +212,7 @@ void register_bench(CLI::App& app) {
          DefaultFrom{"queue1"});
     text(c, "--kv-type", a->kv_type, "Modelled KV cache type (trace-only): f16, f32 or int8 (32-value blocks, f16 scale)",
          DefaultFrom{"settings runtime.dtype"});
-    c->add_flag("--fuse", a->fuse, "Fuse Q/K/V and gate/up into one matmul each and RoPE with the KV write (graph passes; changes the modelled times)");
+    c->add_flag("--fuse", a->fuse, "Fuse Q/K/V and gate/up into one matmul each, RoPE with the KV write, RMSNorm into quantised matmuls (graph passes; changes the modelled times)");
     c->add_option("--report", a->report, "Write the JSON report here (docs/report-schema.md)");
     c->add_option("--trace", a->trace, "Write a Chrome/Perfetto trace of both timelines (one track group per device and link)");
     number(c, "--trace-steps", a->trace_steps, "Decode steps the trace records (prefill is always recorded)",

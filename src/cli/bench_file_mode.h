@@ -29,7 +29,8 @@ struct FileRun {
 
 // Greedy generation of gen_len tokens after a synthetic prompt of seq_len ids (capped so that
 // prompt + generation fit the model's training context). fuse: the engine runs the fused graph
-// (graph::fuse_all: graph/fuse_matmuls.h, graph/fuse_rope_kv.h). warmup: runtime::warm_up after load, before the trace starts.
+// (graph::fuse_all: graph/fuse_matmuls.h, graph/fuse_rope_kv.h, graph/fuse_rmsnorm_matmul.h). warmup:
+// runtime::warm_up after load, before the trace starts.
 // f32_to_f16: the PIM layout holds f32 matrices as f16 (op_precision_converts_f32). reference:
 // the tokens the logits are scored on (another run's, so two runs compare on the same inputs).
 // Throws duet::Error.

@@ -201,7 +201,7 @@ void register_run(CLI::App& app) {
            "Pipeline stages: rank s runs and reads only its layers; run as mpirun -np M duet run --pp M; not with "
            "--tp > 1 (docs/scale-out.md)",
            1, 1024);
-    cmd->add_flag("--fuse", args->fuse, "Run Q/K/V and gate/up as one matmul each and RoPE with the KV write (same tokens)");
+    cmd->add_flag("--fuse", args->fuse, "Run Q/K/V and gate/up as one matmul each, RoPE with the KV write, RMSNorm in the next matmul's input quantisation (same tokens)");
     add_warmup_flags(cmd, args->warmup);
     cmd->add_flag("--echo", args->echo, "Print the prompt before the generated text");
     cmd->add_flag("--no-timings", args->no_timings, "Do not print the timing block on stderr");

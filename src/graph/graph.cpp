@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "graph/fuse_matmuls.h"
+#include "graph/fuse_rmsnorm_matmul.h"
 #include "graph/fuse_rope_kv.h"
 #include "graph/shard_pipeline_parallel.h"
 #include "graph/shard_tensor_parallel.h"
@@ -89,13 +90,15 @@ Graph build_graph(const ModelShape& s) {
     fail("model shape '{}': unknown architecture family {}", s.name, int(s.family));
 }
 
-Graph fuse_all(const Graph& g) { return FuseRopeKvWrite().run(FuseSiblingMatmuls().run(g)); }
+Graph fuse_all(const Graph& g, bool int8_acts) {
+    return FuseRmsNormMatmul(int8_acts).run(FuseRopeKvWrite().run(FuseSiblingMatmuls().run(g)));
+}
 
 Graph build_graph(const ModelShape& s, const GraphOptions& opts) {
     Graph g = build_graph(s);
     if (opts.tp != 1) g = ShardTensorParallel(opts.tp, opts.tp_rank, opts.flashcomm, opts.ff_align).run(g);
     if (opts.pp != 1) g = ShardPipelineParallel(opts.pp, opts.pp_stage).run(g);
-    if (opts.fuse) g = fuse_all(g);
+    if (opts.fuse) g = fuse_all(g, opts.int8_acts);
     return g;
 }
 

@@ -62,6 +62,10 @@ struct Node {
     // Set by Graph::finalize: reads an input of the node before it and none of its outputs, so
     // it may start together with it (Q, K, V; gate, up). Carried into OpRecord::sibling_of_prev.
     bool sibling_of_prev = false;
+    // MATMUL only: the RMSNorm whose weights this role names (ATTN_NORM, FFN_NORM, OUTPUT_NORM) is
+    // fused into the matmul's input quantisation (graph/fuse_rmsnorm_matmul.h): in[0] is the
+    // norm's input x, and the node computes rmsnorm(x) · Wᵀ. NONE: in[0] is the matmul's input.
+    WeightRole norm = WeightRole::NONE;
 };
 
 class Graph {
@@ -105,13 +109,15 @@ std::vector<MatrixUse> matrices(const Graph& g);
 // incomplete shape, naming the missing field.
 Graph build_graph(const ModelShape& shape);
 
-// Every fusion pass in order (`--fuse`): sibling matmuls (graph/fuse_matmuls.h), then RoPE +
-// KV write (graph/fuse_rope_kv.h).
-Graph fuse_all(const Graph& g);
+// Every fusion pass in order (`--fuse`): sibling matmuls (graph/fuse_matmuls.h), RoPE + KV
+// write (graph/fuse_rope_kv.h), then RMSNorm into the next matmul's input quantisation
+// (graph/fuse_rmsnorm_matmul.h; int8_acts: I8 weights take int8 activations, W8A8).
+Graph fuse_all(const Graph& g, bool int8_acts = false);
 
 // The passes a run applies after the builder (engine option / `--fuse`).
 struct GraphOptions {
-    bool fuse = false;       // fuse_all(): graph/fuse_matmuls.h, graph/fuse_rope_kv.h
+    bool fuse = false;       // fuse_all(): graph/fuse_matmuls.h, graph/fuse_rope_kv.h, graph/fuse_rmsnorm_matmul.h
+    bool int8_acts = false;  // W8A8 (modelled): I8 weights quantise their activations, so RMSNorm fuses into them
     int tp = 1;              // graph/shard_tensor_parallel.h: ranks sharing each layer
     int tp_rank = 0;         // which of them this graph is for
     bool flashcomm = false;  // reduce-scatter + all-gather in place of all-reduce

@@ -30,6 +30,14 @@ struct KernelTable {
     void (*matmul_blocked_f32)(const float* x, int64_t m, int64_t x_stride, const BlockedWeights& w,
                                const int64_t* first, int64_t n_ranges, float* y, int64_t y_stride,
                                ThreadPool& pool) = nullptr;
+    // RMSNorm fused into the activation quantisation (kernels.h): the format this table's
+    // matmul feeds `wtype` with, the fused norm + quantiser, and the matmul on its output.
+    ActFormat (*act_format)(DType wtype) = nullptr;
+    void (*rmsnorm_quantize)(const float* x, int64_t x_stride, const int64_t* rows, int64_t m, int64_t k,
+                             const float* weight, float eps, ActFormat f, void* out, ThreadPool& pool) = nullptr;
+    void (*matmul_quantized)(const void* xq, ActFormat f, int64_t m, int64_t k, const void* w, DType wtype,
+                             size_t w_row_stride_bytes, int64_t n, float* y, int64_t y_stride,
+                             ThreadPool& pool) = nullptr;
 };
 
 // The scalar reference (kernels/ref/): always available, the oracle of the tests.
@@ -65,6 +73,15 @@ int& act_reuse_slot();
 // Checks that w's blocks tile [0, n) x [0, k) in row-range-major order (see WeightBlock);
 // returns the number of row ranges.
 int64_t check_blocked_weights(const BlockedWeights& w, int64_t k);
+
+// The block of an activation format (1, 32, 256). rmsnorm_quantize and matmul_quantized of the
+// table `name` whose matmul feeds weights with act_format(wtype) check k against it and f
+// against that table's formats (duet::Error naming both).
+using ActFormatFn = ActFormat (*)(DType wtype);
+int64_t act_block(ActFormat f);
+void check_rmsnorm_quantize_args(const char* name, ActFormatFn act_format, ActFormat f, int64_t m, int64_t k,
+                                 int64_t x_stride);
+void check_matmul_quantized_args(const char* name, ActFormatFn act_format, ActFormat f, DType wtype);
 
 // Same for attention: n_head a positive multiple of n_head_kv, head_dim > 0, n_q >= 0,
 // pos0 >= 0, block_tokens > 0, kv_type F32 or F16.

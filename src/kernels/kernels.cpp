@@ -9,8 +9,10 @@
 namespace duet::kernels {
 
 const KernelTable& ref_table() {
-    static const KernelTable t{"scalar",     ref::matmul, ref::rmsnorm,   ref::rope,
-                               ref::softmax, ref::swiglu, ref::attention, ref::dequantize_row};
+    static const KernelTable t{"scalar",        ref::matmul,           ref::rmsnorm,   ref::rope,
+                               ref::softmax,    ref::swiglu,           ref::attention, ref::dequantize_row,
+                               nullptr,         ref::act_format,       ref::rmsnorm_quantize,
+                               ref::matmul_quantized};
     return t;
 }
 
@@ -65,6 +67,50 @@ void check_matmul_args(int64_t m, int64_t k, int64_t x_stride, DType wtype, size
              dtype_name(wtype), k, row_bytes(wtype, k));
 }
 
+const char* act_format_name(ActFormat f) {
+    switch (f) {
+        case ActFormat::F32: return "f32";
+        case ActFormat::Q8_32: return "q8_32";
+        case ActFormat::Q8_K: return "q8_k";
+    }
+    return "?";
+}
+
+int64_t act_block(ActFormat f) { return f == ActFormat::Q8_32 ? 32 : f == ActFormat::Q8_K ? kQK_K : 1; }
+
+size_t act_bytes(ActFormat f, int64_t m, int64_t k) {
+    switch (f) {
+        case ActFormat::F32: return size_t(m * k) * sizeof(float);
+        case ActFormat::Q8_32: return size_t(m * k) + size_t(m * (k / 32)) * (sizeof(float) + sizeof(int32_t));
+        case ActFormat::Q8_K: return size_t(m * (k / kQK_K)) * sizeof(quant::BlockQ8_K);
+    }
+    return 0;
+}
+
+void check_rmsnorm_quantize_args(const char* name, ActFormatFn act_format, ActFormat f, int64_t m, int64_t k,
+                                 int64_t x_stride) {
+    bool used = false;  // does this table's matmul feed any weight type with f?
+    for (DType w :
+         {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q6_K})
+        used = used || act_format(w) == f;
+    if (!used)
+        fail("rmsnorm_quantize: the {} kernels' matmul takes no activations in {} (it takes {} for q8_0, {} for q4_k)",
+             name, act_format_name(f), act_format_name(act_format(DType::Q8_0)),
+             act_format_name(act_format(DType::Q4_K)));
+    if (m < 0) fail("rmsnorm_quantize: m = {} must not be negative", m);
+    if (k <= 0 || k % act_block(f) != 0)
+        fail("rmsnorm_quantize: k = {} must be a positive multiple of the {} block size {}", k, act_format_name(f),
+             act_block(f));
+    if (x_stride < k) fail("rmsnorm_quantize: x_stride = {} is smaller than k = {}", x_stride, k);
+}
+
+void check_matmul_quantized_args(const char* name, ActFormatFn act_format, ActFormat f, DType wtype) {
+    if (!quant::is_supported(wtype)) return;  // check_matmul_args names it
+    if (act_format(wtype) != f)
+        fail("matmul_quantized: activations in {} do not feed {} weights on the {} kernels (they take {})",
+             act_format_name(f), dtype_name(wtype), name, act_format_name(act_format(wtype)));
+}
+
 void check_attention_args(int64_t n_q, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
                           const KvView& kv) {
     if (n_head_kv <= 0 || n_head <= 0 || n_head % n_head_kv != 0)
@@ -103,6 +149,18 @@ void attention(const float* q, int64_t n_q, int64_t pos0, int64_t n_head, int64_
 
 void dequantize_row(const void* src, DType type, float* dst, int64_t n) {
     active_table().dequantize_row(src, type, dst, n);
+}
+
+ActFormat act_format(DType wtype) { return active_table().act_format(wtype); }
+
+void rmsnorm_quantize(const float* x, int64_t x_stride, const int64_t* rows, int64_t m, int64_t k,
+                      const float* weight, float eps, ActFormat f, void* out, ThreadPool& pool) {
+    active_table().rmsnorm_quantize(x, x_stride, rows, m, k, weight, eps, f, out, pool);
+}
+
+void matmul_quantized(const void* xq, ActFormat f, int64_t m, int64_t k, const void* w, DType wtype,
+                      size_t w_row_stride_bytes, int64_t n, float* y, int64_t y_stride, ThreadPool& pool) {
+    active_table().matmul_quantized(xq, f, m, k, w, wtype, w_row_stride_bytes, n, y, y_stride, pool);
 }
 
 const char* kernel_isa() { return active_table().name; }

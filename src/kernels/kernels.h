@@ -64,6 +64,35 @@ void matmul_blocked(const float* x, int64_t m, int64_t k, int64_t x_stride, cons
 // y = x / sqrt(mean(x^2) + eps) * weight, over n elements. y may alias x.
 void rmsnorm(const float* x, const float* weight, float* y, int64_t n, float eps);
 
+// ---- RMSNorm fused into the next matmul's input quantisation (graph/fuse_rmsnorm_matmul.h) ----
+// matmul() quantises x inside the call for quantised weights. The fused path splits that: one
+// kernel normalises each row and writes it straight in the format the matmul quantises to (no
+// f32 normed row in memory), and matmul_quantized() takes those activations. Bit-identical to
+// rmsnorm() then matmul() on the same table: the same per-element normalisation and the same
+// per-block quantiser feed the same integer kernels.
+enum class ActFormat : uint8_t {
+    F32,    // f32 rows [m][k]: float weights on every table, every type on the scalar reference
+            // (it dequantises the weights and never quantises x)
+    Q8_32,  // 32-value blocks (q8_0, q4_0, q5_0 on the SIMD tables): int8 quants [m][k], then f32
+            // scales amax/127 [m][k/32], then int32 sums of each block's quants [m][k/32]
+    Q8_K,   // ggml's Q8_K blocks of 256 (q4_k, q6_k on the SIMD tables): quant::BlockQ8_K [m][k/256]
+};
+const char* act_format_name(ActFormat f);  // "f32", "q8_32", "q8_k"
+// The format the active table's matmul() feeds weights of `wtype` with.
+ActFormat act_format(DType wtype);
+// Bytes of m rows of k activations in format f (k a multiple of the format's block: 32, 256).
+size_t act_bytes(ActFormat f, int64_t m, int64_t k);
+// out = the rows rmsnorm(x_r) * weight in format f, for r = rows[i] (nullptr: r = i), i < m;
+// row r of x starts at x + r * x_stride; out holds act_bytes(f, m, k) bytes. Throws duet::Error
+// when this table's matmul takes no weight type in f, or k is not a multiple of f's block.
+void rmsnorm_quantize(const float* x, int64_t x_stride, const int64_t* rows, int64_t m, int64_t k,
+                      const float* weight, float eps, ActFormat f, void* out, ThreadPool& pool);
+// y = x W^T as matmul(), with x given as rmsnorm_quantize's output (format f, m rows of k):
+// bit-identical to matmul() on the f32 rows that output came from. Throws duet::Error when f
+// is not act_format(wtype) of this table (naming both), and for what matmul() rejects.
+void matmul_quantized(const void* xq, ActFormat f, int64_t m, int64_t k, const void* w, DType wtype,
+                      size_t w_row_stride_bytes, int64_t n, float* y, int64_t y_stride, ThreadPool& pool);
+
 enum class RopeOrder {
     NORM,  // rotate adjacent pairs (x[2i], x[2i+1]) — ggml's mode 0, Llama GGUF files
     NEOX,  // rotate halves (x[i], x[i + n_rot/2]) — mode 2, Qwen2

@@ -86,6 +86,33 @@ void Dispatcher::matmul(sim::WeightRole role, const float* x, int64_t x_stride, 
     });
 }
 
+void Dispatcher::rmsnorm_matmul(sim::WeightRole role, const float* x, int64_t x_stride, const int64_t* rows, int64_t m,
+                                const float* norm_w, float eps, float* y, int64_t y_stride, const float* bias) {
+    const int32_t layer = role == sim::WeightRole::LM_HEAD ? -1 : layer_;
+    const WeightInfo wi = weights_->info(role, layer);
+    OpRecord r;
+    r.kind = OpKind::MATMUL;
+    r.role = role;
+    r.m = m;
+    r.n = wi.n;
+    r.k = wi.k;
+    r.weight_dtype = wi.dtype;
+    r.weight_bytes = wi.bytes + uint64_t(wi.k) * kF32;  // the matrix and the norm's weights
+    r.in_bytes = uint64_t(m * wi.k) * kF32;             // x; the normed rows never reach memory
+    r.out_bytes = uint64_t(m * wi.n) * kF32;
+    r.flops = 2.0 * double(m) * double(wi.n) * double(wi.k) + 4.0 * double(m) * double(wi.k);
+    r.rmsnorm_fused = true;
+    run(r, [&] {
+        const kernels::ActFormat f = weights_->act_format(role, layer);
+        xq_.resize(std::max(xq_.size(), kernels::act_bytes(f, m, wi.k)));
+        kernels::rmsnorm_quantize(x, x_stride, rows, m, wi.k, norm_w, eps, f, xq_.data(), pool_);
+        weights_->matmul_quantized(role, layer, xq_.data(), f, m, y, y_stride, pool_);
+        if (bias)
+            for (int64_t i = 0; i < m; ++i)
+                for (int64_t j = 0; j < wi.n; ++j) y[i * y_stride + j] += bias[j];
+    });
+}
+
 void Dispatcher::add(float* y, const float* x, int64_t m, int64_t n) {
     OpRecord r;
     r.kind = OpKind::ADD;

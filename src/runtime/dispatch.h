@@ -11,7 +11,8 @@
 // (activations f32 on the host, 4 bytes per element):
 //   MATMUL     m×k · (n×k)ᵀ: flops 2mnk; weight_bytes = whole matrix; in 4mk; out 4mn. A bias
 //              (qwen2 q/k/v) is the matmul's epilogue, not a separate op; its 4n bytes and mn
-//              adds (< 0.1 %) are not counted, so the records equal the planner's.
+//              adds (< 0.1 %) are not counted, so the records equal the planner's. With the
+//              RMSNorm fused (rmsnorm_matmul): weight_bytes + 4k, flops + 4mk, rmsnorm_fused.
 //   RMSNORM    m rows of n: flops 4mn; weight_bytes 4n; in 4mn; out 4mn
 //   ADD        m×n residual: flops mn; in 8mn; out 4mn
 //   ROPE       m tokens, n = (n_head + n_head_kv)·head_dim: flops 3mn; in = out = 4mn
@@ -77,6 +78,14 @@ public:
     // y[m][n] = x[m][k] · W(role, layer)ᵀ (+ bias[n] when bias != nullptr), row strides in floats.
     void matmul(sim::WeightRole role, const float* x, int64_t x_stride, int64_t m, float* y, int64_t y_stride,
                 const float* bias = nullptr);
+    // RMSNorm fused into the matmul's input quantisation (graph/fuse_rmsnorm_matmul.h):
+    // y = rmsnorm(x_r) * norm_w · W(role, layer)ᵀ (+ bias) for r = rows[i] (nullptr: r = i), i < m,
+    // x rows of k = W's input features, x_stride apart. One kernel normalises each row into the
+    // weight source's activation format (kernels::rmsnorm_quantize: quantised blocks, no f32
+    // normed row) and the matmul reads them (WeightSource::matmul_quantized): bit-identical to
+    // rmsnorm() then matmul(). One MATMUL record with rmsnorm_fused (sim/op_trace.h).
+    void rmsnorm_matmul(sim::WeightRole role, const float* x, int64_t x_stride, const int64_t* rows, int64_t m,
+                        const float* norm_w, float eps, float* y, int64_t y_stride, const float* bias = nullptr);
     // y[i][j] += x[i][j] over m×n (residual).
     void add(float* y, const float* x, int64_t m, int64_t n);
     // Rotates q (m rows of n_head heads, row stride q_stride) and k (n_head_kv heads, row stride
@@ -129,6 +138,7 @@ private:
     int32_t layer_ = -1;
     int32_t n_seq_ = 1;
     bool sibling_ = false;
+    std::vector<uint8_t> xq_;  // rmsnorm_matmul's quantised activations, grown to the largest
 };
 
 }  // namespace duet::runtime

@@ -88,10 +88,13 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts, gr
     if (opts_.prefetch_mlp_bytes > 0) prefetch_ = std::make_unique<MlpPrefetch>(graph_, plain_, opts_.prefetch_mlp_bytes);
     // Bind each node's vector operand once; check the contiguity the kernels need.
     node_vec_.assign(graph_.nodes.size(), nullptr);
+    node_norm_.assign(graph_.nodes.size(), nullptr);
     for (size_t i = 0; i < graph_.nodes.size(); ++i) {
         const graph::Node& n = graph_.nodes[i];
         if (n.kind == graph::OpKind::RMSNORM) node_vec_[i] = plain_.tensor(n.role, n.layer).f32();
         if (n.kind == graph::OpKind::MATMUL && n.bias) node_vec_[i] = plain_.bias(n.role, n.layer);
+        if (n.kind == graph::OpKind::MATMUL && n.norm != graph::WeightRole::NONE)
+            node_norm_[i] = plain_.tensor(n.norm, n.layer).f32();
         const bool strided_ok = n.kind == graph::OpKind::ROPE || n.kind == graph::OpKind::KV_WRITE ||
                                 n.kind == graph::OpKind::ROPE_KV_WRITE ||
                                 n.kind == graph::OpKind::SWIGLU || n.kind == graph::OpKind::MATMUL;
@@ -187,7 +190,8 @@ void Engine::run_node(const graph::Node& nd, const Step& st) {
     const auto rows = [&](int32_t t) {
         return graph_.tensors[size_t(t)].rows == graph::Rows::TOKENS ? st.n_tok : st.n_rows;
     };
-    const float* vec = node_vec_[size_t(&nd - graph_.nodes.data())];
+    const size_t node_index = size_t(&nd - graph_.nodes.data());
+    const float* vec = node_vec_[node_index];
     dispatch_.set_node(nd.layer, nd.sibling_of_prev);
     switch (nd.kind) {
         case OpKind::EMBED: {
@@ -212,10 +216,29 @@ void Engine::run_node(const graph::Node& nd, const Step& st) {
             dispatch_.rmsnorm(ptr(y), vec, ptr(y), st.n_rows, nd.n, hp.norm_eps);
             break;
         }
-        case OpKind::MATMUL:
-            dispatch_.matmul(nd.role, ptr(nd.in[0]), stride(nd.in[0]), rows(nd.out[0]), ptr(nd.out[0]),
-                             stride(nd.out[0]), vec);
+        case OpKind::MATMUL: {
+            const int32_t x = nd.in[0], y = nd.out[0];
+            if (nd.norm == graph::WeightRole::NONE) {
+                dispatch_.matmul(nd.role, ptr(x), stride(x), rows(y), ptr(y), stride(y), vec);
+                break;
+            }
+            // RMSNorm fused into the input quantisation; OUT_ROWS from TOKENS: the kept rows of x,
+            // as the RMSNORM case gathers them
+            const int64_t* keep = nullptr;
+            if (rows(x) != rows(y)) {
+                keep_rows_.clear();
+                int64_t src = 0;
+                for (const SeqInput& in : st.batch) {
+                    const int64_t n = int64_t(in.tokens.size()), k = in.all_logits ? n : 1;
+                    for (int64_t i = n - k; i < n; ++i) keep_rows_.push_back(src + i);
+                    src += n;
+                }
+                keep = keep_rows_.data();
+            }
+            dispatch_.rmsnorm_matmul(nd.role, ptr(x), stride(x), keep, rows(y), node_norm_[node_index], hp.norm_eps,
+                                     ptr(y), stride(y), vec);
             break;
+        }
         case OpKind::ROPE:
             dispatch_.rope(ptr(nd.in[0]), stride(nd.in[0]), ptr(nd.out[0]), ptr(nd.in[1]), stride(nd.in[1]),
                            ptr(nd.out[1]), st.n_tok, pos_.data(), rope_params());

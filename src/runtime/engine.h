@@ -55,7 +55,8 @@ struct EngineOptions {
     int64_t n_seq_max = 1;          // sequences the KV pool is sized for
     int64_t block_tokens = 16;      // positions per KV block
     int64_t kv_blocks = 0;          // 0: enough for n_seq_max sequences of n_ctx positions
-    bool fuse = false;              // run graph::fuse_all: Q/K/V and gate/up as one GEMM each, RoPE + KV write
+    // run graph::fuse_all: Q/K/V and gate/up as one GEMM each, RoPE + KV write, RMSNorm into quantised matmuls
+    bool fuse = false;
     bool static_plan = true;        // false: per-op allocation, no activation reuse (graph::plan_memory_without_reuse)
     // Runtime knobs (config/runtime_knobs.h), plain here so the engine does not read config:
     bool reference_attention = false;  // VLLM_ATTENTION_BACKEND=TORCH_SDPA: the scalar reference kernel
@@ -166,7 +167,9 @@ private:
     graph::MemoryPlan mem_;
     Dispatcher dispatch_;
     kernels::RopeOrder rope_order_;
-    std::vector<const float*> node_vec_;  // per node: norm weight or matmul bias (null: none)
+    std::vector<const float*> node_vec_;   // per node: norm weight or matmul bias (null: none)
+    std::vector<const float*> node_norm_;  // per node: the weights of an RMSNorm fused into a matmul
+    std::vector<int64_t> keep_rows_;       // a fused output norm's x rows (the rows whose logits are wanted)
 
     // Scratch: the arena of the memory plan for scratch_tokens_ rows; ptr_ per tensor id.
     int64_t scratch_tokens_ = 0;

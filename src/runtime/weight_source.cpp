@@ -107,4 +107,24 @@ void PlainWeightSource::matmul(WeightRole role, int32_t layer, const float* x, i
     kernels::matmul(x, m, t.cols, x_stride, t.data, t.dtype, t.row_stride_bytes, t.rows, y, y_stride, pool);
 }
 
+kernels::ActFormat PlainWeightSource::act_format(WeightRole role, int32_t layer) const {
+    return kernels::act_format(tensor(role, layer).dtype);
+}
+
+void PlainWeightSource::matmul_quantized(WeightRole role, int32_t layer, const void* xq, kernels::ActFormat f,
+                                         int64_t m, float* y, int64_t y_stride, ThreadPool& pool) const {
+    const model::TensorRef& t = tensor(role, layer);
+    kernels::matmul_quantized(xq, f, m, t.cols, t.data, t.dtype, t.row_stride_bytes, t.rows, y, y_stride, pool);
+}
+
+kernels::ActFormat WeightSource::act_format(WeightRole, int32_t) const { return kernels::ActFormat::F32; }
+
+void WeightSource::matmul_quantized(WeightRole role, int32_t layer, const void* xq, kernels::ActFormat f, int64_t m,
+                                    float* y, int64_t y_stride, ThreadPool& pool) const {
+    DUET_CHECK(f == kernels::ActFormat::F32, "weight source: {} activations for {} of layer {}, which takes f32 rows",
+               kernels::act_format_name(f), graph::weight_role_name(role), layer);
+    const int64_t k = info(role, layer).k;
+    matmul(role, layer, static_cast<const float*>(xq), m, k, y, y_stride, pool);
+}
+
 }  // namespace duet::runtime

@@ -20,6 +20,7 @@
 #include "core/dtype.h"
 #include "core/thread_pool.h"
 #include "graph/graph.h"
+#include "kernels/kernels.h"
 #include "model/weights.h"
 
 namespace duet::runtime {
@@ -42,6 +43,14 @@ public:
     // y[i][j] = sum_l x[i][l] * W[j][l], i < m, j < n (strides in floats).
     virtual void matmul(WeightRole role, int32_t layer, const float* x, int64_t m, int64_t x_stride, float* y,
                         int64_t y_stride, ThreadPool& pool) const = 0;
+    // RMSNorm fused into the input quantisation (graph/fuse_rmsnorm_matmul.h): the format in
+    // which matmul_quantized takes x for (role, layer), and the matmul on x in that format (m rows
+    // of k, kernels::rmsnorm_quantize's output), bit-identical to matmul() on the f32 rows. The
+    // defaults take f32 rows and call matmul(): a source without the quantised entry (the PIM
+    // layout) then gets the normed rows, so the fused node runs on every source.
+    virtual kernels::ActFormat act_format(WeightRole role, int32_t layer) const;
+    virtual void matmul_quantized(WeightRole role, int32_t layer, const void* xq, kernels::ActFormat f, int64_t m,
+                                  float* y, int64_t y_stride, ThreadPool& pool) const;
 };
 
 class PlainWeightSource : public WeightSource {
@@ -52,6 +61,10 @@ public:
     WeightInfo info(WeightRole role, int32_t layer) const override;
     void matmul(WeightRole role, int32_t layer, const float* x, int64_t m, int64_t x_stride, float* y,
                 int64_t y_stride, ThreadPool& pool) const override;
+    // The kernels' own format for the tensor's dtype (kernels::act_format) and matmul_quantized.
+    kernels::ActFormat act_format(WeightRole role, int32_t layer) const override;
+    void matmul_quantized(WeightRole role, int32_t layer, const void* xq, kernels::ActFormat f, int64_t m, float* y,
+                          int64_t y_stride, ThreadPool& pool) const override;
     // The tensor behind (role, layer): matrices, fused matrices, norm vectors, the embedding
     // table. DUET_CHECKs that it exists.
     const model::TensorRef& tensor(WeightRole role, int32_t layer) const;

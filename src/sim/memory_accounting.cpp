@@ -31,6 +31,8 @@ MemoryBreakdown account_memory(const ModelShape& s, const Plan& plan, int64_t co
         // the table is the lm-head's matrix when tied (counted above)
         if (n.kind == OpKind::EMBED && !s.tied_output) mb.weights_bytes += uint64_t(s.n_vocab) * row_bytes(n.dtype, n.n);
         if (n.kind == OpKind::RMSNORM) mb.weights_bytes += 4 * uint64_t(n.n);  // RMSNorm weights, f32
+        if (n.kind == OpKind::MATMUL && n.norm != graph::WeightRole::NONE)
+            mb.weights_bytes += 4 * uint64_t(n.k);  // an RMSNorm fused into the matmul: its weights
     }
 
     const int64_t blocks_per_seq = (context + hw.kv_block_tokens - 1) / hw.kv_block_tokens;

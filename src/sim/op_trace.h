@@ -18,7 +18,10 @@
 //   MATMUL    m rows, n = output features, k = input features; weight_bytes = whole matrix;
 //             in = 4*m*k; out = 4*m*n; flops = 2*m*n*k. LM_HEAD (layer -1) has m = n_seq
 //             (logits of the last token of each sequence). A q/k/v bias is the matmul's
-//             epilogue, not a record.
+//             epilogue, not a record. With the RMSNorm fused into its input quantisation
+//             (rmsnorm_fused, graph/fuse_rmsnorm_matmul.h): the RMSNORM record joins it, less
+//             the normed tensor's write and read: weight_bytes += 4*k (norm weights); in = 4*m*k
+//             (the norm's input); flops += 4*m*k
 //   ROPE      q and k together: m=T, n=(n_head+n_head_kv)*head_dim, k=head_dim, heads set;
 //             in = out = 4*m*n; flops = 3*m*n
 //   KV_WRITE  m=T, n=2*n_head_kv*head_dim (K and V), weight_dtype = KV dtype; in = 4*m*n;
@@ -61,6 +64,8 @@ struct OpRecord {
     // Reads an input of the record before it and none of its outputs (graph::Node::
     // sibling_of_prev: Q, K, V; gate, up): the timeline may start it together with that one.
     bool sibling_of_prev = false;
+    // MATMUL: the RMSNorm of its input ran in the same kernel (graph::Node::norm).
+    bool rmsnorm_fused = false;
     bool operator==(const OpRecord&) const = default;
 };
 

@@ -51,6 +51,11 @@ OpRecord Lowering::lower(const graph::Node& nd) const {
             r.in_bytes = 4 * uint64_t(m * nd.k);
             r.out_bytes = 4 * mn;
             r.flops = 2.0 * double(mn) * double(nd.k);
+            if (nd.norm != WeightRole::NONE) {  // RMSNORM's record joined, less xn's write and read
+                r.rmsnorm_fused = true;
+                r.weight_bytes += 4 * uint64_t(nd.k);
+                r.flops += 4.0 * double(m) * double(nd.k);
+            }
             break;
         case OpKind::ROPE:
             r.k = nd.k;

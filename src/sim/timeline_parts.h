@@ -51,7 +51,8 @@ private:
 
 inline std::string op_label(const OpRecord& r) {
     std::string s = r.layer < 0 ? std::string(op_kind_name(r.kind)) : fmt::format("L{} {}", r.layer, op_kind_name(r.kind));
-    if (r.kind == OpKind::MATMUL) s += fmt::format(" {}", weight_role_name(r.role));
+    if (r.kind == OpKind::MATMUL)
+        s += fmt::format(" {}{}", weight_role_name(r.role), r.rmsnorm_fused ? " +rmsnorm" : "");
     return s;
 }
 

@@ -16,11 +16,15 @@ namespace {
 // plan is the enabled case (graph/memory_plan.h). A caching allocator that frees at last use
 // sits between the two; no public figure places it, so it is not modelled.
 uint64_t per_op_activation_bytes(const graph::Graph& g, int64_t n_tok) {
+    std::vector<char> touched(g.tensors.size(), 0);
+    for (const graph::Node& n : g.nodes)
+        for (const auto* ts : {&n.in, &n.out})
+            for (int32_t t : *ts) touched[size_t(g.root(t))] = 1;
     uint64_t sum = 0;
     for (size_t t = 0; t < g.tensors.size(); ++t) {
         const graph::Tensor& ten = g.tensors[t];
         const bool device = ten.kind == graph::TensorKind::ACTIVATION || ten.kind == graph::TensorKind::LOGITS;
-        if (!device || g.root(int32_t(t)) != int32_t(t)) continue;
+        if (!device || g.root(int32_t(t)) != int32_t(t) || !touched[t]) continue;  // a fused-away tensor: none
         const int64_t rows = ten.rows == graph::Rows::TOKENS ? n_tok : 1;
         sum += uint64_t(rows) * uint64_t(ten.width) * 2;  // f16 on the device, as memory accounting
     }
@@ -41,7 +45,11 @@ ModelledRun replay_modelled(const sim::ModelShape& shape, const AgentTrace& trac
     double sum = 0;
     for (const AgentRequest& rq : agent_requests(trace)) {
         const int64_t n_cached = sw.prefix_reuse ? rq.n_reusable : 0;
-        const sim::Plan plan = sim::plan_generation(qshape, rq.n_prompt, rq.n_generate, 1, {sw.fuse}, n_cached);
+        graph::GraphOptions go;
+        go.fuse = sw.fuse;
+        // W8A8 quantises activations per token: RMSNorm fuses into that quantisation
+        go.int8_acts = sw.weight_quant == ModelledSwitches::WeightQuant::W8A8;
+        const sim::Plan plan = sim::plan_generation(qshape, rq.n_prompt, rq.n_generate, 1, go, n_cached);
         const int64_t context = sw.paged_kv ? rq.n_prompt + rq.n_generate : std::max(max_ctx, rq.n_prompt + rq.n_generate);
         const sim::RunReport r = sim::simulate_run(qshape, plan, context, 1, ro, hw);
         ModelledCall c;

@@ -19,7 +19,7 @@ namespace duet::workload {
 // The model's switches of the ablation (docs/agent.md has each mechanism and its source).
 struct ModelledSwitches {
     bool prefix_reuse = true;  // the prefill charges only the uncached tokens (plan_generation n_cached)
-    bool fuse = false;         // the fused graph: fewer launches, one weight stream per group
+    bool fuse = false;         // the fused graph: fewer launches, one weight stream per group (RMSNorm: W8A8)
     bool paged_kv = true;      // KV blocks for the call's context, else the max-length reservation
     bool static_plan = true;   // activations from the static memory plan, else one buffer per tensor
     // Weight quantisation on the NPU: int8 matrices (per-channel scales) with f16 activations

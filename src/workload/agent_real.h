@@ -22,7 +22,7 @@ namespace duet::workload {
 struct RealSwitches {
     bool prefix_reuse = true;  // keep the KV of the common prefix between calls (Generator reuse_prefix)
     bool warmup = true;        // pre-fault the weights at load + one dummy round (runtime/warmup.h)
-    bool fuse = false;         // graph::fuse_all: Q/K/V, gate/up; RoPE + KV write
+    bool fuse = false;         // graph::fuse_all: Q/K/V, gate/up; RoPE + KV write; RMSNorm into quantised matmuls
     bool paged_kv = true;      // KV pool sized to the session's blocks, else a max-length reservation
     bool static_plan = true;   // scratch from the static memory plan, else per-op allocation (no reuse)
     bool kv_int8 = false;      // the int8 KV cache (runtime/kv_cache.h), else f16

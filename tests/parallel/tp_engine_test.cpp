@@ -158,6 +158,8 @@ TEST(PpEngine, TwoStagesGiveTheSingleEnginesLogitsExactly) {
     EXPECT_EQ(max_diff(test::generated_model("small-llama", "f16"), 1, 20, 23, DType::F16, 2), 0.0f);
     EXPECT_EQ(max_diff(test::generated_model("tiny-qwen2", "f32"), 1, 5, 3, DType::F32, 2), 0.0f);
     EXPECT_EQ(max_diff(test::generated_model("small-llama", "f16"), 1, 20, 23, DType::F16, 2, true), 0.0f);
+    // q8_0 with --fuse: each stage's RMSNorms fused into their matmuls' input quantisation
+    EXPECT_EQ(max_diff(test::generated_model("tiny-mistral", "q8_0"), 1, 20, 5, DType::F16, 2, true), 0.0f);
 }
 
 // Each stage's KV cache holds its layers only, and its weights are its layers' plus the

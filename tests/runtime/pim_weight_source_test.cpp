@@ -6,8 +6,11 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <random>
 
+#include "graph/fuse_matmuls.h"
+#include "graph/fuse_rope_kv.h"
 #include "runtime/engine.h"
 #include "runtime/pim_weight_source.h"
 #include "test_models.h"
@@ -62,6 +65,52 @@ TEST(PimWeightSource, EveryDtypeMatchesThePlainWeights) {
 }
 
 TEST(PimWeightSource, F32HeldAsF16) { check("f32", true); }
+
+// RMSNorm fused into a matmul (--fuse, graph/fuse_rmsnorm_matmul.h) on a weight source without
+// the quantised entry: the PIM layout takes f32 rows (WeightSource::act_format), so the fused
+// kernel writes the normed rows and the logits equal the graph without that pass bit for bit.
+TEST(PimWeightSource, FusedRmsNormHandsTheNormedRowsToTheLayout) {
+    const std::string path = test::generated_model("tiny-llama", "q8_0", 5);
+    ASSERT_FALSE(path.empty());
+    auto model = Model::load(path);
+    EngineOptions eo;
+    eo.n_threads = 2;
+    eo.n_ctx = 16;
+    const Engine plain(model, eo);
+    Engine without(model, eo, graph::FuseRopeKvWrite().run(graph::FuseSiblingMatmuls().run(plain.graph())));
+    EngineOptions fo = eo;
+    fo.fuse = true;
+    Engine with(model, fo);
+    int fused = 0;
+    for (const graph::Node& n : with.graph().nodes) fused += n.norm != graph::WeightRole::NONE;
+    ASSERT_EQ(fused, 2 * model->hparams().n_layer + 1);
+    layout::PimLayoutParams prm;
+    prm.block_size_kb = 1;
+    const layout::MemoryOrganisation org{4, 2, 64};
+    const PimLayoutWeightSource pa(without.plain_weights(), without.graph(), prm, org, false);
+    const PimLayoutWeightSource pb(with.plain_weights(), with.graph(), prm, org, false);
+    EXPECT_EQ(pb.act_format(graph::WeightRole::ATTN_QKV, 0), kernels::ActFormat::F32);
+    without.set_weight_source(&pa);
+    with.set_weight_source(&pb);
+    std::vector<int32_t> prompt = {1, 5, 9, 13, 17, 21, 2};
+    std::vector<float> logits[2];
+    Engine* engines[2] = {&without, &with};
+    for (int i = 0; i < 2; ++i) {
+        SequenceKv s;
+        SeqInput in{prompt, &s, true};
+        ForwardOutput out;
+        ASSERT_EQ(engines[i]->forward({&in, 1}, out), ForwardStatus::OK);
+        logits[i] = out.logits;
+        // then three more tokens, logits of the last only: the output norm gathers its row
+        const std::vector<int32_t> next = {3, 4, 6};
+        SeqInput step{next, &s, false};
+        ASSERT_EQ(engines[i]->forward({&step, 1}, out), ForwardStatus::OK);
+        logits[i].insert(logits[i].end(), out.logits.begin(), out.logits.end());
+        s.release(engines[i]->kv_cache());
+    }
+    ASSERT_EQ(logits[0].size(), logits[1].size());
+    EXPECT_EQ(std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)), 0);
+}
 
 }  // namespace
 }  // namespace duet::runtime

@@ -2,6 +2,8 @@
 // for the same generation: the simulator's view of a model needs no weights.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "runtime/engine.h"
 #include "runtime/model_shape.h"
 #include "sim/planner.h"
@@ -38,12 +40,16 @@ void expect_same(const sim::OpRecord& a, const sim::OpRecord& b, size_t i) {
     EXPECT_EQ(a.in_bytes, b.in_bytes);
     EXPECT_EQ(a.out_bytes, b.out_bytes);
     EXPECT_DOUBLE_EQ(a.flops, b.flops);
+    EXPECT_EQ(a.rmsnorm_fused, b.rmsnorm_fused);
 }
 
 TEST(PlannerAgreement, EngineTraceEqualsThePlan) {
     const int64_t seq_len = 9, gen_len = 4;
-    for (const auto& [preset, dtype] : {std::pair{"tiny-llama", DType::F32}, std::pair{"tiny-qwen2", DType::F16}}) {
-        SCOPED_TRACE(preset);
+    // q8_0 with --fuse: the fused graph, RMSNorm in the Q|K|V, gate|up and lm-head records
+    for (const auto& [preset, dtype, fuse] : {std::tuple{"tiny-llama", DType::F32, false},
+                                              std::tuple{"tiny-qwen2", DType::F16, false},
+                                              std::tuple{"tiny-mistral", DType::Q8_0, true}}) {
+        SCOPED_TRACE(std::string(preset) + (fuse ? " fused" : ""));
         const std::string path = test::generated_model(preset, dtype_name(dtype));
         ASSERT_FALSE(path.empty());
         auto m = Model::load(path);
@@ -51,6 +57,7 @@ TEST(PlannerAgreement, EngineTraceEqualsThePlan) {
         o.n_threads = 1;
         o.kv_type = DType::F16;
         o.n_ctx = 32;
+        o.fuse = fuse;
         Engine e(m, o);
         sim::OpTrace trace;
         e.set_trace(&trace);
@@ -67,7 +74,14 @@ TEST(PlannerAgreement, EngineTraceEqualsThePlan) {
         }
         s.release(e.kv_cache());
 
-        const sim::Plan plan = sim::plan_generation(shape_of(m->hparams(), dtype, DType::F16), seq_len, gen_len, 1);
+        graph::GraphOptions go;
+        go.fuse = fuse;
+        const sim::Plan plan = sim::plan_generation(shape_of(m->hparams(), dtype, DType::F16), seq_len, gen_len, 1, go);
+        if (fuse) {
+            int joined = 0;
+            for (const sim::OpRecord& r : plan.ops) joined += r.rmsnorm_fused;
+            EXPECT_EQ(joined, int(2 * m->hparams().n_layer + 1) * int(gen_len));
+        }
         ASSERT_EQ(trace.size(), plan.ops.size());
         for (size_t i = 0; i < trace.size(); ++i) expect_same(trace[i], plan.ops[i], i);
         const auto spans = sim::split_forwards(trace);

@@ -151,6 +151,18 @@ TEST(AgentModelled, WeightQuantisationHalvesWeightsAndW8A8UsesTheInt8Cube) {
     EXPECT_EQ(w8a8.peak.weights_bytes, w8a16.peak.weights_bytes);
     EXPECT_LT(w8a8.ttft_mean_ms, w8a16.ttft_mean_ms);
     EXPECT_LE(w8a16.ttft_mean_ms, f16.ttft_mean_ms);
+    // W8A8 quantises the activations per token: with fusion each RMSNorm joins that quantisation
+    // (graph/fuse_rmsnorm_matmul.h: 2 per layer and the output norm, one launch fewer each);
+    // W8A16 and f16 feed the cube f16 activations, so there is nothing to fuse into.
+    auto prefill = [&](Q q, bool fuse) {
+        ModelledSwitches sw;
+        sw.weight_quant = q;
+        sw.fuse = fuse;
+        return replay_modelled(s, t, sw, rig->hw, 2048).calls[0];
+    };
+    EXPECT_DOUBLE_EQ(prefill(Q::W8A8, false).prefill_launch_ns, prefill(Q::W8A16, false).prefill_launch_ns);
+    EXPECT_LT(prefill(Q::W8A8, true).prefill_launch_ns, prefill(Q::W8A16, true).prefill_launch_ns);
+    EXPECT_LT(prefill(Q::W8A8, true).ttft_ms, prefill(Q::W8A16, true).ttft_ms);
 }
 
 // The real engine reuses exactly the prefix the trace calls reusable (its own output included).

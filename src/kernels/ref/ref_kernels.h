@@ -10,6 +10,13 @@ namespace duet::kernels::ref {
 void matmul(const float* x, int64_t m, int64_t k, int64_t x_stride, const void* w, DType wtype,
             size_t w_row_stride_bytes, int64_t n, float* y, int64_t y_stride, ThreadPool& pool);
 void rmsnorm(const float* x, const float* weight, float* y, int64_t n, float eps);
+// The reference never quantises x: its "quantised" activations are the normed f32 rows
+// (ActFormat::F32 for every weight type), so the fused path is rmsnorm() into rows + matmul().
+ActFormat act_format(DType wtype);
+void rmsnorm_quantize(const float* x, int64_t x_stride, const int64_t* rows, int64_t m, int64_t k,
+                      const float* weight, float eps, ActFormat f, void* out, ThreadPool& pool);
+void matmul_quantized(const void* xq, ActFormat f, int64_t m, int64_t k, const void* w, DType wtype,
+                      size_t w_row_stride_bytes, int64_t n, float* y, int64_t y_stride, ThreadPool& pool);
 void rope(float* x, int64_t n_head, int64_t head_dim, int64_t n_rot, int64_t pos, float freq_base, float freq_scale,
           const float* freq_factors, RopeOrder order);
 void softmax(float* x, int64_t n);

@@ -21,6 +21,21 @@ void matmul(const float* x, int64_t m, int64_t k, int64_t x_stride, const void* 
     }
 }
 
+ActFormat act_format(DType) { return ActFormat::F32; }
+
+void rmsnorm_quantize(const float* x, int64_t x_stride, const int64_t* rows, int64_t m, int64_t k,
+                      const float* weight, float eps, ActFormat f, void* out, ThreadPool&) {
+    check_rmsnorm_quantize_args("scalar", act_format, f, m, k, x_stride);
+    auto* y = static_cast<float*>(out);
+    for (int64_t i = 0; i < m; ++i) rmsnorm(x + (rows ? rows[i] : i) * x_stride, weight, y + i * k, k, eps);
+}
+
+void matmul_quantized(const void* xq, ActFormat f, int64_t m, int64_t k, const void* w, DType wtype,
+                      size_t w_row_stride_bytes, int64_t n, float* y, int64_t y_stride, ThreadPool& pool) {
+    check_matmul_quantized_args("scalar", act_format, f, wtype);
+    matmul(static_cast<const float*>(xq), m, k, k, w, wtype, w_row_stride_bytes, n, y, y_stride, pool);
+}
+
 void dequantize_row(const void* src, DType type, float* dst, int64_t n) { quant::dequantize_row(src, type, dst, n); }
 
 }  // namespace duet::kernels::ref
