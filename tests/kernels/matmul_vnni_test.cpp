@@ -1,4 +1,4 @@
-// The AVX-512 VNNI prefill GEMM (kernels/cpu/gemm_vnni.inc: m >= 16 rows, q8_0 / q4_0 / q5_0) against
+// The AVX-512 VNNI prefill GEMM (kernels/cpu/gemm_vnni.inc: m >= 5 rows, q8_0 / q4_0 / q5_0) against
 // the scalar reference, on the VNNI table itself: shapes whose m, n are not multiples of the 4-row x
 // 48-column tile, k = 32 x odd (a k chunk of 16 blocks plus a remainder), more rows than one row
 // block, and weights and activations at the ends of their ranges (q8_0 quants -128 and 127, x
@@ -82,10 +82,10 @@ void expect_matches_reference(const KernelTable& t, DType wtype, const Shape& s,
     }
 }
 
-// m = 16 is the smallest m the VNNI GEMM takes; 517 rows are two row blocks (512 + 5, 5 = 4 + 1 rows
+// m = 5 is the smallest m the VNNI GEMM takes; 517 rows are two row blocks (512 + 5, 5 = 4 + 1 rows
 // of tiles); n = 49, 101, 150 leave partial 16-column groups and panels; k = 544 and 1056 are a
 // 16-block chunk plus 1 block and two chunks plus 1; k = 32 a single block.
-const std::vector<Shape> kShapes = {{16, 49, 544}, {19, 101, 1056}, {37, 1, 96},  {517, 53, 160},
+const std::vector<Shape> kShapes = {{5, 50, 96}, {16, 49, 544}, {19, 101, 1056}, {37, 1, 96},  {517, 53, 160},
                                     {23, 150, 32}, {64, 48, 608},   {18, 7, 1088}};
 
 void check_random(DType wtype) {
