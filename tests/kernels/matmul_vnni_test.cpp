@@ -1,4 +1,4 @@
-// The AVX-512 VNNI prefill GEMM (kernels/cpu/gemm_vnni.inc: m >= 5 rows, q8_0 / q4_0 / q5_0) against
+// The AVX-512 VNNI prefill GEMM (kernels/cpu/gemm_vnni.inc: m >= 5 rows, q8_0 / q4_0 / q5_0 / q4_k) against
 // the scalar reference, on the VNNI table itself: shapes whose m, n are not multiples of the 4-row x
 // 48-column tile, k = 32 x odd (a k chunk of 16 blocks plus a remainder), more rows than one row
 // block, and weights and activations at the ends of their ranges (q8_0 quants -128 and 127, x
@@ -27,13 +27,23 @@ const KernelTable* vnni_table() {
     return table_for(IsaLevel::AVX512);
 }
 
-// x quantised as the kernel does (32-value blocks, d = amax / 127, round to nearest even),
-// dequantised again, and each element's step d.
-void quantise_like_kernel(const std::vector<float>& x, int64_t m, int64_t k, int64_t xs, std::vector<float>& xq,
-                          std::vector<float>& step) {
+// x quantised as the kernel does, dequantised again, and each element's step d: 32-value blocks
+// (d = amax / 127, round to nearest even) for q8_0/q4_0/q5_0, ggml's Q8_K (256 values) for q4_k.
+void quantise_like_kernel(const std::vector<float>& x, int64_t m, int64_t k, int64_t xs, DType wtype,
+                          std::vector<float>& xq, std::vector<float>& step) {
     xq.assign(x.size(), 0.0f);
     step.assign(x.size(), 0.0f);
-    for (int64_t i = 0; i < m; ++i)
+    for (int64_t i = 0; i < m; ++i) {
+        if (wtype == DType::Q4_K) {
+            std::vector<quant::BlockQ8_K> q(static_cast<size_t>(k / 256));
+            quant::quantize_row_q8_K(&x[size_t(i * xs)], q.data(), k);
+            for (int64_t l = 0; l < k; ++l) {
+                const quant::BlockQ8_K& b = q[size_t(l / 256)];
+                xq[size_t(i * xs + l)] = b.d * float(b.qs[l % 256]);
+                step[size_t(i * xs + l)] = std::fabs(b.d);
+            }
+            continue;
+        }
         for (int64_t b = 0; b < k / 32; ++b) {
             const float* v = &x[size_t(i * xs + b * 32)];
             float amax = 0;
@@ -44,6 +54,7 @@ void quantise_like_kernel(const std::vector<float>& x, int64_t m, int64_t k, int
                 step[size_t(i * xs + b * 32 + l)] = d;
             }
         }
+    }
 }
 
 struct Shape {
@@ -58,7 +69,7 @@ void expect_matches_reference(const KernelTable& t, DType wtype, const Shape& s,
     std::vector<float> wd(size_t(s.n * s.k));
     for (int64_t j = 0; j < s.n; ++j) quant::dequantize_row(&w[size_t(j) * ws], wtype, &wd[size_t(j * s.k)], s.k);
     std::vector<float> xq, step;
-    quantise_like_kernel(x, s.m, s.k, xs, xq, step);
+    quantise_like_kernel(x, s.m, s.k, xs, wtype, xq, step);
     std::vector<float> y_ref(size_t(s.m * ys)), y_refq(size_t(s.m * ys)), y(size_t(s.m * ys), -7.0f);
     ref::matmul(x.data(), s.m, s.k, xs, w.data(), wtype, ws, s.n, y_ref.data(), ys, pool);
     ref::matmul(xq.data(), s.m, s.k, xs, w.data(), wtype, ws, s.n, y_refq.data(), ys, pool);
@@ -88,12 +99,15 @@ void expect_matches_reference(const KernelTable& t, DType wtype, const Shape& s,
 const std::vector<Shape> kShapes = {{5, 50, 96}, {16, 49, 544}, {19, 101, 1056}, {37, 1, 96},  {517, 53, 160},
                                     {23, 150, 32}, {64, 48, 608},   {18, 7, 1088}};
 
-void check_random(DType wtype) {
+// q4_k: k a multiple of 256 (one 256-block, 3 = a 16-block chunk + 8, 2 = one chunk)
+const std::vector<Shape> kSuperShapes = {{5, 50, 256}, {19, 101, 768}, {517, 53, 512}, {23, 150, 256}};
+
+void check_random(DType wtype, const std::vector<Shape>& shapes = kShapes) {
     const KernelTable* t = vnni_table();
     if (!t) GTEST_SKIP() << "this CPU has no AVX-512 VNNI + BF16";
     ThreadPool pool(2);  // both threads take panels (n >= 96)
     uint32_t seed = 900;
-    for (const Shape& s : kShapes) {
+    for (const Shape& s : shapes) {
         const size_t ws = row_bytes(wtype, s.k) + 64;
         const auto x = random_vec(size_t(s.m * (s.k + 3)), ++seed);
         const auto w = make_weights(random_vec(size_t(s.n * s.k), ++seed), s.n, s.k, wtype, ws);
@@ -104,6 +118,7 @@ void check_random(DType wtype) {
 TEST(MatmulVnni, Q8_0MatchesReference) { check_random(DType::Q8_0); }
 TEST(MatmulVnni, Q4_0MatchesReference) { check_random(DType::Q4_0); }
 TEST(MatmulVnni, Q5_0MatchesReference) { check_random(DType::Q5_0); }
+TEST(MatmulVnni, Q4_KMatchesReference) { check_random(DType::Q4_K, kSuperShapes); }
 
 TEST(MatmulVnni, ExtremeQuantsAndActivations) {
     const KernelTable* t = vnni_table();
