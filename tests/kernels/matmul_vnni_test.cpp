@@ -1,4 +1,4 @@
-// The AVX-512 VNNI prefill GEMM (kernels/cpu/gemm_vnni.inc: m >= 5 rows, q8_0 / q4_0 / q5_0 / q4_k) against
+// The AVX-512 VNNI prefill GEMM (kernels/cpu/gemm_vnni.inc: m >= 5 rows, q8_0 / q4_0 / q5_0 / q4_k / q6_k) against
 // the scalar reference, on the VNNI table itself: shapes whose m, n are not multiples of the 4-row x
 // 48-column tile, k = 32 x odd (a k chunk of 16 blocks plus a remainder), more rows than one row
 // block, and weights and activations at the ends of their ranges (q8_0 quants -128 and 127, x
@@ -28,13 +28,13 @@ const KernelTable* vnni_table() {
 }
 
 // x quantised as the kernel does, dequantised again, and each element's step d: 32-value blocks
-// (d = amax / 127, round to nearest even) for q8_0/q4_0/q5_0, ggml's Q8_K (256 values) for q4_k.
+// (d = amax / 127, round to nearest even) for q8_0/q4_0/q5_0, ggml's Q8_K (256 values) for q4_k and q6_k.
 void quantise_like_kernel(const std::vector<float>& x, int64_t m, int64_t k, int64_t xs, DType wtype,
                           std::vector<float>& xq, std::vector<float>& step) {
     xq.assign(x.size(), 0.0f);
     step.assign(x.size(), 0.0f);
     for (int64_t i = 0; i < m; ++i) {
-        if (wtype == DType::Q4_K) {
+        if (wtype == DType::Q4_K || wtype == DType::Q6_K) {
             std::vector<quant::BlockQ8_K> q(static_cast<size_t>(k / 256));
             quant::quantize_row_q8_K(&x[size_t(i * xs)], q.data(), k);
             for (int64_t l = 0; l < k; ++l) {
@@ -99,7 +99,7 @@ void expect_matches_reference(const KernelTable& t, DType wtype, const Shape& s,
 const std::vector<Shape> kShapes = {{5, 50, 96}, {16, 49, 544}, {19, 101, 1056}, {37, 1, 96},  {517, 53, 160},
                                     {23, 150, 32}, {64, 48, 608},   {18, 7, 1088}};
 
-// q4_k: k a multiple of 256 (one 256-block, 3 = a 16-block chunk + 8, 2 = one chunk)
+// q4_k, q6_k: k a multiple of 256 (one 256-block, 3 = a 16-block chunk + 8, 2 = one chunk)
 const std::vector<Shape> kSuperShapes = {{5, 50, 256}, {19, 101, 768}, {517, 53, 512}, {23, 150, 256}};
 
 void check_random(DType wtype, const std::vector<Shape>& shapes = kShapes) {
@@ -119,6 +119,7 @@ TEST(MatmulVnni, Q8_0MatchesReference) { check_random(DType::Q8_0); }
 TEST(MatmulVnni, Q4_0MatchesReference) { check_random(DType::Q4_0); }
 TEST(MatmulVnni, Q5_0MatchesReference) { check_random(DType::Q5_0); }
 TEST(MatmulVnni, Q4_KMatchesReference) { check_random(DType::Q4_K, kSuperShapes); }
+TEST(MatmulVnni, Q6_KMatchesReference) { check_random(DType::Q6_K, kSuperShapes); }
 
 TEST(MatmulVnni, ExtremeQuantsAndActivations) {
     const KernelTable* t = vnni_table();
