@@ -11,10 +11,12 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <type_traits>
 
 #include "core/quant.h"
 #include "kernels/cpu/cpu_tables.h"
@@ -46,7 +48,9 @@ constexpr int kNRQ = 4;
 constexpr int kNRQ6 = 2;  // q6_k: 2 rows measured faster (fewer streams for its 210-byte blocks)
 
 #define DUET_KERNELS_ZMM 1
+#define DUET_KERNELS_VNNI 1  // the vpdpbusd prefill GEMM (gemm_vnni.inc)
 #include "kernels/cpu/matmul_impl.inc"
+#undef DUET_KERNELS_VNNI
 #undef DUET_KERNELS_ZMM
 #include "kernels/cpu/ops_impl.inc"
 
