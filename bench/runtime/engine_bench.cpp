@@ -1,4 +1,4 @@
-// bench_engine [--threads N] [--prompt 512] [--gen 128] MODEL.gguf...
+// bench_engine [--threads N] [--prompt 512] [--gen 128] [--op-times] MODEL.gguf...
 // For each model: prefill tok/s of one batched forward of --prompt tokens, decode tok/s over
 // --gen single-token steps, the machine's read bandwidth (kernels/membw.h probe, same thread
 // count), bytes read per decode token (summed from the engine's own op records: weights + KV),
@@ -8,11 +8,16 @@
 // prefill's op records would take if each ran at the measured per-core peak (kernels/peak.h) of
 // the mix its kernel uses (int8 dot products for quantised weights, f32 FMA otherwise) on all
 // threads, divided by the measured time. A closing table lists figure, limit, share and target.
+// --op-times: where a decode step's time goes. Every op record of the decode steps is timed
+// (wall and process CPU time from the end of the previous record; the first op of a step from
+// the start of forward()) and summed per kind and matrix role, with the GB/s of the weight/KV
+// bytes each group read; the remainder of the step (argmax, forward() set-up) is "outside ops".
 #include <time.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -56,7 +61,19 @@ int64_t cpu_ns() {
     return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-Result bench_model(const std::string& path, int threads, int64_t n_prompt, int64_t n_gen, const Peaks& peaks) {
+// Time per op group (kind, or kind + role for matmuls) over the decode steps.
+struct OpTimes {
+    struct Group {
+        int64_t calls = 0, wall_ns = 0, cpu_ns = 0;
+        double bytes = 0;
+    };
+    std::map<std::string, Group> groups;
+    int64_t last_wall = 0, last_cpu = 0;
+    int64_t steps = 0, step_wall_ns = 0, step_cpu_ns = 0;
+};
+
+Result bench_model(const std::string& path, int threads, int64_t n_prompt, int64_t n_gen, const Peaks& peaks,
+                   OpTimes* op_times) {
     auto model = Model::load(path);
     EngineOptions o;
     o.n_threads = threads;
@@ -98,22 +115,71 @@ Result bench_model(const std::string& path, int threads, int64_t n_prompt, int64
     // Decode: greedy argmax so the tokens are real continuations; trace the first step for bytes.
     sim::OpTrace trace;
     int32_t next = 0;
+    if (op_times)
+        e.dispatcher().set_observer([op_times](const sim::OpRecord& rec) {
+            const int64_t w = now_ns(), c = cpu_ns();
+            std::string key = sim::op_kind_name(rec.kind);
+            if (rec.kind == sim::OpKind::MATMUL) key += std::string(" ") + sim::weight_role_name(rec.role);
+            OpTimes::Group& g = op_times->groups[key];
+            ++g.calls;
+            g.wall_ns += w - op_times->last_wall;
+            g.cpu_ns += c - op_times->last_cpu;
+            g.bytes += double(rec.weight_bytes);
+            op_times->last_wall = w;
+            op_times->last_cpu = c;
+        });
     t0 = now_ns();
     c0 = cpu_ns();
     for (int64_t i = 0; i < n_gen; ++i) {
+        const int64_t step_w = now_ns(), step_c = op_times ? cpu_ns() : 0;
         const float* l = out.last(0);
         next = 0;
         for (int64_t j = 1; j < nv; ++j)
             if (l[j] > l[next]) next = int32_t(j);
         e.set_trace(i == n_gen / 2 ? &trace : nullptr);
         SeqInput step{std::span<const int32_t>(&next, 1), &seq, false};
+        if (op_times) {
+            op_times->last_wall = now_ns();
+            op_times->last_cpu = cpu_ns();
+        }
         if (e.forward({&step, 1}, out) != ForwardStatus::OK) fail("bench: decode did not fit");
+        if (op_times) {
+            ++op_times->steps;
+            op_times->step_wall_ns += now_ns() - step_w;
+            op_times->step_cpu_ns += cpu_ns() - step_c;
+        }
     }
+    e.dispatcher().set_observer(nullptr);
     r.decode_tok_s = double(n_gen) * 1e9 / double(now_ns() - t0);
     r.decode_cpu = double(cpu_ns() - c0) / double(now_ns() - t0) / threads;
     for (const auto& rec : trace) r.bytes_per_token += double(rec.weight_bytes);
     seq.release(e.kv_cache());
     return r;
+}
+
+void print_op_times(const std::string& name, const OpTimes& t, int threads) {
+    if (t.steps == 0) return;
+    int64_t ops_wall = 0, ops_cpu = 0;
+    for (const auto& [k, g] : t.groups) {
+        ops_wall += g.wall_ns;
+        ops_cpu += g.cpu_ns;
+    }
+    const double steps = double(t.steps);
+    std::printf("\n%s: decode op times per step (%lld steps; wall ms/step %.3f, cpu util %.0f%%)\n", name.c_str(),
+                static_cast<long long>(t.steps), double(t.step_wall_ns) / steps / 1e6,
+                100.0 * double(t.step_cpu_ns) / (double(t.step_wall_ns) * threads));
+    std::printf("  %-22s %6s %10s %7s %10s %9s %9s\n", "op", "calls", "wall ms", "share", "cpu ms", "GB/s", "GB/s_cpu");
+    auto line = [&](const std::string& k, double calls, double wall, double cpu, double bytes) {
+        std::printf("  %-22s %6.0f %10.3f %6.1f%% %10.3f %9.2f %9.2f\n", k.c_str(), calls, wall / 1e6,
+                    100.0 * wall / double(t.step_wall_ns / steps), cpu / 1e6, bytes > 0 ? bytes / wall : 0.0,
+                    bytes > 0 && cpu > 0 ? bytes / (cpu / threads) : 0.0);
+    };
+    for (const auto& [k, g] : t.groups)
+        line(k, double(g.calls) / steps, double(g.wall_ns) / steps, double(g.cpu_ns) / steps, g.bytes / steps);
+    line("outside ops", 0, double(t.step_wall_ns - ops_wall) / steps, double(t.step_cpu_ns - ops_cpu) / steps, 0);
+    std::printf("  (GB/s = weight/KV bytes of the group / its wall time; GB/s_cpu = the same per CPU-second of %d "
+                "threads)\n",
+                threads);
 }
 
 }  // namespace
@@ -122,8 +188,13 @@ int main(int argc, char** argv) {
     int threads = 2;
     int64_t n_prompt = 512, n_gen = 128;
     std::vector<std::string> models;
+    bool op_times = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
+        if (a == "--op-times") {
+            op_times = true;
+            continue;
+        }
         if ((a == "--threads" || a == "--prompt" || a == "--gen") && i + 1 < argc) {
             const long v = std::strtol(argv[++i], nullptr, 10);
             if (v <= 0) {
@@ -132,7 +203,7 @@ int main(int argc, char** argv) {
             }
             (a == "--threads" ? (void)(threads = int(v)) : a == "--prompt" ? (void)(n_prompt = v) : (void)(n_gen = v));
         } else if (a == "--help" || a == "-h") {
-            std::printf("usage: bench_engine [--threads N] [--prompt 512] [--gen 128] MODEL.gguf...\n");
+            std::printf("usage: bench_engine [--threads N] [--prompt 512] [--gen 128] [--op-times] MODEL.gguf...\n");
             return 0;
         } else {
             models.push_back(a);
@@ -161,8 +232,10 @@ int main(int argc, char** argv) {
         std::printf("%-22s %6s | %9s %8s %9s | %9s %9s %10s %9s %9s | %9s\n", "model", "GB", "prefill", "GFLOP/s",
                     "tok/s_cpu", "decode", "tok/s_cpu", "MB/token", "bound", "of bound", "cpu util");
         std::vector<Result> all;
-        for (const auto& m : models) {
-            const Result r = bench_model(m, threads, n_prompt, n_gen, peaks);
+        std::vector<OpTimes> times(models.size());
+        for (size_t mi = 0; mi < models.size(); ++mi) {
+            const std::string& m = models[mi];
+            const Result r = bench_model(m, threads, n_prompt, n_gen, peaks, op_times ? &times[mi] : nullptr);
             all.push_back(r);
             const double bound = bw_gbps * 1e9 / r.bytes_per_token;
             // tok/s_cpu: tokens per CPU-second of each thread (wall rate / utilisation), the
@@ -174,6 +247,7 @@ int main(int argc, char** argv) {
                         100.0 * r.decode_tok_s / bound, 100.0 * r.prefill_cpu, 100.0 * r.decode_cpu);
             std::fflush(stdout);
         }
+        for (size_t mi = 0; mi < all.size(); ++mi) print_op_times(all[mi].name, times[mi], threads);
         std::printf("prefill/decode: tok/s (wall); bound = read bandwidth / MB per decode token (weights + KV, from the "
                     "op records); cpu util = process CPU time / (wall x threads), prefill/decode\n");
         // figure | limit | share | target (issue 13: decode >= 85 % of the bandwidth bound)

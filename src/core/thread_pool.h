@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -30,6 +31,13 @@ public:
     // calls fn(begin, end) for each non-empty chunk.
     void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
+    // As parallel_for (one contiguous range per thread, at least `grain` items each), each range
+    // walked front to back in chunks of `chunk` items, fn(begin, end) per chunk; a thread done
+    // with its range takes chunks from the back of the others' ranges. A thread descheduled on a
+    // shared machine then no longer holds the whole call up at its end, while each thread still
+    // reads its own range in order (a decode GEMV's one memory stream per thread).
+    void parallel_for_chunked(int64_t n, int64_t grain, int64_t chunk, const std::function<void(int64_t, int64_t)>& fn);
+
 private:
     void worker_loop(int index);
 
@@ -41,6 +49,12 @@ private:
     std::atomic<bool> stop_{false};
     std::mutex mu_;
     std::condition_variable cv_;
+    // parallel_for_chunked: per thread's range, (next front chunk << 32) | (end of the chunks not
+    // yet taken), claimed with compare-and-swap; one cache line each.
+    struct alignas(64) ChunkRange {
+        std::atomic<uint64_t> front_back{0};
+    };
+    std::unique_ptr<ChunkRange[]> ranges_;
 };
 
 // The number of threads a command uses when the user gives none: the hardware threads.

@@ -109,15 +109,19 @@ void check_type(DType wtype, const std::vector<Shape>& shapes) {
     }
 }
 
-const std::vector<Shape> kFloatShapes = {{1, 1, 1},    {1, 3, 17},  {2, 17, 63},   {5, 7, 100},
-                                         {33, 17, 64}, {4, 6, 129}, {1, 64, 1000}, {9, 13, 33}, {17, 9, 70}};
+// m <= 4 is the decode GEMV (gemv_rows.inc): m = 3 and n large enough for a range per thread of
+// the 2-thread pool (at least 2^16 multiply-adds each) are included.
+const std::vector<Shape> kFloatShapes = {{1, 1, 1},    {1, 3, 17},  {2, 17, 63},    {5, 7, 100},  {33, 17, 64},
+                                         {4, 6, 129},  {1, 64, 1000}, {9, 13, 33}, {17, 9, 70},  {3, 11, 100},
+                                         {1, 301, 520}, {3, 97, 530}};
 // m >= 16 takes the packed q8_0 GEMM on AVX-512 (gemm_q8_packed.inc): 513 rows span two x-row
 // blocks and a 3-row tile remainder, k = 1088 (34 blocks) two k chunks, n = 7 a half-empty panel.
 const std::vector<Shape> kBlock32Shapes = {{1, 1, 32},    {1, 3, 96},    {2, 17, 160},  {5, 7, 64},
                                            {33, 17, 32},  {4, 8, 1056},  {1, 65, 320},  {16, 5, 64},
-                                           {17, 9, 1056}, {513, 7, 1088}, {18, 1, 32}};
-const std::vector<Shape> kSuperShapes = {{1, 1, 256},  {1, 3, 512},  {2, 17, 256},
-                                         {5, 7, 768},  {33, 9, 256}, {17, 5, 512}};
+                                           {17, 9, 1056}, {513, 7, 1088}, {18, 1, 32},   {3, 5, 288},
+                                           {1, 301, 544}, {3, 101, 544}};
+const std::vector<Shape> kSuperShapes = {{1, 1, 256},  {1, 3, 512},  {2, 17, 256}, {5, 7, 768},
+                                         {33, 9, 256}, {17, 5, 512}, {3, 6, 512},  {1, 301, 512}};
 
 TEST(Matmul, F32MatchesReference) { check_type(DType::F32, kFloatShapes); }
 TEST(Matmul, F16MatchesReference) { check_type(DType::F16, kFloatShapes); }
