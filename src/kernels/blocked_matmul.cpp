@@ -1,8 +1,9 @@
 // matmul_blocked: a blocked (PIM layout) weight matrix read in place. Threads take whole row
 // ranges (every weight byte is read by one thread, as in matmul). Three paths, picked per call:
-//  - carried accumulators (KernelTable::matmul_blocked_carry, cpu/blocked_impl.inc) for decode
-//    (m <= kCarryMaxRows) and for split Q8_0: the row-major tiles run over a range's k-blocks in
-//    memory order carrying their sums — bit-identical to matmul, at row-major speed;
+//  - tiles over whole row ranges (KernelTable::matmul_blocked_carry, cpu/blocked_impl.inc) for
+//    decode (m <= kCarryMaxRows) and for split Q8_0: the row-major tiles run over all k-blocks of
+//    a range, switching pointers at block edges or carrying their sums from block to block —
+//    bit-identical to matmul, near row-major speed (docs/performance.md);
 //  - split Q8_0 on the scalar table: ref::matmul's arithmetic on the dequantised rows;
 //  - otherwise the row-major micro-kernel on each block, the k-blocks' partial sums added in
 //    order; the activations' slice of each k-block is quantised once per chunk (act_reuse_token).

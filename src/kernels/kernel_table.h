@@ -32,10 +32,11 @@ struct KernelTable {
                                ThreadPool& pool) = nullptr;
     // matmul_blocked for every weight dtype and split Q8_0 (BlockedWeights::scales) when every row
     // range has the k partition of the first and each k-block but the last is a multiple of 16
-    // elements: the blocks are read in memory order (a row range's k-blocks one after another)
-    // and each register tile carries its vector accumulators from one k-block to the next, so the
-    // sums are matmul()'s in its order (bit-identical). x is quantised once per call, per k-block
-    // slice. nullptr: the scalar reference.
+    // elements: each register tile either runs over all k-blocks of its range, switching row
+    // pointers at block edges (f32, f16, bf16, q8_0, q4_0, q5_0), or takes one k-block after
+    // another in memory order, carrying its vector accumulators between them (q4_k, q6_k, split
+    // q8_0); either way the sums are matmul()'s in its order (bit-identical). x is quantised once
+    // per call. nullptr: the scalar reference (blocked_impl.inc).
     void (*matmul_blocked_carry)(const float* x, int64_t m, int64_t x_stride, const BlockedWeights& w,
                                  const int64_t* first, int64_t n_ranges, float* y, int64_t y_stride,
                                  ThreadPool& pool) = nullptr;

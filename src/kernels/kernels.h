@@ -59,11 +59,11 @@ struct BlockedWeights {
 
 // y = x W^T as matmul(), reading W in place block by block — no gather back to row-major.
 // Threads take whole row ranges. For m <= 4 (decode) on the SIMD tables, and for split Q8_0 at
-// any m, each register tile of matmul()'s micro-kernel runs over one k-block after another in
-// memory order and carries its vector accumulators from block to block (the k-blocks of every
-// row range must share one k partition, each but the last a multiple of 16 elements): the
-// result is bit-identical to matmul() with the same table, split Q8_0 to matmul() of the Q8_0
-// rows. Otherwise the micro-kernel runs on each block and the k-blocks' partial sums are added in
+// any m, each register tile of matmul()'s micro-kernel runs over all k-blocks of its range,
+// switching pointers at block edges or carrying its vector accumulators from block to block (the
+// k-blocks of every row range must share one k partition, each but the last a multiple of 16
+// elements): the result is bit-identical to matmul() with the same table, split Q8_0 to
+// matmul() of the Q8_0 rows. Otherwise the micro-kernel runs on each block and the k-blocks' partial sums are added in
 // increasing k0: the products are matmul()'s (activation blocks are quantised alike, as k0 is a
 // multiple of the quantisation block), only the order of the f32 summation differs (identical
 // when a row range is one block). The scalar table computes split Q8_0 as its matmul() does on
