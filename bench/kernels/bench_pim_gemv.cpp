@@ -5,6 +5,8 @@
 // Times are CPU seconds of the calling thread when the pool has one thread (what the thread
 // reaches while it runs; docs/performance.md "Contention"), else wall seconds.
 // Each method cycles over copies of its matrix spanning 128 MiB (not served from the L3).
+// "q8_0/i8" is Q8_0 in the int8 PIM layout ([pim] precision = int8): int8 quants in the layout,
+// f16 scales beside (layout/pim_int8.h), against the same Q8_0 rows row-major.
 // Usage: bench_pim_gemv [rounds (default 15)] [m (default 1)] [threads (default 1)] [dtype (default all)]
 #include <algorithm>
 #include <cstdio>
@@ -18,6 +20,7 @@
 #include "core/thread_pool.h"
 #include "core/timer.h"
 #include "kernels/kernels.h"
+#include "layout/pim_int8.h"
 #include "layout/pim_layout.h"
 #include "runtime/pim_weight_source.h"
 
@@ -30,6 +33,13 @@ struct Copy {
     std::vector<uint8_t> base;  // the same matrix in the PIM layout
     layout::PimBlockIndex index;
     std::vector<kernels::WeightBlock> blocks;
+    std::vector<uint16_t> scales;  // q8_0/i8: [n][k / 32]
+};
+
+struct Variant {
+    duet::DType t;
+    bool int8;  // Q8_0 as int8 quants + scales
+    const char* name;
 };
 
 double median(std::vector<double> v) {
@@ -54,17 +64,20 @@ int main(int argc, char** argv) {
     const layout::MemoryOrganisation org;     // 16 channels x 16 banks, 1 KiB DRAM rows
     std::printf("m = %lld, %d threads, ISA %s, %d rounds alternating; median %s ms per matmul\n", (long long)m,
                 pool.size(), kernels::kernel_isa(), rounds, cpu_time ? "thread-CPU" : "wall");
-    std::printf("%-6s %-12s %10s %10s %8s\n", "dtype", "n x k", "row-major", "pim", "rm/pim");
-    const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0,
-                           DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q6_K};
+    std::printf("%-8s %-12s %10s %10s %8s\n", "dtype", "n x k", "row-major", "pim", "rm/pim");
+    const Variant variants[] = {{DType::F32, false, "f32"},   {DType::F16, false, "f16"},   {DType::BF16, false, "bf16"},
+                                {DType::Q8_0, false, "q8_0"}, {DType::Q8_0, true, "q8_0/i8"}, {DType::Q4_0, false, "q4_0"},
+                                {DType::Q5_0, false, "q5_0"}, {DType::Q4_K, false, "q4_k"}, {DType::Q6_K, false, "q6_k"}};
     const int64_t shapes[][2] = {{4096, 4096}, {11008, 4096}, {4096, 11008}};
-    for (DType t : types)
+    for (const Variant& v : variants)
         for (const auto& sh : shapes) {
-            if (argc > 4 && std::strcmp(argv[4], dtype_name(t)) != 0) continue;
+            const DType t = v.t;
+            if (argc > 4 && std::strcmp(argv[4], v.name) != 0) continue;
             const int64_t n = sh[0], k = sh[1];
             const size_t rb = row_bytes(t, k);
             const size_t copies = std::max<size_t>(1, ((size_t(128) << 20) + rb * n - 1) / (rb * n));
-            const layout::PimLayoutPlan plan = layout::plan_pim_layout(n, k, t, params, org, false);
+            const layout::PimLayoutPlan plan = v.int8 ? layout::plan_pim_int8(n, k, params, org, false)
+                                                      : layout::plan_pim_layout(n, k, t, params, org, false);
             std::vector<Copy> cs(copies);
             std::vector<float> wf(static_cast<size_t>(k));
             uint32_t seed = 1;
@@ -74,7 +87,13 @@ int main(int argc, char** argv) {
                     for (auto& v : wf) v = float(int((seed = seed * 1664525u + 1013904223u) >> 20) - 2048) * 1e-4f;
                     quant::quantize_row(wf.data(), t, &c.rm[size_t(r) * rb], k);
                 }
-                c.base = layout::to_pim(c.rm.data(), plan);
+                if (v.int8) {
+                    const layout::Int8Split sp = layout::split_q8_0(c.rm.data(), rb, n, k);
+                    c.base = layout::to_pim(sp.quants.data(), plan);
+                    c.scales = sp.scales;
+                } else {
+                    c.base = layout::to_pim(c.rm.data(), plan);
+                }
                 c.index = layout::build_block_index(plan);
                 c.blocks = runtime::weight_blocks(plan, c.index, c.base.data());
             }
@@ -89,7 +108,11 @@ int main(int argc, char** argv) {
                 t_rm.push_back(double(clock_ns() - t0) / 1e6 / double(copies));
                 t0 = clock_ns();
                 for (size_t c = 0; c < copies; ++c) {
-                    const kernels::BlockedWeights w{t, n, k, cs[c].blocks.data(), int64_t(cs[c].blocks.size())};
+                    kernels::BlockedWeights w{t, n, k, cs[c].blocks.data(), int64_t(cs[c].blocks.size())};
+                    if (v.int8) {
+                        w.scales = cs[c].scales.data();
+                        w.scale_stride = k / 32;
+                    }
                     kernels::matmul_blocked(x.data(), m, k, k, w, y.data(), n, pool);
                 }
                 t_pim.push_back(double(clock_ns() - t0) / 1e6 / double(copies));
@@ -97,7 +120,7 @@ int main(int argc, char** argv) {
             const double a = median(t_rm), b = median(t_pim);
             char shape[32];
             std::snprintf(shape, sizeof shape, "%lldx%lld", (long long)n, (long long)k);
-            std::printf("%-6s %-12s %10.3f %10.3f %8.2f\n", dtype_name(t), shape, a, b, a / b);
+            std::printf("%-8s %-12s %10.3f %10.3f %8.2f\n", v.name, shape, a, b, a / b);
             std::fflush(stdout);
         }
     return 0;

@@ -17,6 +17,7 @@
 #include "config/settings.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "hw/pim/pim_device.h"
 #include "model/arch_presets.h"
 #include "sim/collective.h"
 #include "sim/hw_rig.h"
@@ -28,6 +29,22 @@
 namespace duet::cli {
 
 namespace {
+
+// The report's account of [pim] precision = int8 in FILE mode: the Q8_0 matrices held as int8
+// with their scales, the other quantised dtypes widened to int8 (no preset has int4 MACs), and
+// how the PIM model runs int8 (its MACs, or widened to its 16-bit float MACs where it has none).
+nlohmann::json int8_statement(const FileRun& run, const sim::OpTrace& trace, const hw::Device* pim) {
+    std::string widened;  // quantised dtypes other than q8_0 in the matmuls
+    for (const auto& rec : trace)
+        if (rec.kind == sim::OpKind::MATMUL && dtype_is_quantized(rec.weight_dtype) && rec.weight_dtype != DType::Q8_0 &&
+            widened.find(dtype_name(rec.weight_dtype)) == std::string::npos)
+            widened += std::string(widened.empty() ? "" : ", ") + dtype_name(rec.weight_dtype);
+    const auto* dev = dynamic_cast<const hw::pim::PimDevice*>(pim);
+    return {{"q8_0_matrices", run.int8_matrices},
+            {"scale_bytes", run.int8_scale_bytes},
+            {"widened_to_int8", widened},
+            {"pim_macs", dev ? dev->quantised_operands() : std::string("no PIM device")}};
+}
 
 struct BenchArgs {
     std::string baseline = "npu_only", target = "npu_pim_coop";
@@ -101,9 +118,11 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
         const auto& org = setup.rig->layout->organisation();
         const bool pim_b = setup.pb != sim::Policy::NPU_ONLY, pim_t = setup.pt != sim::Policy::NPU_ONLY;
         const bool f32_to_f16 = op_precision_converts_f32(st.ascend.op_precision_mode);
-        FileRun fb = run_file_engine(in.model, in.seq_len, in.gen_len, pim_b, lp, org, in.fuse, a.warmup, f32_to_f16);
-        FileRun ft =
-            run_file_engine(in.model, in.seq_len, in.gen_len, pim_t, lp, org, in.fuse, a.warmup, f32_to_f16, &fb.tokens);
+        const bool int8 = cfg.pim.precision == config::PimPrecision::INT8;
+        FileRun fb = run_file_engine(in.model, in.seq_len, in.gen_len, pim_b, lp, org, in.fuse, a.warmup, f32_to_f16,
+                                     nullptr, int8);
+        FileRun ft = run_file_engine(in.model, in.seq_len, in.gen_len, pim_t, lp, org, in.fuse, a.warmup, f32_to_f16,
+                                     &fb.tokens, int8);
         // The modelled devices hold what the layout holds: f32 matrices as f16 when the precision mode
         // converts them, in both placements (the NPU's matrix operators run them in f16 too).
         if (f32_to_f16)
@@ -133,7 +152,11 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
                                   {"warmup", {{"method", f.warmup.method}, {"prefault_bytes", f.warmup.prefault_bytes},
                                               {"prefault_ms", f.warmup.prefault_ms}, {"n_forwards", f.warmup.n_forwards}}}};
         };
+        nlohmann::json pim_int8;  // [pim] precision = int8: what the layout and the PIM model did
+        if (int8) pim_int8 = int8_statement(ft.int8_matrices ? ft : fb, plan_t.ops, setup.rig->pim.get());
         functional = {{"file", in.model},
+                      {"pim_precision", config::pim_precision_name(cfg.pim.precision)},
+                      {"pim_int8", pim_int8},
                       {"n_prompt", sim_seq},
                       {"identical", fb.tokens == ft.tokens},
                       {"precision_changed", fb.converted_matrices + ft.converted_matrices > 0},

@@ -34,7 +34,8 @@ bool op_precision_converts_f32(const std::string& mode) {
 
 FileRun run_file_engine(const std::string& path, int64_t seq_len, int64_t gen_len, bool pim_layout,
                         const layout::PimLayoutParams& params, const layout::MemoryOrganisation& org, bool fuse,
-                        const runtime::WarmupOptions& warmup, bool f32_to_f16, const std::vector<int32_t>* reference) {
+                        const runtime::WarmupOptions& warmup, bool f32_to_f16, const std::vector<int32_t>* reference,
+                        bool q8_0_as_int8) {
     auto model = runtime::Model::load(path);
     const model::Hparams& hp = model->hparams();
     const int64_t ctx = std::max<int64_t>(2, hp.n_ctx_train > 0 ? hp.n_ctx_train : seq_len + gen_len);
@@ -52,10 +53,12 @@ FileRun run_file_engine(const std::string& path, int64_t seq_len, int64_t gen_le
     std::unique_ptr<runtime::PimLayoutWeightSource> ws;
     if (pim_layout) {
         ws = std::make_unique<runtime::PimLayoutWeightSource>(engine.plain_weights(), engine.graph(), params, org,
-                                                              f32_to_f16);
+                                                              f32_to_f16, q8_0_as_int8);
         engine.set_weight_source(ws.get());
         run.pim_matrices = ws->pim_count();
         run.converted_matrices = ws->converted_count();
+        run.int8_matrices = ws->int8_count();
+        run.int8_scale_bytes = ws->int8_scale_bytes();
     }
     run.warmup = runtime::warm_up(*model, &engine, warmup);
     engine.set_trace(&run.trace);

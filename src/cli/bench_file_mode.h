@@ -20,6 +20,8 @@ struct FileRun {
     runtime::GenerateStats stats;          // host-measured times
     int64_t pim_matrices = 0;              // matrices read through the PIM layout
     int64_t converted_matrices = 0;        // of which f32 held as f16 (f32_to_f16)
+    int64_t int8_matrices = 0;             // of which Q8_0 held as int8 quants + scales (q8_0_as_int8)
+    uint64_t int8_scale_bytes = 0;         // their f16 scale arrays
     // Teacher-forced logits [tokens][n_vocab]: row i is the distribution over token i of the
     // reference sequence (this run's own tokens unless run_file_engine got a reference).
     std::vector<float> logits;
@@ -33,11 +35,13 @@ struct FileRun {
 // runtime::warm_up after load, before the trace starts.
 // f32_to_f16: the PIM layout holds f32 matrices as f16 (op_precision_converts_f32). reference:
 // the tokens the logits are scored on (another run's, so two runs compare on the same inputs).
+// q8_0_as_int8 ([pim] precision = int8): the PIM layout holds Q8_0 matrices as int8 quants with
+// their block scales beside (runtime/pim_weight_source.h); a float matrix is then an error.
 // Throws duet::Error.
 FileRun run_file_engine(const std::string& path, int64_t seq_len, int64_t gen_len, bool pim_layout,
                         const layout::PimLayoutParams& params, const layout::MemoryOrganisation& org,
                         bool fuse = false, const runtime::WarmupOptions& warmup = {}, bool f32_to_f16 = false,
-                        const std::vector<int32_t>* reference = nullptr);
+                        const std::vector<int32_t>* reference = nullptr, bool q8_0_as_int8 = false);
 
 // Whether settings ascend.op_precision_mode lets a matrix operator run an f32 matrix in f16 — CANN
 // ATC --precision_mode: allow_fp32_to_fp16 (matrix operators use fp16), force_fp16, and

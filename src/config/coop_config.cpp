@@ -57,7 +57,7 @@ std::vector<F> build() {
     v.push_back(enum_field("pim", "compute_unit", &C::pim, &PimSection::compute_unit,
                            {{"gemv", ComputeUnit::GEMV}, {"gemv_attention", ComputeUnit::GEMV_ATTENTION}}));
     v.push_back(enum_field("pim", "precision", &C::pim, &PimSection::precision,
-                           {{"fp16", PimPrecision::FP16}, {"bf16", PimPrecision::BF16}}));
+                           {{"fp16", PimPrecision::FP16}, {"bf16", PimPrecision::BF16}, {"int8", PimPrecision::INT8}}));
     F block = ranged(make("reorder", "block_size_kb", K::INT, &C::reorder, &ReorderSection::block_size_kb), 1, 4096);
     block.check = power_of_two;
     v.push_back(block);
@@ -145,7 +145,9 @@ void check_pim_presets(const TopologySection& t) {
              t.pim_presets, named, t.pims);
 }
 
-const char* pim_precision_name(PimPrecision p) { return p == PimPrecision::BF16 ? "bf16" : "fp16"; }
+const char* pim_precision_name(PimPrecision p) {
+    return p == PimPrecision::BF16 ? "bf16" : p == PimPrecision::INT8 ? "int8" : "fp16";
+}
 
 const std::vector<std::string>& link_preset_names() {
     static const std::vector<std::string> names = {"shared_hbm", "hccs_910b", "pcie4_x16", "pcie5_x16",

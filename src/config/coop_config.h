@@ -25,7 +25,10 @@ namespace duet::config {
 
 enum class PimLayout { ROW_MAJOR_128BIT, ROW_MAJOR_256BIT };  // "row_major_128bit", "row_major_256bit"
 enum class ComputeUnit { GEMV, GEMV_ATTENTION };                // "gemv", "gemv_attention"
-enum class PimPrecision { FP16, BF16 };                         // "fp16", "bf16"
+// INT8: FILE mode holds Q8_0 matrices as int8 quants with their f16 block scales beside them
+// (layout/pim_int8.h) and the PIM model runs them as int8 MACs, or widened to the preset's 16-bit
+// float MACs where it has no int8 lanes (stated in the report).
+enum class PimPrecision { FP16, BF16, INT8 };                   // "fp16", "bf16", "int8"
 enum class TargetFormat { NZ, ND };                             // "NZ", "ND"
 enum class PrefillEngine { NPU_GEMM, PIM_GEMV };                // "npu_gemm", "pim_gemv"
 enum class DecodeEngine { PIM_GEMV, NPU_GEMV };                 // "pim_gemv", "npu_gemv"

@@ -38,6 +38,16 @@ struct KernelTable {
     void (*matmul_quantized)(const void* xq, ActFormat f, int64_t m, int64_t k, const void* w, DType wtype,
                              size_t w_row_stride_bytes, int64_t n, float* y, int64_t y_stride,
                              ThreadPool& pool) = nullptr;
+    // matmul_blocked for every weight dtype and split Q8_0 (BlockedWeights::scales) when every row
+    // range has the k partition of the first and each k-block but the last is a multiple of 16
+    // elements: each register tile either runs over all k-blocks of its range, switching row
+    // pointers at block edges (f32, f16, bf16, q8_0, q4_0, q5_0), or takes one k-block after
+    // another in memory order, carrying its vector accumulators between them (q4_k, q6_k, split
+    // q8_0); either way the sums are matmul()'s in its order (bit-identical). x is quantised once
+    // per call. nullptr: the scalar reference (blocked_impl.inc).
+    void (*matmul_blocked_carry)(const float* x, int64_t m, int64_t x_stride, const BlockedWeights& w,
+                                 const int64_t* first, int64_t n_ranges, float* y, int64_t y_stride,
+                                 ThreadPool& pool) = nullptr;
 };
 
 // The scalar reference (kernels/ref/): always available, the oracle of the tests.

@@ -49,15 +49,26 @@ struct BlockedWeights {
     int64_t n = 0, k = 0;
     const WeightBlock* blocks = nullptr;
     int64_t n_blocks = 0;
+    // Q8_0 split into int8 quants and their scales (the int8 PIM layout, config [pim] precision =
+    // int8): with wtype Q8_0 and scales set, the blocks hold only the int8 quants (one byte per
+    // element, k0 and kelems multiples of 32) and the f16 scale of quant block b (elements
+    // [32 b, 32 b + 32)) of row r is scales[r * scale_stride + b]. The numbers are Q8_0's.
+    const uint16_t* scales = nullptr;  // [n][scale_stride], scale_stride >= k / 32
+    int64_t scale_stride = 0;
 };
 
-// y = x W^T as matmul(), reading W in place block by block: threads take whole row ranges and
-// run the row-major micro-kernel of matmul() on each block, adding the k-blocks' partial sums in
-// increasing k0 — no gather back to row-major. Numerics: the products are matmul()'s (activation
-// blocks are quantised alike, as k0 is a multiple of the quantisation block); when a row range
-// is one block the result is bit-identical to matmul(), otherwise only the order of the f32
-// summation differs (partial sums per k-block, then added). Throws duet::Error naming the block
-// that does not tile the matrix, and for what matmul() rejects.
+// y = x W^T as matmul(), reading W in place block by block — no gather back to row-major.
+// Threads take whole row ranges. For m <= 4 (decode) on the SIMD tables, and for split Q8_0 at
+// any m, each register tile of matmul()'s micro-kernel runs over all k-blocks of its range,
+// switching pointers at block edges or carrying its vector accumulators from block to block (the
+// k-blocks of every row range must share one k partition, each but the last a multiple of 16
+// elements): the result is bit-identical to matmul() with the same table, split Q8_0 to
+// matmul() of the Q8_0 rows. Otherwise the micro-kernel runs on each block and the k-blocks' partial sums are added in
+// increasing k0: the products are matmul()'s (activation blocks are quantised alike, as k0 is a
+// multiple of the quantisation block), only the order of the f32 summation differs (identical
+// when a row range is one block). The scalar table computes split Q8_0 as its matmul() does on
+// the Q8_0 rows (dequantised weights, f64 sums): identical too. Throws duet::Error naming the
+// block that does not tile the matrix, and for what matmul() rejects.
 void matmul_blocked(const float* x, int64_t m, int64_t k, int64_t x_stride, const BlockedWeights& w, float* y,
                     int64_t y_stride, ThreadPool& pool);
 

@@ -77,6 +77,19 @@ void check_index_ratio(uint64_t index_bytes, uint64_t weight_bytes, const PimLay
 
 PimLayoutPlan plan_pim_layout(int64_t n_rows, int64_t k, DType dtype, const PimLayoutParams& params,
                               const MemoryOrganisation& org, bool check_ratio) {
+    return plan_pim_layout_atoms(n_rows, k, dtype, 0, params, org, check_ratio);
+}
+
+PimLayoutPlan plan_pim_int8(int64_t n_rows, int64_t k, const PimLayoutParams& params, const MemoryOrganisation& org,
+                            bool check_ratio) {
+    if (k % kInt8ScaleBlock != 0)
+        fail("PIM layout: k = {} is not a multiple of the {}-quant scale block of an int8 (q8_0) matrix", k,
+             kInt8ScaleBlock);
+    return plan_pim_layout_atoms(n_rows, k, DType::I8, kInt8ScaleBlock, params, org, check_ratio);
+}
+
+PimLayoutPlan plan_pim_layout_atoms(int64_t n_rows, int64_t k, DType dtype, int64_t atom_elems,
+                                    const PimLayoutParams& params, const MemoryOrganisation& org, bool check_ratio) {
     validate(params, org);
     if (n_rows < 1 || k < 1 || n_rows > INT32_MAX || k > INT32_MAX)
         fail("PIM layout: matrix shape [{}][{}] is not allowed (allowed: 1..2^31-1 in each dimension)", n_rows, k);
@@ -94,6 +107,8 @@ PimLayoutPlan plan_pim_layout(int64_t n_rows, int64_t k, DType dtype, const PimL
                  q.block_elems);
         k = int64_t(row_bytes(dtype, k));  // the layout's elements are the row's bytes
         p.atom_elems = q.block_bytes;
+    } else if (atom_elems > 0) {
+        p.atom_elems = atom_elems;
     }
     p.k = k;
     p.granule_bytes = params.alignment_bits / 8;

@@ -13,7 +13,8 @@
 //  2. Blocks (block reorder). The padded matrix is tiled into blocks of rows_per_block rows x
 //     kb_elems elements, where kb_elems = min(k_pad, min(row_bytes, block_bytes) / elem_bytes
 //     rounded down to a multiple of lcm(granule_elems, atom_elems), at least one such multiple;
-//     atom_elems = 1 for unquantised types) and rows_per_block = max(1, block_bytes / (kb_elems * elem)).
+//     atom_elems = 1 for unquantised types, 32 for plan_pim_int8) and
+//     rows_per_block = max(1, block_bytes / (kb_elems * elem)).
 //     Blocks at the right (k tail) and bottom (row tail) edges are narrower / shorter.
 //     Blocks are stored one after another in row-block-major order (b = rb * n_k_blocks + kb),
 //     each block row-major and dense, so the base holds exactly n_rows * k_pad elements:
@@ -64,7 +65,8 @@ struct PimLayoutPlan {
     DType dtype = DType::F16;
     int64_t n_rows = 0, k = 0;        // k: layout elements per row (bytes for quantised dtypes)
     int64_t k_dtype_elems = 0;        // k in elements of dtype (== k unless quantised)
-    int64_t atom_elems = 1;           // k-blocks hold whole atoms: the quantised block's bytes, else 1
+    int64_t atom_elems = 1;           // k-blocks hold whole atoms: the quantised block's bytes, 32 for
+                                      // plan_pim_int8 (one scale's quants), else 1
     int elem_bytes = 2;
     int granule_bytes = 16, granule_elems = 8;
     int64_t k_pad = 0;                // k rounded up to a granule
@@ -93,6 +95,19 @@ struct PimLayoutPlan {
 // index_ratio_limit with a message naming the knobs to raise (see check_index_ratio).
 PimLayoutPlan plan_pim_layout(int64_t n_rows, int64_t k, DType dtype, const PimLayoutParams& params,
                               const MemoryOrganisation& org, bool check_ratio = true);
+
+// The quants of a Q8_0 matrix as an int8 PIM matrix ([pim] precision = int8): W_q[n_rows][k] int8
+// laid out element by element (dtype I8) with every k-block a whole number of the 32-quant blocks
+// that share one scale (atom_elems = kInt8ScaleBlock), so a k-block's scales are whole. The f16
+// scales live beside the base, row-major [n_rows][k / 32] (layout/pim_int8.h). k must be a
+// multiple of 32 (duet::Error otherwise).
+constexpr int64_t kInt8ScaleBlock = 32;
+PimLayoutPlan plan_pim_int8(int64_t n_rows, int64_t k, const PimLayoutParams& params, const MemoryOrganisation& org,
+                            bool check_ratio = true);
+// plan_pim_layout with k-blocks made of whole atoms of atom_elems elements for an unquantised
+// dtype (0: one element; quantised dtypes always use their block bytes).
+PimLayoutPlan plan_pim_layout_atoms(int64_t n_rows, int64_t k, DType dtype, int64_t atom_elems,
+                                    const PimLayoutParams& params, const MemoryOrganisation& org, bool check_ratio);
 
 // Throws when index_bytes / weight_bytes > params.index_ratio_limit, e.g.
 // "block index is 7.8 % of the weights, above [reorder] index_ratio_limit = 0.05: raise

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "layout/pim_int8.h"
 
 namespace duet::runtime {
 
@@ -10,7 +11,9 @@ std::vector<kernels::WeightBlock> weight_blocks(const layout::PimLayoutPlan& p, 
                                                 const uint8_t* base) {
     const DTypeInfo& ti = dtype_info(p.dtype);
     // layout elements (bytes for quantised types) -> elements of the dtype
-    auto to_elems = [&](int64_t units) { return units / p.atom_elems * ti.block_elems; };
+    auto to_elems = [&](int64_t units) {
+        return dtype_is_quantized(p.dtype) ? units / p.atom_elems * ti.block_elems : units;
+    };
     std::vector<kernels::WeightBlock> out;
     out.reserve(idx.blocks.size());
     for (const layout::PimBlockDescriptor& d : idx.blocks) {
@@ -30,17 +33,36 @@ std::vector<kernels::WeightBlock> weight_blocks(const layout::PimLayoutPlan& p, 
 
 PimLayoutWeightSource::PimLayoutWeightSource(const PlainWeightSource& plain, const graph::Graph& g,
                                              const layout::PimLayoutParams& params,
-                                             const layout::MemoryOrganisation& org, bool f32_to_f16)
+                                             const layout::MemoryOrganisation& org, bool f32_to_f16,
+                                             bool q8_0_as_int8)
     : plain_(plain) {
     for (const graph::MatrixUse& m : graph::matrices(g))
-        if (!mats_.count({int(m.role), m.layer})) add(m.role, m.layer, params, org, f32_to_f16);
+        if (!mats_.count({int(m.role), m.layer})) add(m.role, m.layer, params, org, f32_to_f16, q8_0_as_int8);
 }
 
 void PimLayoutWeightSource::add(WeightRole role, int32_t layer, const layout::PimLayoutParams& params,
-                                const layout::MemoryOrganisation& org, bool f32_to_f16) {
+                                const layout::MemoryOrganisation& org, bool f32_to_f16, bool q8_0_as_int8) {
     const model::TensorRef& t = plain_.tensor(role, layer);
-    const bool convert = t.dtype == DType::F32 && f32_to_f16;
     Matrix m;
+    if (q8_0_as_int8 && !dtype_is_quantized(t.dtype))
+        fail("config.toml [pim] precision = int8 holds Q8_0 matrices as int8 quants with their block scales, but the "
+             "model's {}{} is {} (allowed: [pim] precision = fp16, bf16 or int8; int8 needs a Q8_0 model file, whose "
+             "other quantised matrices are widened to int8)",
+             graph::weight_role_name(role), layer >= 0 ? fmt::format(" of layer {}", layer) : std::string(),
+             dtype_name(t.dtype));
+    if (q8_0_as_int8 && t.dtype == DType::Q8_0) {
+        m.plan = layout::plan_pim_int8(t.rows, t.cols, params, org, false);
+        layout::Int8Split sp = layout::split_q8_0(t.data, t.row_stride_bytes, t.rows, t.cols);
+        m.base = layout::to_pim(sp.quants.data(), m.plan);
+        m.scales = std::move(sp.scales);
+        m.index = layout::build_block_index(m.plan);
+        m.blocks = weight_blocks(m.plan, m.index, m.base.data());
+        ++int8_;
+        scale_bytes_ += uint64_t(m.scales.size()) * sizeof(uint16_t);
+        mats_.emplace(std::make_pair(int(role), layer), std::move(m));
+        return;
+    }
+    const bool convert = t.dtype == DType::F32 && f32_to_f16;
     m.plan = layout::plan_pim_layout(t.rows, t.cols, convert ? DType::F16 : t.dtype, params, org, false);
     // The ND rows the layout takes: the file's rows without their stride padding (f32 -> f16 if converting).
     const size_t nd_row = size_t(m.plan.k) * size_t(m.plan.elem_bytes);
@@ -76,6 +98,9 @@ WeightInfo PimLayoutWeightSource::info(WeightRole role, int32_t layer) const {
     auto it = mats_.find({int(role), layer});
     if (it == mats_.end()) return plain_.info(role, layer);
     const layout::PimLayoutPlan& p = it->second.plan;
+    if (!it->second.scales.empty())  // int8 quants + f16 scales: Q8_0's numbers and bytes
+        return WeightInfo{p.n_rows, p.k_dtype_elems, DType::Q8_0,
+                          uint64_t(row_bytes(DType::Q8_0, p.k)) * uint64_t(p.n_rows)};
     return WeightInfo{p.n_rows, p.k_dtype_elems, p.dtype, p.weight_bytes};
 }
 
@@ -84,8 +109,13 @@ void PimLayoutWeightSource::matmul(WeightRole role, int32_t layer, const float* 
     auto it = mats_.find({int(role), layer});
     if (it == mats_.end()) return plain_.matmul(role, layer, x, m, x_stride, y, y_stride, pool);
     const Matrix& mat = it->second;
-    const kernels::BlockedWeights w{mat.plan.dtype, mat.plan.n_rows, mat.plan.k_dtype_elems, mat.blocks.data(),
-                                    int64_t(mat.blocks.size())};
+    kernels::BlockedWeights w{mat.plan.dtype, mat.plan.n_rows, mat.plan.k_dtype_elems, mat.blocks.data(),
+                              int64_t(mat.blocks.size())};
+    if (!mat.scales.empty()) {  // int8 quants in the base, scales beside: split Q8_0
+        w.wtype = DType::Q8_0;
+        w.scales = mat.scales.data();
+        w.scale_stride = mat.plan.k / layout::kInt8ScaleBlock;
+    }
     kernels::matmul_blocked(x, m, w.k, x_stride, w, y, y_stride, pool);
 }
 

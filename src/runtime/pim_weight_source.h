@@ -9,6 +9,10 @@
 // k-block (rule 0 of the layout). f32 matrices are converted to f16 first when f32_to_f16 is set
 // (settings ascend.op_precision_mode = allow_fp32_to_fp16 and the modes that imply it): the
 // layout then holds f16, info() says f16 and the numbers change; otherwise the layout holds f32.
+// With q8_0_as_int8 (config.toml [pim] precision = int8) a Q8_0 matrix becomes an int8 matrix in
+// the layout plus its f16 block scales beside it (layout/pim_int8.h); the GEMV reads both in
+// place and its numbers are Q8_0's (kernels::BlockedWeights::scales). The other quantised types
+// keep their ggml rows; an f32/f16/bf16 matrix is refused, naming [pim] precision.
 //
 // Thread safety: immutable after construction; matmul is called from the engine's thread.
 #include <map>
@@ -25,9 +29,11 @@ class PimLayoutWeightSource : public WeightSource {
 public:
     // plain and g must outlive this.
     PimLayoutWeightSource(const PlainWeightSource& plain, const graph::Graph& g, const layout::PimLayoutParams& params,
-                          const layout::MemoryOrganisation& org, bool f32_to_f16);
+                          const layout::MemoryOrganisation& org, bool f32_to_f16, bool q8_0_as_int8 = false);
     int64_t pim_count() const { return int64_t(mats_.size()); }
     int64_t converted_count() const { return converted_; }  // f32 matrices held as f16
+    int64_t int8_count() const { return int8_; }             // Q8_0 matrices held as int8 + scales
+    uint64_t int8_scale_bytes() const { return scale_bytes_; }  // their scale arrays
     // The PIM base and index of (role, layer), for tests; DUET_CHECKs that it exists.
     const layout::PimLayoutPlan& plan(WeightRole role, int32_t layer) const;
 
@@ -41,18 +47,20 @@ private:
         std::vector<uint8_t> base;
         layout::PimBlockIndex index;
         std::vector<kernels::WeightBlock> blocks;  // the index's blocks as the kernel reads them
+        std::vector<uint16_t> scales;              // int8 matrices: [n][k / 32] f16 scales, else empty
     };
     void add(WeightRole role, int32_t layer, const layout::PimLayoutParams& params,
-             const layout::MemoryOrganisation& org, bool f32_to_f16);
+             const layout::MemoryOrganisation& org, bool f32_to_f16, bool q8_0_as_int8);
 
     const PlainWeightSource& plain_;
     std::map<std::pair<int, int32_t>, Matrix> mats_;
-    int64_t converted_ = 0;
+    int64_t converted_ = 0, int8_ = 0;
+    uint64_t scale_bytes_ = 0;
 };
 
 // The kernel's view of a PIM base through its block index: one WeightBlock per descriptor, its
-// k range in elements of plan.dtype (bytes / block_bytes * block_elems for quantised types) and
-// without the granule padding of the row tail.
+// k range in elements of plan.dtype (bytes / block_bytes * block_elems for quantised types; int8
+// quants of plan_pim_int8 are elements) and without the granule padding of the row tail.
 std::vector<kernels::WeightBlock> weight_blocks(const layout::PimLayoutPlan& plan, const layout::PimBlockIndex& index,
                                                 const uint8_t* base);
 

@@ -100,7 +100,8 @@ void add_pims(HardwareRig& rig, const config::CoopConfig& cfg, const std::vector
         const double col_ns = ps.timing.nCCD_AB * ps.mem.timing.tCK_ns;
         const int channels = ps.mem.org.modelled_channels();
         h.pim_internal_bw_gbps += col_ns > 0 ? double(channels) * ps.units_per_channel() * ps.unit.access_bits / 8.0 / col_ns : 0;
-        auto dev = std::make_unique<hw::pim::PimDevice>(ps, int(cfg.pim.alignment_bits));
+        auto dev = std::make_unique<hw::pim::PimDevice>(ps, int(cfg.pim.alignment_bits), 0,
+                                                        cfg.pim.precision == config::PimPrecision::INT8);
         h.add_device(DeviceKind::PIM, dev.get(), link);
         if (i == 0) {
             org.channels = channels;

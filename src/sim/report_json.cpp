@@ -316,6 +316,17 @@ std::string format_table(const BenchReport& r) {
                          "from f32: ascend.op_precision_mode = {})\n",
                          f["target"]["pim_layout_matrices"].get<int64_t>(),
                          f["target"]["f16_from_f32_matrices"].get<int64_t>(), f["op_precision_mode"].get<std::string>());
+        if (f.contains("pim_int8") && f["pim_int8"].is_object()) {
+            const auto& q = f["pim_int8"];
+            s += fmt::format("  [pim] precision = int8: {} Q8_0 matrices held as int8 quants in the PIM layout, their f16 "
+                             "block scales beside it ({:.2f} MiB); PIM: {}\n",
+                             q["q8_0_matrices"].get<int64_t>(), double(q["scale_bytes"].get<uint64_t>()) / 1048576.0,
+                             q["pim_macs"].get<std::string>());
+            if (!q["widened_to_int8"].get<std::string>().empty())
+                s += fmt::format("  {} matrices keep their ggml rows and run widened to int8 (no PIM preset has int4 "
+                                 "MACs)\n",
+                                 q["widened_to_int8"].get<std::string>());
+        }
     }
     s += "Verdicts:\n";
     for (const Verdict& v : r.verdicts) s += "  " + v.line + "\n";

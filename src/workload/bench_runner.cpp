@@ -170,6 +170,12 @@ BenchSetup prepare_bench(const config::Settings& st, const config::CoopConfig& c
             fail("policy {} needs a PIM model, but PIM preset '{}' is unavailable: {}", sim::policy_name(p),
                  s.rig->pim_preset, s.rig->pim_unavailable);
     const bool bf16 = cfg.pim.precision == config::PimPrecision::BF16;
+    const bool pim_used = s.pb != sim::Policy::NPU_ONLY || s.pt != sim::Policy::NPU_ONLY;
+    if (!file_mode && pim_used && cfg.pim.precision == config::PimPrecision::INT8)
+        fail("config.toml [pim] precision = \"int8\" needs a Q8_0 model file (duet bench --model FILE.gguf): the "
+             "architecture preset '{}' is modelled with settings runtime.dtype = \"{}\" weights (allowed with a "
+             "preset: [pim] precision = fp16 with float16, bf16 with bfloat16)",
+             in.model, st.runtime.dtype);
     const std::string want = bf16 ? "bfloat16" : "float16";
     if (!file_mode && (s.pb != sim::Policy::NPU_ONLY || s.pt != sim::Policy::NPU_ONLY) && st.runtime.dtype != want)
         fail("settings runtime.dtype = \"{}\" but config.toml pim.precision = \"{}\": the baseline and the PIM base "

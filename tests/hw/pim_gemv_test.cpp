@@ -267,3 +267,34 @@ TEST(PimGemv, RefreshAndPowerPacingCostTime) {
     EXPECT_EQ(plan_gemv(s, g).cols_per_act, 32);
     EXPECT_NEAR(nr.t_ns / fast.t_ns, row(7) / row(4), 0.03 * row(7) / row(4));
 }
+
+// [pim] precision = int8 (docs/hardware-model.md 3.5): Q8_0 weights run as int8 MACs where the
+// preset has int8 lanes (GeniePIM's LPDDR5X: 32 per 256-bit column, half the MAC commands of
+// fp16); on a preset without them they are unsupported unless widened, and widened they cost
+// the preset's 16-bit GEMV of the same shape (fp16 on HBM2-PIM, bf16 on AiM).
+TEST(PimDeviceTest, Int8NativeOrWidened) {
+    OpShape op;
+    op.cls = OpClass::GEMV;
+    op.m = 1;
+    op.n = 4096;
+    op.k = 4096;
+    op.weight_dtype = DType::Q8_0;
+    const PimDevice genie(load_pim_preset("pim_lpddr5x_bank"), 128, 0, true);
+    ASSERT_TRUE(genie.supports(op));
+    EXPECT_EQ(genie.operand_dtype(DType::Q8_0), DType::I8);
+    EXPECT_EQ(genie.quantised_operands(), "int8 MACs (32 lanes)");
+    EXPECT_DOUBLE_EQ(genie.estimate(op).t_ns, genie.estimate_gemv(4096, 4096, DType::I8).t_ns);
+    EXPECT_LT(genie.estimate(op).t_ns, 0.7 * genie.estimate_gemv(4096, 4096, DType::F16).t_ns);
+    const PimDevice hbm2(load_pim_preset("pim_hbm2_fimdram"), 128);
+    EXPECT_FALSE(hbm2.supports(op));
+    EXPECT_EQ(hbm2.quantised_operands(), "not supported (the preset has no int8 MACs)");
+    const PimDevice hbm2_wide(load_pim_preset("pim_hbm2_fimdram"), 128, 0, true);
+    ASSERT_TRUE(hbm2_wide.supports(op));
+    EXPECT_EQ(hbm2_wide.operand_dtype(DType::Q4_K), DType::F16);
+    EXPECT_DOUBLE_EQ(hbm2_wide.estimate(op).t_ns, hbm2.estimate_gemv(4096, 4096, DType::F16).t_ns);
+    EXPECT_EQ(hbm2_wide.quantised_operands(),
+              "widened to fp16 MACs (the preset has no int8 MACs: costed as a 16-bit GEMV of the same shape)");
+    const PimDevice aim(load_pim_preset("pim_gddr6_aim"), 128, 0, true);
+    EXPECT_EQ(aim.operand_dtype(DType::Q8_0), DType::BF16);
+    EXPECT_EQ(aim.operand_dtype(DType::F16), DType::F16);  // float weights are not touched
+}

@@ -1,8 +1,11 @@
 // matmul_blocked (weights read in place as a grid of dense blocks, the PIM layout) against the
 // row-major matmul of the same kernel table, for the scalar reference and every optimised table
 // this CPU runs, every weight dtype, odd shapes and block grids: bit-identical when each row range
-// is one block, or for f32 weights in k-blocks of whole vectors on the SIMD tables (the same
-// summation), else within the bound of a reordered f32 sum.
+// is one block, or on the SIMD tables when the k-blocks are whole 16-element vectors and m <= 4
+// (the carried accumulators: the same sums in the same order) or the weights f32 (one tile over
+// all k-blocks), else within the bound of a reordered f32 sum. Split Q8_0 (int8 quants in the
+// blocks, f16 scales beside: the int8 PIM layout) is bit-identical to matmul of the Q8_0 rows on
+// every table.
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -83,9 +86,11 @@ void check_type(DType t, const std::vector<Case>& cases) {
             std::vector<float> y_rm(size_t(c.m * ys), -1.0f), y_bl(size_t(c.m * ys), -1.0f);
             tab->matmul(x.data(), c.m, c.k, xs, w.data(), t, stride, c.n, y_rm.data(), ys, pool);
             matmul_blocked_with(*tab, x.data(), c.m, c.k, xs, b.view(t, c.n, c.k), y_bl.data(), ys, pool);
-            // one block per row range, or f32 k-blocks of whole 16-element vectors on an optimised
-            // table (matmul_blocked_f32: one tile over all k-blocks): the same sums in the same order
-            const bool one_block = c.kb >= c.k || (t == DType::F32 && c.kb % 16 == 0 && tab != &ref_table());
+            // one block per row range; k-blocks of whole 16-element vectors on an optimised table,
+            // decode-sized m (matmul_blocked_carry) or f32 (matmul_blocked_f32: one tile over all
+            // k-blocks): the same sums in the same order
+            const bool simd_whole = tab != &ref_table() && c.kb % 16 == 0;
+            const bool one_block = c.kb >= c.k || (simd_whole && (c.m <= 4 || t == DType::F32));
             for (int64_t i = 0; i < c.m; ++i)
                 for (int64_t j = 0; j < ys; ++j) {
                     const float a = y_rm[size_t(i * ys + j)], bl = y_bl[size_t(i * ys + j)];
@@ -121,6 +126,95 @@ TEST(MatmulBlocked, KQuants) {
     for (DType t : {DType::Q4_K, DType::Q6_K})
         check_type(t, {{1, 37, 256 * 3, 5, 256}, {3, 19, 256 * 2, 4, 256}, {17, 13, 256 * 3, 7, 512},
                        {1, 9, 256 * 2, 3, 512}});
+}
+
+// Split Q8_0: the quants of each block copied out as int8 (kelems bytes per row, row stride
+// padded) and the f16 scales into a [n][k / 32 + spad] array. Against matmul of the Q8_0 rows on
+// the same table: every table computes the same numbers (the scalar one dequantises and sums in
+// f64 as ref::matmul; the SIMD ones run Q8_0's tile steps on the same values), so equal bits.
+TEST(MatmulBlocked, SplitQ8_0IsQ8_0) {
+    std::vector<const KernelTable*> tables = optimised_tables();
+    tables.insert(tables.begin(), &ref_table());
+    ThreadPool pool(2);
+    uint32_t seed = 11;
+    // m = 1, 2, 3 (decode tiles), 5 and 17 (prefill: the carried tiles for every m); rows per
+    // block not a multiple of the register tiles; a narrower last k-block; one k-block
+    const std::vector<Case> cases = {{1, 37, 32 * 7, 5, 64},  {2, 23, 32 * 9, 7, 96}, {3, 19, 32 * 5, 4, 32},
+                                     {5, 13, 32 * 4, 16, 64}, {17, 29, 32 * 3, 6, 96}, {1, 9, 32 * 2, 20, 256}};
+    for (const Case& c : cases) {
+        const size_t stride = row_bytes(DType::Q8_0, c.k) + 2;
+        const auto w = make_weights(random_vec(size_t(c.n * c.k), seed++), c.n, c.k, DType::Q8_0, stride);
+        const int64_t nb = c.k / 32, sstride = nb + 3, xs = c.k + 1, ys = c.n + 2;
+        const auto x = random_vec(size_t(c.m * xs), seed++);
+        std::vector<uint16_t> scales(size_t(c.n * sstride), 0x7C00);  // padding: +inf, must not be read
+        Blocked b;
+        std::vector<size_t> offs;
+        for (int64_t r0 = 0; r0 < c.n; r0 += c.rows_per_block)
+            for (int64_t k0 = 0; k0 < c.k; k0 += c.kb) {
+                WeightBlock blk;
+                blk.row0 = r0;
+                blk.rows = std::min(c.rows_per_block, c.n - r0);
+                blk.k0 = k0;
+                blk.kelems = std::min(c.kb, c.k - k0);
+                blk.row_stride_bytes = size_t(blk.kelems) + 5;
+                offs.push_back(b.bytes.size());
+                b.bytes.resize(b.bytes.size() + size_t(blk.rows) * blk.row_stride_bytes, 0x7F);
+                for (int64_t r = 0; r < blk.rows; ++r)
+                    for (int64_t l = 0; l < blk.kelems; ++l) {
+                        BlockQ8_0 q;
+                        std::memcpy(&q, &w[size_t(r0 + r) * stride + size_t((k0 + l) / 32) * sizeof q], sizeof q);
+                        b.bytes[offs.back() + size_t(r) * blk.row_stride_bytes + size_t(l)] = uint8_t(q.qs[(k0 + l) % 32]);
+                    }
+                b.blocks.push_back(blk);
+            }
+        for (size_t i = 0; i < offs.size(); ++i) b.blocks[i].data = b.bytes.data() + offs[i];
+        for (int64_t j = 0; j < c.n; ++j)
+            for (int64_t q = 0; q < nb; ++q) {
+                BlockQ8_0 blk;
+                std::memcpy(&blk, &w[size_t(j) * stride + size_t(q) * sizeof blk], sizeof blk);
+                scales[size_t(j * sstride + q)] = blk.d;
+            }
+        BlockedWeights view = b.view(DType::Q8_0, c.n, c.k);
+        view.scales = scales.data();
+        view.scale_stride = sstride;
+        for (const KernelTable* tab : tables) {
+            std::vector<float> y_rm(size_t(c.m * ys), -1.0f), y_bl(size_t(c.m * ys), -1.0f);
+            tab->matmul(x.data(), c.m, c.k, xs, w.data(), DType::Q8_0, stride, c.n, y_rm.data(), ys, pool);
+            matmul_blocked_with(*tab, x.data(), c.m, c.k, xs, view, y_bl.data(), ys, pool);
+            for (size_t i = 0; i < y_rm.size(); ++i)
+                EXPECT_EQ(std::memcmp(&y_rm[i], &y_bl[i], 4), 0)
+                    << tab->name << " m=" << c.m << " n=" << c.n << " k=" << c.k << " kb=" << c.kb << " y["
+                    << i / size_t(ys) << "][" << i % size_t(ys) << "] " << y_rm[i] << " vs " << y_bl[i];
+        }
+    }
+}
+
+// Scales with weights other than q8_0, or too few per row, are refused.
+TEST(MatmulBlocked, SplitScalesNeedQ8_0) {
+    const int64_t n = 4, k = 64;
+    const auto w = make_weights(random_vec(size_t(n * k), 1), n, k, DType::F16, size_t(k) * 2);
+    Blocked b = make_blocked(w, size_t(k) * 2, DType::F16, n, k, 2, 32, 0);
+    std::vector<uint16_t> scales(size_t(n * 2), 0);
+    std::vector<float> x(size_t(k), 1.0f), y(static_cast<size_t>(n));
+    ThreadPool pool(1);
+    BlockedWeights v = b.view(DType::F16, n, k);
+    v.scales = scales.data();
+    v.scale_stride = 2;
+    try {
+        matmul_blocked(x.data(), 1, k, k, v, y.data(), n, pool);
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "matmul_blocked: block scales are given with f16 weights (allowed: q8_0 split into int8 "
+                               "quants and scales)");
+    }
+    v.wtype = DType::Q8_0;
+    v.scale_stride = 1;
+    try {
+        matmul_blocked(x.data(), 1, k, k, v, y.data(), n, pool);
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "matmul_blocked: scale_stride = 1 is smaller than the 2 scales of a row");
+    }
 }
 
 // The blocked driver quantises x once per k-block (act_reuse_token); the reuse must end with

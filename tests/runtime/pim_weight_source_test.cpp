@@ -11,6 +11,7 @@
 
 #include "graph/fuse_matmuls.h"
 #include "graph/fuse_rope_kv.h"
+#include "core/error.h"
 #include "runtime/engine.h"
 #include "runtime/pim_weight_source.h"
 #include "test_models.h"
@@ -18,7 +19,7 @@
 namespace duet::runtime {
 namespace {
 
-void check(const std::string& dtype, bool f32_to_f16) {
+void check(const std::string& dtype, bool f32_to_f16, bool int8 = false) {
     const std::string path = test::generated_model("tiny-llama", dtype, 5);
     ASSERT_FALSE(path.empty()) << dtype;
     auto model = Model::load(path);
@@ -29,8 +30,11 @@ void check(const std::string& dtype, bool f32_to_f16) {
     layout::PimLayoutParams prm;
     prm.block_size_kb = 1;
     const layout::MemoryOrganisation org{4, 2, 64};
-    const PimLayoutWeightSource pim(engine.plain_weights(), engine.graph(), prm, org, f32_to_f16);
+    const PimLayoutWeightSource pim(engine.plain_weights(), engine.graph(), prm, org, f32_to_f16, int8);
     ASSERT_GT(pim.pim_count(), 0);
+    if (int8) {
+        EXPECT_EQ(pim.int8_count(), pim.pim_count());  // every matrix of a q8_0 file
+    }
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> d(-1, 1);
     int64_t multi_k = 0;
@@ -41,6 +45,10 @@ void check(const std::string& dtype, bool f32_to_f16) {
         EXPECT_EQ(pim.info(mu.role, mu.layer).n, wi.n);
         EXPECT_EQ(pim.info(mu.role, mu.layer).k, wi.k);
         EXPECT_EQ(pim.info(mu.role, mu.layer).dtype, f32_to_f16 && wi.dtype == DType::F32 ? DType::F16 : wi.dtype);
+        if (int8) {
+            EXPECT_EQ(p.dtype, DType::I8);  // the quants, element by element
+            EXPECT_EQ(pim.info(mu.role, mu.layer).bytes, wi.bytes);  // quants + scales = the Q8_0 bytes
+        }
         for (int64_t m : {1, 3}) {
             std::vector<float> x(size_t(m * wi.k)), y0(size_t(m * wi.n)), y1(size_t(m * wi.n));
             for (auto& v : x) v = d(rng);
@@ -50,14 +58,21 @@ void check(const std::string& dtype, bool f32_to_f16) {
             for (float v : y0) scale = std::max(scale, double(std::fabs(v)));
             // same products, another f32 summation order; f16 from f32 rounds each weight by 2^-11
             const double tol = f32_to_f16 ? 2e-3 * (scale + 1) : 1e-5 * (scale + 1);
-            for (size_t i = 0; i < y0.size(); ++i)
+            for (size_t i = 0; i < y0.size(); ++i) {
                 ASSERT_NEAR(y0[i], y1[i], tol) << dtype << " " << graph::weight_role_name(mu.role) << " L" << mu.layer;
+                // int8 quants + scales are Q8_0's numbers in Q8_0's order (m <= 4: carried tiles)
+                if (int8) {
+                    ASSERT_EQ(y0[i], y1[i]) << graph::weight_role_name(mu.role) << " L" << mu.layer << " m=" << m;
+                }
+            }
         }
     }
     // The tiny model's quantised rows (2-6 blocks) are narrower than one k-block of whole blocks
     // (lcm(16, block bytes) >= 144 B); several k-blocks of quantised types are covered by
     // tests/kernels/matmul_blocked_test.cpp.
-    if (!dtype_is_quantized(*dtype_from_name(dtype))) EXPECT_GT(multi_k, 0) << dtype << ": no matrix had several k-blocks";
+    if (int8 || !dtype_is_quantized(*dtype_from_name(dtype))) {
+        EXPECT_GT(multi_k, 0) << dtype << ": no matrix had several k-blocks";
+    }
 }
 
 TEST(PimWeightSource, EveryDtypeMatchesThePlainWeights) {
@@ -110,6 +125,34 @@ TEST(PimWeightSource, FusedRmsNormHandsTheNormedRowsToTheLayout) {
     }
     ASSERT_EQ(logits[0].size(), logits[1].size());
     EXPECT_EQ(std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)), 0);
+}
+
+// [pim] precision = int8: Q8_0 as int8 quants in the layout with f16 scales beside, read in place.
+TEST(PimWeightSource, Q8_0HeldAsInt8WithScales) { check("q8_0", false, true); }
+
+// int8 needs quantised matrices: a float one is refused, naming the key and what is allowed.
+TEST(PimWeightSource, Int8RefusesFloatMatrices) {
+    const std::string path = test::generated_model("tiny-llama", "f16", 5);
+    ASSERT_FALSE(path.empty());
+    auto model = Model::load(path);
+    EngineOptions eo;
+    eo.n_threads = 1;
+    eo.n_ctx = 8;
+    Engine engine(model, eo);
+    try {
+        PimLayoutWeightSource pim(engine.plain_weights(), engine.graph(), layout::PimLayoutParams{},
+                                  layout::MemoryOrganisation{}, false, true);
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("config.toml [pim] precision = int8 holds Q8_0 matrices as int8 quants "
+                                             "with their block scales, but the model's "),
+                  std::string::npos)
+            << e.what();
+        EXPECT_NE(std::string(e.what()).find(" is f16 (allowed: [pim] precision = fp16, bf16 or int8; int8 needs a Q8_0 "
+                                             "model file, whose other quantised matrices are widened to int8)"),
+                  std::string::npos)
+            << e.what();
+    }
 }
 
 }  // namespace

@@ -281,6 +281,80 @@ TEST(BenchCli, FileModeRunsEveryDtypeThroughThePimLayout) {
                     k.report["target"]["memory"]["weights_bytes"].get<double>(), 0.5, 0.05);
 }
 
+// [pim] precision = int8 (issue 9 item 4): a Q8_0 file's matrices are held as int8 quants in the
+// PIM layout with their f16 block scales beside it, and the host GEMV reads both in place with
+// Q8_0's arithmetic: tokens identical and logits equal to the last bit. The PIM model runs them
+// as int8 MACs on GeniePIM's LPDDR5X preset and, widened, as fp16 MACs on HBM2-PIM (no int8
+// lanes), and the report says which; without int8, HBM2-PIM runs no Q8_0 GEMV at all. A float
+// file or an architecture preset with int8 is refused, naming the key.
+TEST(BenchCli, Int8PrecisionHoldsQ8_0AsInt8WithScales) {
+    auto file_of = [](const std::string& dtype) {
+        const std::string f = std::string(DUET_BINARY_DIR) + "/bench_cli_int8_" + dtype + ".gguf";
+        EXPECT_EQ(std::system(("'" + std::string(DUET_BINARY_DIR) + "/duet' gen-model --arch tiny-llama --dtype " + dtype +
+                               " --seed 7 -o '" + f + "' > /dev/null")
+                                  .c_str()),
+                  0);
+        return f;
+    };
+    const std::string args = "bench -m " + file_of("q8_0") + " --seq-len 9 --gen-len 5";
+    Result r = run("DUET_PIM_PRECISION=int8", args);
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto& f = r.report["functional"];
+    EXPECT_TRUE(f["identical"].get<bool>());
+    EXPECT_FALSE(f["precision_changed"].get<bool>());
+    EXPECT_EQ(f["max_logit_diff"].get<double>(), 0.0);
+    EXPECT_EQ(f["pim_precision"].get<std::string>(), "int8");
+    EXPECT_EQ(f["pim_int8"]["q8_0_matrices"].get<int64_t>(), 7 * 2 + 1);
+    // the scales are 2 of every 34 bytes of the Q8_0 matrices the target reads
+    const double w = r.report["target"]["memory"]["weights_bytes"].get<double>();
+    EXPECT_GT(f["pim_int8"]["scale_bytes"].get<double>(), 0.0);
+    EXPECT_LE(f["pim_int8"]["scale_bytes"].get<double>(), w * 2.0 / 34.0 + 1);
+    EXPECT_EQ(f["pim_int8"]["pim_macs"].get<std::string>(),
+              "widened to fp16 MACs (the preset has no int8 MACs: costed as a 16-bit GEMV of the same shape)");
+    EXPECT_GT(pim_ops(r), 0);
+    EXPECT_NE(r.out.find("[pim] precision = int8: 15 Q8_0 matrices held as int8 quants in the PIM layout, their f16 "
+                         "block scales beside it"),
+              std::string::npos)
+        << r.out;
+    Result fp16 = run("", args);
+    ASSERT_EQ(fp16.code, 0) << fp16.out;
+    EXPECT_EQ(pim_ops(fp16), 0);  // HBM2-PIM: fp16 lanes only, Q8_0 is not widened without int8
+    Result genie = run("DUET_PIM_PRECISION=int8", args + " --pim pim_lpddr5x_bank");
+    ASSERT_EQ(genie.code, 0) << genie.out;
+    EXPECT_EQ(genie.report["functional"]["pim_int8"]["pim_macs"].get<std::string>(), "int8 MACs (32 lanes)");
+    EXPECT_GT(pim_ops(genie), 0);
+    EXPECT_TRUE(genie.report["functional"]["identical"].get<bool>());
+    // lower-bit quants keep their ggml rows and run widened to int8 (no preset has int4 MACs), stated
+    Result q4 = run("DUET_PIM_PRECISION=int8", "bench -m " + file_of("q4_0") + " --seq-len 9 --gen-len 5");
+    ASSERT_EQ(q4.code, 0) << q4.out;
+    EXPECT_TRUE(q4.report["functional"]["identical"].get<bool>());
+    EXPECT_EQ(q4.report["functional"]["pim_int8"]["q8_0_matrices"].get<int64_t>(), 0);
+    EXPECT_EQ(q4.report["functional"]["pim_int8"]["widened_to_int8"].get<std::string>(), "q4_0");
+    EXPECT_NE(q4.out.find("  q4_0 matrices keep their ggml rows and run widened to int8 (no PIM preset has int4 MACs)"),
+              std::string::npos)
+        << q4.out;
+    Result f16 = run("DUET_PIM_PRECISION=int8", "bench -m " + file_of("f16") + " --seq-len 9 --gen-len 5", false);
+    EXPECT_EQ(f16.code, 2);
+    EXPECT_NE(f16.out.find("duet: error: config.toml [pim] precision = int8 holds Q8_0 matrices as int8 quants with "
+                           "their block scales, but the model's "),
+              std::string::npos)
+        << f16.out;
+    EXPECT_NE(f16.out.find("(allowed: [pim] precision = fp16, bf16 or int8; int8 needs a Q8_0 model file"),
+              std::string::npos);
+    Result preset = run("DUET_PIM_PRECISION=int8", kBench, false);
+    EXPECT_EQ(preset.code, 2);
+    EXPECT_NE(preset.out.find("duet: error: config.toml [pim] precision = \"int8\" needs a Q8_0 model file (duet bench "
+                              "--model FILE.gguf): the architecture preset 'llama2-7b' is modelled with settings "
+                              "runtime.dtype = \"float16\" weights (allowed with a preset: [pim] precision = fp16 with "
+                              "float16, bf16 with bfloat16)"),
+              std::string::npos)
+        << preset.out;
+    Result bad = run("DUET_PIM_PRECISION=int4", kBench, false);
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_NE(bad.out.find("pim.precision"), std::string::npos) << bad.out;
+    EXPECT_NE(bad.out.find("(allowed: fp16, bf16, int8)"), std::string::npos) << bad.out;
+}
+
 // Batched decode with a shared weight base (issue 9 item 3): a decode GEMM of B vectors stays on
 // the PIM only while re-reading the weights per vector is still faster than the NPU, so the
 // PIM is used exactly where it pays. On the HBM3 bank-level PIM the batch-2 GEMMs still pay,

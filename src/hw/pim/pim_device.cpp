@@ -3,18 +3,22 @@
 #include "core/error.h"
 
 namespace duet::hw::pim {
-namespace {
 
-// The operand type the PIM units compute a weight dtype in (docs/hardware-model.md, "Weight dtypes
-// on the PIM"): ggml's quantised blocks run as int8 MACs — q8_0 as stored, the 4-, 5- and 6-bit
-// quants widened to int8 in the unit's datapath, since no preset has int4 lanes — with the block
-// scales applied to the partial sums on the host (an assumption without a public PIM source).
-DType operand_dtype(DType t) { return dtype_is_quantized(t) ? DType::I8 : t; }
+DType PimDevice::operand_dtype(DType t) const {
+    if (!dtype_is_quantized(t)) return t;
+    if (spec_.supports(DType::I8) || !widen_int8_) return DType::I8;
+    return spec_.supports(DType::F16) ? DType::F16 : DType::BF16;
+}
 
-}  // namespace
+std::string PimDevice::quantised_operands() const {
+    if (spec_.supports(DType::I8)) return "int8 MACs (" + std::to_string(spec_.unit.lanes_int8) + " lanes)";
+    if (!widen_int8_) return "not supported (the preset has no int8 MACs)";
+    return std::string("widened to ") + (spec_.supports(DType::F16) ? "fp16" : "bf16") +
+           " MACs (the preset has no int8 MACs: costed as a 16-bit GEMV of the same shape)";
+}
 
-PimDevice::PimDevice(PimSpec spec, int alignment_bits, int channels)
-    : spec_(std::move(spec)), alignment_bits_(alignment_bits), channels_(channels) {
+PimDevice::PimDevice(PimSpec spec, int alignment_bits, int channels, bool widen_int8)
+    : spec_(std::move(spec)), alignment_bits_(alignment_bits), channels_(channels), widen_int8_(widen_int8) {
     GemvShape probe;  // validate the knobs once, so estimate() cannot fail on them later
     probe.m = probe.k = 64;
     probe.dtype = spec_.supports(DType::F16) ? DType::F16 : (spec_.supports(DType::BF16) ? DType::BF16 : DType::I8);

@@ -14,7 +14,9 @@ namespace duet::hw::pim {
 class PimDevice final : public Device {
 public:
     // alignment_bits: the layout granule (config.toml [pim] alignment); channels 0 = preset's.
-    explicit PimDevice(PimSpec spec, int alignment_bits = 128, int channels = 0);
+    // widen_int8 (config.toml [pim] precision = int8): on a preset without int8 MACs, quantised
+    // weights run widened to its 16-bit float MACs instead of being unsupported.
+    explicit PimDevice(PimSpec spec, int alignment_bits = 128, int channels = 0, bool widen_int8 = false);
 
     std::string name() const override { return "pim:" + spec_.name; }
     bool supports(const OpShape& op) const override;
@@ -25,11 +27,21 @@ public:
     // the NPU's cost; beyond it a GEMM is not a PIM operator).
     static constexpr int64_t kMaxBatch = 8;
     GemvResult estimate_gemv(int64_t rows, int64_t k, DType dtype, int batch = 1) const;
+    // The operand type the units compute a weight dtype in (docs/hardware-model.md 3.5): ggml's
+    // quantised blocks as int8 (q8_0 as stored; 4-, 5- and 6-bit quants widened to int8, as no
+    // preset has int4 lanes), or — with widen_int8 on a preset without int8 lanes — as its fp16
+    // (else bf16) lanes: an int8 value is exact in either, and a 256-bit column of 32 int8 needs
+    // two 16-lane MAC passes, i.e. the MAC commands of a 16-bit GEMV of the same shape.
+    DType operand_dtype(DType weight) const;
+    // For the report: how this device runs quantised weights, e.g. "int8 MACs (32 lanes)",
+    // "widened to fp16 MACs (the preset has no int8 MACs)", "not supported (no int8 MACs)".
+    std::string quantised_operands() const;
 
 private:
     PimSpec spec_;
     int alignment_bits_;
     int channels_;
+    bool widen_int8_;
 };
 
 }  // namespace duet::hw::pim
