@@ -63,10 +63,9 @@ void Dispatcher::rmsnorm(const float* x, const float* w, float* y, int64_t m, in
     });
 }
 
-void Dispatcher::matmul(sim::WeightRole role, const float* x, int64_t x_stride, int64_t m, float* y, int64_t y_stride,
-                        const float* bias) {
-    const int32_t layer = role == sim::WeightRole::LM_HEAD ? -1 : layer_;
-    const WeightInfo wi = weights_->info(role, layer);
+namespace {
+// The record of y = x W^T with W the role's matrix: x and y in f32.
+OpRecord matmul_record(sim::WeightRole role, const WeightInfo& wi, int64_t m) {
     OpRecord r;
     r.kind = OpKind::MATMUL;
     r.role = role;
@@ -78,6 +77,15 @@ void Dispatcher::matmul(sim::WeightRole role, const float* x, int64_t x_stride, 
     r.in_bytes = uint64_t(m * wi.k) * kF32;
     r.out_bytes = uint64_t(m * wi.n) * kF32;
     r.flops = 2.0 * double(m) * double(wi.n) * double(wi.k);
+    return r;
+}
+}  // namespace
+
+void Dispatcher::matmul(sim::WeightRole role, const float* x, int64_t x_stride, int64_t m, float* y, int64_t y_stride,
+                        const float* bias) {
+    const int32_t layer = role == sim::WeightRole::LM_HEAD ? -1 : layer_;
+    const WeightInfo wi = weights_->info(role, layer);
+    OpRecord r = matmul_record(role, wi, m);
     run(r, [&] {
         weights_->matmul(role, layer, x, m, x_stride, y, y_stride, pool_);
         if (bias)
@@ -90,17 +98,9 @@ void Dispatcher::rmsnorm_matmul(sim::WeightRole role, const float* x, int64_t x_
                                 const float* norm_w, float eps, float* y, int64_t y_stride, const float* bias) {
     const int32_t layer = role == sim::WeightRole::LM_HEAD ? -1 : layer_;
     const WeightInfo wi = weights_->info(role, layer);
-    OpRecord r;
-    r.kind = OpKind::MATMUL;
-    r.role = role;
-    r.m = m;
-    r.n = wi.n;
-    r.k = wi.k;
-    r.weight_dtype = wi.dtype;
-    r.weight_bytes = wi.bytes + uint64_t(wi.k) * kF32;  // the matrix and the norm's weights
-    r.in_bytes = uint64_t(m * wi.k) * kF32;             // x; the normed rows never reach memory
-    r.out_bytes = uint64_t(m * wi.n) * kF32;
-    r.flops = 2.0 * double(m) * double(wi.n) * double(wi.k) + 4.0 * double(m) * double(wi.k);
+    OpRecord r = matmul_record(role, wi, m);  // in_bytes: x; the normed rows never reach memory
+    r.weight_bytes += uint64_t(wi.k) * kF32;  // the matrix and the norm's weights
+    r.flops += 4.0 * double(m) * double(wi.k);
     r.rmsnorm_fused = true;
     run(r, [&] {
         const kernels::ActFormat f = weights_->act_format(role, layer);
