@@ -4,6 +4,7 @@
 // means >= 167 points/s overall).
 #include <benchmark/benchmark.h>
 
+#include "core/log.h"
 #include "tune/tune.h"
 
 namespace {
@@ -54,4 +55,12 @@ BENCHMARK(BM_TuneGridThreads)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->It
 
 }  // namespace
 
-BENCHMARK_MAIN();
+// The simulator logs every point's prefill and decode at info: thousands of lines per run.
+int main(int argc, char** argv) {
+    duet::set_log_level("warn", "bench_tune");
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}
