@@ -71,6 +71,12 @@ nlohmann::json parse_json_checked(const std::string& text, const std::string& fi
         const std::string what = e.what();
         diag.error(fmt::format("{}: JSON parse error at byte {}: {}", file, e.byte, what.substr(what.find("parse error"))));
         return nlohmann::json(nlohmann::json::value_t::discarded);
+    } catch (const nlohmann::json::out_of_range& e) {  // a number past double's range (1e400)
+        const std::string what = e.what();
+        const size_t at = what.find("number overflow");
+        diag.error(fmt::format("{}: JSON number out of range: {} (allowed: numbers within +-1.8e308)", file,
+                               at == std::string::npos ? what : what.substr(at)));
+        return nlohmann::json(nlohmann::json::value_t::discarded);
     }
     for (const auto& d : dups)
         diag.error(fmt::format("{}: key '{}' appears more than once (allowed: once; JSON readers keep only one of them)",

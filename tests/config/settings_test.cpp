@@ -68,6 +68,13 @@ TEST(Settings, ParseErrorNamesFile) {
     EXPECT_EQ(error_of("/nonexistent/settings.json"), "/nonexistent/settings.json: cannot open file");
 }
 
+// Found by config_fuzz (CI, session 5): a number past double's range escaped as nlohmann's
+// out_of_range instead of an error naming the file.
+TEST(Settings, NumberOutOfRangeNamesFile) {
+    auto p = write_test_file("huge.json", R"({"runtime": {"seq_len": 4E444}})");
+    EXPECT_EQ(error_of(p), p + ": JSON number out of range: number overflow parsing '4E444' (allowed: numbers within +-1.8e308)");
+}
+
 TEST(Settings, EnvironmentOverridesFile) {
     auto p = write_test_file("env.json", R"({"runtime": {"seq_len": 512}})");
     Settings s = load_settings(p, {{"DUET_SEQ_LEN", "4096"}, {"DUET_SOC_VERSION", "Ascend310P3"},
