@@ -149,7 +149,7 @@ void matmul_blocked_with(const KernelTable& t, const float* x, int64_t m, int64_
     const bool split = w.scales != nullptr;
     if (split && t.matmul_blocked_carry && m > kCarryMaxRows)
         return matmul_split_joined(t, x, m, k, x_stride, w, y, y_stride, pool);
-    if (t.matmul_blocked_carry && (m <= kCarryMaxRows || split) && carry_fits(w, first))
+    if (t.matmul_blocked_carry && m <= kCarryMaxRows && carry_fits(w, first))
         return t.matmul_blocked_carry(x, m, x_stride, w, first.data(), n_ranges, y, y_stride, pool);
     if (split) return matmul_split_ref(x, m, k, x_stride, w, first, y, y_stride);
     if (t.matmul_blocked_f32 && w.wtype == DType::F32) {
