@@ -31,7 +31,7 @@ struct MemArgs {
 struct GemvArgs {
     std::string pim, dtype, fidelity = "command", layout = "row_major_128bit";
     int64_t m = 4096, k = 4096;
-    int alignment = 0, channels = 0, stacks = 0, batch = 1;
+    int alignment = 0, channels = 0, stacks = 0, batch = 1, scale_block = 0;
     bool functional = false;
     uint64_t seed = 1;
 };
@@ -127,6 +127,7 @@ void run_gemv(const GemvArgs& a) {
     g.alignment_bits = a.alignment > 0 ? a.alignment : spec.default_alignment_bits;
     g.channels = device_channels(spec.mem.org, a.channels, a.stacks);
     g.batch = a.batch;
+    g.scale_block = a.scale_block;
     const auto plan = hw::pim::plan_gemv(spec, g);
     const auto t0 = std::chrono::steady_clock::now();
     const auto r = a.fidelity == "command" ? hw::pim::simulate_gemv(spec, g) : hw::pim::estimate_gemv(spec, g);
@@ -137,6 +138,9 @@ void run_gemv(const GemvArgs& a) {
     std::printf("gemv          y[%lld] = W[%lld][%lld] x, %s, alignment %d bits, batch %d, fidelity %s\n",
                 (long long)g.m, (long long)g.m, (long long)g.k, a.dtype.empty() ? dtype_name(g.dtype) : a.dtype.c_str(),
                 g.alignment_bits, g.batch, r.fidelity.c_str());
+    if (g.scale_block > 0)
+        std::printf("block scales  one f16 per %d elements: %lld column loads per %lld-element task\n", g.scale_block,
+                    (long long)plan.scale_cols_per_task, (long long)plan.k_slice);
     std::printf("time          %.1f ns (%.3f us)\n", r.t_ns, r.t_ns * 1e-3);
     std::printf("commands      ACT_AB %llu  MAC_AB %llu  RD %llu  WR %llu  REF %llu  PRE %llu  mode switches %llu\n",
                 (unsigned long long)r.n_act, (unsigned long long)r.n_mac, (unsigned long long)r.n_rd,
@@ -250,6 +254,9 @@ void register_pim_sim(CLI::App& app) {
     text(gemv, "--layout", ga.layout, "Weight placement for --functional: row_major_128bit | row_per_unit");
     number(gemv, "--seed", ga.seed, "Seed of the random weights and input", uint64_t(0), std::numeric_limits<uint64_t>::max());
     number(gemv, "--batch", ga.batch, "Input vectors sharing the weights (timing only)", 1, 64);
+    number(gemv, "--scale-block", ga.scale_block,
+           "Elements per f16 block scale loaded beside the weights (32: ggml Q8_0 as int8); 0 = none (timing only)",
+           0, 4096);
     gemv->callback([] { run_gemv(ga); });
 }
 

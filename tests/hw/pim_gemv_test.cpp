@@ -283,7 +283,11 @@ TEST(PimDeviceTest, Int8NativeOrWidened) {
     ASSERT_TRUE(genie.supports(op));
     EXPECT_EQ(genie.operand_dtype(DType::Q8_0), DType::I8);
     EXPECT_EQ(genie.quantised_operands(), "int8 MACs (32 lanes)");
-    EXPECT_DOUBLE_EQ(genie.estimate(op).t_ns, genie.estimate_gemv(4096, 4096, DType::I8).t_ns);
+    // Q8_0 carries its block scales (one f16 per 32 quants), plain int8 does not.
+    GemvShape q8 = shape(4096, 4096, 128, DType::I8);
+    q8.scale_block = 32;
+    EXPECT_DOUBLE_EQ(genie.estimate(op).t_ns, pim::estimate_gemv(genie.spec(), q8).t_ns);
+    EXPECT_GT(genie.estimate(op).t_ns, genie.estimate_gemv(4096, 4096, DType::I8).t_ns);
     EXPECT_LT(genie.estimate(op).t_ns, 0.7 * genie.estimate_gemv(4096, 4096, DType::F16).t_ns);
     const PimDevice hbm2(load_pim_preset("pim_hbm2_fimdram"), 128);
     EXPECT_FALSE(hbm2.supports(op));
@@ -291,10 +295,43 @@ TEST(PimDeviceTest, Int8NativeOrWidened) {
     const PimDevice hbm2_wide(load_pim_preset("pim_hbm2_fimdram"), 128, 0, true);
     ASSERT_TRUE(hbm2_wide.supports(op));
     EXPECT_EQ(hbm2_wide.operand_dtype(DType::Q4_K), DType::F16);
-    EXPECT_DOUBLE_EQ(hbm2_wide.estimate(op).t_ns, hbm2.estimate_gemv(4096, 4096, DType::F16).t_ns);
+    GemvShape wide = shape(4096, 4096, 128, DType::F16);
+    wide.scale_block = 32;
+    EXPECT_DOUBLE_EQ(hbm2_wide.estimate(op).t_ns, pim::estimate_gemv(hbm2_wide.spec(), wide).t_ns);
     EXPECT_EQ(hbm2_wide.quantised_operands(),
               "widened to fp16 MACs (the preset has no int8 MACs: costed as a 16-bit GEMV of the same shape)");
     const PimDevice aim(load_pim_preset("pim_gddr6_aim"), 128, 0, true);
     EXPECT_EQ(aim.operand_dtype(DType::Q8_0), DType::BF16);
     EXPECT_EQ(aim.operand_dtype(DType::F16), DType::F16);  // float weights are not touched
+}
+
+// Blocked formats (docs/hardware-model.md 3.5): each task's block scales (one f16 per 32 int8
+// quants: 4096 / 32 x 2 B = 256 B = 8 columns of 256 bits) are loaded by column commands beside
+// the quants, in both fidelities; the host baseline streams the scales too (34 B per 32 values).
+TEST(PimGemv, BlockScalesCostColumnLoads) {
+    const PimSpec s = load_pim_preset("pim_lpddr5x_bank");
+    GemvShape plain = shape(4096, 4096, 256, DType::I8);
+    GemvShape blocked = plain;
+    blocked.scale_block = 32;
+    const GemvPlan p = plan_gemv(s, blocked);
+    ASSERT_EQ(p.k_split, 1);
+    EXPECT_EQ(p.scale_cols_per_task, 8);
+    EXPECT_EQ(plan_gemv(s, plain).scale_cols_per_task, 0);
+    for (bool command : {true, false}) {
+        SCOPED_TRACE(command ? "command" : "analytical");
+        const GemvResult a = command ? simulate_gemv(s, plain) : estimate_gemv(s, plain);
+        const GemvResult b = command ? simulate_gemv(s, blocked) : estimate_gemv(s, blocked);
+        // Every row's 8 scale columns, issued all-bank to the channel's units at once.
+        EXPECT_EQ((b.n_mac - a.n_mac) * uint64_t(p.units_per_channel), uint64_t(4096) * 8);
+        EXPECT_GT(b.t_ns, a.t_ns);
+        EXPECT_LT(b.t_ns, a.t_ns * (1.0 + 2 * 8.0 / 128.0));  // the columns, plus the rows they open
+        EXPECT_NEAR(b.host_stream_ns / a.host_stream_ns, 34.0 / 32.0, 0.01);
+    }
+    blocked.scale_block = 24;
+    try {
+        plan_gemv(s, blocked);
+        FAIL() << "scale_block 24 accepted";
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "--scale-block 24 is not allowed (allowed: 0 for none, or a power of two from 8 to 4096, e.g. 32)");
+    }
 }

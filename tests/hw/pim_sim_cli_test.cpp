@@ -61,6 +61,20 @@ TEST(PimSimCli, BatchAndRequestBytes) {
     EXPECT_EQ(r.out, "duet: error: --batch: 0 is out of range (allowed: 1 to 64)\n");
 }
 
+// Q8_0 as int8 with its block scales: the scale columns are printed and cost time.
+TEST(PimSimCli, ScaleBlockLoadsScales) {
+    if (!have_binary()) GTEST_SKIP() << "duet binary not built";
+    CliRun r = run("pim-sim gemv --pim pim_lpddr5x_bank --m 4096 --k 4096 --dtype int8 --scale-block 32");
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("block scales  one f16 per 32 elements: 8 column loads per 4096-element task"), std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("MAC_AB 34816 "), std::string::npos) << r.out;  // 4096 x (128 + 8) / 16 units
+    r = run("pim-sim gemv --pim pim_lpddr5x_bank --m 64 --k 64 --dtype int8 --scale-block 24");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.out, "duet: error: --scale-block 24 is not allowed (allowed: 0 for none, or a power of two from 8 to 4096, "
+                     "e.g. 32)\n");
+}
+
 TEST(PimSimCli, BadInputExitsTwoWithOneLine) {
     if (!have_binary()) GTEST_SKIP() << "duet binary not built";
     CliRun r = run("pim-sim gemv --pim pim_nope");

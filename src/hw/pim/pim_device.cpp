@@ -33,6 +33,9 @@ GemvResult PimDevice::estimate_gemv(int64_t rows, int64_t k, DType dtype, int ba
     g.m = rows;
     g.k = k;
     g.dtype = operand_dtype(dtype);
+    // ggml's quantised types run as int8 blocks of 32 with an f16 scale each (layout/pim_int8.h);
+    // the unit loads the scales from the bank beside the quants.
+    if (dtype_is_quantized(dtype)) g.scale_block = 32;
     g.alignment_bits = alignment_bits_;
     g.channels = channels_;
     return pim::estimate_gemv(spec_, g);

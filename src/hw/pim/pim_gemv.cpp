@@ -20,6 +20,10 @@ GemvPlan plan_gemv(const PimSpec& s, const GemvShape& g) {
     if (ab < 8 || ab > 4096 || (ab & (ab - 1)) != 0)
         fail("alignment {} bits is not allowed (allowed: a power of two from 8 to 4096, e.g. 128 or 256)", ab);
     if (g.batch < 1 || g.batch > 64) fail("--batch {} is out of range (allowed: 1 to 64)", g.batch);
+    if (g.scale_block != 0 && (g.scale_block < 8 || g.scale_block > 4096 || (g.scale_block & (g.scale_block - 1)) != 0))
+        fail("--scale-block {} is not allowed (allowed: 0 for none, or a power of two from 8 to 4096, e.g. 32)", g.scale_block);
+    if (g.scale_bits != 8 && g.scale_bits != 16 && g.scale_bits != 32)
+        fail("scale bits {} is not allowed (allowed: 8, 16, 32)", g.scale_bits);
     GemvPlan p;
     p.batch = g.batch;
     p.channels = g.channels > 0 ? g.channels : s.mem.org.modelled_channels();
@@ -56,6 +60,10 @@ GemvPlan plan_gemv(const PimSpec& s, const GemvShape& g) {
         p.cols_per_task_avg = sum / double(period);
         p.lane_utilisation = double(g.k) / (p.cols_per_task_avg * p.elems_per_col * double(p.k_split));
     }
+    p.scale_block = g.scale_block;
+    p.scale_bits = g.scale_bits;
+    p.col_bytes = s.unit.access_bits / 8;
+    p.scale_cols_per_task = p.scale_cols_for(p.k_slice);
     p.cols_per_act = int64_t(s.unit.banks_per_unit) * s.mem.org.page_bytes * 8 / s.unit.access_bits;
     p.tiles = (p.tasks_per_unit + s.unit.acc_registers - 1) / s.unit.acc_registers;
     const int64_t e_bytes = p.operand_bits / 8;
@@ -90,6 +98,12 @@ int64_t GemvPlan::macs_for(int64_t tasks, int64_t cols) const {
     return int64_t(std::ceil(double(tasks) * double(cols) * straddle - 1e-9));
 }
 
+int64_t GemvPlan::scale_cols_for(int64_t elems) const {
+    if (scale_block <= 0 || elems <= 0) return 0;
+    const int64_t bytes = (elems + scale_block - 1) / scale_block * (scale_bits / 8);
+    return (bytes + col_bytes - 1) / col_bytes;
+}
+
 namespace {
 
 // Tasks of the busiest unit in each channel, grouped: {tasks -> number of channels}.
@@ -118,7 +132,11 @@ GemvResult finish(const PimSpec& s, const GemvShape& g, const GemvPlan& p, GemvR
     // Baseline: a host/NPU streams the same weight bytes through the same channels.
     dram::MemWorkload w;
     w.pattern = dram::Pattern::STREAM;
-    w.bytes = uint64_t(weight_bytes);
+    // Blocked formats: the host reads the block scales with the quants (GeniePIM
+    // estimate_host_mem_stats adds them to the matrix bytes).
+    const double scale_bytes =
+        g.scale_block > 0 ? double(g.m) * double((g.k + g.scale_block - 1) / g.scale_block) * (g.scale_bits / 8) : 0.0;
+    w.bytes = uint64_t(weight_bytes + scale_bytes);
     w.channels = p.channels;
     r.host_stream_ns = dram::estimate_memory(s.mem, w).t_ns;
     r.speedup = r.host_stream_ns / r.t_ns;

@@ -21,6 +21,11 @@ struct GemvShape {
     int alignment_bits = 128; // layout granule ([pim] alignment): bits of a row segment per column
     int channels = 0;         // 0: the preset's device
     int batch = 1;            // input vectors sharing the weights (1..64): Y[b][m] = W . x_b
+    // Blocked formats (ggml's quantised weights held as int8 blocks, [pim] precision = int8): one
+    // scale of scale_bits per scale_block elements of a row, stored in the bank beside the
+    // quants and loaded by the unit with column commands (docs/hardware-model.md 3.5). 0: none.
+    int scale_block = 0;
+    int scale_bits = 16;
 };
 
 // How the GEMV maps onto the device; shared by both fidelities and the functional model.
@@ -38,7 +43,10 @@ struct GemvPlan {
     int64_t k_split = 1;           // slices of k over units when m < units (host adds the partials)
     int64_t k_slice = 0;           // elements per slice
     int64_t tasks_per_unit = 0;    // (row, slice) pairs of the busiest unit
-    int64_t cols_per_task = 0;     // column commands per task
+    int64_t cols_per_task = 0;     // column commands per task (operands; scale loads apart)
+    int scale_block = 0, scale_bits = 16;  // as GemvShape
+    int64_t col_bytes = 0;         // bytes one column command reads (access_bits / 8)
+    int64_t scale_cols_per_task = 0;  // column commands loading one task's block scales
     int64_t cols_per_act = 0;      // columns one all-bank activation gives a unit
     int64_t tiles = 0;             // groups of acc_registers tasks
     int64_t chunks_per_tile = 1;   // input-buffer refills per tile (1 = whole slice fits)
@@ -53,6 +61,9 @@ struct GemvPlan {
     double lane_utilisation = 0;   // k / (cols_per_task_avg x elems_per_col x k_split): padding and straddles
     // Column commands of a group of `tasks` tasks over `cols` full-column slice columns.
     int64_t macs_for(int64_t tasks, int64_t cols) const;
+    // Column commands loading the block scales of `elems` elements of one task (0 without
+    // scales): the scales sit column-aligned beside the quants, scale_bits each.
+    int64_t scale_cols_for(int64_t elems) const;
 };
 
 GemvPlan plan_gemv(const PimSpec& spec, const GemvShape& g);  // throws duet::Error on bad shapes
@@ -60,6 +71,7 @@ GemvPlan plan_gemv(const PimSpec& spec, const GemvShape& g);  // throws duet::Er
 struct GemvResult {
     std::string fidelity;
     double t_ns = 0;
+    // n_mac: column commands of the units (MACs, and for blocked formats the scale loads)
     uint64_t n_act = 0, n_mac = 0, n_rd = 0, n_wr = 0, n_ref = 0, n_pre = 0, n_mode = 0;  // all channels
     double internal_gbps = 0;       // useful weight bytes / t
     double internal_bytes = 0;      // bytes the units read from the arrays (incl. unused lanes)

@@ -230,6 +230,15 @@ ProgramStats run_channel_program(const PimSpec& s, const GemvPlan& p, int64_t ta
     auto chunk_cols = [&](int64_t c) { return (chunk_elems(c) + p.elems_per_col - 1) / p.elems_per_col; };
     auto chunk_bursts = [&](int64_t c) { return (chunk_elems(c) * e_bytes * bcast + burst - 1) / burst; };
     auto tile_tasks = [&](int64_t t) { return std::min(acc, tasks - t * acc); };
+    // A tile's column commands over chunk c: the operands, then (blocked formats) the scale
+    // columns first needed in this chunk (a column holds the scales of several chunks and stays
+    // in a register), loaded per task and vector like the weights.
+    auto scale_cols = [&](int64_t c) {
+        return p.scale_cols_for(c * buf_elems + chunk_elems(c)) - p.scale_cols_for(c * buf_elems);
+    };
+    auto tile_cols = [&](int64_t t, int64_t c) {
+        return p.macs_for(tile_tasks(t), chunk_cols(c)) + tile_tasks(t) * scale_cols(c);
+    };
     auto out_bursts = [&](int64_t t) { return (tile_tasks(t) * p.units_per_channel * p.out_bytes_per_task + burst - 1) / burst; };
     auto enter = [&] { if (per_tile) b->mode(); };  // AB -> AB-PIM (resets the CRF program counter)
     auto leave = [&] { if (per_tile) b->mode(); };  // AB-PIM -> AB
@@ -243,7 +252,7 @@ ProgramStats run_channel_program(const PimSpec& s, const GemvPlan& p, int64_t ta
                 enter();
                 b->wr_gb(chunk_bursts(c));
                 for (int64_t t = 0; t < tiles; ++t) {
-                    b->macs(p.macs_for(tile_tasks(t), chunk_cols(c)));
+                    b->macs(tile_cols(t, c));
                     b->rd_out(out_bursts(t));
                 }
                 leave();
@@ -256,7 +265,7 @@ ProgramStats run_channel_program(const PimSpec& s, const GemvPlan& p, int64_t ta
                 enter();
                 for (int64_t c = 0; c < p.chunks_per_tile; ++c) {
                     if (!p.input_once || !loaded) b->wr_gb(chunk_bursts(c));
-                    b->macs(p.macs_for(tile_tasks(t), chunk_cols(c)));
+                    b->macs(tile_cols(t, c));
                 }
                 b->rd_out(out_bursts(t));
                 leave();
