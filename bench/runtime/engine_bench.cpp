@@ -8,6 +8,11 @@
 // prefill's op records would take if each ran at the measured per-core peak (kernels/peak.h) of
 // the mix its kernel uses (int8 dot products for quantised weights, f32 FMA otherwise) on all
 // threads, divided by the measured time. A closing table lists figure, limit, share and target.
+// The read bandwidth is probed at the start and again right after each model's decode; each
+// model's bound uses the higher of the two (on a VM whose memory bandwidth is shared with other
+// guests the probe moved 37-57 GB/s between minutes, so a single probe at the start could make a
+// decode look faster or slower than the machine allowed at the time; the higher probe is the
+// conservative bound).
 // --op-times: where a decode step's time goes. Every op record of the decode steps is timed
 // (wall and process CPU time from the end of the previous record; the first op of a step from
 // the start of forward()) and summed per kind and matrix role, with the GB/s of the weight/KV
@@ -232,12 +237,14 @@ int main(int argc, char** argv) {
         std::printf("%-22s %6s | %9s %8s %9s | %9s %9s %10s %9s %9s | %9s\n", "model", "GB", "prefill", "GFLOP/s",
                     "tok/s_cpu", "decode", "tok/s_cpu", "MB/token", "bound", "of bound", "cpu util");
         std::vector<Result> all;
+        std::vector<double> model_bw;  // bandwidth of each model's bound
         std::vector<OpTimes> times(models.size());
         for (size_t mi = 0; mi < models.size(); ++mi) {
             const std::string& m = models[mi];
             const Result r = bench_model(m, threads, n_prompt, n_gen, peaks, op_times ? &times[mi] : nullptr);
             all.push_back(r);
-            const double bound = bw_gbps * 1e9 / r.bytes_per_token;
+            model_bw.push_back(std::max(bw_gbps, kernels::measure_memory_bandwidth(pool).read_gbps));
+            const double bound = model_bw.back() * 1e9 / r.bytes_per_token;
             // tok/s_cpu: tokens per CPU-second of each thread (wall rate / utilisation), the
             // estimate of the uncontended rate on a shared machine.
             std::printf("%-22s %6.2f | %9.2f %8.1f %9.2f | %9.2f %9.2f %10.1f %9.2f %8.1f%% | %4.0f%%/%3.0f%%\n",
@@ -248,12 +255,13 @@ int main(int argc, char** argv) {
             std::fflush(stdout);
         }
         for (size_t mi = 0; mi < all.size(); ++mi) print_op_times(all[mi].name, times[mi], threads);
-        std::printf("prefill/decode: tok/s (wall); bound = read bandwidth / MB per decode token (weights + KV, from the "
-                    "op records); cpu util = process CPU time / (wall x threads), prefill/decode\n");
+        std::printf("prefill/decode: tok/s (wall); bound = read bandwidth (the higher of the probes at the start and "
+                    "right after the model) / MB per decode token (weights + KV, from the op records); cpu util = process CPU time / (wall x threads), prefill/decode\n");
         // figure | limit | share | target (issue 13: decode >= 85 % of the bandwidth bound)
         std::printf("\n%-34s %10s | %-36s %10s | %6s %7s %8s\n", "figure", "value", "limit", "", "share", "target", "");
-        for (const Result& r : all) {
-            const double bound = bw_gbps * 1e9 / r.bytes_per_token;
+        for (size_t mi = 0; mi < all.size(); ++mi) {
+            const Result& r = all[mi];
+            const double bound = model_bw[mi] * 1e9 / r.bytes_per_token;
             const double prefill_ns = double(n_prompt) * 1e9 / r.prefill_tok_s;
             const double peak_tok_s = r.prefill_peak_ns > 0 ? double(n_prompt) * 1e9 / r.prefill_peak_ns : 0;
             std::printf("%-34s %10.1f | %-36s %10.1f | %5.0f%% %7s %8s\n", (r.name + " prefill tok/s").c_str(),
