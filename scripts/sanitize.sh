@@ -98,8 +98,14 @@ cpu_s built_cpu
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+# Open MPI's own allocations, held until exit by design (tests/sanitize/lsan.supp says why).
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/sanitize/lsan.supp:print_suppressions=0}
 
-ctest_args=(--output-on-failure -j "$JOBS" --timeout 1800)
+# Test jobs: twice the cores by default. The sanitised suite waits more than it computes (the
+# whole ASan suite measured 2062 s wall for 870 s CPU at -j 2: processes starting the 170 MB
+# instrumented binary, servers and mpirun waiting for each other).
+TEST_JOBS=${SANITIZE_TEST_JOBS:-$((JOBS * 2))}
+ctest_args=(--output-on-failure -j "$TEST_JOBS" --timeout 1800)
 [ -n "${SANITIZE_LABELS:-}" ] && ctest_args+=(-L "$SANITIZE_LABELS")
 [ -n "$EXCLUDE" ] && ctest_args+=(-LE "$EXCLUDE")
 [ -n "$TEST_REGEX" ] && ctest_args+=(-R "$TEST_REGEX")
@@ -114,7 +120,17 @@ if [ "$MODE" = thread ] && [ "$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || ec
 fi
 
 status=0
-(cd "$BUILD" && "${runner[@]}" ctest "${ctest_args[@]}") || status=$?
+if [ "$MODE" = address ] && [ -z "$TEST_REGEX" ]; then
+    # The tests that start Open MPI run apart with full unwinding on malloc: its leaked
+    # allocations come from components that are dlclose()d before LeakSanitizer runs, and only
+    # the slow unwinder reaches the library frames the suppressions name.
+    mpi_tests='mpi|communicator'
+    (cd "$BUILD" && ctest "${ctest_args[@]}" -E "$mpi_tests") || status=$?
+    (cd "$BUILD" && ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0" ctest "${ctest_args[@]}" -R "$mpi_tests") ||
+        status=$?
+else
+    (cd "$BUILD" && "${runner[@]}" ctest "${ctest_args[@]}") || status=$?
+fi
 end=$(date +%s)
 cpu_s end_cpu
 echo "sanitize ($MODE): build $((built - start)) s wall / ${built_cpu} s CPU," \

@@ -78,7 +78,8 @@ TEST(TpWeights, ColumnParallelOutputsAreRowsOfTheFullProduct) {
     const std::vector<float> want = product(x, 2, w.cols, w.cols, w, pool);
     for (int r = 0; r < 2; ++r) {
         const graph::TpShard sh = shard(*m, 2, r);
-        const model::TensorRef& wp = shard_weights(m->weights(), m->hparams(), sh).layers[1].ffn_gate;
+        const model::Weights part = shard_weights(m->weights(), m->hparams(), sh);  // wp refers into it
+        const model::TensorRef& wp = part.layers[1].ffn_gate;
         ASSERT_EQ(wp.rows, sh.ff.count);
         const std::vector<float> y = product(x, 2, w.cols, w.cols, wp, pool);
         for (int64_t i = 0; i < 2; ++i)
