@@ -113,7 +113,10 @@ void check_type(DType t, const std::vector<Case>& cases) {
 TEST(MatmulBlocked, FloatTypes) {
     for (DType t : {DType::F32, DType::F16, DType::BF16})
         check_type(t, {{1, 37, 67, 5, 24}, {3, 19, 131, 4, 64}, {17, 23, 45, 7, 16}, {1, 29, 67, 6, 67},
-                       {5, 13, 99, 16, 128}});
+                       {5, 13, 99, 16, 128},
+                       // decode reads every row of a range per k-block: k-blocks of an odd number of vectors
+                       // (AVX-512: 3 and 1), a scalar tail in the last
+                       {2, 13, 149, 5, 48}, {4, 9, 100, 3, 16}, {1, 21, 1030, 6, 512}});
 }
 
 TEST(MatmulBlocked, ThirtyTwoBlockTypes) {
