@@ -113,13 +113,21 @@ void check_type(DType t, const std::vector<Case>& cases) {
 TEST(MatmulBlocked, FloatTypes) {
     for (DType t : {DType::F32, DType::F16, DType::BF16})
         check_type(t, {{1, 37, 67, 5, 24}, {3, 19, 131, 4, 64}, {17, 23, 45, 7, 16}, {1, 29, 67, 6, 67},
-                       {5, 13, 99, 16, 128}});
+                       {5, 13, 99, 16, 128},
+                       // decode reads every row of a range per k-block: k-blocks of an odd number of vectors
+                       // (AVX-512: 3 and 1), a scalar tail in the last
+                       {2, 13, 149, 5, 48}, {4, 9, 100, 3, 16}, {1, 21, 1030, 6, 512}});
 }
 
 TEST(MatmulBlocked, ThirtyTwoBlockTypes) {
     for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0})
         check_type(t, {{1, 37, 32 * 7, 5, 64}, {3, 19, 32 * 5, 4, 96}, {17, 23, 32 * 9, 7, 32}, {1, 29, 32 * 3, 6, 96},
-                       {2, 11, 32 * 4, 16, 256}});
+                       {2, 11, 32 * 4, 16, 256},
+                       // the AVX-512 decode runs quads of 4 blocks (gemv_quad.inc): k-blocks of whole quads with
+                       // a partial last quad, one quad per k-block, quads straddling k-blocks of 6 blocks,
+                       // 2.5 k-blocks of 16, every m of 1..4
+                       {1, 37, 32 * 26, 6, 256}, {4, 21, 32 * 20, 5, 128}, {2, 13, 32 * 22, 3, 192},
+                       {3, 9, 32 * 40, 7, 512}, {4, 11, 32 * 9, 4, 96}});
 }
 
 TEST(MatmulBlocked, KQuants) {
@@ -139,8 +147,10 @@ TEST(MatmulBlocked, SplitQ8_0IsQ8_0) {
     uint32_t seed = 11;
     // m = 1, 2, 3 (decode tiles), 5 and 17 (prefill: the carried tiles for every m); rows per
     // block not a multiple of the register tiles; a narrower last k-block; one k-block
+    // the AVX-512 decode's quads of 4 blocks (gemv_quad.inc): whole in a k-block, straddling two, a partial last
     const std::vector<Case> cases = {{1, 37, 32 * 7, 5, 64},  {2, 23, 32 * 9, 7, 96}, {3, 19, 32 * 5, 4, 32},
-                                     {5, 13, 32 * 4, 16, 64}, {17, 29, 32 * 3, 6, 96}, {1, 9, 32 * 2, 20, 256}};
+                                     {5, 13, 32 * 4, 16, 64}, {17, 29, 32 * 3, 6, 96}, {1, 9, 32 * 2, 20, 256},
+                                     {1, 21, 32 * 26, 6, 256}, {4, 15, 32 * 20, 5, 128}, {2, 13, 32 * 22, 3, 192}};
     for (const Case& c : cases) {
         const size_t stride = row_bytes(DType::Q8_0, c.k) + 2;
         const auto w = make_weights(random_vec(size_t(c.n * c.k), seed++), c.n, c.k, DType::Q8_0, stride);
