@@ -25,7 +25,7 @@ TEST(PimInt8, SplitLayoutAndJoinRoundTrip) {
         std::vector<uint8_t> rows(size_t(n) * stride, 0xAB);
         // Quantised into an aligned row, then copied: the odd strides put a block's f16 scale at an
         // odd address, which split_q8_0 must read bytewise but BlockQ8_0 cannot be written through.
-        std::vector<BlockQ8_0> row(size_t(nb));
+        std::vector<BlockQ8_0> row(static_cast<size_t>(nb));
         for (int64_t r = 0; r < n; ++r) {
             quant::quantize_row(&wf[size_t(r * k)], DType::Q8_0, row.data(), k);
             std::memcpy(&rows[size_t(r) * stride], row.data(), row_bytes(DType::Q8_0, k));
