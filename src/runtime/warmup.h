@@ -44,6 +44,13 @@ WarmupStats prefault_weights(const Model& model, bool progress);
 // pool too small for the round is skipped (the engine stays usable). Throws what forward throws.
 void warm_forwards(Engine& engine, int64_t n_rounds, WarmupStats& st);
 
+// The dummy rounds `duet serve` runs on its batcher's engine thread: --warmup N, and at least
+// one while the warm-up is on (not --no-warmup). Pre-faulting alone leaves the first request
+// slower than a warm one (measured, docs/performance.md "Server latency, session 6"): the
+// engine thread's kernel scratch, the arena and, on a shadow-paged VM, the first CPU access of
+// each weight page are paid by the first forward.
+int64_t serve_warm_rounds(const WarmupOptions& opts);
+
 // Both, as the CLI commands run them after loading (prefault first).
 WarmupStats warm_up(const Model& model, Engine* engine, const WarmupOptions& opts);
 
