@@ -78,7 +78,7 @@ void warm_forwards(Engine& engine, int64_t n_rounds, WarmupStats& st) {
 }
 
 int64_t serve_warm_rounds(const WarmupOptions& opts) {
-    return opts.prefault ? std::max<int64_t>(opts.n_rounds, 1) : opts.n_rounds;
+    return opts.prefault ? std::max(opts.n_rounds, kServeWarmRounds) : opts.n_rounds;
 }
 
 WarmupStats warm_up(const Model& model, Engine* engine, const WarmupOptions& opts) {
