@@ -102,7 +102,7 @@ void serve(const ServeArgs& a, const CLI::App& root) {
     bo.continuous = !a.no_continuous;
     bo.prefix_cache = !a.no_prefix_cache;
     bo.fault_at_step = a.fault_at_step;
-    bo.warmup_rounds = a.warmup.n_rounds;  // dummy forwards on the batcher's engine before it serves
+    bo.warmup_rounds = runtime::serve_warm_rounds(a.warmup);  // dummy forwards on the batcher's engine thread
     server::Metrics metrics;  // outlives the batcher: its callbacks update it
     server::register_server_metrics(metrics);
     std::unique_ptr<runtime::TpRank> tp;  // --tp or --pp > 1: outlives the batcher, then tells the other ranks to stop

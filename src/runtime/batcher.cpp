@@ -1,6 +1,7 @@
 #include "runtime/batcher.h"
 
 #include <algorithm>
+#include <future>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -58,17 +59,35 @@ Batcher::Batcher(std::shared_ptr<const Model> model, EngineOptions engine_opts, 
 Batcher::Batcher(std::unique_ptr<Engine> engine, BatcherOptions opts)
     : model_(engine->model_ptr()), opts_(checked(opts)), engine_(std::move(engine)) {
     n_ctx_ = engine_->n_ctx();
-    if (opts_.warmup_rounds > 0) {
-        WarmupStats warm;
-        warm_forwards(*engine_, opts_.warmup_rounds, warm);
-    }
     if (opts_.prefix_cache) prefix_ = std::make_unique<PrefixCache>(engine_->kv_cache());
     {
         std::lock_guard<std::mutex> lock(mu_);
         stats_.kv_blocks_total = engine_->kv_cache().n_blocks();
         stats_.kv_blocks_free = engine_->kv_cache().n_free();
     }
-    thread_ = std::thread([this] { loop(); });
+    // The warm-up forwards run on the engine thread itself: the kernels keep per-thread scratch
+    // (packed activations, GEMM tiles) that a warm-up on the constructing thread would prepare
+    // for the wrong thread, leaving the first request to allocate and fault it in.
+    std::promise<void> warmed;
+    std::future<void> warm_done = warmed.get_future();
+    thread_ = std::thread([this, warmed = std::move(warmed)]() mutable {
+        try {
+            WarmupStats warm;
+            warm_forwards(*engine_, opts_.warmup_rounds, warm);
+            warmed.set_value();
+        } catch (...) {
+            warmed.set_exception(std::current_exception());
+            return;
+        }
+        loop();
+    });
+    try {
+        warm_done.get();
+    } catch (...) {
+        thread_.join();
+        prefix_.reset();
+        throw;
+    }
 }
 
 Batcher::~Batcher() {

@@ -77,6 +77,10 @@ void warm_forwards(Engine& engine, int64_t n_rounds, WarmupStats& st) {
     st.forwards_ms += double(now_ns() - t0) / 1e6;
 }
 
+int64_t serve_warm_rounds(const WarmupOptions& opts) {
+    return opts.prefault ? std::max(opts.n_rounds, kServeWarmRounds) : opts.n_rounds;
+}
+
 WarmupStats warm_up(const Model& model, Engine* engine, const WarmupOptions& opts) {
     WarmupStats st;
     if (opts.prefault) st = prefault_weights(model, opts.progress);

@@ -64,7 +64,10 @@ HttpServer::HttpServer(ServerOptions opts, runtime::Batcher& batcher, TaskServic
                                                        metrics, timings_)) {
     const size_t threads = size_t(std::max(1, opts_.http_threads));
     const size_t cap = std::max<size_t>(1, opts_.max_connections);
-    http_->new_task_queue = [threads, cap] { return new ConnectionLimiter(threads, cap); };
+    http_->new_task_queue = [this, threads, cap]() -> httplib::TaskQueue* {
+        if (!workers_) workers_ = std::make_unique<ConnectionLimiter>(threads, cap);
+        return workers_.release();  // httplib owns the queue from listen on
+    };
     http_->set_payload_max_length(opts_.max_body_bytes);
     // The library listens with a backlog of 5 (compiled in): a burst of more simultaneous
     // connects overflows it and the kernel drops SYNs, which clients retry only after 1 s.
@@ -78,7 +81,9 @@ HttpServer::HttpServer(ServerOptions opts, runtime::Batcher& batcher, TaskServic
     routes();
 }
 
-HttpServer::~HttpServer() = default;
+HttpServer::~HttpServer() {
+    if (workers_) workers_->shutdown();  // bound but never run: join the started workers
+}
 
 void HttpServer::bind() {
     if (opts_.port == 0) {
@@ -91,6 +96,8 @@ void HttpServer::bind() {
         port_ = opts_.port;
     }
     if (listen_fd_ >= 0) ::listen(listen_fd_, kListenBacklog);
+    workers_ = std::make_unique<ConnectionLimiter>(size_t(std::max(1, opts_.http_threads)),
+                                                   std::max<size_t>(1, opts_.max_connections));
 }
 
 void HttpServer::run() { http_->listen_after_bind(); }

@@ -25,6 +25,7 @@
 
 namespace httplib {
 class Server;
+class TaskQueue;
 }
 
 namespace duet::server {
@@ -70,6 +71,9 @@ private:
     std::unique_ptr<class CompletionHandler> completions_;  // POST /v1/chat/completions, /v1/completions
     int port_ = 0;
     int listen_fd_ = -1;                       // the listening socket (owned by http_)
+    // The connection workers, started by bind() so that they are running when the address is
+    // printed (the first client does not wait for 64 thread starts); run() hands them to http_.
+    std::unique_ptr<httplib::TaskQueue> workers_;
     static constexpr int kListenBacklog = 1024;  // pending connections the kernel queues
 };
 

@@ -5,6 +5,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "runtime/model.h"
 #include "runtime/prefix_cache.h"
@@ -149,6 +150,41 @@ TEST(Batcher, GroupForksThePromptBlocksAndMatchesLoneRequests) {
     std::vector<GenRequest> big;
     for (size_t i = 0; i < 4; ++i) big.push_back(greedy_request(*model, prompt, 1, c, 0));
     EXPECT_EQ(b.submit_group(std::move(big)), SubmitStatus::GROUP_TOO_LARGE);
+}
+
+// The warm-up forwards run on the thread that later steps the batch (the kernels' per-thread
+// scratch is then ready for the first request), and the constructor returns only after them.
+TEST(Batcher, WarmupForwardsRunOnTheEngineThreadBeforeTheConstructorReturns) {
+    const std::string path = test::generated_model("tiny-llama");
+    ASSERT_FALSE(path.empty());
+    auto model = Model::load(path);
+    std::mutex mu;
+    std::vector<std::thread::id> threads;
+    EngineOptions eo;
+    eo.n_threads = 1;
+    eo.n_ctx = 64;
+    eo.on_forward = [&](const ForwardTime&) {
+        std::lock_guard<std::mutex> lock(mu);
+        threads.push_back(std::this_thread::get_id());
+    };
+    BatcherOptions bo;
+    bo.n_parallel = 2;
+    bo.warmup_rounds = 1;
+    Batcher b(model, eo, bo);
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        ASSERT_EQ(threads.size(), 2u);  // a prefill and a decode, done before the constructor returned
+        EXPECT_NE(threads[0], std::this_thread::get_id());
+    }
+    Collected c;
+    c.results.resize(1);
+    c.texts.resize(1);
+    ASSERT_EQ(b.submit(greedy_request(*model, "Hello", 2, c, 0)), SubmitStatus::ACCEPTED);
+    b.wait_idle();
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_GT(threads.size(), 2u);
+    for (const std::thread::id& t : threads) EXPECT_EQ(t, threads[0]);
+    EXPECT_EQ(b.stats().kv_blocks_used, b.stats().kv_blocks_total - b.stats().kv_blocks_free);
 }
 
 }  // namespace

@@ -90,4 +90,18 @@ TEST(Warmup, RunReportsWhatTheWarmupDid) {
     EXPECT_NE(bad.find("exit 2: duet: error: --warmup"), std::string::npos) << bad;
 }
 
+// `duet serve` runs kServeWarmRounds dummy rounds unless --no-warmup (pre-faulting alone left
+// the first request's TTFT several times a warm one's; docs/performance.md "Server latency").
+TEST(Warmup, ServeRunsDummyRoundsUnlessWarmupIsOff) {
+    WarmupOptions w;
+    EXPECT_EQ(serve_warm_rounds(w), kServeWarmRounds);
+    w.n_rounds = 5;
+    EXPECT_EQ(serve_warm_rounds(w), 5);
+    w.n_rounds = 3;
+    w.prefault = false;  // --no-warmup: only what --warmup N asks for
+    EXPECT_EQ(serve_warm_rounds(w), 3);
+    w.n_rounds = 0;
+    EXPECT_EQ(serve_warm_rounds(w), 0);
+}
+
 }  // namespace

@@ -33,9 +33,10 @@ inline std::pair<int, std::string> run_command(const std::string& cmd) {
 class ServerProcess {
 public:
     // args after the binary; env entries "NAME=value" added to this process's environment;
-    // launcher (optional): a program and its arguments that start the binary (mpirun -np 2).
+    // launcher (optional): a program and its arguments that start the binary (mpirun -np 2);
+    // binary (optional): another duet build (bench_server --duet compares two).
     ServerProcess(const std::vector<std::string>& args, const std::vector<std::string>& extra_env,
-                  const std::vector<std::string>& launcher = {}) {
+                  const std::vector<std::string>& launcher = {}, const std::string& binary = duet_binary()) {
         int fds[2];
         if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
         posix_spawn_file_actions_t fa;
@@ -43,7 +44,7 @@ public:
         posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
         posix_spawn_file_actions_addclose(&fa, fds[0]);
         std::vector<std::string> argv_s = launcher;
-        argv_s.push_back(duet_binary());
+        argv_s.push_back(binary);
         argv_s.insert(argv_s.end(), args.begin(), args.end());
         std::vector<char*> argv;
         for (auto& a : argv_s) argv.push_back(a.data());
