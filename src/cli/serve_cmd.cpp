@@ -228,7 +228,7 @@ void register_serve(CLI::App& app) {
             for (char ch : p) ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '/' || ch == '-' || ch == '_');
             return ok ? std::string() : "--api-prefix = \"" + p + "\" is not allowed (allowed: a path like /api)";
         });
-    add_warmup_flags(c, a->warmup);
+    add_warmup_flags(c, a->warmup, /*serve_rounds=*/true);
     c->add_flag("--no-auth", a->no_auth, "Serve without an API key (refused otherwise when the key variable is unset)");
     c->add_flag("--no-continuous-batching", a->no_continuous, "A batch runs to completion before new requests join");
     c->add_flag("--no-prefix-cache", a->no_prefix_cache, "Do not share KV blocks of common prompt prefixes");

@@ -5,13 +5,17 @@
 
 namespace duet::cli {
 
-void add_warmup_flags(CLI::App* cmd, runtime::WarmupOptions& opts) {
+void add_warmup_flags(CLI::App* cmd, runtime::WarmupOptions& opts, bool serve_rounds) {
     // CLI11 flag "!": --no-warmup sets prefault = false
     cmd->add_flag("!--no-warmup", opts.prefault,
                   "Do not pre-fault the weights at load (the first request then pays the page faults)");
-    number(cmd, "--warmup", opts.n_rounds,
-           "Dummy prefill + decode rounds at load, so the first request finds scratch, threads and kernels ready",
-           int64_t(0), kMaxWarmupRounds);
+    const std::string help =
+        "Dummy prefill + decode rounds at load, so the first request finds scratch, threads and kernels ready";
+    if (serve_rounds)
+        number(cmd, "--warmup", opts.n_rounds, help + " (at least the default unless --no-warmup)", int64_t(0),
+               kMaxWarmupRounds, DefaultFrom{std::to_string(runtime::kServeWarmRounds)});
+    else
+        number(cmd, "--warmup", opts.n_rounds, help, int64_t(0), kMaxWarmupRounds);
 }
 
 void log_warmup(const runtime::WarmupStats& st) { DUET_LOG_INFO("{}", st.format()); }
