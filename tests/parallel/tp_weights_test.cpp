@@ -104,7 +104,7 @@ TEST(TpWeights, MoreRanksThanKvHeadsShareTheirHead) {
     const auto m = Model::load(test::generated_model("tiny-mistral", "f32"));  // 8 heads, 2 KV heads of 16
     const model::TensorRef& wk = m->weights().layers[0].wk;
     for (int r = 0; r < 4; ++r) {
-        const model::TensorRef& k = shard_weights(m->weights(), m->hparams(), shard(*m, 4, r)).layers[0].wk;
+        const model::TensorRef k = shard_weights(m->weights(), m->hparams(), shard(*m, 4, r)).layers[0].wk;  // a copy
         EXPECT_EQ(k.rows, 16);
         EXPECT_EQ(k.data, static_cast<const uint8_t*>(wk.data) + (r / 2) * 16 * wk.row_stride_bytes) << r;
     }
