@@ -250,23 +250,24 @@ Point missing_share(const std::string& name, double duet, const std::string& sea
             "simulation speed only); also searched: " + searched};
 }
 
+// A measured share of peak bandwidth (percentage points, ±5).
+Point measured_share(const std::string& name, const std::string& source, double reference, double duet,
+                     const std::string& note) {
+    return {name, source, Check::POINTS, reference, duet, 5, "%", note};
+}
+
 void dram_points(std::vector<Point>& out) {
     {  // hbm2 (HBM2-2000, pseudo-channel mode)
         const DramRuns d = dram_runs("hbm2");
         // Shuhai (Wang et al., FCCM 2020): up to 425 GB/s measured on the Alveo U280's two HBM2
         // stacks, whose theoretical peak is 32 pseudo channels x 14.375 GB/s = 460 GB/s (AMD UG1393).
-        Point s;
-        s.name = "hbm2 stream share of peak";
-        s.source = "Shuhai, Wang et al., FCCM 2020 (arXiv 2005.04324) abstract: up to 425 GB/s on Alveo U280 HBM2; "
-                   "peak 460 GB/s = 32 x 14.375 GB/s (AMD UG1393 'HBM Configuration and Use')";
-        s.check = Check::POINTS;
-        s.reference = 100.0 * 425 / 460;
-        s.duet = d.stream_pct;
-        s.tolerance = 5;
-        s.unit = std::string(1, '%');
-        s.note = "measured through the FPGA's AXI ports and HBM controller at 1.8 Gb/s (900 MHz), 2 stacks x 16 "
-                 "pseudo channels; duet: HBM2-2000 preset, one stack, 64 MiB sequential read, analytical model";
-        out.push_back(s);
+        out.push_back(measured_share(
+            "hbm2 stream share of peak",
+            "Shuhai, Wang et al., FCCM 2020 (arXiv 2005.04324) abstract: up to 425 GB/s on Alveo U280 HBM2; "
+            "peak 460 GB/s = 32 x 14.375 GB/s (AMD UG1393 'HBM Configuration and Use')",
+            100.0 * 425 / 460, d.stream_pct,
+            "measured through the FPGA's AXI ports and HBM controller at 1.8 Gb/s (900 MHz), 2 stacks x 16 "
+            "pseudo channels; duet: HBM2-2000 preset, one stack, 64 MiB sequential read, analytical model"));
         out.push_back(missing_share("hbm2 random share of peak (64 B requests)", d.random_pct,
                                     "Shuhai gives its best case in the abstract; its per-pattern figures are not in "
                                     "the stored text"));
@@ -293,18 +294,13 @@ void dram_points(std::vector<Point>& out) {
                                     "2022, DRAMSys): best/worst-case utilisation, figures not in the stored text"));
         // AMD WP570: 64-byte aligned random reads on an LPDDR5-6400 x16 interface through the
         // Versal hard memory controller.
-        Point r;
-        r.name = "lpddr5 random share of peak (64 B requests)";
-        r.source = "AMD white paper WP570 (DRAM-based CAM on Versal), 'Faster DRAM Interfaces are Emerging': LPDDR5 "
-                   "random read efficiency 'close to 80%' for 64-byte aligned reads, x16 at 6400 Mb/s, 16 banks";
-        r.check = Check::POINTS;
-        r.reference = 80;
-        r.duet = d.random_pct;
-        r.tolerance = 5;
-        r.unit = std::string(1, '%');
-        r.note = "hardware controller, reads only (the paper's table then uses 50 % to cover inline ECC; 80 % is the "
-                 "figure without it); duet: analytical model, 4 MiB of uniform 64 B reads, queue depth 32";
-        out.push_back(r);
+        out.push_back(measured_share(
+            "lpddr5 random share of peak (64 B requests)",
+            "AMD white paper WP570 (DRAM-based CAM on Versal), 'Faster DRAM Interfaces are Emerging': LPDDR5 "
+            "random read efficiency 'close to 80%' for 64-byte aligned reads, x16 at 6400 Mb/s, 16 banks",
+            80, d.random_pct,
+            "hardware controller, reads only (the paper's table then uses 50 % to cover inline ECC; 80 % is the "
+            "figure without it); duet: analytical model, 4 MiB of uniform 64 B reads, queue depth 32"));
         out.push_back(derived_latency_point(
             "lpddr5", {"lpddr5.py", "f13c87c", "LPDDR5_6400", 15, 17, 2, 1.25}, d.unloaded_ns,
             "duet's lpddr5 preset took nCL 20 from Ramulator 2.0's C++ LPDDR5_6400 (2.1 has 17); that 2.0 preset "
