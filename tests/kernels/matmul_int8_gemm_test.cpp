@@ -1,8 +1,10 @@
-// The AVX-512 VNNI prefill GEMM (kernels/cpu/gemm_vnni.inc: m >= 5 rows, q8_0 / q4_0 / q5_0 / q4_k / q6_k) against
-// the scalar reference, on the VNNI table itself: shapes whose m, n are not multiples of the 4-row x
-// 48-column tile, k = 32 x odd (a k chunk of 16 blocks plus a remainder), more rows than one row
-// block, and weights and activations at the ends of their ranges (q8_0 quants -128 and 127, x
-// quantised to +-127, i.e. u8 1 and 255), where a wrong offset correction or packing shows at once.
+// The integer-dot prefill GEMMs (kernels/cpu/gemm_int8_common.inc; q8_0 / q4_0 / q5_0 / q4_k / q6_k)
+// against the scalar reference, on each table that has one: the AVX-512 VNNI tiles (gemm_vnni.inc,
+// m >= 5, 4 rows x 48 columns) and the AVX2 ones (gemm_int8_avx2.inc, m >= 8, 4 rows x 16 columns).
+// Shapes whose m, n are not multiples of either tile, k = 32 x odd (a k chunk of 16 blocks plus a
+// remainder), more rows than one row block, and weights and activations at the ends of their
+// ranges (q8_0 quants -128 and 127, x quantised to +-127: u8 1 and 255 on VNNI, the i16 pair
+// bound of vpmaddubsw on AVX2), where a wrong offset correction, sign or packing shows at once.
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -25,6 +27,14 @@ const KernelTable* vnni_table() {
     const CpuFeatures& f = cpu_features();
     if (!f.avx512_vnni || !f.avx512_bf16) return nullptr;
     return table_for(IsaLevel::AVX512);
+}
+
+// The tables with an integer-dot GEMM that this CPU can run: AVX2 (A2Tile), VNNI (VnniTile).
+std::vector<const KernelTable*> int8_gemm_tables() {
+    std::vector<const KernelTable*> t;
+    if (const KernelTable* a = table_for(IsaLevel::AVX2)) t.push_back(a);
+    if (const KernelTable* v = vnni_table()) t.push_back(v);
+    return t;
 }
 
 // x quantised as the kernel does, dequantised again, and each element's step d: 32-value blocks
@@ -61,7 +71,7 @@ struct Shape {
     int64_t m, n, k;
 };
 
-// y of the VNNI table against the reference fed the same 8-bit activations (exact up to f32
+// y of table t against the reference fed the same 8-bit activations (exact up to f32
 // rounding of k products) and against the exact product (within the activation quantisation).
 void expect_matches_reference(const KernelTable& t, DType wtype, const Shape& s, const std::vector<float>& x,
                               const std::vector<uint8_t>& w, size_t ws, ThreadPool& pool) {
@@ -93,37 +103,40 @@ void expect_matches_reference(const KernelTable& t, DType wtype, const Shape& s,
     }
 }
 
-// m = 5 is the smallest m the VNNI GEMM takes; 517 rows are two row blocks (512 + 5, 5 = 4 + 1 rows
-// of tiles); n = 49, 101, 150 leave partial 16-column groups and panels; k = 544 and 1056 are a
-// 16-block chunk plus 1 block and two chunks plus 1; k = 32 a single block.
-const std::vector<Shape> kShapes = {{5, 50, 96}, {16, 49, 544}, {19, 101, 1056}, {37, 1, 96},  {517, 53, 160},
-                                    {23, 150, 32}, {64, 48, 608},   {18, 7, 1088}};
+// m = 5 and 8 are the smallest m the VNNI and AVX2 GEMMs take; 517 rows are two row blocks (512 + 5,
+// 5 = 4 + 1 rows of tiles); n = 49, 101, 150 leave partial 8- and 16-column groups and panels;
+// k = 544 and 1056 are a 16-block chunk plus 1 block and two chunks plus 1; k = 32 a single block.
+const std::vector<Shape> kShapes = {{5, 50, 96},   {16, 49, 544}, {19, 101, 1056}, {37, 1, 96}, {517, 53, 160},
+                                    {23, 150, 32}, {64, 48, 608}, {18, 7, 1088},   {8, 21, 96}, {9, 150, 544}};
 
 // q4_k, q6_k: k a multiple of 256 (one 256-block, 3 = a 16-block chunk + 8, 2 = one chunk)
-const std::vector<Shape> kSuperShapes = {{5, 50, 256}, {19, 101, 768}, {517, 53, 512}, {23, 150, 256}};
+const std::vector<Shape> kSuperShapes = {{5, 50, 256}, {19, 101, 768}, {517, 53, 512}, {23, 150, 256}, {8, 9, 256}};
 
 void check_random(DType wtype, const std::vector<Shape>& shapes = kShapes) {
-    const KernelTable* t = vnni_table();
-    if (!t) GTEST_SKIP() << "this CPU has no AVX-512 VNNI + BF16";
+    const auto tables = int8_gemm_tables();
+    if (tables.empty()) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512 VNNI + BF16";
     ThreadPool pool(2);  // both threads take panels (n >= 96)
-    uint32_t seed = 900;
-    for (const Shape& s : shapes) {
-        const size_t ws = row_bytes(wtype, s.k) + 64;
-        const auto x = random_vec(size_t(s.m * (s.k + 3)), ++seed);
-        const auto w = make_weights(random_vec(size_t(s.n * s.k), ++seed), s.n, s.k, wtype, ws);
-        expect_matches_reference(*t, wtype, s, x, w, ws, pool);
+    for (const KernelTable* t : tables) {
+        SCOPED_TRACE(t->name);
+        uint32_t seed = 900;
+        for (const Shape& s : shapes) {
+            const size_t ws = row_bytes(wtype, s.k) + 64;
+            const auto x = random_vec(size_t(s.m * (s.k + 3)), ++seed);
+            const auto w = make_weights(random_vec(size_t(s.n * s.k), ++seed), s.n, s.k, wtype, ws);
+            expect_matches_reference(*t, wtype, s, x, w, ws, pool);
+        }
     }
 }
 
-TEST(MatmulVnni, Q8_0MatchesReference) { check_random(DType::Q8_0); }
-TEST(MatmulVnni, Q4_0MatchesReference) { check_random(DType::Q4_0); }
-TEST(MatmulVnni, Q5_0MatchesReference) { check_random(DType::Q5_0); }
-TEST(MatmulVnni, Q4_KMatchesReference) { check_random(DType::Q4_K, kSuperShapes); }
-TEST(MatmulVnni, Q6_KMatchesReference) { check_random(DType::Q6_K, kSuperShapes); }
+TEST(MatmulInt8Gemm, Q8_0MatchesReference) { check_random(DType::Q8_0); }
+TEST(MatmulInt8Gemm, Q4_0MatchesReference) { check_random(DType::Q4_0); }
+TEST(MatmulInt8Gemm, Q5_0MatchesReference) { check_random(DType::Q5_0); }
+TEST(MatmulInt8Gemm, Q4_KMatchesReference) { check_random(DType::Q4_K, kSuperShapes); }
+TEST(MatmulInt8Gemm, Q6_KMatchesReference) { check_random(DType::Q6_K, kSuperShapes); }
 
-TEST(MatmulVnni, ExtremeQuantsAndActivations) {
-    const KernelTable* t = vnni_table();
-    if (!t) GTEST_SKIP() << "this CPU has no AVX-512 VNNI + BF16";
+TEST(MatmulInt8Gemm, ExtremeQuantsAndActivations) {
+    const auto tables = int8_gemm_tables();
+    if (tables.empty()) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512 VNNI + BF16";
     ThreadPool pool(2);
     const Shape s{21, 67, 544};
     const size_t ws = row_bytes(DType::Q8_0, s.k);
@@ -142,10 +155,13 @@ TEST(MatmulVnni, ExtremeQuantsAndActivations) {
     for (int64_t i = 0; i < s.m; ++i)
         for (int64_t l = 0; l < s.k; ++l)
             x[size_t(i * (s.k + 3) + l)] = float(1 + i % 4) * (((l + i) % 3 == 0) ? -1.0f : 1.0f);
-    expect_matches_reference(*t, DType::Q8_0, s, x, w, ws, pool);
+    for (const KernelTable* t : tables) {
+        SCOPED_TRACE(t->name);
+        expect_matches_reference(*t, DType::Q8_0, s, x, w, ws, pool);
+    }
 }
 
-TEST(MatmulVnni, TableIsAmongTheTestedOnes) {
+TEST(MatmulInt8Gemm, VnniTableIsAmongTheTestedOnes) {
     // kernels_test's other matmul tests run optimised_tables(); on a VNNI CPU that must include this one
     const KernelTable* t = vnni_table();
     if (!t) GTEST_SKIP() << "this CPU has no AVX-512 VNNI + BF16";
