@@ -8,11 +8,14 @@
 // prefill's op records would take if each ran at the measured per-core peak (kernels/peak.h) of
 // the mix its kernel uses (int8 dot products for quantised weights, f32 FMA otherwise) on all
 // threads, divided by the measured time. A closing table lists figure, limit, share and target.
-// The read bandwidth is probed at the start and again right after each model's decode; each
-// model's bound uses the higher of the two (on a VM whose memory bandwidth is shared with other
-// guests the probe moved 37-57 GB/s between minutes, so a single probe at the start could make a
-// decode look faster or slower than the machine allowed at the time; the higher probe is the
-// conservative bound).
+// Two decode bounds. "paired": after every decode step one pass of kernels::ReadProbe reads a 256 MiB
+// slice on the same threads (not counted in the decode time), and the bound is bytes per token
+// over the bytes / time of those passes: decode and bound measured in the same seconds. On a VM
+// whose memory bandwidth is shared with other guests the best-of-5 probe moved 15-21 GB/s (Zen 3
+// guest) and 37-58 GB/s (Zen 4 guest) between minutes, and the decode share against it 62-98 %
+// for the same binary and model a minute apart. The target (>= 85 %) is judged on the paired
+// bound. "best": the higher of the best-of-5 probes at the start and right after the model (the
+// machine's best minute), shown beside it.
 // --op-times: where a decode step's time goes. Every op record of the decode steps is timed
 // (wall and process CPU time from the end of the previous record; the first op of a step from
 // the start of forward()) and summed per kind and matrix role, with the GB/s of the weight/KV
@@ -44,6 +47,7 @@ struct Result {
     double prefill_cpu = 0, decode_cpu = 0;
     double prefill_gflops = 0;  // FLOPs of the prefill's op records / its wall time
     double prefill_peak_ns = 0;  // the prefill's FLOPs at the peak of each op's instruction mix, all threads
+    double paired_gbps = 0;      // the read probe's passes between the decode steps (kernels::ReadProbe)
 };
 
 // Per-core peaks (FLOP or int8 op per second) of the active kernel table's two GEMM mixes.
@@ -78,7 +82,7 @@ struct OpTimes {
 };
 
 Result bench_model(const std::string& path, int threads, int64_t n_prompt, int64_t n_gen, const Peaks& peaks,
-                   OpTimes* op_times) {
+                   kernels::ReadProbe& probe, OpTimes* op_times) {
     auto model = Model::load(path);
     EngineOptions o;
     o.n_threads = threads;
@@ -133,10 +137,11 @@ Result bench_model(const std::string& path, int threads, int64_t n_prompt, int64
             op_times->last_wall = w;
             op_times->last_cpu = c;
         });
-    t0 = now_ns();
-    c0 = cpu_ns();
+    int64_t decode_ns = 0, decode_cpu_ns = 0;
+    const double probe_bytes0 = probe.total_bytes();
+    const int64_t probe_ns0 = probe.total_ns();
     for (int64_t i = 0; i < n_gen; ++i) {
-        const int64_t step_w = now_ns(), step_c = op_times ? cpu_ns() : 0;
+        const int64_t step_w = now_ns(), step_c = cpu_ns();
         const float* l = out.last(0);
         next = 0;
         for (int64_t j = 1; j < nv; ++j)
@@ -148,15 +153,20 @@ Result bench_model(const std::string& path, int threads, int64_t n_prompt, int64
             op_times->last_cpu = cpu_ns();
         }
         if (e.forward({&step, 1}, out) != ForwardStatus::OK) fail("bench: decode did not fit");
+        const int64_t step_ns = now_ns() - step_w, step_cpu = cpu_ns() - step_c;
+        decode_ns += step_ns;
+        decode_cpu_ns += step_cpu;
         if (op_times) {
             ++op_times->steps;
-            op_times->step_wall_ns += now_ns() - step_w;
-            op_times->step_cpu_ns += cpu_ns() - step_c;
+            op_times->step_wall_ns += step_ns;
+            op_times->step_cpu_ns += step_cpu;
         }
+        probe.pass();  // the step's paired bandwidth sample (not in the decode time)
     }
     e.dispatcher().set_observer(nullptr);
-    r.decode_tok_s = double(n_gen) * 1e9 / double(now_ns() - t0);
-    r.decode_cpu = double(cpu_ns() - c0) / double(now_ns() - t0) / threads;
+    r.decode_tok_s = double(n_gen) * 1e9 / double(decode_ns);
+    r.decode_cpu = double(decode_cpu_ns) / double(decode_ns) / threads;
+    r.paired_gbps = (probe.total_bytes() - probe_bytes0) / double(probe.total_ns() - probe_ns0);
     for (const auto& rec : trace) r.bytes_per_token += double(rec.weight_bytes);
     seq.release(e.kv_cache());
     return r;
@@ -220,6 +230,7 @@ int main(int argc, char** argv) {
     }
     try {
         ThreadPool pool(threads);
+        kernels::ReadProbe probe(pool);
         const double bw_gbps = kernels::measure_memory_bandwidth(pool).read_gbps;
         Peaks peaks;
         for (int rep = 0; rep < 2; ++rep) {  // best of two rounds (each already best of 3)
@@ -234,29 +245,34 @@ int main(int argc, char** argv) {
                     "GFLOP/s\n",
                     kernels::kernel_isa(), threads, bw_gbps, peaks.int8_name, peaks.int8 / 1e9, peaks.f32_name,
                     peaks.f32 / 1e9);
-        std::printf("%-22s %6s | %9s %8s %9s | %9s %9s %10s %9s %9s | %9s\n", "model", "GB", "prefill", "GFLOP/s",
-                    "tok/s_cpu", "decode", "tok/s_cpu", "MB/token", "bound", "of bound", "cpu util");
+        std::printf("%-22s %6s | %9s %8s %9s | %9s %9s %10s %9s %9s %9s %9s | %9s\n", "model", "GB", "prefill",
+                    "GFLOP/s", "tok/s_cpu", "decode", "tok/s_cpu", "MB/token", "paired", "of paired", "best",
+                    "of best", "cpu util");
         std::vector<Result> all;
         std::vector<double> model_bw;  // bandwidth of each model's bound
         std::vector<OpTimes> times(models.size());
         for (size_t mi = 0; mi < models.size(); ++mi) {
             const std::string& m = models[mi];
-            const Result r = bench_model(m, threads, n_prompt, n_gen, peaks, op_times ? &times[mi] : nullptr);
+            const Result r = bench_model(m, threads, n_prompt, n_gen, peaks, probe, op_times ? &times[mi] : nullptr);
             all.push_back(r);
             model_bw.push_back(std::max(bw_gbps, kernels::measure_memory_bandwidth(pool).read_gbps));
             const double bound = model_bw.back() * 1e9 / r.bytes_per_token;
+            const double paired = r.paired_gbps * 1e9 / r.bytes_per_token;
             // tok/s_cpu: tokens per CPU-second of each thread (wall rate / utilisation), the
             // estimate of the uncontended rate on a shared machine.
-            std::printf("%-22s %6.2f | %9.2f %8.1f %9.2f | %9.2f %9.2f %10.1f %9.2f %8.1f%% | %4.0f%%/%3.0f%%\n",
+            std::printf("%-22s %6.2f | %9.2f %8.1f %9.2f | %9.2f %9.2f %10.1f %9.2f %8.1f%% %9.2f %8.1f%% | %4.0f%%/%3.0f%%\n",
                         r.name.c_str(), r.size_gb, r.prefill_tok_s, r.prefill_gflops,
                         r.prefill_tok_s / std::max(r.prefill_cpu, 1e-9), r.decode_tok_s,
-                        r.decode_tok_s / std::max(r.decode_cpu, 1e-9), r.bytes_per_token / 1e6, bound,
-                        100.0 * r.decode_tok_s / bound, 100.0 * r.prefill_cpu, 100.0 * r.decode_cpu);
+                        r.decode_tok_s / std::max(r.decode_cpu, 1e-9), r.bytes_per_token / 1e6, paired,
+                        100.0 * r.decode_tok_s / paired, bound, 100.0 * r.decode_tok_s / bound, 100.0 * r.prefill_cpu,
+                        100.0 * r.decode_cpu);
             std::fflush(stdout);
         }
         for (size_t mi = 0; mi < all.size(); ++mi) print_op_times(all[mi].name, times[mi], threads);
-        std::printf("prefill/decode: tok/s (wall); bound = read bandwidth (the higher of the probes at the start and "
-                    "right after the model) / MB per decode token (weights + KV, from the op records); cpu util = process CPU time / (wall x threads), prefill/decode\n");
+        std::printf("prefill/decode: tok/s (wall); bounds = read bandwidth / MB per decode token (weights + KV, from "
+                    "the op records): paired = the probe's passes between the decode steps, best = the higher of the "
+                    "best-of-5 probes at the start and right after the model; cpu util = process CPU time / (wall x "
+                    "threads), prefill/decode\n");
         // figure | limit | share | target (issue 13: decode >= 85 % of the bandwidth bound)
         std::printf("\n%-34s %10s | %-36s %10s | %6s %7s %8s\n", "figure", "value", "limit", "", "share", "target", "");
         for (size_t mi = 0; mi < all.size(); ++mi) {
@@ -267,10 +283,14 @@ int main(int argc, char** argv) {
             std::printf("%-34s %10.1f | %-36s %10.1f | %5.0f%% %7s %8s\n", (r.name + " prefill tok/s").c_str(),
                         r.prefill_tok_s, "tok/s at the mix's compute peak", peak_tok_s,
                         r.prefill_peak_ns > 0 ? 100.0 * r.prefill_peak_ns / prefill_ns : 0.0, "-", "-");
-            const double share = 100.0 * r.decode_tok_s / bound;
+            const double paired = r.paired_gbps * 1e9 / r.bytes_per_token;
+            const double share = 100.0 * r.decode_tok_s / paired;
             std::printf("%-34s %10.2f | %-36s %10.2f | %5.0f%% %7s %8s\n", (r.name + " decode tok/s").c_str(),
-                        r.decode_tok_s, "read bandwidth / bytes per token", bound, share, ">= 85%",
+                        r.decode_tok_s, "paired read bandwidth / bytes/token", paired, share, ">= 85%",
                         share >= 85.0 ? "met" : "NOT MET");
+            std::printf("%-34s %10.2f | %-36s %10.2f | %5.0f%% %7s %8s\n", (r.name + " decode tok/s").c_str(),
+                        r.decode_tok_s, "best read bandwidth / bytes/token", bound, 100.0 * r.decode_tok_s / bound,
+                        "-", "-");
         }
     } catch (const Error& e) {
         std::fprintf(stderr, "bench_engine: error: %s\n", e.what());

@@ -1,6 +1,7 @@
 #include "kernels/membw.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <ctime>
 #include <vector>
@@ -11,6 +12,7 @@
 
 #include "core/aligned_buffer.h"
 #include "core/cpu_features.h"
+#include "core/error.h"
 #include "core/timer.h"
 
 namespace duet::kernels {
@@ -108,6 +110,40 @@ MemBandwidth measure_memory_bandwidth(ThreadPool& pool, size_t buffer_bytes, int
     for (double s : sums) sink = sink + s;
     (void)sink;
     return r;
+}
+
+ReadProbe::ReadProbe(ThreadPool& pool, size_t buffer_bytes, size_t slice_bytes) : pool_(pool) {
+    if (buffer_bytes == 0) buffer_bytes = size_t(1) << 30;
+    if (slice_bytes == 0) slice_bytes = std::min(buffer_bytes, size_t(256) << 20);
+    if (slice_bytes > buffer_bytes)
+        fail("ReadProbe: slice_bytes {} is larger than buffer_bytes {}", slice_bytes, buffer_bytes);
+    slice_bytes_ = slice_bytes / sizeof(float) * sizeof(float);
+    const int64_t n = int64_t(buffer_bytes / sizeof(float));
+    buf_.resize(size_t(n));
+    pool_.parallel_for(n, 1 << 16, [&](int64_t s, int64_t e) {  // first touch by the threads that read
+        for (int64_t i = s; i < e; ++i) buf_[size_t(i)] = 1.0f;
+    });
+}
+
+int64_t ReadProbe::pass() {
+    const int64_t n = int64_t(slice_bytes_ / sizeof(float));
+    if (next_ + size_t(n) > buf_.size()) next_ = 0;
+    const float* p = buf_.data() + next_;
+    next_ += size_t(n);
+    // in 1 MiB chunks, a thread done early taking the rest of the other's range (as the decode
+    // GEMVs do): a static split left one thread idle at the end of a pass when the two got unequal
+    // shares of the bandwidth
+    constexpr int64_t kChunk = (int64_t(1) << 20) / int64_t(sizeof(float));
+    std::atomic<uint64_t> sum{0};
+    const int64_t t0 = now_ns();
+    pool_.parallel_for_chunked(n, kChunk, kChunk, [&](int64_t s, int64_t e) {
+        sum.fetch_add(uint64_t(sum_slice(p + s, e - s)), std::memory_order_relaxed);
+    });
+    const int64_t dt = now_ns() - t0;
+    sink_ += double(sum.load());  // keeps the reads observable
+    total_bytes_ += double(slice_bytes_);
+    total_ns_ += dt;
+    return dt;
 }
 
 }  // namespace duet::kernels
