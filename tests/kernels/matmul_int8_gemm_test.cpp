@@ -86,13 +86,8 @@ void expect_matches_reference(const KernelTable& t, DType wtype, const Shape& s,
     t.matmul(x.data(), s.m, s.k, xs, w.data(), wtype, ws, s.n, y.data(), ys, pool);
     for (int64_t i = 0; i < s.m; ++i) {
         for (int64_t j = 0; j < s.n; ++j) {
-            double mag = 0, qbound = 0;
-            for (int64_t l = 0; l < s.k; ++l) {
-                const double aw = std::fabs(wd[size_t(j * s.k + l)]);
-                mag += std::fabs(x[size_t(i * xs + l)]) * aw;
-                qbound += 0.5 * step[size_t(i * xs + l)] * aw;
-            }
-            const double fbound = double(s.k + 8) * FLT_EPSILON * mag + 1e-6;
+            const auto [fbound, qbound] =
+                test::matmul_error_bounds(&x[size_t(i * xs)], &wd[size_t(j * s.k)], &step[size_t(i * xs)], s.k);
             const float got = y[size_t(i * ys + j)];
             const auto where = ::testing::Message() << dtype_name(wtype) << " m=" << s.m << " n=" << s.n
                                                     << " k=" << s.k << " i=" << i << " j=" << j;

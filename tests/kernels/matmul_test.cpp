@@ -81,16 +81,8 @@ void check_type(DType wtype, const std::vector<Shape>& shapes) {
             t->matmul(x.data(), s.m, s.k, xs, w.data(), wtype, ws, s.n, y.data(), ys, pool);
             for (int64_t i = 0; i < s.m; ++i) {
                 for (int64_t j = 0; j < s.n; ++j) {
-                    // mag = sum |x_l w_l|; f32 accumulation of k products in any order is
-                    // within k * 2^-24 * mag of the exact sum (first-order bound).
-                    double mag = 0, qbound = 0;
-                    for (int64_t l = 0; l < s.k; ++l) {
-                        const double aw = std::fabs(wd[size_t(j * s.k + l)]);
-                        mag += std::fabs(x[size_t(i * xs + l)]) * aw;
-                        // each activation moves by at most half its block's step
-                        if (quantised) qbound += 0.5 * step[size_t(i * xs + l)] * aw;
-                    }
-                    const double fbound = double(s.k + 8) * FLT_EPSILON * mag + 1e-6;
+                    const auto [fbound, qbound] = test::matmul_error_bounds(
+                        &x[size_t(i * xs)], &wd[size_t(j * s.k)], quantised ? &step[size_t(i * xs)] : nullptr, s.k);
                     const float got = y[size_t(i * ys + j)];
                     const auto where = ::testing::Message() << t->name << " " << dtype_name(wtype) << " m=" << s.m
                                                             << " n=" << s.n << " k=" << s.k << " i=" << i << " j=" << j;

@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the kernel tests: seeded data, quantised weight matrices, the list of
 // kernel tables this CPU can run.
+#include <cfloat>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -24,6 +25,23 @@ inline std::vector<uint8_t> make_weights(const std::vector<float>& wf, int64_t n
     std::vector<uint8_t> w(stride * size_t(n), 0xCD);  // padding bytes must not be read as data
     for (int64_t j = 0; j < n; ++j) quant::quantize_row(&wf[size_t(j * k)], type, &w[size_t(j) * stride], k);
     return w;
+}
+
+// Bounds on |y[i][j] - exact| for one x row and one weight row (dequantised) of k values:
+// fbound, the f32 accumulation of k products in any order (first order: (k + 8) * 2^-24 * sum
+// |x w|, plus 1e-6), and qbound, the activation quantisation (each x element moves by at most half
+// its block's step: sum step / 2 * |w|; 0 when step is null).
+struct ErrorBounds {
+    double fbound = 0, qbound = 0;
+};
+inline ErrorBounds matmul_error_bounds(const float* x, const float* w, const float* step, int64_t k) {
+    double mag = 0, qbound = 0;
+    for (int64_t l = 0; l < k; ++l) {
+        const double aw = std::fabs(w[l]);
+        mag += std::fabs(x[l]) * aw;
+        if (step) qbound += 0.5 * step[l] * aw;
+    }
+    return {double(k + 8) * FLT_EPSILON * mag + 1e-6, qbound};
 }
 
 // Optimised tables this machine can run (not the scalar reference itself).
