@@ -27,6 +27,7 @@
 #include "runtime/tp_rank.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
+#include "server/timings_cache.h"
 #include "server/task_service.h"
 #include "server/task_store.h"
 #include "workload/bench_runner.h"
@@ -135,10 +136,11 @@ void serve(const ServeArgs& a, const CLI::App& root) {
     const std::string path = a.model_path;
     register_serve_tasks(tasks, st, cfg, path);
 
-    // The modelled NPU-only and NPU+PIM timings of a request of this size on the served model.
+    // The modelled NPU-only and NPU+PIM timings of a request of this size on the served model,
+    // computed once per size (server/timings_cache.h).
     // TASK_QUEUE_ENABLE picks the modelled NPU's dispatch mode (config/runtime_knobs.h)
     const std::string dispatch = config::effective_npu_dispatch("", knobs);
-    server::ModelledTimings timings = [st, cfg, path, dispatch](int64_t n_prompt, int64_t n_gen) -> nlohmann::json {
+    server::ModelledTimings timings = server::memoise_timings([st, cfg, path, dispatch](int64_t n_prompt, int64_t n_gen) -> nlohmann::json {
         workload::TraceBenchInputs in;
         in.model = path;
         in.dispatch = dispatch;
@@ -156,7 +158,7 @@ void serve(const ServeArgs& a, const CLI::App& root) {
         } catch (const Error& e) {
             return {{"error", e.what()}};
         }
-    };
+    });
 
     server::HttpServer http(so, batcher, tasks, metrics, timings);
     http.bind();

@@ -1,0 +1,24 @@
+#pragma once
+// The `duet` object of each response holds the modelled NPU-only and NPU+PIM timings of a request of
+// its size (duet serve: a trace-only `duet bench` run, 20-90 ms of CPU). It depends only on (prompt
+// tokens, completion tokens) for the served model and configuration, and an agent or a load test
+// sends the same sizes again and again: on a 2-core machine each recomputation took a core from the
+// engine thread right when the next requests were waiting for their first token.
+//
+// memoise_timings wraps such a function: results are kept per (prompt, completion) pair, at most
+// max_entries of them (the cache is emptied when full: sizes seen in a burst come back soon).
+// Thread safety: the returned function may be called from any number of threads at once; two
+// threads asking for the same new pair may both compute it (the same value).
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
+namespace duet::server {
+
+using TimingsFunction = std::function<nlohmann::json(int64_t prompt_tokens, int64_t completion_tokens)>;
+
+TimingsFunction memoise_timings(TimingsFunction compute, size_t max_entries = 4096);
+
+}  // namespace duet::server
