@@ -1,6 +1,7 @@
 #include "runtime/batcher.h"
 
 #include <algorithm>
+#include <chrono>
 #include <future>
 
 #include "core/error.h"
@@ -164,6 +165,10 @@ void Batcher::loop() {
         {
             std::unique_lock<std::mutex> lock(mu_);
             cv_.wait(lock, [&] { return stop_ || !queue_.empty() || !running_.empty(); });
+            if (running_.empty() && opts_.admit_window_us > 0) {  // idle: let the rest of a burst arrive
+                const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(opts_.admit_window_us);
+                cv_.wait_until(lock, until, [&] { return stop_ || int64_t(queue_.size()) >= opts_.n_parallel; });
+            }
             if (stop_) return;
             // Admission: between steps, from the head of the queue, while slots and blocks last.
             const bool may_admit = opts_.continuous || running_.empty();

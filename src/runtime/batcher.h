@@ -51,6 +51,11 @@ struct BatcherOptions {
     // only its own requests ("error") and the batcher keeps serving.
     int64_t fault_at_step = -1;
     int64_t warmup_rounds = 0;  // dummy prefill + decode rounds before serving (runtime/warmup.h)
+    // Admission window: when a request finds the engine idle (nothing running), the engine thread
+    // waits up to this long (or until --parallel requests wait) before the first step, so a burst
+    // of requests arriving a few milliseconds apart starts in one step instead of the first alone
+    // and the rest one whole step later. 0: start at once. Costs a lone request this much TTFT.
+    int64_t admit_window_us = 0;
 };
 
 struct GenResult {

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -185,6 +187,68 @@ TEST(Batcher, WarmupForwardsRunOnTheEngineThreadBeforeTheConstructorReturns) {
     ASSERT_GT(threads.size(), 2u);
     for (const std::thread::id& t : threads) EXPECT_EQ(t, threads[0]);
     EXPECT_EQ(b.stats().kv_blocks_used, b.stats().kv_blocks_total - b.stats().kv_blocks_free);
+}
+
+// Two requests 300 ms apart on an idle engine: with no admission window the first runs alone (its
+// one-token request is done in one forward) and the second in a forward of its own; with a window
+// longer than the gap both start in the same, single forward, which begins as soon as --parallel
+// (2) requests wait, not when the window ends.
+int forwards_for_two_requests(int64_t admit_window_us, double& first_queue_ms) {
+    const std::string path = test::generated_model("tiny-llama");
+    auto model = Model::load(path);
+    std::atomic<int> forwards{0};
+    EngineOptions eo;
+    eo.n_threads = 1;
+    eo.n_ctx = 64;
+    eo.on_forward = [&](const ForwardTime&) { forwards.fetch_add(1); };
+    BatcherOptions bo;
+    bo.n_parallel = 2;
+    bo.admit_window_us = admit_window_us;
+    Collected c;
+    c.results.resize(2);
+    c.texts.resize(2);
+    Batcher b(model, eo, bo);
+    EXPECT_EQ(b.submit(greedy_request(*model, "Hello", 1, c, 0)), SubmitStatus::ACCEPTED);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_EQ(b.submit(greedy_request(*model, "Once upon", 1, c, 1)), SubmitStatus::ACCEPTED);
+    b.wait_idle();
+    std::lock_guard<std::mutex> lock(c.mu);
+    EXPECT_EQ(c.results[0].completion_tokens, 1);
+    EXPECT_EQ(c.results[1].completion_tokens, 1);
+    first_queue_ms = c.results[0].queue_ms;
+    return forwards.load();
+}
+
+TEST(Batcher, AdmissionWindowStartsABurstInOneStep) {
+    ASSERT_FALSE(test::generated_model("tiny-llama").empty());
+    double queue_ms = 0;
+    EXPECT_EQ(forwards_for_two_requests(0, queue_ms), 2);
+    EXPECT_LT(queue_ms, 300.0);  // admitted before the second request came
+    EXPECT_EQ(forwards_for_two_requests(int64_t(60) * 1000000, queue_ms), 1);
+    EXPECT_GE(queue_ms, 300.0);     // waited for the second request ...
+    EXPECT_LT(queue_ms, 60000.0);   // ... not for the whole minute: two were waiting
+}
+
+TEST(Batcher, StopsDuringTheAdmissionWindow) {
+    const std::string path = test::generated_model("tiny-llama");
+    ASSERT_FALSE(path.empty());
+    auto model = Model::load(path);
+    EngineOptions eo;
+    eo.n_threads = 1;
+    eo.n_ctx = 64;
+    BatcherOptions bo;
+    bo.n_parallel = 4;
+    bo.admit_window_us = int64_t(600) * 1000000;  // ten minutes: the test would time out if stop waited it out
+    Collected c;
+    c.results.resize(1);
+    c.texts.resize(1);
+    {
+        Batcher b(model, eo, bo);
+        ASSERT_EQ(b.submit(greedy_request(*model, "Hello", 1, c, 0)), SubmitStatus::ACCEPTED);
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }  // the destructor stops the engine thread inside its window
+    std::lock_guard<std::mutex> lock(c.mu);
+    EXPECT_FALSE(c.results[0].finish_reason.empty());  // the request was still answered (on_done ran)
 }
 
 }  // namespace
