@@ -41,13 +41,23 @@ GenRequest greedy_request(const Model& m, const std::string& prompt, int64_t max
     return r;
 }
 
-TEST(Batcher, PoolRunningDryPreemptsAndRecomputesWithoutChangingTokens) {
+// The generated tiny-llama (test_models.h), or null when it cannot be made, and engine options of
+// one thread and n_ctx positions: what every test here starts from.
+std::shared_ptr<const Model> tiny_llama() {
     const std::string path = test::generated_model("tiny-llama");
-    ASSERT_FALSE(path.empty());
-    auto model = Model::load(path);
+    return path.empty() ? nullptr : Model::load(path);
+}
+EngineOptions one_thread(int64_t n_ctx) {
     EngineOptions eo;
     eo.n_threads = 1;
-    eo.n_ctx = 256;
+    eo.n_ctx = n_ctx;
+    return eo;
+}
+
+TEST(Batcher, PoolRunningDryPreemptsAndRecomputesWithoutChangingTokens) {
+    auto model = tiny_llama();
+    ASSERT_TRUE(model);
+    EngineOptions eo = one_thread(256);
     // Alone: the reference tokens.
     Collected alone;
     alone.results.resize(1);
@@ -80,12 +90,9 @@ TEST(Batcher, PoolRunningDryPreemptsAndRecomputesWithoutChangingTokens) {
 }
 
 TEST(Batcher, RefusesWhatCanNeverFitAndReusesPrefixes) {
-    const std::string path = test::generated_model("tiny-llama");
-    ASSERT_FALSE(path.empty());
-    auto model = Model::load(path);
-    EngineOptions eo;
-    eo.n_threads = 1;
-    eo.n_ctx = 128;
+    auto model = tiny_llama();
+    ASSERT_TRUE(model);
+    EngineOptions eo = one_thread(128);
     eo.kv_blocks = 4;
     BatcherOptions bo;
     bo.max_queue = 2;
@@ -116,12 +123,9 @@ TEST(Batcher, RefusesWhatCanNeverFitAndReusesPrefixes) {
 // must equal a lone request; the pool must be exactly empty afterwards (no leaked refcounts);
 // a group larger than the batch is refused.
 TEST(Batcher, GroupForksThePromptBlocksAndMatchesLoneRequests) {
-    const std::string path = test::generated_model("tiny-llama");
-    ASSERT_FALSE(path.empty());
-    auto model = Model::load(path);
-    EngineOptions eo;
-    eo.n_threads = 1;
-    eo.n_ctx = 128;
+    auto model = tiny_llama();
+    ASSERT_TRUE(model);
+    EngineOptions eo = one_thread(128);
     const std::string prompt = "Once upon a time there was a little dog";  // not a whole number of blocks
     Collected alone;
     alone.results.resize(1);
@@ -157,14 +161,11 @@ TEST(Batcher, GroupForksThePromptBlocksAndMatchesLoneRequests) {
 // The warm-up forwards run on the thread that later steps the batch (the kernels' per-thread
 // scratch is then ready for the first request), and the constructor returns only after them.
 TEST(Batcher, WarmupForwardsRunOnTheEngineThreadBeforeTheConstructorReturns) {
-    const std::string path = test::generated_model("tiny-llama");
-    ASSERT_FALSE(path.empty());
-    auto model = Model::load(path);
+    auto model = tiny_llama();
+    ASSERT_TRUE(model);
     std::mutex mu;
     std::vector<std::thread::id> threads;
-    EngineOptions eo;
-    eo.n_threads = 1;
-    eo.n_ctx = 64;
+    EngineOptions eo = one_thread(64);
     eo.on_forward = [&](const ForwardTime&) {
         std::lock_guard<std::mutex> lock(mu);
         threads.push_back(std::this_thread::get_id());
@@ -194,12 +195,9 @@ TEST(Batcher, WarmupForwardsRunOnTheEngineThreadBeforeTheConstructorReturns) {
 // longer than the gap both start in the same, single forward, which begins as soon as --parallel
 // (2) requests wait, not when the window ends.
 int forwards_for_two_requests(int64_t admit_window_us, double& first_queue_ms) {
-    const std::string path = test::generated_model("tiny-llama");
-    auto model = Model::load(path);
+    auto model = tiny_llama();
     std::atomic<int> forwards{0};
-    EngineOptions eo;
-    eo.n_threads = 1;
-    eo.n_ctx = 64;
+    EngineOptions eo = one_thread(64);
     eo.on_forward = [&](const ForwardTime&) { forwards.fetch_add(1); };
     BatcherOptions bo;
     bo.n_parallel = 2;
@@ -220,7 +218,7 @@ int forwards_for_two_requests(int64_t admit_window_us, double& first_queue_ms) {
 }
 
 TEST(Batcher, AdmissionWindowStartsABurstInOneStep) {
-    ASSERT_FALSE(test::generated_model("tiny-llama").empty());
+    ASSERT_TRUE(tiny_llama());
     double queue_ms = 0;
     EXPECT_EQ(forwards_for_two_requests(0, queue_ms), 2);
     EXPECT_LT(queue_ms, 300.0);  // admitted before the second request came
@@ -230,12 +228,9 @@ TEST(Batcher, AdmissionWindowStartsABurstInOneStep) {
 }
 
 TEST(Batcher, StopsDuringTheAdmissionWindow) {
-    const std::string path = test::generated_model("tiny-llama");
-    ASSERT_FALSE(path.empty());
-    auto model = Model::load(path);
-    EngineOptions eo;
-    eo.n_threads = 1;
-    eo.n_ctx = 64;
+    auto model = tiny_llama();
+    ASSERT_TRUE(model);
+    EngineOptions eo = one_thread(64);
     BatcherOptions bo;
     bo.n_parallel = 4;
     bo.admit_window_us = int64_t(600) * 1000000;  // ten minutes: the test would time out if stop waited it out
