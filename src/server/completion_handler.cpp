@@ -16,7 +16,7 @@ namespace duet::server {
 using nlohmann::json;
 
 CompletionHandler::CompletionHandler(CompletionSettings settings, runtime::Batcher& batcher, Metrics& metrics,
-                                     TimingsFn timings)
+                                     ModelledTimings timings)
     : settings_(std::move(settings)), batcher_(batcher), metrics_(metrics), timings_(std::move(timings)) {}
 
 CompletionHandler::~CompletionHandler() = default;

@@ -22,6 +22,7 @@
 #include "runtime/batcher.h"
 #include "server/completion_request.h"
 #include "server/metrics.h"
+#include "server/timings_cache.h"
 #include "server/tool_call_stream.h"
 
 namespace httplib {
@@ -35,12 +36,9 @@ struct CompletionSettings {
     model::ChatTemplate chat_template = model::ChatTemplate::CHATML;
 };
 
-// Modelled device timings for a request of this size: the `duet` object of each response.
-using TimingsFn = std::function<nlohmann::json(int64_t prompt_tokens, int64_t completion_tokens)>;
-
 class CompletionHandler {
 public:
-    CompletionHandler(CompletionSettings settings, runtime::Batcher& batcher, Metrics& metrics, TimingsFn timings);
+    CompletionHandler(CompletionSettings settings, runtime::Batcher& batcher, Metrics& metrics, ModelledTimings timings);
     ~CompletionHandler();
 
     // Writes the response (JSON or an SSE stream) into res; throws ApiError for a request
@@ -64,7 +62,7 @@ private:
     CompletionSettings settings_;
     runtime::Batcher& batcher_;
     Metrics& metrics_;
-    TimingsFn timings_;
+    ModelledTimings timings_;
     std::mutex table_mu_;
     std::shared_ptr<const model::grammar::TokenTable> table_;
 };

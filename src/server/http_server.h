@@ -22,6 +22,7 @@
 #include "runtime/batcher.h"
 #include "server/metrics.h"
 #include "server/task_service.h"
+#include "server/timings_cache.h"
 
 namespace httplib {
 class Server;
@@ -41,9 +42,6 @@ struct ServerOptions {
     std::string api_prefix;               // "" or "/api": the OpenAI routes are served at <prefix>/v1/...
     model::ChatTemplate chat_template = model::ChatTemplate::CHATML;
 };
-
-// Modelled device timings for a request of this size: the `duet` object of each response.
-using ModelledTimings = std::function<nlohmann::json(int64_t prompt_tokens, int64_t completion_tokens)>;
 
 class HttpServer {
 public:

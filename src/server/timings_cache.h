@@ -17,8 +17,9 @@
 
 namespace duet::server {
 
-using TimingsFunction = std::function<nlohmann::json(int64_t prompt_tokens, int64_t completion_tokens)>;
+// Modelled device timings for a request of this size: the `duet` object of each response.
+using ModelledTimings = std::function<nlohmann::json(int64_t prompt_tokens, int64_t completion_tokens)>;
 
-TimingsFunction memoise_timings(TimingsFunction compute, size_t max_entries = 4096);
+ModelledTimings memoise_timings(ModelledTimings compute, size_t max_entries = 4096);
 
 }  // namespace duet::server
