@@ -1,5 +1,4 @@
-// The decode GEMV of q8_0 / q4_0 / q5_0 weights (m = 1..4; the quads of gemv_quad.inc, on AVX2
-// for q4_0 / q5_0) on hand-built blocks at the edges of the integer ranges, every table this CPU
+// The decode GEMV of q8_0 / q4_0 / q5_0 weights (m = 1..4; the quads of gemv_quad.inc) on hand-built blocks at the edges of the integer ranges, every table this CPU
 // runs. x is chosen so that its 8-bit quantisation is exact (each block a power of two times
 // integers in -127..127 with one +-127), so every table must give the exact sum up to f32
 // rounding: a wrong lane order, offset (-8, -16, -128 x sum of x), scale or saturation is an

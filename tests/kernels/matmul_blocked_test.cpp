@@ -127,7 +127,7 @@ TEST(MatmulBlocked, ThirtyTwoBlockTypes) {
     for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0})
         check_type(t, {{1, 37, 32 * 7, 5, 64}, {3, 19, 32 * 5, 4, 96}, {17, 23, 32 * 9, 7, 32}, {1, 29, 32 * 3, 6, 96},
                        {2, 11, 32 * 4, 16, 256},
-                       // the decode runs quads of 4 blocks (gemv_quad.inc; q8_0 on AVX-512 only): k-blocks of whole quads with
+                       // the decode runs quads of 4 blocks (gemv_quad.inc): k-blocks of whole quads with
                        // a partial last quad, one quad per k-block, quads straddling k-blocks of 6 blocks,
                        // 2.5 k-blocks of 16, every m of 1..4
                        {1, 37, 32 * 26, 6, 256}, {4, 21, 32 * 20, 5, 128}, {2, 13, 32 * 22, 3, 192},
@@ -151,7 +151,7 @@ TEST(MatmulBlocked, SplitQ8_0IsQ8_0) {
     uint32_t seed = 11;
     // m = 1, 2, 3 (decode tiles), 5 and 17 (prefill: the carried tiles for every m); rows per
     // block not a multiple of the register tiles; a narrower last k-block; one k-block
-    // the AVX-512 decode's quads of 4 blocks (gemv_quad.inc): whole in a k-block, straddling two, a partial last
+    // the decode's quads of 4 blocks (gemv_quad.inc): whole in a k-block, straddling two, a partial last
     const std::vector<Case> cases = {{1, 37, 32 * 7, 5, 64},  {2, 23, 32 * 9, 7, 96}, {3, 19, 32 * 5, 4, 32},
                                      {5, 13, 32 * 4, 16, 64}, {17, 29, 32 * 3, 6, 96}, {1, 9, 32 * 2, 20, 256},
                                      {1, 21, 32 * 26, 6, 256}, {4, 15, 32 * 20, 5, 128}, {2, 13, 32 * 22, 3, 192}};
