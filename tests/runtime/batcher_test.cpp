@@ -17,6 +17,7 @@ namespace duet::runtime {
 namespace {
 
 struct Collected {
+    explicit Collected(size_t n) : results(n), texts(n) {}  // one slot per request
     std::mutex mu;
     std::condition_variable cv;
     std::vector<GenResult> results;
@@ -59,9 +60,7 @@ TEST(Batcher, PoolRunningDryPreemptsAndRecomputesWithoutChangingTokens) {
     ASSERT_TRUE(model);
     EngineOptions eo = one_thread(256);
     // Alone: the reference tokens.
-    Collected alone;
-    alone.results.resize(1);
-    alone.texts.resize(1);
+    Collected alone(1);
     {
         Batcher b(model, eo, {});
         ASSERT_EQ(b.submit(greedy_request(*model, "Once upon a time", 60, alone, 0)), SubmitStatus::ACCEPTED);
@@ -73,9 +72,7 @@ TEST(Batcher, PoolRunningDryPreemptsAndRecomputesWithoutChangingTokens) {
     BatcherOptions bo;
     bo.n_parallel = 8;
     bo.prefix_cache = false;
-    Collected c;
-    c.results.resize(8);
-    c.texts.resize(8);
+    Collected c(8);
     Batcher b(model, eo, bo);
     for (size_t i = 0; i < 8; ++i)
         ASSERT_EQ(b.submit(greedy_request(*model, "Once upon a time", 60, c, i)), SubmitStatus::ACCEPTED);
@@ -104,9 +101,7 @@ TEST(Batcher, RefusesWhatCanNeverFitAndReusesPrefixes) {
     too_big.prompt.assign(100, 5);  // fits the context, not the 4-block pool
     EXPECT_EQ(b.submit(std::move(too_big)), SubmitStatus::KV_TOO_SMALL);
 
-    Collected c;
-    c.results.resize(2);
-    c.texts.resize(2);
+    Collected c(2);
     const std::string prompt = "Once upon a time there was a little dog who liked to run in the park every day";
     ASSERT_EQ(b.submit(greedy_request(*model, prompt, 4, c, 0)), SubmitStatus::ACCEPTED);
     b.wait_idle();
@@ -127,9 +122,7 @@ TEST(Batcher, GroupForksThePromptBlocksAndMatchesLoneRequests) {
     ASSERT_TRUE(model);
     EngineOptions eo = one_thread(128);
     const std::string prompt = "Once upon a time there was a little dog";  // not a whole number of blocks
-    Collected alone;
-    alone.results.resize(1);
-    alone.texts.resize(1);
+    Collected alone(1);
     {
         Batcher b(model, eo, {});
         ASSERT_EQ(b.submit(greedy_request(*model, prompt, 12, alone, 0)), SubmitStatus::ACCEPTED);
@@ -139,9 +132,7 @@ TEST(Batcher, GroupForksThePromptBlocksAndMatchesLoneRequests) {
     bo.n_parallel = 3;
     bo.prefix_cache = false;
     Batcher b(model, eo, bo);
-    Collected c;
-    c.results.resize(3);
-    c.texts.resize(3);
+    Collected c(3);
     std::vector<GenRequest> group;
     for (size_t i = 0; i < 3; ++i) group.push_back(greedy_request(*model, prompt, 12, c, i));
     ASSERT_EQ(b.submit_group(std::move(group)), SubmitStatus::ACCEPTED);
@@ -179,9 +170,7 @@ TEST(Batcher, WarmupForwardsRunOnTheEngineThreadBeforeTheConstructorReturns) {
         ASSERT_EQ(threads.size(), 2u);  // a prefill and a decode, done before the constructor returned
         EXPECT_NE(threads[0], std::this_thread::get_id());
     }
-    Collected c;
-    c.results.resize(1);
-    c.texts.resize(1);
+    Collected c(1);
     ASSERT_EQ(b.submit(greedy_request(*model, "Hello", 2, c, 0)), SubmitStatus::ACCEPTED);
     b.wait_idle();
     std::lock_guard<std::mutex> lock(mu);
@@ -202,9 +191,7 @@ int forwards_for_two_requests(int64_t admit_window_us, double& first_queue_ms) {
     BatcherOptions bo;
     bo.n_parallel = 2;
     bo.admit_window_us = admit_window_us;
-    Collected c;
-    c.results.resize(2);
-    c.texts.resize(2);
+    Collected c(2);
     Batcher b(model, eo, bo);
     EXPECT_EQ(b.submit(greedy_request(*model, "Hello", 1, c, 0)), SubmitStatus::ACCEPTED);
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -234,9 +221,7 @@ TEST(Batcher, StopsDuringTheAdmissionWindow) {
     BatcherOptions bo;
     bo.n_parallel = 4;
     bo.admit_window_us = int64_t(600) * 1000000;  // ten minutes: the test would time out if stop waited it out
-    Collected c;
-    c.results.resize(1);
-    c.texts.resize(1);
+    Collected c(1);
     {
         Batcher b(model, eo, bo);
         ASSERT_EQ(b.submit(greedy_request(*model, "Hello", 1, c, 0)), SubmitStatus::ACCEPTED);
