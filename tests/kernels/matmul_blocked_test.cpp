@@ -117,10 +117,11 @@ TEST(MatmulBlocked, FloatTypes) {
                        // decode reads every row of a range per k-block: k-blocks of an odd number of vectors
                        // (AVX-512: 3 and 1), a scalar tail in the last
                        {2, 13, 149, 5, 48}, {4, 9, 100, 3, 16}, {1, 21, 1030, 6, 512},
-                       // prefill on AVX2 (m >= 64: gemm_float_avx2.inc's packed GEMM, f32 on the PIM layout too):
+                       // prefill (m >= 64: gemm_float_packed.inc's packed GEMM, f32 on the PIM layout too):
                        // several of its k-blocks (512 steps at m = 64, 320 at m = 200, a tail of 13) over
-                       // PIM k-blocks of whole vectors, and over k-blocks of 36 that cut its 8-step groups
-                       {64, 23, 600, 7, 64}, {200, 21, 333, 16, 48}, {66, 9, 300, 5, 36}});
+                       // PIM k-blocks of whole vectors, and over k-blocks of 36 that cut its 8-step groups;
+                       // ranges of 40 rows hold a whole 32-output AVX-512 panel
+                       {64, 23, 600, 7, 64}, {200, 21, 333, 16, 48}, {66, 9, 300, 5, 36}, {72, 80, 200, 40, 64}});
 }
 
 TEST(MatmulBlocked, ThirtyTwoBlockTypes) {
