@@ -29,18 +29,47 @@ volatile int64_t g_sink = 0;
 constexpr int kChains = 12;
 
 #ifdef DUET_PEAK_X86
-// Each function runs `iters` rounds of kChains independent instructions (or sequences) and
-// returns the ops done (2 per multiply-add). Inputs are loop-carried so nothing is hoisted.
+// Each function runs `iters` (>= 1) rounds of kChains independent instructions (or sequences)
+// and returns the ops done (2 per multiply-add). The whole loop is one inline-asm statement
+// with the accumulators as in-out register operands. Written as intrinsics over an array, GCC
+// copied every accumulator to another register and back each round (24 vmovdqa per 12
+// vpdpbusd), and whether the core eliminated those copies at rename moved the VNNI probe by
+// x1.9 between runs (330 vs 630 GOP/s on the session-10 Xeon guest, where a loop without the
+// copies measured 600-630 throughout); an asm round inside a C++ loop had GCC store the array to
+// the stack every round. The sources are asm operands too, so nothing is hoisted or folded.
+// Rounds are AT&T: sources, then the destination.
+
+// clang-format off
+// kChains accumulators as asm operands %[c0] .. %[c11] ("+" in-out, register constraint K)
+#define DUET_PEAK_OPS(acc, K)                                                                            \
+    [c0] "+" K(acc[0]), [c1] "+" K(acc[1]), [c2] "+" K(acc[2]), [c3] "+" K(acc[3]), [c4] "+" K(acc[4]),  \
+    [c5] "+" K(acc[5]), [c6] "+" K(acc[6]), [c7] "+" K(acc[7]), [c8] "+" K(acc[8]), [c9] "+" K(acc[9]),  \
+    [c10] "+" K(acc[10]), [c11] "+" K(acc[11])
+// the asm loop: ROUND(n) for every chain n, n_rounds times (the operand [n] counts down to 0)
+#define DUET_PEAK_LOOP(ROUND)                                                                            \
+    "1:\n\t" ROUND("0") ROUND("1") ROUND("2") ROUND("3") ROUND("4") ROUND("5") ROUND("6") ROUND("7")      \
+    ROUND("8") ROUND("9") ROUND("10") ROUND("11") "dec %[n]\n\tjnz 1b\n\t"
+// clang-format on
+
+// lane 0 of every chain into the sink (GCC's vector subscript: the array is never addressed,
+// so the accumulators stay in registers)
+#define DUET_PEAK_SINK(acc)                                        \
+    do {                                                           \
+        double t_ = 0;                                             \
+        for (int c = 0; c < kChains; ++c) t_ += double(acc[c][0]); \
+        g_sink = g_sink + int64_t(t_);                             \
+    } while (0)
 
 __attribute__((target("avx2,fma"))) double run_f32_avx2(int64_t iters) {
     __m256 acc[kChains];
     for (int c = 0; c < kChains; ++c) acc[c] = _mm256_set1_ps(float(c) * 1e-3f);
     const __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(1e-4f);
-    for (int64_t i = 0; i < iters; ++i)
-        for (int c = 0; c < kChains; ++c) acc[c] = _mm256_fmadd_ps(acc[c], a, b);
-    float s = 0;
-    for (int c = 0; c < kChains; ++c) s += _mm256_cvtss_f32(acc[c]);
-    g_sink = g_sink + int64_t(s);
+#define ROUND(n) "vfmadd231ps %[b], %[a], %[c" n "]\n\t"
+    iters = std::max<int64_t>(1, iters);
+    int64_t n = iters;
+    __asm__(DUET_PEAK_LOOP(ROUND) : [n] "+r"(n), DUET_PEAK_OPS(acc, "x") : [a] "x"(a), [b] "x"(b));
+#undef ROUND
+    DUET_PEAK_SINK(acc);
     return double(iters) * kChains * 8 * 2;
 }
 
@@ -48,66 +77,77 @@ __attribute__((target("avx512f"))) double run_f32_avx512(int64_t iters) {
     __m512 acc[kChains];
     for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_ps(float(c) * 1e-3f);
     const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(1e-4f);
-    for (int64_t i = 0; i < iters; ++i)
-        for (int c = 0; c < kChains; ++c) acc[c] = _mm512_fmadd_ps(acc[c], a, b);
-    float s = 0;
-    for (int c = 0; c < kChains; ++c) s += _mm512_cvtss_f32(acc[c]);
-    g_sink = g_sink + int64_t(s);
+#define ROUND(n) "vfmadd231ps %[b], %[a], %[c" n "]\n\t"
+    iters = std::max<int64_t>(1, iters);
+    int64_t n = iters;
+    __asm__(DUET_PEAK_LOOP(ROUND) : [n] "+r"(n), DUET_PEAK_OPS(acc, "v") : [a] "v"(a), [b] "v"(b));
+#undef ROUND
+    DUET_PEAK_SINK(acc);
     return double(iters) * kChains * 16 * 2;
 }
 
 // int8 without VNNI: u8 x s8 pairs to i16 (vpmaddubsw), pairs of i16 to i32 (vpmaddwd by
 // ones), accumulate (vpaddd): 32 multiply-adds per ymm sequence. The accumulator is also the
-// unsigned operand of the next round, so the three instructions form one dependency chain.
+// unsigned operand of the next round, so the three instructions form one dependency chain;
+// every chain reuses one temporary register, which renaming makes independent (16 ymm
+// registers hold 12 accumulators, the two sources and it).
 __attribute__((target("avx2"))) double run_int8_avx2(int64_t iters) {
-    __m256i acc[kChains];
+    __m256i acc[kChains], t;
     for (int c = 0; c < kChains; ++c) acc[c] = _mm256_set1_epi32(c);
     const __m256i s = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
-    for (int64_t i = 0; i < iters; ++i)
-        for (int c = 0; c < kChains; ++c)
-            acc[c] = _mm256_add_epi32(acc[c], _mm256_madd_epi16(_mm256_maddubs_epi16(acc[c], s), ones));
-    int64_t t = 0;
-    for (int c = 0; c < kChains; ++c) t += _mm256_extract_epi32(acc[c], 0);
-    g_sink = g_sink + t;
+#define ROUND(n) \
+    "vpmaddubsw %[s], %[c" n "], %[t]\n\tvpmaddwd %[o], %[t], %[t]\n\tvpaddd %[t], %[c" n "], %[c" n "]\n\t"
+    iters = std::max<int64_t>(1, iters);
+    int64_t n = iters;
+    __asm__(DUET_PEAK_LOOP(ROUND) : [n] "+r"(n), DUET_PEAK_OPS(acc, "x"), [t] "=&x"(t) : [s] "x"(s), [o] "x"(ones));
+#undef ROUND
+    DUET_PEAK_SINK(acc);
     return double(iters) * kChains * 32 * 2;
 }
 
 __attribute__((target("avx512f,avx512bw"))) double run_int8_avx512bw(int64_t iters) {
-    __m512i acc[kChains];
+    __m512i acc[kChains], t;
     for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_epi32(c);
     const __m512i s = _mm512_set1_epi8(3), ones = _mm512_set1_epi16(1);
-    for (int64_t i = 0; i < iters; ++i)
-        for (int c = 0; c < kChains; ++c)
-            acc[c] = _mm512_add_epi32(acc[c], _mm512_madd_epi16(_mm512_maddubs_epi16(acc[c], s), ones));
-    int64_t t = 0;
-    for (int c = 0; c < kChains; ++c) t += _mm512_cvtsi512_si32(acc[c]);
-    g_sink = g_sink + t;
+#define ROUND(n) \
+    "vpmaddubsw %[s], %[c" n "], %[t]\n\tvpmaddwd %[o], %[t], %[t]\n\tvpaddd %[t], %[c" n "], %[c" n "]\n\t"
+    iters = std::max<int64_t>(1, iters);
+    int64_t n = iters;
+    __asm__(DUET_PEAK_LOOP(ROUND) : [n] "+r"(n), DUET_PEAK_OPS(acc, "v"), [t] "=&v"(t) : [s] "v"(s), [o] "v"(ones));
+#undef ROUND
+    DUET_PEAK_SINK(acc);
     return double(iters) * kChains * 64 * 2;
 }
 
+// acc += u8 a . s8 b, 4 byte pairs per i32 lane
 __attribute__((target("avx512f,avx512vnni"))) double run_int8_vnni(int64_t iters) {
     __m512i acc[kChains];
     for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_epi32(c);
-    const __m512i u = _mm512_set1_epi8(5), s = _mm512_set1_epi8(3);
-    for (int64_t i = 0; i < iters; ++i)
-        for (int c = 0; c < kChains; ++c) acc[c] = _mm512_dpbusd_epi32(acc[c], u, s);
-    int64_t t = 0;
-    for (int c = 0; c < kChains; ++c) t += _mm512_cvtsi512_si32(acc[c]);
-    g_sink = g_sink + t;
+    const __m512i a = _mm512_set1_epi8(5), b = _mm512_set1_epi8(3);
+#define ROUND(n) "vpdpbusd %[b], %[a], %[c" n "]\n\t"
+    iters = std::max<int64_t>(1, iters);
+    int64_t n = iters;
+    __asm__(DUET_PEAK_LOOP(ROUND) : [n] "+r"(n), DUET_PEAK_OPS(acc, "v") : [a] "v"(a), [b] "v"(b));
+#undef ROUND
+    DUET_PEAK_SINK(acc);
     return double(iters) * kChains * 64 * 2;
 }
 
 __attribute__((target("avx512f,avx512bf16"))) double run_bf16(int64_t iters) {
     __m512 acc[kChains];
     for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_ps(float(c) * 1e-3f);
-    const __m512bh a = (__m512bh)_mm512_set1_epi16(0x3f80), b = (__m512bh)_mm512_set1_epi16(0x3a80);
-    for (int64_t i = 0; i < iters; ++i)
-        for (int c = 0; c < kChains; ++c) acc[c] = _mm512_dpbf16_ps(acc[c], a, b);
-    float s = 0;
-    for (int c = 0; c < kChains; ++c) s += _mm512_cvtss_f32(acc[c]);
-    g_sink = g_sink + int64_t(s);
+    const __m512i a = _mm512_set1_epi16(0x3f80), b = _mm512_set1_epi16(0x3a80);  // bf16 1.0 and ~0.001
+#define ROUND(n) "vdpbf16ps %[b], %[a], %[c" n "]\n\t"
+    iters = std::max<int64_t>(1, iters);
+    int64_t n = iters;
+    __asm__(DUET_PEAK_LOOP(ROUND) : [n] "+r"(n), DUET_PEAK_OPS(acc, "v") : [a] "v"(a), [b] "v"(b));
+#undef ROUND
+    DUET_PEAK_SINK(acc);
     return double(iters) * kChains * 32 * 2;
 }
+#undef DUET_PEAK_SINK
+#undef DUET_PEAK_LOOP
+#undef DUET_PEAK_OPS
 #endif
 
 struct Spec {
@@ -127,16 +167,20 @@ bool has_bf16() { return cpu_features().avx512f && cpu_features().avx512_bf16; }
 Spec spec(PeakKind kind) {
 #ifdef DUET_PEAK_X86
     switch (kind) {
-        case PeakKind::F32_FMA_AVX2: return {"f32 fma avx2", "vfmadd231ps ymm", "GFLOP/s", has_avx2, run_f32_avx2};
+        case PeakKind::F32_FMA_AVX2:
+            return {"f32 fma avx2", "vfmadd231ps ymm", "GFLOP/s", has_avx2, run_f32_avx2};
         case PeakKind::F32_FMA_AVX512:
             return {"f32 fma avx512", "vfmadd231ps zmm", "GFLOP/s", has_avx512, run_f32_avx512};
         case PeakKind::INT8_AVX2:
             return {"int8 avx2", "vpmaddubsw+vpmaddwd+vpaddd ymm", "GOP/s", has_avx2, run_int8_avx2};
         case PeakKind::INT8_AVX512BW:
             return {"int8 avx512bw", "vpmaddubsw+vpmaddwd+vpaddd zmm", "GOP/s", has_avx512bw, run_int8_avx512bw};
-        case PeakKind::INT8_VNNI: return {"int8 vnni", "vpdpbusd zmm", "GOP/s", has_vnni, run_int8_vnni};
-        case PeakKind::BF16_AVX512: return {"bf16 avx512", "vdpbf16ps zmm", "GFLOP/s", has_bf16, run_bf16};
-        case PeakKind::COUNT: break;
+        case PeakKind::INT8_VNNI:
+            return {"int8 vnni", "vpdpbusd zmm", "GOP/s", has_vnni, run_int8_vnni};
+        case PeakKind::BF16_AVX512:
+            return {"bf16 avx512", "vdpbf16ps zmm", "GFLOP/s", has_bf16, run_bf16};
+        case PeakKind::COUNT:
+            break;
     }
 #endif
     (void)kind;
