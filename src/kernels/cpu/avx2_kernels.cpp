@@ -18,6 +18,8 @@ namespace avx2 {
 
 constexpr const char* kIsaName = "avx2";
 
+#include "kernels/cpu/ymm_convert.inc"
+
 // ---- float vectors: 8 lanes ----
 using VF = __m256;
 constexpr int kW = 8;
@@ -25,11 +27,8 @@ inline VF vzero() { return _mm256_setzero_ps(); }
 inline VF vset1(float v) { return _mm256_set1_ps(v); }
 inline VF vload(const float* p) { return _mm256_loadu_ps(p); }
 inline void vstore(float* p, VF v) { _mm256_storeu_ps(p, v); }
-inline VF vload_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-inline VF vload_bf16(const uint16_t* p) {
-    const __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));  // bf16 is the top half of an f32
-}
+inline VF vload_f16(const uint16_t* p) { return ymm_load_f16(p); }
+inline VF vload_bf16(const uint16_t* p) { return ymm_load_bf16(p); }
 inline VF vfma(VF a, VF b, VF c) { return _mm256_fmadd_ps(a, b, c); }
 inline VF vadd(VF a, VF b) { return _mm256_add_ps(a, b); }
 inline VF vsub(VF a, VF b) { return _mm256_sub_ps(a, b); }
