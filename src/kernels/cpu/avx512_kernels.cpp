@@ -40,6 +40,10 @@ inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
 
 // 64-byte dot product for the packed prefill GEMM (gemm_q8_packed.inc): 16 i32 lanes.
 inline __m512i dot64_us(__m512i u, __m512i s) { return _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, s); }
+// dot_us_scaled_acc on 64 bytes (the q4_k tile, kquant_impl.inc): 16 i32 lanes.
+inline __m512i dot64_us_scaled_acc(__m512i acc, __m512i u, __m512i s, __m512i sc16) {
+    return _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(u, s), sc16);
+}
 
 // 32 vector registers: 4 x 6 accumulators + 6 weights + 1 x for the float paths.
 constexpr int kMR = 4;
