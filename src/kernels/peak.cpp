@@ -60,15 +60,18 @@ constexpr int kChains = 12;
         g_sink = g_sink + int64_t(t_);                             \
     } while (0)
 
+// the rounds of the two widths' probes: acc += a * b; acc += pairs of (u8 acc x s8 s) widened by ones
+#define DUET_PEAK_FMA_ROUND(n) "vfmadd231ps %[b], %[a], %[c" n "]\n\t"
+#define DUET_PEAK_MADDUBS_ROUND(n) \
+    "vpmaddubsw %[s], %[c" n "], %[t]\n\tvpmaddwd %[o], %[t], %[t]\n\tvpaddd %[t], %[c" n "], %[c" n "]\n\t"
+
 __attribute__((target("avx2,fma"))) double run_f32_avx2(int64_t iters) {
     __m256 acc[kChains];
     for (int c = 0; c < kChains; ++c) acc[c] = _mm256_set1_ps(float(c) * 1e-3f);
     const __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(1e-4f);
-#define ROUND(n) "vfmadd231ps %[b], %[a], %[c" n "]\n\t"
     iters = std::max<int64_t>(1, iters);
     int64_t n = iters;
-    __asm__(DUET_PEAK_LOOP(ROUND) : [n] "+r"(n), DUET_PEAK_OPS(acc, "x") : [a] "x"(a), [b] "x"(b));
-#undef ROUND
+    __asm__(DUET_PEAK_LOOP(DUET_PEAK_FMA_ROUND) : [n] "+r"(n), DUET_PEAK_OPS(acc, "x") : [a] "x"(a), [b] "x"(b));
     DUET_PEAK_SINK(acc);
     return double(iters) * kChains * 8 * 2;
 }
@@ -77,11 +80,9 @@ __attribute__((target("avx512f"))) double run_f32_avx512(int64_t iters) {
     __m512 acc[kChains];
     for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_ps(float(c) * 1e-3f);
     const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(1e-4f);
-#define ROUND(n) "vfmadd231ps %[b], %[a], %[c" n "]\n\t"
     iters = std::max<int64_t>(1, iters);
     int64_t n = iters;
-    __asm__(DUET_PEAK_LOOP(ROUND) : [n] "+r"(n), DUET_PEAK_OPS(acc, "v") : [a] "v"(a), [b] "v"(b));
-#undef ROUND
+    __asm__(DUET_PEAK_LOOP(DUET_PEAK_FMA_ROUND) : [n] "+r"(n), DUET_PEAK_OPS(acc, "v") : [a] "v"(a), [b] "v"(b));
     DUET_PEAK_SINK(acc);
     return double(iters) * kChains * 16 * 2;
 }
@@ -95,12 +96,11 @@ __attribute__((target("avx2"))) double run_int8_avx2(int64_t iters) {
     __m256i acc[kChains], t;
     for (int c = 0; c < kChains; ++c) acc[c] = _mm256_set1_epi32(c);
     const __m256i s = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
-#define ROUND(n) \
-    "vpmaddubsw %[s], %[c" n "], %[t]\n\tvpmaddwd %[o], %[t], %[t]\n\tvpaddd %[t], %[c" n "], %[c" n "]\n\t"
     iters = std::max<int64_t>(1, iters);
     int64_t n = iters;
-    __asm__(DUET_PEAK_LOOP(ROUND) : [n] "+r"(n), DUET_PEAK_OPS(acc, "x"), [t] "=&x"(t) : [s] "x"(s), [o] "x"(ones));
-#undef ROUND
+    __asm__(DUET_PEAK_LOOP(DUET_PEAK_MADDUBS_ROUND)
+            : [n] "+r"(n), DUET_PEAK_OPS(acc, "x"), [t] "=&x"(t)
+            : [s] "x"(s), [o] "x"(ones));
     DUET_PEAK_SINK(acc);
     return double(iters) * kChains * 32 * 2;
 }
@@ -109,12 +109,11 @@ __attribute__((target("avx512f,avx512bw"))) double run_int8_avx512bw(int64_t ite
     __m512i acc[kChains], t;
     for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_epi32(c);
     const __m512i s = _mm512_set1_epi8(3), ones = _mm512_set1_epi16(1);
-#define ROUND(n) \
-    "vpmaddubsw %[s], %[c" n "], %[t]\n\tvpmaddwd %[o], %[t], %[t]\n\tvpaddd %[t], %[c" n "], %[c" n "]\n\t"
     iters = std::max<int64_t>(1, iters);
     int64_t n = iters;
-    __asm__(DUET_PEAK_LOOP(ROUND) : [n] "+r"(n), DUET_PEAK_OPS(acc, "v"), [t] "=&v"(t) : [s] "v"(s), [o] "v"(ones));
-#undef ROUND
+    __asm__(DUET_PEAK_LOOP(DUET_PEAK_MADDUBS_ROUND)
+            : [n] "+r"(n), DUET_PEAK_OPS(acc, "v"), [t] "=&v"(t)
+            : [s] "v"(s), [o] "v"(ones));
     DUET_PEAK_SINK(acc);
     return double(iters) * kChains * 64 * 2;
 }
@@ -145,6 +144,8 @@ __attribute__((target("avx512f,avx512bf16"))) double run_bf16(int64_t iters) {
     DUET_PEAK_SINK(acc);
     return double(iters) * kChains * 32 * 2;
 }
+#undef DUET_PEAK_MADDUBS_ROUND
+#undef DUET_PEAK_FMA_ROUND
 #undef DUET_PEAK_SINK
 #undef DUET_PEAK_LOOP
 #undef DUET_PEAK_OPS
