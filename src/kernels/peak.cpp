@@ -24,7 +24,7 @@ double thread_cpu_s() {
 }
 
 // volatile sink: keeps the accumulators observable so no chain is optimised away
-volatile int64_t g_sink = 0;
+volatile double g_sink = 0;  // a double: lane values may be any 64-bit integers, no overflow
 
 constexpr int kChains = 12;
 
@@ -57,7 +57,7 @@ constexpr int kChains = 12;
     do {                                                           \
         double t_ = 0;                                             \
         for (int c = 0; c < kChains; ++c) t_ += double(acc[c][0]); \
-        g_sink = g_sink + int64_t(t_);                             \
+        g_sink = g_sink + t_;                                      \
     } while (0)
 
 // the rounds of the two widths' probes: acc += a * b; acc += pairs of (u8 acc x s8 s) widened by ones
