@@ -2,7 +2,9 @@
 // bench_kernels' closing table (issue 13): every kernel figure as a share of the machine limit
 // it is bound by, with the target and whether it is met.
 //   prefill GEMM (m > 4): GFLOP/s (or int8 GOP/s) per CPU-second of one thread vs the per-core
-//     peak of the kernel's instruction mix (kernels/peak.h), or vs OpenBLAS sgemm for f16/bf16;
+//     peak of the kernel's dot-product instruction (kernels/peak.h), or vs OpenBLAS sgemm for
+//     f16/bf16; on the VNNI table q8_0 / q4_0 / q5_0 also vs the peak of their tile's whole mix
+//     (vpdpbusd plus the per-32-block fold: PeakKind::INT8_VNNI_Q8_MIX), without a target;
 //   decode GEMV (m = 1): weight GB/s (wall) vs the read bandwidth of the passes run just before
 //     and after it on the same threads (paired; the run's best-of-5 probe if there were none).
 // Single-threaded use from bench_kernels' main only.
@@ -77,8 +79,9 @@ inline void print_table(int threads) {
     const PeakProbe& f32 = g_peaks[int(duet::kernels::float_peak_kind_for_active_table())];
     std::printf(
         "\n== kernels (%s) as a share of their limit; %d threads. GEMM: per thread per CPU-second vs the\n"
-        "   per-core peak of the kernel's instruction mix (or sgemm); GEMV: weight bytes/s vs the read\n"
-        "   bandwidth of the passes just before and after it\n",
+        "   per-core peak of the kernel's dot-product instruction (or sgemm; VNNI q8_0/q4_0/q5_0 also vs\n"
+        "   their tile's mix with the per-block fold); GEMV: weight bytes/s vs the read bandwidth of the\n"
+        "   passes just before and after it\n",
         duet::kernels::kernel_isa(), threads);
     std::printf("%-28s %18s | %-26s %9s | %6s %7s %8s\n", "figure", "value", "limit", "", "share", "target", "");
     for (const auto& [name, r] : results()) {
@@ -87,6 +90,10 @@ inline void print_table(int threads) {
         if (!is_float) {
             row(name, r.gflops_cpu, "GOP/s", std::string("peak ") + i8.name, i8.ops_per_s / 1e9,
                 r.type == DType::Q8_0 ? 60.0 : 0.0);
+            const PeakProbe& mix = g_peaks[int(PeakKind::INT8_VNNI_Q8_MIX)];
+            const bool plain = r.type == DType::Q8_0 || r.type == DType::Q4_0 || r.type == DType::Q5_0;
+            if (plain && i8.kind == PeakKind::INT8_VNNI && mix.available)
+                row(name, r.gflops_cpu, "GOP/s", std::string("peak ") + mix.name, mix.ops_per_s / 1e9, 0.0);
         } else {
             row(name, r.gflops_cpu, "GFLOP/s", std::string("peak ") + f32.name, f32.ops_per_s / 1e9, 0.0);
             if (r.type != DType::F32) row(name, r.gflops_cpu, "GFLOP/s", "OpenBLAS sgemm", g_sgemm_gflops_cpu, 70.0);

@@ -132,6 +132,55 @@ __attribute__((target("avx512f,avx512vnni"))) double run_int8_vnni(int64_t iters
     return double(iters) * kChains * 64 * 2;
 }
 
+// The q8_0 tile's mix (gemm_vnni.inc, 4 x 3 accumulators) with its registers: each round is one
+// 32-block; the 12 i32 sums (zmm0-11) restart from a load, take 8 vpdpbusd each (sources zmm24,
+// zmm25) and are folded into 12 f32 sums (zmm12-23): vcvtdq2ps, vmulps of the two scales (zmm26,
+// zmm27), FMA. The tile's weight and x loads are left out (register sources), so this is its
+// register-only ceiling. Fixed registers: 24 accumulators as operands would pass asm's 30.
+__attribute__((target("avx512f,avx512vnni"))) double run_int8_vnni_q8_mix(int64_t iters) {
+    alignas(64) int32_t start[16];
+    alignas(64) float scales[2][16], sums[16];
+    for (int l = 0; l < 16; ++l) {
+        start[l] = l;
+        scales[0][l] = 1e-3f;  // normal products and sums: no microcode assists
+        scales[1][l] = 1e-6f;
+    }
+    const __m512i a = _mm512_set1_epi8(5), b = _mm512_set1_epi8(3);
+// clang-format off
+#define DOT(n) "vpdpbusd %%zmm25, %%zmm24, %%zmm" n "\n\t"
+#define CHAIN(n) "vmovdqa32 %[start], %%zmm" n "\n\t" DOT(n) DOT(n) DOT(n) DOT(n) DOT(n) DOT(n) DOT(n) DOT(n)
+#define FOLD(n, s)                                  \
+    "vcvtdq2ps %%zmm" n ", %%zmm" n "\n\t"           \
+    "vmulps %%zmm26, %%zmm27, %%zmm28\n\t"           \
+    "vfmadd231ps %%zmm28, %%zmm" n ", %%zmm" s "\n\t"
+    iters = std::max<int64_t>(1, iters);
+    int64_t n = iters;
+    __asm__ volatile(
+        "vmovdqa64 %[a], %%zmm24\n\tvmovdqa64 %[b], %%zmm25\n\t"
+        "vmovaps %[dw], %%zmm26\n\tvmovaps %[dx], %%zmm27\n\t"
+        "vxorps %%zmm12, %%zmm12, %%zmm12\n\tvxorps %%zmm13, %%zmm13, %%zmm13\n\tvxorps %%zmm14, %%zmm14, %%zmm14\n\t"
+        "vxorps %%zmm15, %%zmm15, %%zmm15\n\tvxorps %%zmm16, %%zmm16, %%zmm16\n\tvxorps %%zmm17, %%zmm17, %%zmm17\n\t"
+        "vxorps %%zmm18, %%zmm18, %%zmm18\n\tvxorps %%zmm19, %%zmm19, %%zmm19\n\tvxorps %%zmm20, %%zmm20, %%zmm20\n\t"
+        "vxorps %%zmm21, %%zmm21, %%zmm21\n\tvxorps %%zmm22, %%zmm22, %%zmm22\n\tvxorps %%zmm23, %%zmm23, %%zmm23\n\t"
+        "1:\n\t" CHAIN("0") CHAIN("1") CHAIN("2") CHAIN("3") CHAIN("4") CHAIN("5") CHAIN("6") CHAIN("7") CHAIN("8")
+        CHAIN("9") CHAIN("10") CHAIN("11")
+        FOLD("0", "12") FOLD("1", "13") FOLD("2", "14") FOLD("3", "15") FOLD("4", "16") FOLD("5", "17")
+        FOLD("6", "18") FOLD("7", "19") FOLD("8", "20") FOLD("9", "21") FOLD("10", "22") FOLD("11", "23")
+        "dec %[n]\n\tjnz 1b\n\t"
+        "vaddps %%zmm12, %%zmm23, %%zmm12\n\tvmovups %%zmm12, %[sums]\n\t"
+        : [n] "+r"(n), [sums] "=m"(sums)
+        : [a] "v"(a), [b] "v"(b), [dw] "m"(scales[0]), [dx] "m"(scales[1]), [start] "m"(start)
+        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
+          "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24",
+          "xmm25", "xmm26", "xmm27", "xmm28");
+// clang-format on
+#undef FOLD
+#undef CHAIN
+#undef DOT
+    g_sink = g_sink + double(sums[0]);
+    return double(iters) * kChains * 8 * 64 * 2;
+}
+
 __attribute__((target("avx512f,avx512bf16"))) double run_bf16(int64_t iters) {
     __m512 acc[kChains];
     for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_ps(float(c) * 1e-3f);
@@ -180,6 +229,8 @@ Spec spec(PeakKind kind) {
             return {"int8 vnni", "vpdpbusd zmm", "GOP/s", has_vnni, run_int8_vnni};
         case PeakKind::BF16_AVX512:
             return {"bf16 avx512", "vdpbf16ps zmm", "GFLOP/s", has_bf16, run_bf16};
+        case PeakKind::INT8_VNNI_Q8_MIX:
+            return {"int8 vnni q8_0 mix", "8 vpdpbusd+cvt+mul+fma zmm", "GOP/s", has_vnni, run_int8_vnni_q8_mix};
         case PeakKind::COUNT:
             break;
     }

@@ -11,7 +11,19 @@
 
 namespace duet::kernels {
 
-enum class PeakKind { F32_FMA_AVX2, F32_FMA_AVX512, INT8_AVX2, INT8_AVX512BW, INT8_VNNI, BF16_AVX512, COUNT };
+// INT8_VNNI_Q8_MIX: the q8_0 / q4_0 / q5_0 VNNI tile's mix (gemm_vnni.inc): per accumulator and
+// 32-block, 8 vpdpbusd and the fold's vcvtdq2ps, vmulps and FMA (ops counted: the vpdpbusd's
+// only, as the GEMM counts 2 m n k); what is left of INT8_VNNI once a scale per 32 values is paid.
+enum class PeakKind {
+    F32_FMA_AVX2,
+    F32_FMA_AVX512,
+    INT8_AVX2,
+    INT8_AVX512BW,
+    INT8_VNNI,
+    BF16_AVX512,
+    INT8_VNNI_Q8_MIX,
+    COUNT
+};
 
 struct PeakProbe {
     PeakKind kind;

@@ -21,6 +21,7 @@ bool cpu_has(PeakKind k) {
         case PeakKind::F32_FMA_AVX512: return f.avx512f;
         case PeakKind::INT8_AVX512BW: return f.avx512f && f.avx512bw;
         case PeakKind::INT8_VNNI: return f.avx512f && f.avx512_vnni;
+        case PeakKind::INT8_VNNI_Q8_MIX: return f.avx512f && f.avx512_vnni;
         case PeakKind::BF16_AVX512: return f.avx512f && f.avx512_bf16;
         case PeakKind::COUNT: break;
     }
