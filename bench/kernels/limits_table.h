@@ -108,6 +108,12 @@ inline void print_table(int threads) {
             row(name, r.gbps_wall, "GB/s", paired ? "paired read bandwidth" : "memory read",
                 paired ? r.paired_gbps : g_bandwidth, 85.0);
         }
+    const PeakProbe& mix = g_peaks[int(PeakKind::INT8_VNNI_Q8_MIX)];
+    if (i8.kind == PeakKind::INT8_VNNI && mix.available && i8.ops_per_s > 0)
+        std::printf(
+            "(the q8_0 tile's register work alone, %s, runs at %.0f%% of the bare %s peak on this core:\n"
+            " a q8_0 GEMM share of that peak above it would need fewer fold instructions per vpdpbusd.)\n",
+            mix.name, 100.0 * mix.ops_per_s / i8.ops_per_s, i8.name);
     std::printf(
         "(GEMV rates are wall-clock: on a loaded machine they and the probe both drop; cpu_util is in the\n"
         " benchmark lines above. Targets: issue 13.)\n");
