@@ -1,10 +1,11 @@
 #pragma once
 // Per-core compute peaks of the instruction mixes the matmul kernels use, measured on this
 // machine (issue 13): f32 FMA (ymm, zmm), int8 dot products (AVX2 and AVX-512BW
-// vpmaddubsw + vpmaddwd + vpaddd, AVX-512 VNNI vpdpbusd) and bf16 pairs (AVX-512 BF16 vdpbf16ps).
-// Each probe runs 12 independent accumulator chains (more than latency x ports of every
-// current core, so the chains never wait on each other) on one thread, register operands only,
-// and times them by the thread's CPU time (so a probe preempted on a shared machine is not
+// vpmaddubsw + vpmaddwd + vpaddd, AVX-512 VNNI vpdpbusd, and the VNNI q8_0 tile's whole mix) and
+// bf16 pairs (AVX-512 BF16 vdpbf16ps). Each probe runs 12 independent accumulator chains (more
+// than latency x ports of every current core, so the chains never wait on each other) on one
+// thread, register operands only (the q8_0 mix restarts its chains from a load, as its tile
+// does), and times them by the thread's CPU time (so a probe preempted on a shared machine is not
 // under-reported). A probe whose ISA this CPU lacks (cpu_features()) reports available = false
 // and ops_per_s = 0: never an estimate.
 // Thread safety: the functions may be called from any thread; each call runs on the caller's.
