@@ -152,6 +152,36 @@ TEST(RmsNormQuantize, BlocksEqualAScalarTwinOfTheQuantiser) {
     }
 }
 
+// Q8_K's scale is -127 / (the first value of the largest magnitude): with +a and -a both in a
+// block, which comes first sets the sign of every quant (and of d). Rows with such ties, normed
+// with unit weights so the tie survives the norm exactly, against core/quant's quantize_row_q8_K.
+TEST(RmsNormQuantize, Q8KScaleComesFromTheFirstValueOfTheLargestMagnitude) {
+    const auto tables = optimised_tables();
+    if (tables.empty()) GTEST_SKIP() << "no optimised kernels for this CPU";
+    ThreadPool pool(1);
+    const int64_t m = 2, k = 512;
+    std::vector<float> x = random_vec(size_t(m * k), 41, -2.0f, 2.0f);
+    const std::vector<float> ones(size_t(k), 1.0f);
+    x[5] = -3.5f, x[200] = 3.5f;                       // row 0, block 0: the negative one first
+    x[256 + 3] = -3.5f, x[256 + 12] = 3.5f;            // row 0, block 1: the same, 9 values apart
+    x[k + 256 + 17] = 3.5f, x[k + 256 + 250] = -3.5f;  // row 1, block 1: the positive one first
+    std::vector<float> xn(static_cast<size_t>(k));
+    for (const KernelTable* t : tables) {
+        std::vector<quant::BlockQ8_K> xq(size_t(m * k / 256)), twin(size_t(k / 256));
+        t->rmsnorm_quantize(x.data(), k, nullptr, m, k, ones.data(), kEps, ActFormat::Q8_K, xq.data(), pool);
+        for (int64_t i = 0; i < m; ++i) {
+            t->rmsnorm(&x[size_t(i * k)], ones.data(), xn.data(), k, kEps);
+            ASSERT_EQ(i == 0 ? xn[5] : xn[256 + 17], i == 0 ? -xn[200] : -xn[256 + 250]) << t->name;
+            quant::quantize_row_q8_K(xn.data(), twin.data(), k);
+            EXPECT_EQ(std::memcmp(&xq[size_t(i * k / 256)], twin.data(), twin.size() * sizeof(twin[0])), 0)
+                << t->name << " row " << i;
+        }
+        EXPECT_GT(xq[0].d, 0.0f) << t->name;  // -127 / (a negative value)
+        EXPECT_GT(xq[1].d, 0.0f) << t->name;
+        EXPECT_LT(xq[3].d, 0.0f) << t->name;
+    }
+}
+
 TEST(RmsNormQuantize, ErrorsNameTheFormatAndTheTable) {
     ThreadPool pool(1);
     std::vector<float> x(512, 1.0f), w(512, 1.0f), y(8);

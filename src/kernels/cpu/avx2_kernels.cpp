@@ -57,6 +57,41 @@ inline float vhmax(VF v) {
     return _mm_cvtss_f32(s);
 }
 
+// ---- activation quantisation (matmul_impl.inc's quantize_block32 / quantize_block_q8k) ----
+// The largest |v| of 16 values; a NaN is skipped, as std::max(amax, std::fabs(v)) skips it.
+inline float absmax16(const float* v) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256 m = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(v)), _mm256_setzero_ps());
+    return vhmax(_mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(v + 8)), m));
+}
+// The index of the first of 16 values with |v| == a, or -1.
+inline int find_abs16(const float* v, float a) {
+    const __m256 sign = _mm256_set1_ps(-0.0f), va = _mm256_set1_ps(a);
+    const unsigned lo =
+        unsigned(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(v)), va, _CMP_EQ_OQ)));
+    const unsigned hi =
+        unsigned(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(v + 8)), va, _CMP_EQ_OQ)));
+    const unsigned k = lo | hi << 8;
+    return k ? __builtin_ctz(k) : -1;
+}
+// q[l] = min(127, nearbyint(v[l] * s)) for 16 values (the current rounding mode, as nearbyint);
+// returns their sum.
+inline int32_t quant16(const float* v, float s, int8_t* q) {
+    const __m256 vs = _mm256_set1_ps(s);
+    const __m256i c127 = _mm256_set1_epi32(127);
+    const __m256i r0 = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v), vs)), c127);
+    const __m256i r1 = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v + 8), vs)), c127);
+    // words [r0 0-3, r1 0-3 | r0 4-7, r1 4-7] -> bytes, dwords 0, 1 | 4, 5 -> in value order
+    const __m256i w = _mm256_packs_epi32(r0, r1);
+    const __m256i b = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(w, w), _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm256_castsi256_si128(b));
+    __m128i t = _mm_add_epi32(_mm256_castsi256_si128(_mm256_add_epi32(r0, r1)),
+                              _mm256_extracti128_si256(_mm256_add_epi32(r0, r1), 1));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
+    return _mm_cvtsi128_si32(t);
+}
+
 // ---- 8-lane f32 helpers for the integer paths (shared width with AVX-512) ----
 inline float hsum8(__m256 v) { return vhsum(v); }
 
