@@ -1,4 +1,4 @@
-// bench_engine [--threads N] [--prompt 512] [--gen 128] [--op-times] MODEL.gguf...
+// bench_engine [--threads N] [--prompt 512] [--gen 128] [--op-times] [--fuse] MODEL.gguf...
 // For each model: prefill tok/s of one batched forward of --prompt tokens, decode tok/s over
 // --gen single-token steps, the machine's read bandwidth (kernels/membw.h probe, same thread
 // count), bytes read per decode token (summed from the engine's own op records: weights + KV),
@@ -20,6 +20,8 @@
 // (wall and process CPU time from the end of the previous record; the first op of a step from
 // the start of forward()) and summed per kind and matrix role, with the GB/s of the weight/KV
 // bytes each group read; the remainder of the step (argmax, forward() set-up) is "outside ops".
+// --fuse: the engine runs the fused graph (EngineOptions::fuse, `duet run --fuse`): Q/K/V and
+// gate/up as one matmul each, RoPE with the KV write, RMSNorm into the quantised matmuls' input.
 #include <time.h>
 
 #include <algorithm>
@@ -45,7 +47,7 @@ struct Result {
     std::string name;
     double size_gb = 0, prefill_tok_s = 0, decode_tok_s = 0, bytes_per_token = 0;
     double prefill_cpu = 0, decode_cpu = 0;
-    double prefill_gflops = 0;  // FLOPs of the prefill's op records / its wall time
+    double prefill_gflops = 0;   // FLOPs of the prefill's op records / its wall time
     double prefill_peak_ns = 0;  // the prefill's FLOPs at the peak of each op's instruction mix, all threads
     double paired_gbps = 0;      // the read probe's passes between the decode steps (kernels::ReadProbe)
     double best_gbps = 0;        // the higher of the best-of-5 probes at the start and right after the model
@@ -86,10 +88,11 @@ struct OpTimes {
 };
 
 Result bench_model(const std::string& path, int threads, int64_t n_prompt, int64_t n_gen, const Peaks& peaks,
-                   kernels::ReadProbe& probe, OpTimes* op_times) {
+                   kernels::ReadProbe& probe, OpTimes* op_times, bool fuse) {
     auto model = Model::load(path);
     EngineOptions o;
     o.n_threads = threads;
+    o.fuse = fuse;
     o.kv_type = DType::F16;
     o.n_ctx = n_prompt + n_gen + 1;
     Engine e(model, o);
@@ -196,9 +199,10 @@ void print_op_times(const std::string& name, const OpTimes& t, int threads) {
     for (const auto& [k, g] : t.groups)
         line(k, double(g.calls) / steps, double(g.wall_ns) / steps, double(g.cpu_ns) / steps, g.bytes / steps);
     line("outside ops", 0, double(t.step_wall_ns - ops_wall) / steps, double(t.step_cpu_ns - ops_cpu) / steps, 0);
-    std::printf("  (GB/s = weight/KV bytes of the group / its wall time; GB/s_cpu = the same per CPU-second of %d "
-                "threads)\n",
-                threads);
+    std::printf(
+        "  (GB/s = weight/KV bytes of the group / its wall time; GB/s_cpu = the same per CPU-second of %d "
+        "threads)\n",
+        threads);
 }
 
 }  // namespace
@@ -207,11 +211,11 @@ int main(int argc, char** argv) {
     int threads = 2;
     int64_t n_prompt = 512, n_gen = 128;
     std::vector<std::string> models;
-    bool op_times = false;
+    bool op_times = false, fuse = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--op-times") {
-            op_times = true;
+        if (a == "--op-times" || a == "--fuse") {
+            (a == "--fuse" ? fuse : op_times) = true;
             continue;
         }
         if ((a == "--threads" || a == "--prompt" || a == "--gen") && i + 1 < argc) {
@@ -222,7 +226,8 @@ int main(int argc, char** argv) {
             }
             (a == "--threads" ? (void)(threads = int(v)) : a == "--prompt" ? (void)(n_prompt = v) : (void)(n_gen = v));
         } else if (a == "--help" || a == "-h") {
-            std::printf("usage: bench_engine [--threads N] [--prompt 512] [--gen 128] [--op-times] MODEL.gguf...\n");
+            std::printf(
+                "usage: bench_engine [--threads N] [--prompt 512] [--gen 128] [--op-times] [--fuse] MODEL.gguf...\n");
             return 0;
         } else {
             models.push_back(a);
@@ -245,36 +250,39 @@ int main(int argc, char** argv) {
             peaks.int8_name = i8.name;
             peaks.f32_name = f32.name;
         }
-        std::printf("kernels: %s, %d threads, measured read bandwidth %.2f GB/s; per-core peaks: %s %.1f GOP/s, %s %.1f "
-                    "GFLOP/s\n",
-                    kernels::kernel_isa(), threads, bw_gbps, peaks.int8_name, peaks.int8 / 1e9, peaks.f32_name,
-                    peaks.f32 / 1e9);
+        std::printf(
+            "kernels: %s, %d threads, measured read bandwidth %.2f GB/s; per-core peaks: %s %.1f GOP/s, %s %.1f "
+            "GFLOP/s\n",
+            kernels::kernel_isa(), threads, bw_gbps, peaks.int8_name, peaks.int8 / 1e9, peaks.f32_name,
+            peaks.f32 / 1e9);
         std::printf("%-22s %6s | %9s %8s %9s | %9s %9s %10s %9s %9s %9s %9s | %9s\n", "model", "GB", "prefill",
-                    "GFLOP/s", "tok/s_cpu", "decode", "tok/s_cpu", "MB/token", "paired", "of paired", "best",
-                    "of best", "cpu util");
+                    "GFLOP/s", "tok/s_cpu", "decode", "tok/s_cpu", "MB/token", "paired", "of paired", "best", "of best",
+                    "cpu util");
         std::vector<Result> all;
         std::vector<OpTimes> times(models.size());
         for (size_t mi = 0; mi < models.size(); ++mi) {
             const std::string& m = models[mi];
-            Result r = bench_model(m, threads, n_prompt, n_gen, peaks, probe, op_times ? &times[mi] : nullptr);
+            Result r = bench_model(m, threads, n_prompt, n_gen, peaks, probe, op_times ? &times[mi] : nullptr, fuse);
             r.best_gbps = std::max(bw_gbps, kernels::measure_memory_bandwidth(pool).read_gbps);
             all.push_back(r);
             const double bound = r.best_bound(), paired = r.paired_bound();
             // tok/s_cpu: tokens per CPU-second of each thread (wall rate / utilisation), the
             // estimate of the uncontended rate on a shared machine.
-            std::printf("%-22s %6.2f | %9.2f %8.1f %9.2f | %9.2f %9.2f %10.1f %9.2f %8.1f%% %9.2f %8.1f%% | %4.0f%%/%3.0f%%\n",
-                        r.name.c_str(), r.size_gb, r.prefill_tok_s, r.prefill_gflops,
-                        r.prefill_tok_s / std::max(r.prefill_cpu, 1e-9), r.decode_tok_s,
-                        r.decode_tok_s / std::max(r.decode_cpu, 1e-9), r.bytes_per_token / 1e6, paired,
-                        100.0 * r.decode_tok_s / paired, bound, 100.0 * r.decode_tok_s / bound, 100.0 * r.prefill_cpu,
-                        100.0 * r.decode_cpu);
+            std::printf(
+                "%-22s %6.2f | %9.2f %8.1f %9.2f | %9.2f %9.2f %10.1f %9.2f %8.1f%% %9.2f %8.1f%% | %4.0f%%/%3.0f%%\n",
+                r.name.c_str(), r.size_gb, r.prefill_tok_s, r.prefill_gflops,
+                r.prefill_tok_s / std::max(r.prefill_cpu, 1e-9), r.decode_tok_s,
+                r.decode_tok_s / std::max(r.decode_cpu, 1e-9), r.bytes_per_token / 1e6, paired,
+                100.0 * r.decode_tok_s / paired, bound, 100.0 * r.decode_tok_s / bound, 100.0 * r.prefill_cpu,
+                100.0 * r.decode_cpu);
             std::fflush(stdout);
         }
         for (size_t mi = 0; mi < all.size(); ++mi) print_op_times(all[mi].name, times[mi], threads);
-        std::printf("prefill/decode: tok/s (wall); bounds = read bandwidth / MB per decode token (weights + KV, from "
-                    "the op records): paired = the probe's passes between the decode steps, best = the higher of the "
-                    "best-of-5 probes at the start and right after the model; cpu util = process CPU time / (wall x "
-                    "threads), prefill/decode\n");
+        std::printf(
+            "prefill/decode: tok/s (wall); bounds = read bandwidth / MB per decode token (weights + KV, from "
+            "the op records): paired = the probe's passes between the decode steps, best = the higher of the "
+            "best-of-5 probes at the start and right after the model; cpu util = process CPU time / (wall x "
+            "threads), prefill/decode\n");
         // figure | limit | share | target (issue 13: decode >= 85 % of the bandwidth bound)
         std::printf("\n%-34s %10s | %-36s %10s | %6s %7s %8s\n", "figure", "value", "limit", "", "share", "target", "");
         for (size_t mi = 0; mi < all.size(); ++mi) {
@@ -290,8 +298,8 @@ int main(int argc, char** argv) {
                         r.decode_tok_s, "paired read bandwidth / bytes/token", paired, share, ">= 85%",
                         share >= 85.0 ? "met" : "NOT MET");
             std::printf("%-34s %10.2f | %-36s %10.2f | %5.0f%% %7s %8s\n", (r.name + " decode tok/s").c_str(),
-                        r.decode_tok_s, "best read bandwidth / bytes/token", bound, 100.0 * r.decode_tok_s / bound,
-                        "-", "-");
+                        r.decode_tok_s, "best read bandwidth / bytes/token", bound, 100.0 * r.decode_tok_s / bound, "-",
+                        "-");
         }
     } catch (const Error& e) {
         std::fprintf(stderr, "bench_engine: error: %s\n", e.what());
