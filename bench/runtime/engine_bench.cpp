@@ -214,8 +214,12 @@ int main(int argc, char** argv) {
     bool op_times = false, fuse = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--op-times" || a == "--fuse") {
-            (a == "--fuse" ? fuse : op_times) = true;
+        if (a == "--op-times") {
+            op_times = true;
+            continue;
+        }
+        if (a == "--fuse") {
+            fuse = true;
             continue;
         }
         if ((a == "--threads" || a == "--prompt" || a == "--gen") && i + 1 < argc) {
