@@ -35,6 +35,7 @@ CpuFeatures detect() {
         f.avx512bw = zmm_ok && (b & (1u << 30));
         f.avx512vl = zmm_ok && (b & (1u << 31));
         f.avx512_vnni = zmm_ok && (c & (1u << 11));
+        f.gfni = ymm_ok && (c & (1u << 8));
         f.amx_tile = d & (1u << 24);
     }
     if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx512_bf16 = zmm_ok && (a & (1u << 5));
@@ -62,6 +63,8 @@ IsaLevel detect_level() {
 }
 
 }  // namespace
+
+bool has_vnni_table_extensions(const CpuFeatures& f) { return f.avx512_vnni && f.avx512_bf16 && f.gfni; }
 
 const CpuFeatures& cpu_features() {
     static const CpuFeatures f = detect();
@@ -99,6 +102,7 @@ std::string cpu_feature_string() {
     add(f.avx512dq, "avx512dq");
     add(f.avx512_vnni, "avx512_vnni");
     add(f.avx512_bf16, "avx512_bf16");
+    add(f.gfni, "gfni");
     add(f.amx_tile, "amx_tile");
     return s.empty() ? "none" : s;
 }

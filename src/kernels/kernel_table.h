@@ -56,7 +56,7 @@ const KernelTable& ref_table();
 // (ignores DUET_ISA, so tests can run every path the hardware supports).
 const KernelTable* table_for(IsaLevel level);
 // The index-th optimised table this CPU can run (avx2, avx512 without VNNI, avx512 with
-// VNNI + BF16, in that order; table_for() picks one of the last two), nullptr past the end.
+// VNNI + BF16 + GFNI, in that order; table_for() picks one of the last two), nullptr past the end.
 // For tests, which run every variant the hardware supports against the reference.
 const KernelTable* optimised_table(int index);
 // The table the public entry points use: the best level allowed by isa_level().

@@ -25,7 +25,7 @@ const KernelTable* table_for(IsaLevel level) {
             return f.avx2 && f.fma && f.f16c ? cpu::avx2_table() : nullptr;
         case IsaLevel::AVX512:
             if (!(f.avx2 && f.fma && f.f16c && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq)) return nullptr;
-            return f.avx512_vnni && f.avx512_bf16 ? cpu::avx512_table() : cpu::avx512bw_table();
+            return has_vnni_table_extensions(f) ? cpu::avx512_table() : cpu::avx512bw_table();
     }
     return nullptr;
 }
@@ -37,7 +37,7 @@ const KernelTable* optimised_table(int index) {
     if (const KernelTable* t = table_for(IsaLevel::AVX2)) runnable[n++] = t;
     if (table_for(IsaLevel::AVX512)) {
         if (const KernelTable* t = cpu::avx512bw_table()) runnable[n++] = t;
-        if (f.avx512_vnni && f.avx512_bf16) runnable[n++] = cpu::avx512_table();
+        if (has_vnni_table_extensions(f)) runnable[n++] = cpu::avx512_table();
     }
     return index >= 0 && index < n ? runnable[index] : nullptr;
 }

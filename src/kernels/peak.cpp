@@ -268,10 +268,9 @@ PeakProbe measure_peak(PeakKind kind, double seconds, int repetitions) {
 }
 
 PeakKind int8_peak_kind_for_active_table() {
-    // the same condition as kernels.cpp table_for(): the VNNI table needs BF16 too
-    const auto& f = cpu_features();
+    // the same condition as kernels.cpp table_for()
     if (std::strcmp(kernel_isa(), "avx512") == 0)
-        return f.avx512_vnni && f.avx512_bf16 ? PeakKind::INT8_VNNI : PeakKind::INT8_AVX512BW;
+        return has_vnni_table_extensions(cpu_features()) ? PeakKind::INT8_VNNI : PeakKind::INT8_AVX512BW;
     return PeakKind::INT8_AVX2;
 }
 

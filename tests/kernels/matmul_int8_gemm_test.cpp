@@ -25,7 +25,7 @@ using test::random_vec;
 // The VNNI + BF16 table, or nullptr when this CPU cannot run it.
 const KernelTable* vnni_table() {
     const CpuFeatures& f = cpu_features();
-    if (!f.avx512_vnni || !f.avx512_bf16) return nullptr;
+    if (!has_vnni_table_extensions(f)) return nullptr;
     return table_for(IsaLevel::AVX512);
 }
 

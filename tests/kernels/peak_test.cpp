@@ -47,7 +47,7 @@ TEST(Peak, GemmMixesFollowTheActiveTable) {
     const bool avx512 = std::strcmp(kernel_isa(), "avx512") == 0;
     EXPECT_EQ(float_peak_kind_for_active_table(), avx512 ? PeakKind::F32_FMA_AVX512 : PeakKind::F32_FMA_AVX2);
     const PeakKind want = !avx512                                 ? PeakKind::INT8_AVX2
-                          : f.avx512_vnni && f.avx512_bf16 ? PeakKind::INT8_VNNI
+                          : has_vnni_table_extensions(f) ? PeakKind::INT8_VNNI
                                                                   : PeakKind::INT8_AVX512BW;
     EXPECT_EQ(int8_peak_kind_for_active_table(), want);
 }

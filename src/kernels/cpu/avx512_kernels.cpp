@@ -45,6 +45,14 @@ inline __m512i dot64_us_scaled_acc(__m512i acc, __m512i u, __m512i s, __m512i sc
     return _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(u, s), sc16);
 }
 
+// The q4_k tile's quants (kquant_impl.inc): the low 256 bits' bytes -> their low nibbles, the
+// high 256 bits' -> their high nibbles, in one GFNI affine transform. Its 8x8 bit matrix is one
+// per 64-bit lane, byte 7 - i selecting output bit i: input bits 0-3 in lanes 0-3, 4-7 in 4-7.
+inline __m512i split_nibbles(__m512i raw) {
+    const long long lo = 0x0102040800000000LL, hi = 0x1020408000000000LL;
+    return _mm512_gf2p8affine_epi64_epi8(raw, _mm512_setr_epi64(lo, lo, lo, lo, hi, hi, hi, hi), 0);
+}
+
 // 32 vector registers: 4 x 6 accumulators + 6 weights + 1 x for the float paths.
 constexpr int kMR = 4;
 constexpr int kNRF = 6;
