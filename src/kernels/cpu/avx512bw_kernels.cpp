@@ -40,8 +40,11 @@ inline __m512i dot64_us_scaled_acc(__m512i acc, __m512i u, __m512i s, __m512i sc
     return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), sc16));
 }
 
+// Each byte's high nibble, moved down (the q4_0 / q5_0 quads, gemv_quad_zmm.inc; no GFNI on
+// Skylake-SP: a shift and a mask).
+inline __m512i high_nibbles(__m512i q) { return _mm512_and_si512(_mm512_srli_epi16(q, 4), _mm512_set1_epi8(0x0F)); }
 // The q4_k tile's quants (kquant_impl.inc): the low 256 bits' bytes -> their low nibbles, the
-// high 256 bits' -> their high nibbles (no GFNI on Skylake-SP: a shift per 64-bit lane, a mask).
+// high 256 bits' -> their high nibbles (a shift per 64-bit lane, a mask).
 inline __m512i split_nibbles(__m512i raw) {
     return _mm512_and_si512(_mm512_srlv_epi64(raw, _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4)), _mm512_set1_epi8(0x0F));
 }
