@@ -8,6 +8,7 @@
 // "q8_0/i8" is Q8_0 in the int8 PIM layout ([pim] precision = int8): int8 quants in the layout,
 // f16 scales beside (layout/pim_int8.h), against the same Q8_0 rows row-major.
 // Usage: bench_pim_gemv [rounds (default 15)] [m (default 1)] [threads (default 1)] [dtype (default all)]
+//        bench_pim_gemv --help
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -47,12 +48,32 @@ double median(std::vector<double> v) {
     return v[v.size() / 2];
 }
 
+constexpr const char* kUsage =
+    "usage: bench_pim_gemv [rounds (default 15, at least 3)] [m (default 1)] [threads (default 1)] [dtype (default "
+    "all: f32, f16, bf16, q8_0, q8_0/i8, q4_0, q5_0, q4_k, q6_k)]\n";
+
+// Positional argument `i` (1-based) as a positive integer, or `fallback` when absent; exits 2 otherwise.
+int positional(int argc, char** argv, int i, const char* what, int fallback) {
+    if (argc <= i) return fallback;
+    char* end = nullptr;
+    const long v = std::strtol(argv[i], &end, 10);
+    if (end == argv[i] || *end != '\0' || v <= 0 || v > (1 << 20)) {
+        std::fprintf(stderr, "bench_pim_gemv: %s must be a positive integer, got '%s' (see --help)\n", what, argv[i]);
+        std::exit(2);
+    }
+    return int(v);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    const int rounds = argc > 1 ? std::max(3, std::atoi(argv[1])) : 15;
-    const int64_t m = argc > 2 ? std::max(1, std::atoi(argv[2])) : 1;
-    ThreadPool pool(argc > 3 ? std::atoi(argv[3]) : 1);
+    if (argc > 1 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+        std::fputs(kUsage, stdout);
+        return 0;
+    }
+    const int rounds = std::max(3, positional(argc, argv, 1, "rounds", 15));
+    const int64_t m = positional(argc, argv, 2, "m", 1);
+    ThreadPool pool(positional(argc, argv, 3, "threads", 1));
     const bool cpu_time = pool.size() == 1;
     auto clock_ns = [cpu_time] {
         if (!cpu_time) return now_ns();
@@ -62,13 +83,19 @@ int main(int argc, char** argv) {
     };
     const layout::PimLayoutParams params;     // config.toml defaults: 128-bit granule, 16 KiB blocks
     const layout::MemoryOrganisation org;     // 16 channels x 16 banks, 1 KiB DRAM rows
-    std::printf("m = %lld, %d threads, ISA %s, %d rounds alternating; median %s ms per matmul\n", (long long)m,
-                pool.size(), kernels::kernel_isa(), rounds, cpu_time ? "thread-CPU" : "wall");
-    std::printf("%-8s %-12s %10s %10s %8s\n", "dtype", "n x k", "row-major", "pim", "rm/pim");
     const Variant variants[] = {{DType::F32, false, "f32"},   {DType::F16, false, "f16"},   {DType::BF16, false, "bf16"},
                                 {DType::Q8_0, false, "q8_0"}, {DType::Q8_0, true, "q8_0/i8"}, {DType::Q4_0, false, "q4_0"},
                                 {DType::Q5_0, false, "q5_0"}, {DType::Q4_K, false, "q4_k"}, {DType::Q6_K, false, "q6_k"}};
     const int64_t shapes[][2] = {{4096, 4096}, {11008, 4096}, {4096, 11008}};
+    if (argc > 4 && std::none_of(std::begin(variants), std::end(variants),
+                                 [&](const Variant& v) { return std::strcmp(argv[4], v.name) == 0; })) {
+        std::fprintf(stderr, "bench_pim_gemv: dtype '%s' (allowed: f32, f16, bf16, q8_0, q8_0/i8, q4_0, q5_0, q4_k, q6_k)\n",
+                     argv[4]);
+        return 2;
+    }
+    std::printf("m = %lld, %d threads, ISA %s, %d rounds alternating; median %s ms per matmul\n", (long long)m,
+                pool.size(), kernels::kernel_isa(), rounds, cpu_time ? "thread-CPU" : "wall");
+    std::printf("%-8s %-12s %10s %10s %8s\n", "dtype", "n x k", "row-major", "pim", "rm/pim");
     for (const Variant& v : variants)
         for (const auto& sh : shapes) {
             const DType t = v.t;

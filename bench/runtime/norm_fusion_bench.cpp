@@ -87,6 +87,8 @@ void round(Side& s, const std::vector<int32_t>& prompt, int64_t gen) {
     seq.release(e.kv_cache());
 }
 
+constexpr const char* kUsage = "usage: bench_norm_fusion [--threads N] [--rounds R] [--prompt P] [--gen G] MODEL.gguf";
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -99,18 +101,32 @@ int main(int argc, char** argv) try {
             if (i + 1 >= argc) fail("{} needs a value", a);
             return argv[++i];
         };
-        if (a == "--threads")
-            threads = std::atoi(value());
+        // a flag's value as an integer of at least `lo`
+        auto number = [&](int lo) {
+            const char* v = value();
+            char* end = nullptr;
+            const long n = std::strtol(v, &end, 10);
+            if (end == v || *end != '\0' || n < lo || n > (1 << 24))
+                fail("{} needs an integer of at least {}, got '{}'", a, lo, v);
+            return int(n);
+        };
+        if (a == "--help" || a == "-h") {
+            std::printf("%s\n", kUsage);
+            return 0;
+        } else if (a == "--threads")
+            threads = number(0);
         else if (a == "--rounds")
-            rounds = std::max(1, std::atoi(value()));
+            rounds = number(1);
         else if (a == "--prompt")
-            n_prompt = std::max(1, std::atoi(value()));
+            n_prompt = number(1);
         else if (a == "--gen")
-            n_gen = std::max(0, std::atoi(value()));
+            n_gen = number(0);
+        else if (a.rfind("-", 0) == 0)
+            fail("unknown option {} (allowed: --threads, --rounds, --prompt, --gen, --help)", a);
         else
             path = a;
     }
-    if (path.empty()) fail("usage: bench_norm_fusion [--threads N] [--rounds R] [--prompt P] [--gen G] MODEL.gguf");
+    if (path.empty()) fail("no model file given; {}", kUsage);
     auto model = Model::load(path);
     EngineOptions o;
     o.n_threads = threads;

@@ -8,17 +8,19 @@
 //        are to the first) [--rounds N] (1: repeat, alternating the binaries)
 //        [--modes continuous,static] (both)
 //        [--first-request] (instead of the load: first vs warm TTFT after start, warm-up on/off;
-//        [--warm-requests K] (5) [--prompt-words W] (32))
+//        [--warm-requests K] (5) [--prompt-words W] (32)) [--help]
 #include <httplib.h>
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -145,12 +147,6 @@ std::vector<std::string> split(const std::string& text) {
         out.push_back(text.substr(at, comma - at));
         at = comma + 1;
     }
-    return out;
-}
-
-std::vector<int> parse_list(const std::string& text) {
-    std::vector<int> out;
-    for (const std::string& s : split(text)) out.push_back(std::stoi(s));
     return out;
 }
 
@@ -363,12 +359,33 @@ int run_first_request(const Options& o, const std::string& model, const std::fil
     return failed;
 }
 
+
+
+constexpr const char* kUsage =
+    "usage: bench_server [--clients N[,N...]] (default 1,8,32) [--requests R] (2) [--max-tokens T] (64)\n"
+    "                    [--parallel P] (8) [--arch PRESET] (small-llama) [--layers N] (the preset's)\n"
+    "                    [--model FILE] [--serve-args \"ARGS\"] [--duet PATH[,PATH...]] [--rounds N] (1)\n"
+    "                    [--modes continuous,static] (both) [--first-request [--warm-requests K] (5)\n"
+    "                    [--prompt-words W] (32)]\n";
+
+// A flag's value as a positive integer, or nullopt (the caller reports the flag).
+std::optional<int> positive_int(const std::string& v) {
+    int n = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || end != v.data() + v.size() || n <= 0) return std::nullopt;
+    return n;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     Options o;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
+        if (a == "--help" || a == "-h") {
+            std::fputs(kUsage, stdout);
+            return 0;
+        }
         if (a == "--first-request") {
             o.first_request = true;
             continue;
@@ -378,21 +395,40 @@ int main(int argc, char** argv) {
             return 2;
         }
         const std::string v = argv[++i];
-        if (a == "--clients") o.client_counts = parse_list(v);
-        else if (a == "--requests") o.requests = std::stoi(v);
-        else if (a == "--max-tokens") o.max_tokens = std::stoi(v);
-        else if (a == "--parallel") o.parallel = std::stoi(v);
+        int* number = a == "--requests"        ? &o.requests
+                      : a == "--max-tokens"    ? &o.max_tokens
+                      : a == "--parallel"      ? &o.parallel
+                      : a == "--layers"        ? &o.layers
+                      : a == "--rounds"        ? &o.rounds
+                      : a == "--warm-requests" ? &o.warm_requests
+                      : a == "--prompt-words"  ? &o.prompt_words
+                                               : nullptr;
+        if (number) {
+            const std::optional<int> n = positive_int(v);
+            if (!n) {
+                std::fprintf(stderr, "bench_server: %s needs a positive integer, got '%s'\n", a.c_str(), v.c_str());
+                return 2;
+            }
+            *number = *n;
+        } else if (a == "--clients") {
+            o.client_counts.clear();
+            for (const std::string& c : split(v)) {
+                const std::optional<int> n = positive_int(c);
+                if (!n) {
+                    std::fprintf(stderr, "bench_server: --clients needs positive integers (N[,N...]), got '%s'\n",
+                                 v.c_str());
+                    return 2;
+                }
+                o.client_counts.push_back(*n);
+            }
+        }
         else if (a == "--arch") o.arch = v;
-        else if (a == "--layers") o.layers = std::stoi(v);
         else if (a == "--model") o.model = v;
         else if (a == "--serve-args") {
             std::istringstream in(v);
             for (std::string w; in >> w;) o.serve_extra.push_back(w);
         }
         else if (a == "--duet") o.duets = split(v);
-        else if (a == "--rounds") o.rounds = std::max(1, std::stoi(v));
-        else if (a == "--warm-requests") o.warm_requests = std::max(1, std::stoi(v));
-        else if (a == "--prompt-words") o.prompt_words = std::max(1, std::stoi(v));
         else if (a == "--modes") {
             o.continuous = o.static_batching = false;
             for (const std::string& m : split(v)) {
@@ -407,7 +443,7 @@ int main(int argc, char** argv) {
         } else {
             std::fprintf(stderr, "bench_server: unknown option %s (allowed: --clients N[,N...], --requests, --max-tokens, "
                          "--parallel, --arch, --layers, --model, --serve-args, --duet PATH[,PATH...], --rounds, --modes, "
-                         "--first-request, --warm-requests, --prompt-words)\n", a.c_str());
+                         "--first-request, --warm-requests, --prompt-words, --help)\n", a.c_str());
             return 2;
         }
     }

@@ -20,9 +20,11 @@ struct Result {
     std::string out, err;
 };
 
-Result duet(const std::string& args) {
+// Runs build/<binary> with args (shell words).
+Result run(const std::string& binary, const std::string& args) {
     const std::string base = std::string(DUET_BINARY_DIR) + "/cli_style." + std::to_string(::getpid());
-    const std::string cmd = std::string(DUET_BINARY_DIR) + "/duet " + args + " > " + base + ".out 2> " + base + ".err";
+    const std::string cmd =
+        std::string(DUET_BINARY_DIR) + "/" + binary + " " + args + " > " + base + ".out 2> " + base + ".err";
     const int status = std::system(cmd.c_str());
     auto slurp = [](const std::string& p) {
         std::ifstream f(p, std::ios::binary);
@@ -33,6 +35,8 @@ Result duet(const std::string& args) {
     std::remove((base + ".err").c_str());
     return r;
 }
+
+Result duet(const std::string& args) { return run("duet", args); }
 
 // The lines of one section ("Options:", "Subcommands:") of a --help text.
 std::vector<std::string> section(const std::string& help, const std::string& title) {
@@ -215,6 +219,40 @@ TEST(CliStyle, DeprecatedSpellingsStillWorkWithAWarning) {
     EXPECT_EQ(r.rc, 0) << r.err;
     EXPECT_EQ(duet("pim-sim npu --op gemv --n 64 --k 64 --npu-dispatch graph").rc, 0);
     EXPECT_NE(duet("bench --help").out.find("--npu-dispatch"), std::string::npos);
+}
+
+// The benchmark programs (bench/): --help prints their usage and exits 0; a bad value exits 2
+// naming the flag and what it accepts, instead of a crash (std::stoi threw) or a silent default.
+// Skipped when the build has no benchmarks (DUET_BUILD_BENCH=OFF).
+TEST(BenchTools, HelpPrintsTheUsageAndBadValuesExit2NamingTheFlag) {
+    for (const char* b : {"bench_engine", "bench_server", "bench_norm_fusion", "bench_pim_gemv"})
+        if (access((std::string(DUET_BINARY_DIR) + "/" + b).c_str(), X_OK) != 0) GTEST_SKIP() << b << " not built";
+    for (const char* b : {"bench_engine", "bench_server", "bench_norm_fusion", "bench_pim_gemv"}) {
+        const Result r = run(b, "--help");
+        EXPECT_EQ(r.rc, 0) << b;
+        EXPECT_EQ(r.out.rfind(std::string("usage: ") + b + " ", 0), 0u) << b << ": " << r.out;
+    }
+    struct Case {
+        const char *binary, *args, *err;
+    };
+    const Case cases[] = {
+        {"bench_server", "--requests abc", "bench_server: --requests needs a positive integer, got 'abc'\n"},
+        {"bench_server", "--rounds 0", "bench_server: --rounds needs a positive integer, got '0'\n"},
+        {"bench_server", "--clients 1,x", "bench_server: --clients needs positive integers (N[,N...]), got '1,x'\n"},
+        {"bench_engine", "--threads abc m.gguf", "bench_engine: --threads needs a positive number\n"},
+        {"bench_norm_fusion", "--rounds x m.gguf", "duet: error: --rounds needs an integer of at least 1, got 'x'\n"},
+        {"bench_norm_fusion", "--bogus m.gguf",
+         "duet: error: unknown option --bogus (allowed: --threads, --rounds, --prompt, --gen, --help)\n"},
+        {"bench_pim_gemv", "x", "bench_pim_gemv: rounds must be a positive integer, got 'x' (see --help)\n"},
+        {"bench_pim_gemv", "3 1 1 q9",
+         "bench_pim_gemv: dtype 'q9' (allowed: f32, f16, bf16, q8_0, q8_0/i8, q4_0, q5_0, q4_k, q6_k)\n"},
+    };
+    for (const Case& c : cases) {
+        const Result r = run(c.binary, c.args);
+        EXPECT_EQ(r.rc, 2) << c.binary << " " << c.args;
+        EXPECT_EQ(r.err, c.err) << c.binary << " " << c.args;
+        EXPECT_EQ(r.out, "") << c.binary << " " << c.args;
+    }
 }
 
 }  // namespace
