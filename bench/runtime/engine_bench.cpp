@@ -16,15 +16,17 @@
 // for the same binary and model a minute apart. The target (>= 85 %) is judged on the paired
 // bound. "best": the higher of the best-of-5 probes at the start and right after the model (the
 // machine's best minute), shown beside it.
-// --op-times: where a decode step's time goes. Every op record of the decode steps is timed
-// (wall and process CPU time from the end of the previous record; the first op of a step from
-// the start of forward()) and summed per kind and matrix role, with the GB/s of the weight/KV
-// bytes each group read; the remainder of the step (argmax, forward() set-up) is "outside ops".
+// --op-times: where the prefill's and a decode step's time go. Every op record of the timed
+// prefill and of the decode steps is timed (wall and process CPU time from the end of the previous
+// record; the first op of a step from the start of forward()) and summed per kind and matrix role,
+// with the GB/s of the weight/KV bytes each group read and its GFLOP/s per CPU-second; the
+// remainder of the step (argmax, forward() set-up) is "outside ops".
 // --fuse: the engine runs the fused graph (EngineOptions::fuse, `duet run --fuse`): Q/K/V and
 // gate/up as one matmul each, RoPE with the KV write, RMSNorm into the quantised matmuls' input.
 #include <time.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -76,17 +78,44 @@ int64_t cpu_ns() {
     return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-// Time per op group (kind, or kind + role for matmuls) over the decode steps.
+// Time per op group (kind, or kind + role for matmuls) over the timed forwards of one phase.
 struct OpTimes {
     struct Group {
         int64_t calls = 0, wall_ns = 0, cpu_ns = 0;
-        double bytes = 0;
+        double bytes = 0, flops = 0;
     };
     std::map<std::string, Group> groups;
     int64_t last_wall = 0, last_cpu = 0;
     int64_t steps = 0, step_wall_ns = 0, step_cpu_ns = 0;
+
+    // Times every op record from here on into its group (the time since the previous record).
+    void observe(Engine& e) {
+        e.dispatcher().set_observer([this](const sim::OpRecord& rec) {
+            const int64_t w = now_ns(), c = cpu_ns();
+            std::string key = sim::op_kind_name(rec.kind);
+            if (rec.kind == sim::OpKind::MATMUL) key += std::string(" ") + sim::weight_role_name(rec.role);
+            Group& g = groups[key];
+            ++g.calls;
+            g.wall_ns += w - last_wall;
+            g.cpu_ns += c - last_cpu;
+            g.bytes += double(rec.weight_bytes);
+            g.flops += double(rec.flops);
+            last_wall = w;
+            last_cpu = c;
+        });
+    }
+    void start_step() {
+        last_wall = now_ns();
+        last_cpu = cpu_ns();
+    }
+    void end_step(int64_t wall_ns, int64_t cpu) {
+        ++steps;
+        step_wall_ns += wall_ns;
+        step_cpu_ns += cpu;
+    }
 };
 
+// op_times: null, or {prefill, decode} to fill (--op-times)
 Result bench_model(const std::string& path, int threads, int64_t n_prompt, int64_t n_gen, const Peaks& peaks,
                    kernels::ReadProbe& probe, OpTimes* op_times, bool fuse) {
     auto model = Model::load(path);
@@ -116,9 +145,14 @@ Result bench_model(const std::string& path, int threads, int64_t n_prompt, int64
     SeqInput in{prompt, &seq, false};
     sim::OpTrace prefill_trace;
     e.set_trace(&prefill_trace);
+    if (op_times) {
+        op_times[0].observe(e);
+        op_times[0].start_step();
+    }
     int64_t t0 = now_ns(), c0 = cpu_ns();
     if (e.forward({&in, 1}, out) != ForwardStatus::OK) fail("bench: prefill did not fit");
     const double prefill_ns = double(now_ns() - t0);
+    if (op_times) op_times[0].end_step(int64_t(prefill_ns), cpu_ns() - c0);
     r.prefill_tok_s = double(n_prompt) * 1e9 / prefill_ns;
     double flops = 0;
     for (const auto& rec : prefill_trace) {
@@ -131,19 +165,8 @@ Result bench_model(const std::string& path, int threads, int64_t n_prompt, int64
     // Decode: greedy argmax so the tokens are real continuations; trace the first step for bytes.
     sim::OpTrace trace;
     int32_t next = 0;
-    if (op_times)
-        e.dispatcher().set_observer([op_times](const sim::OpRecord& rec) {
-            const int64_t w = now_ns(), c = cpu_ns();
-            std::string key = sim::op_kind_name(rec.kind);
-            if (rec.kind == sim::OpKind::MATMUL) key += std::string(" ") + sim::weight_role_name(rec.role);
-            OpTimes::Group& g = op_times->groups[key];
-            ++g.calls;
-            g.wall_ns += w - op_times->last_wall;
-            g.cpu_ns += c - op_times->last_cpu;
-            g.bytes += double(rec.weight_bytes);
-            op_times->last_wall = w;
-            op_times->last_cpu = c;
-        });
+    OpTimes* decode_times = op_times ? &op_times[1] : nullptr;
+    if (decode_times) decode_times->observe(e);
     int64_t decode_ns = 0, decode_cpu_ns = 0;
     const double probe_bytes0 = probe.total_bytes();
     const int64_t probe_ns0 = probe.total_ns();
@@ -155,19 +178,12 @@ Result bench_model(const std::string& path, int threads, int64_t n_prompt, int64
             if (l[j] > l[next]) next = int32_t(j);
         e.set_trace(i == n_gen / 2 ? &trace : nullptr);
         SeqInput step{std::span<const int32_t>(&next, 1), &seq, false};
-        if (op_times) {
-            op_times->last_wall = now_ns();
-            op_times->last_cpu = cpu_ns();
-        }
+        if (decode_times) decode_times->start_step();
         if (e.forward({&step, 1}, out) != ForwardStatus::OK) fail("bench: decode did not fit");
         const int64_t step_ns = now_ns() - step_w, step_cpu = cpu_ns() - step_c;
         decode_ns += step_ns;
         decode_cpu_ns += step_cpu;
-        if (op_times) {
-            ++op_times->steps;
-            op_times->step_wall_ns += step_ns;
-            op_times->step_cpu_ns += step_cpu;
-        }
+        if (decode_times) decode_times->end_step(step_ns, step_cpu);
         probe.pass();  // the step's paired bandwidth sample (not in the decode time)
     }
     e.dispatcher().set_observer(nullptr);
@@ -179,7 +195,8 @@ Result bench_model(const std::string& path, int threads, int64_t n_prompt, int64
     return r;
 }
 
-void print_op_times(const std::string& name, const OpTimes& t, int threads) {
+// phase: "prefill" (one forward of the prompt) or "decode"
+void print_op_times(const std::string& name, const char* phase, const OpTimes& t, int threads) {
     if (t.steps == 0) return;
     int64_t ops_wall = 0, ops_cpu = 0;
     for (const auto& [k, g] : t.groups) {
@@ -187,21 +204,23 @@ void print_op_times(const std::string& name, const OpTimes& t, int threads) {
         ops_cpu += g.cpu_ns;
     }
     const double steps = double(t.steps);
-    std::printf("\n%s: decode op times per step (%lld steps; wall ms/step %.3f, cpu util %.0f%%)\n", name.c_str(),
+    std::printf("\n%s: %s op times per step (%lld steps; wall ms/step %.3f, cpu util %.0f%%)\n", name.c_str(), phase,
                 static_cast<long long>(t.steps), double(t.step_wall_ns) / steps / 1e6,
                 100.0 * double(t.step_cpu_ns) / (double(t.step_wall_ns) * threads));
-    std::printf("  %-22s %6s %10s %7s %10s %9s %9s\n", "op", "calls", "wall ms", "share", "cpu ms", "GB/s", "GB/s_cpu");
-    auto line = [&](const std::string& k, double calls, double wall, double cpu, double bytes) {
-        std::printf("  %-22s %6.0f %10.3f %6.1f%% %10.3f %9.2f %9.2f\n", k.c_str(), calls, wall / 1e6,
+    std::printf("  %-22s %6s %10s %7s %10s %9s %9s %13s\n", "op", "calls", "wall ms", "share", "cpu ms", "GB/s",
+                "GB/s_cpu", "GFLOP/s_cpu");
+    auto line = [&](const std::string& k, double calls, double wall, double cpu, double bytes, double flops) {
+        std::printf("  %-22s %6.0f %10.3f %6.1f%% %10.3f %9.2f %9.2f %13.1f\n", k.c_str(), calls, wall / 1e6,
                     100.0 * wall / double(t.step_wall_ns / steps), cpu / 1e6, bytes > 0 ? bytes / wall : 0.0,
-                    bytes > 0 && cpu > 0 ? bytes / (cpu / threads) : 0.0);
+                    bytes > 0 && cpu > 0 ? bytes / (cpu / threads) : 0.0, flops > 0 && cpu > 0 ? flops / cpu : 0.0);
     };
     for (const auto& [k, g] : t.groups)
-        line(k, double(g.calls) / steps, double(g.wall_ns) / steps, double(g.cpu_ns) / steps, g.bytes / steps);
-    line("outside ops", 0, double(t.step_wall_ns - ops_wall) / steps, double(t.step_cpu_ns - ops_cpu) / steps, 0);
+        line(k, double(g.calls) / steps, double(g.wall_ns) / steps, double(g.cpu_ns) / steps, g.bytes / steps,
+             g.flops / steps);
+    line("outside ops", 0, double(t.step_wall_ns - ops_wall) / steps, double(t.step_cpu_ns - ops_cpu) / steps, 0, 0);
     std::printf(
         "  (GB/s = weight/KV bytes of the group / its wall time; GB/s_cpu = the same per CPU-second of %d "
-        "threads)\n",
+        "threads; GFLOP/s_cpu = the group's FLOPs per CPU-second: per thread)\n",
         threads);
 }
 
@@ -263,10 +282,10 @@ int main(int argc, char** argv) {
                     "GFLOP/s", "tok/s_cpu", "decode", "tok/s_cpu", "MB/token", "paired", "of paired", "best", "of best",
                     "cpu util");
         std::vector<Result> all;
-        std::vector<OpTimes> times(models.size());
+        std::vector<std::array<OpTimes, 2>> times(models.size());  // prefill, decode
         for (size_t mi = 0; mi < models.size(); ++mi) {
             const std::string& m = models[mi];
-            Result r = bench_model(m, threads, n_prompt, n_gen, peaks, probe, op_times ? &times[mi] : nullptr, fuse);
+            Result r = bench_model(m, threads, n_prompt, n_gen, peaks, probe, op_times ? times[mi].data() : nullptr, fuse);
             r.best_gbps = std::max(bw_gbps, kernels::measure_memory_bandwidth(pool).read_gbps);
             all.push_back(r);
             const double bound = r.best_bound(), paired = r.paired_bound();
@@ -281,7 +300,10 @@ int main(int argc, char** argv) {
                 100.0 * r.decode_cpu);
             std::fflush(stdout);
         }
-        for (size_t mi = 0; mi < all.size(); ++mi) print_op_times(all[mi].name, times[mi], threads);
+        for (size_t mi = 0; mi < all.size(); ++mi) {
+            print_op_times(all[mi].name, "prefill", times[mi][0], threads);
+            print_op_times(all[mi].name, "decode", times[mi][1], threads);
+        }
         std::printf(
             "prefill/decode: tok/s (wall); bounds = read bandwidth / MB per decode token (weights + KV, from "
             "the op records): paired = the probe's passes between the decode steps, best = the higher of the "

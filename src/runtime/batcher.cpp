@@ -74,7 +74,12 @@ Batcher::Batcher(std::unique_ptr<Engine> engine, BatcherOptions opts)
     thread_ = std::thread([this, warmed = std::move(warmed)]() mutable {
         try {
             WarmupStats warm;
-            warm_forwards(*engine_, opts_.warmup_rounds, warm);
+            // a step feeds at most max(prompt budget, one decode token per slot) tokens
+            warm_forwards(*engine_, opts_.warmup_rounds, warm, std::max(opts_.step_token_budget, opts_.n_parallel));
+            {
+                std::lock_guard<std::mutex> lock(mu_);
+                stats_.scratch_bytes = engine_->scratch_bytes();
+            }
             warmed.set_value();
         } catch (...) {
             warmed.set_exception(std::current_exception());
@@ -211,6 +216,7 @@ void Batcher::publish_locked() {
     stats_.running = live;
     stats_.kv_blocks_used = engine_->kv_cache().n_used();
     stats_.kv_blocks_free = engine_->kv_cache().n_free();
+    stats_.scratch_bytes = engine_->scratch_bytes();
     if (prefix_) {
         stats_.prefix_cached_blocks = prefix_->n_blocks();
         stats_.prefix_lookup_tokens = prefix_->lookup_tokens();

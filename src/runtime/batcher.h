@@ -103,6 +103,7 @@ struct BatcherStats {
     uint64_t steps = 0, preemptions = 0, completed = 0;
     uint64_t step_failures = 0;  // engine steps that threw (their requests finished with "error")
     uint64_t prompt_tokens = 0, generated_tokens = 0;
+    uint64_t scratch_bytes = 0;  // the engine's activation scratch (sized for a whole step by the warm-up)
 };
 
 class Batcher {

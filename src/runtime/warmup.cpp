@@ -49,8 +49,9 @@ WarmupStats prefault_weights(const Model& model, bool progress) {
     return st;
 }
 
-void warm_forwards(Engine& engine, int64_t n_rounds, WarmupStats& st) {
+void warm_forwards(Engine& engine, int64_t n_rounds, WarmupStats& st, int64_t step_tokens) {
     if (n_rounds <= 0) return;
+    if (step_tokens > 0) engine.reserve_tokens(step_tokens);
     const int64_t n_prefill = std::clamp<int64_t>(engine.n_ctx() - 1, 1, 16);
     const int64_t n_vocab = engine.hparams().n_vocab;
     std::vector<int32_t> prompt(static_cast<size_t>(n_prefill));

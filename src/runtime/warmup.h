@@ -42,7 +42,9 @@ WarmupStats prefault_weights(const Model& model, bool progress);
 // Runs n_rounds rounds of one prefill forward (min(16, n_ctx - 1) tokens) and one decode forward
 // on a fresh sequence, then releases its KV blocks; adds to st. No-op for n_rounds <= 0. A KV
 // pool too small for the round is skipped (the engine stays usable). Throws what forward throws.
-void warm_forwards(Engine& engine, int64_t n_rounds, WarmupStats& st);
+// step_tokens > 0: first sizes the engine's activation scratch for steps of that many tokens
+// (Engine::reserve_tokens; a server's largest step: its prompt token budget or its decode slots).
+void warm_forwards(Engine& engine, int64_t n_rounds, WarmupStats& st, int64_t step_tokens = 0);
 
 // The dummy rounds `duet serve` runs on its batcher's engine thread: --warmup N, and at least
 // kServeWarmRounds while the warm-up is on (not --no-warmup). Pre-faulting alone left the first
