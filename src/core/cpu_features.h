@@ -15,7 +15,7 @@ struct CpuFeatures {
 };
 
 // Whether the CPU has what the AVX-512 VNNI kernel table needs beyond AVX-512 F/BW/VL/DQ: VNNI
-// (the int8 GEMM), BF16 (vdpbf16ps) and GFNI (the q4_k decode's nibble split). Sapphire Rapids
+// (the int8 GEMM), BF16 (vdpbf16ps) and GFNI (the 4-bit decode tiles' nibble splits). Sapphire Rapids
 // and Zen 4 have all three; Cascade and Cooper Lake lack GFNI and take the AVX-512BW table.
 bool has_vnni_table_extensions(const CpuFeatures& f);
 

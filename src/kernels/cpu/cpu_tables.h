@@ -8,6 +8,6 @@ namespace duet::kernels::cpu {
 
 const KernelTable* avx2_table();
 const KernelTable* avx512_table();    // AVX-512 F/BW/VL/DQ + VNNI + BF16 + GFNI
-const KernelTable* avx512bw_table();  // AVX-512 F/BW/VL/DQ without VNNI/BF16
+const KernelTable* avx512bw_table();  // AVX-512 F/BW/VL/DQ without VNNI/BF16/GFNI
 
 }  // namespace duet::kernels::cpu
