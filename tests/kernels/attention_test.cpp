@@ -161,9 +161,12 @@ TEST(Attention, OptimisedMatchesReference) {
 // scale of its block, times 1.001 for the scale's own f16 rounding), so a score is off by at most
 // delta = scale * sum_i |q_i| e_K,i, the softmax weights by at most exp(2 delta) - 1 in total
 // (L1), and an output by max_s e_V + (exp(2 delta) - 1) * max_s |v|.
-TEST(Attention, Int8KvIsReadByEveryTableWithinTheQuantisationBound) {
+// hd = 64 runs the register path on AVX2 and AVX-512, hd = 96 (6 or 12 vectors) the per-head one.
+class Int8Kv : public ::testing::TestWithParam<int64_t> {};
+TEST_P(Int8Kv, IsReadByEveryTableWithinTheQuantisationBound) {
     ThreadPool pool(2);
-    const int64_t n_q = 3, pos0 = 37, n_head = 4, n_kv = 2, hd = 64, bt = 16, n_ctx = pos0 + n_q, row = n_kv * hd;
+    const int64_t hd = GetParam();
+    const int64_t n_q = 3, pos0 = 37, n_head = 4, n_kv = 2, bt = 16, n_ctx = pos0 + n_q, row = n_kv * hd;
     const auto k = random_vec(size_t(n_ctx * row), 31, -2.0f, 2.0f);
     const auto v = random_vec(size_t(n_ctx * row), 32);
     const auto q = random_vec(size_t(n_q * n_head * hd), 33, -2.0f, 2.0f);
@@ -193,7 +196,7 @@ TEST(Attention, Int8KvIsReadByEveryTableWithinTheQuantisationBound) {
     for (const KernelTable* t : optimised_tables()) {
         std::vector<float> out(q.size(), NAN);
         t->attention(q.data(), n_q, pos0, n_head, n_kv, hd, int8, scale, out.data(), pool);
-        for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], ref_out[i], 1e-5) << t->name << " i=" << i;
+        for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], ref_out[i], 1e-5) << t->name << " hd=" << hd << " i=" << i;
     }
     // the bound, per (query token, head, output element)
     auto half_step = [&](const std::vector<float>& x, int64_t t, int64_t i) {
@@ -224,6 +227,7 @@ TEST(Attention, Int8KvIsReadByEveryTableWithinTheQuantisationBound) {
         }
     EXPECT_NE(ref_out, exact_out);  // the int8 cache did round
 }
+INSTANTIATE_TEST_SUITE_P(Attention, Int8Kv, ::testing::Values(int64_t(64), int64_t(96)));
 
 TEST(Attention, BadShapesAreErrors) {
     ThreadPool pool(1);
