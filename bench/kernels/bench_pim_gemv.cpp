@@ -16,6 +16,7 @@
 #include <ctime>
 #include <vector>
 
+#include "common/bench_args.h"
 #include "core/dtype.h"
 #include "core/quant.h"
 #include "core/thread_pool.h"
@@ -52,16 +53,9 @@ constexpr const char* kUsage =
     "usage: bench_pim_gemv [rounds (default 15, at least 3)] [m (default 1)] [threads (default 1)] [dtype (default "
     "all: f32, f16, bf16, q8_0, q8_0/i8, q4_0, q5_0, q4_k, q6_k)]\n";
 
-// Positional argument `i` (1-based) as a positive integer, or `fallback` when absent; exits 2 otherwise.
+// Positional argument `i` (1-based) as an integer from 1 to 2^20, or `fallback` when absent.
 int positional(int argc, char** argv, int i, const char* what, int fallback) {
-    if (argc <= i) return fallback;
-    char* end = nullptr;
-    const long v = std::strtol(argv[i], &end, 10);
-    if (end == argv[i] || *end != '\0' || v <= 0 || v > (1 << 20)) {
-        std::fprintf(stderr, "bench_pim_gemv: %s must be a positive integer, got '%s' (see --help)\n", what, argv[i]);
-        std::exit(2);
-    }
-    return int(v);
+    return argc <= i ? fallback : int(duet::bench::parse_int("bench_pim_gemv", what, argv[i], 1, 1 << 20));
 }
 
 }  // namespace
@@ -89,9 +83,8 @@ int main(int argc, char** argv) {
     const int64_t shapes[][2] = {{4096, 4096}, {11008, 4096}, {4096, 11008}};
     if (argc > 4 && std::none_of(std::begin(variants), std::end(variants),
                                  [&](const Variant& v) { return std::strcmp(argv[4], v.name) == 0; })) {
-        std::fprintf(stderr, "bench_pim_gemv: dtype '%s' (allowed: f32, f16, bf16, q8_0, q8_0/i8, q4_0, q5_0, q4_k, q6_k)\n",
-                     argv[4]);
-        return 2;
+        duet::bench::usage_error("bench_pim_gemv", "dtype '" + std::string(argv[4]) +
+                                                       "' (allowed: f32, f16, bf16, q8_0, q8_0/i8, q4_0, q5_0, q4_k, q6_k)");
     }
     std::printf("m = %lld, %d threads, ISA %s, %d rounds alternating; median %s ms per matmul\n", (long long)m,
                 pool.size(), kernels::kernel_isa(), rounds, cpu_time ? "thread-CPU" : "wall");

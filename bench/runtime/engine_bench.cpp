@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "common/bench_args.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "kernels/kernels.h"
@@ -226,6 +227,8 @@ void print_op_times(const std::string& name, const char* phase, const OpTimes& t
 
 }  // namespace
 
+constexpr const char* kProgram = "bench_engine";
+
 int main(int argc, char** argv) {
     int threads = 2;
     int64_t n_prompt = 512, n_gen = 128;
@@ -241,25 +244,21 @@ int main(int argc, char** argv) {
             fuse = true;
             continue;
         }
-        if ((a == "--threads" || a == "--prompt" || a == "--gen") && i + 1 < argc) {
-            const long v = std::strtol(argv[++i], nullptr, 10);
-            if (v <= 0) {
-                std::fprintf(stderr, "bench_engine: %s needs a positive number\n", a.c_str());
-                return 2;
-            }
+        if (a == "--threads" || a == "--prompt" || a == "--gen") {
+            const long v = duet::bench::parse_int(kProgram, a, duet::bench::flag_value(kProgram, argc, argv, i), 1);
             (a == "--threads" ? (void)(threads = int(v)) : a == "--prompt" ? (void)(n_prompt = v) : (void)(n_gen = v));
         } else if (a == "--help" || a == "-h") {
             std::printf(
                 "usage: bench_engine [--threads N] [--prompt 512] [--gen 128] [--op-times] [--fuse] MODEL.gguf...\n");
             return 0;
+        } else if (a.rfind("-", 0) == 0) {
+            duet::bench::usage_error(kProgram, "unknown option " + a +
+                                                   " (allowed: --threads, --prompt, --gen, --op-times, --fuse, --help)");
         } else {
             models.push_back(a);
         }
     }
-    if (models.empty()) {
-        std::fprintf(stderr, "bench_engine: no model files given (see --help)\n");
-        return 2;
-    }
+    if (models.empty()) duet::bench::usage_error(kProgram, "no model files given (see --help)");
     try {
         ThreadPool pool(threads);
         kernels::ReadProbe probe(pool);
@@ -328,7 +327,7 @@ int main(int argc, char** argv) {
                         "-");
         }
     } catch (const Error& e) {
-        std::fprintf(stderr, "bench_engine: error: %s\n", e.what());
+        std::fprintf(stderr, "%s: error: %s\n", kProgram, e.what());
         return 2;
     }
     return 0;

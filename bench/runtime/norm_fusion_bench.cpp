@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/bench_args.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "graph/fuse_matmuls.h"
@@ -87,6 +88,7 @@ void round(Side& s, const std::vector<int32_t>& prompt, int64_t gen) {
     seq.release(e.kv_cache());
 }
 
+constexpr const char* kProgram = "bench_norm_fusion";
 constexpr const char* kUsage = "usage: bench_norm_fusion [--threads N] [--rounds R] [--prompt P] [--gen G] MODEL.gguf";
 
 }  // namespace
@@ -97,18 +99,8 @@ int main(int argc, char** argv) try {
     std::string path;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        auto value = [&]() -> const char* {
-            if (i + 1 >= argc) fail("{} needs a value", a);
-            return argv[++i];
-        };
-        // a flag's value as an integer of at least `lo`
-        auto number = [&](int lo) {
-            const char* v = value();
-            char* end = nullptr;
-            const long n = std::strtol(v, &end, 10);
-            if (end == v || *end != '\0' || n < lo || n > (1 << 24))
-                fail("{} needs an integer of at least {}, got '{}'", a, lo, v);
-            return int(n);
+        auto number = [&](int lo) {  // a flag's value as an integer of at least lo
+            return int(duet::bench::parse_int(kProgram, a, duet::bench::flag_value(kProgram, argc, argv, i), lo));
         };
         if (a == "--help" || a == "-h") {
             std::printf("%s\n", kUsage);
@@ -122,11 +114,11 @@ int main(int argc, char** argv) try {
         else if (a == "--gen")
             n_gen = number(0);
         else if (a.rfind("-", 0) == 0)
-            fail("unknown option {} (allowed: --threads, --rounds, --prompt, --gen, --help)", a);
+            duet::bench::usage_error(kProgram, "unknown option " + a + " (allowed: --threads, --rounds, --prompt, --gen, --help)");
         else
             path = a;
     }
-    if (path.empty()) fail("no model file given; {}", kUsage);
+    if (path.empty()) duet::bench::usage_error(kProgram, std::string("no model file given; ") + kUsage);
     auto model = Model::load(path);
     EngineOptions o;
     o.n_threads = threads;
@@ -201,6 +193,6 @@ int main(int argc, char** argv) try {
     }
     return same ? 0 : 1;
 } catch (const Error& e) {
-    std::fprintf(stderr, "duet: error: %s\n", e.what());
+    std::fprintf(stderr, "%s: error: %s\n", kProgram, e.what());
     return 2;
 }

@@ -13,19 +13,18 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 #include <vector>
 
+#include "common/bench_args.h"
 #include "server_process.h"
 
 namespace {
@@ -361,20 +360,13 @@ int run_first_request(const Options& o, const std::string& model, const std::fil
 
 
 
+constexpr const char* kProgram = "bench_server";
 constexpr const char* kUsage =
     "usage: bench_server [--clients N[,N...]] (default 1,8,32) [--requests R] (2) [--max-tokens T] (64)\n"
     "                    [--parallel P] (8) [--arch PRESET] (small-llama) [--layers N] (the preset's)\n"
     "                    [--model FILE] [--serve-args \"ARGS\"] [--duet PATH[,PATH...]] [--rounds N] (1)\n"
     "                    [--modes continuous,static] (both) [--first-request [--warm-requests K] (5)\n"
     "                    [--prompt-words W] (32)]\n";
-
-// A flag's value as a positive integer, or nullopt (the caller reports the flag).
-std::optional<int> positive_int(const std::string& v) {
-    int n = 0;
-    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-    if (ec != std::errc() || end != v.data() + v.size() || n <= 0) return std::nullopt;
-    return n;
-}
 
 }  // namespace
 
@@ -390,11 +382,7 @@ int main(int argc, char** argv) {
             o.first_request = true;
             continue;
         }
-        if (i + 1 >= argc) {
-            std::fprintf(stderr, "bench_server: %s needs a value\n", a.c_str());
-            return 2;
-        }
-        const std::string v = argv[++i];
+        const std::string v = duet::bench::flag_value(kProgram, argc, argv, i);
         int* number = a == "--requests"        ? &o.requests
                       : a == "--max-tokens"    ? &o.max_tokens
                       : a == "--parallel"      ? &o.parallel
@@ -404,23 +392,10 @@ int main(int argc, char** argv) {
                       : a == "--prompt-words"  ? &o.prompt_words
                                                : nullptr;
         if (number) {
-            const std::optional<int> n = positive_int(v);
-            if (!n) {
-                std::fprintf(stderr, "bench_server: %s needs a positive integer, got '%s'\n", a.c_str(), v.c_str());
-                return 2;
-            }
-            *number = *n;
+            *number = int(duet::bench::parse_int(kProgram, a, v, 1));
         } else if (a == "--clients") {
             o.client_counts.clear();
-            for (const std::string& c : split(v)) {
-                const std::optional<int> n = positive_int(c);
-                if (!n) {
-                    std::fprintf(stderr, "bench_server: --clients needs positive integers (N[,N...]), got '%s'\n",
-                                 v.c_str());
-                    return 2;
-                }
-                o.client_counts.push_back(*n);
-            }
+            for (const std::string& c : split(v)) o.client_counts.push_back(int(duet::bench::parse_int(kProgram, a, c, 1)));
         }
         else if (a == "--arch") o.arch = v;
         else if (a == "--model") o.model = v;
@@ -434,17 +409,15 @@ int main(int argc, char** argv) {
             for (const std::string& m : split(v)) {
                 if (m == "continuous") o.continuous = true;
                 else if (m == "static") o.static_batching = true;
-                else {
-                    std::fprintf(stderr, "bench_server: --modes %s (allowed: continuous, static, both comma-separated)\n",
-                                 v.c_str());
-                    return 2;
-                }
+                else
+                    duet::bench::usage_error(kProgram, "--modes " + v + " (allowed: continuous, static, both comma-separated)");
             }
         } else {
-            std::fprintf(stderr, "bench_server: unknown option %s (allowed: --clients N[,N...], --requests, --max-tokens, "
-                         "--parallel, --arch, --layers, --model, --serve-args, --duet PATH[,PATH...], --rounds, --modes, "
-                         "--first-request, --warm-requests, --prompt-words, --help)\n", a.c_str());
-            return 2;
+            duet::bench::usage_error(kProgram, "unknown option " + a +
+                                                   " (allowed: --clients N[,N...], --requests, --max-tokens, --parallel, "
+                                                   "--arch, --layers, --model, --serve-args, --duet PATH[,PATH...], "
+                                                   "--rounds, --modes, --first-request, --warm-requests, --prompt-words, "
+                                                   "--help)");
         }
     }
     if (o.duets.empty()) o.duets = {duet::test::duet_binary()};

@@ -236,16 +236,22 @@ TEST(BenchTools, HelpPrintsTheUsageAndBadValuesExit2NamingTheFlag) {
         const char *binary, *args, *err;
     };
     const Case cases[] = {
-        {"bench_server", "--requests abc", "bench_server: --requests needs a positive integer, got 'abc'\n"},
-        {"bench_server", "--rounds 0", "bench_server: --rounds needs a positive integer, got '0'\n"},
-        {"bench_server", "--clients 1,x", "bench_server: --clients needs positive integers (N[,N...]), got '1,x'\n"},
-        {"bench_engine", "--threads abc m.gguf", "bench_engine: --threads needs a positive number\n"},
-        {"bench_norm_fusion", "--rounds x m.gguf", "duet: error: --rounds needs an integer of at least 1, got 'x'\n"},
+        {"bench_server", "--requests abc", "bench_server: error: --requests needs an integer from 1 to 16777216, got 'abc'\n"},
+        {"bench_server", "--rounds 0", "bench_server: error: --rounds needs an integer from 1 to 16777216, got '0'\n"},
+        {"bench_server", "--clients 1,x", "bench_server: error: --clients needs an integer from 1 to 16777216, got 'x'\n"},
+        {"bench_server", "--rounds", "bench_server: error: --rounds needs a value\n"},
+        {"bench_engine", "--threads abc m.gguf", "bench_engine: error: --threads needs an integer from 1 to 16777216, got 'abc'\n"},
+        {"bench_engine", "--threads 2x m.gguf", "bench_engine: error: --threads needs an integer from 1 to 16777216, got '2x'\n"},
+        {"bench_engine", "m.gguf --gen", "bench_engine: error: --gen needs a value\n"},
+        {"bench_engine", "--bogus m.gguf",
+         "bench_engine: error: unknown option --bogus (allowed: --threads, --prompt, --gen, --op-times, --fuse, --help)\n"},
+        {"bench_norm_fusion", "--rounds x m.gguf",
+         "bench_norm_fusion: error: --rounds needs an integer from 1 to 16777216, got 'x'\n"},
         {"bench_norm_fusion", "--bogus m.gguf",
-         "duet: error: unknown option --bogus (allowed: --threads, --rounds, --prompt, --gen, --help)\n"},
-        {"bench_pim_gemv", "x", "bench_pim_gemv: rounds must be a positive integer, got 'x' (see --help)\n"},
+         "bench_norm_fusion: error: unknown option --bogus (allowed: --threads, --rounds, --prompt, --gen, --help)\n"},
+        {"bench_pim_gemv", "x", "bench_pim_gemv: error: rounds needs an integer from 1 to 1048576, got 'x'\n"},
         {"bench_pim_gemv", "3 1 1 q9",
-         "bench_pim_gemv: dtype 'q9' (allowed: f32, f16, bf16, q8_0, q8_0/i8, q4_0, q5_0, q4_k, q6_k)\n"},
+         "bench_pim_gemv: error: dtype 'q9' (allowed: f32, f16, bf16, q8_0, q8_0/i8, q4_0, q5_0, q4_k, q6_k)\n"},
     };
     for (const Case& c : cases) {
         const Result r = run(c.binary, c.args);
