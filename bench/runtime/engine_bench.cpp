@@ -1,4 +1,4 @@
-// bench_engine [--threads N] [--prompt 512] [--gen 128] [--op-times] [--fuse] MODEL.gguf...
+// bench_engine [--threads N] [--prompt 512] [--gen 128] [--op-times] [--fuse] [--mmap] MODEL.gguf...
 // For each model: prefill tok/s of one batched forward of --prompt tokens, decode tok/s over
 // --gen single-token steps, the machine's read bandwidth (kernels/membw.h probe, same thread
 // count), bytes read per decode token (summed from the engine's own op records: weights + KV),
@@ -21,6 +21,9 @@
 // record; the first op of a step from the start of forward()) and summed per kind and matrix role,
 // with the GB/s of the weight/KV bytes each group read and its GFLOP/s per CPU-second; the
 // remainder of the step (argmax, forward() set-up) is "outside ops".
+// --mmap: the model file is mapped (format::LoadMode::MMAP) as `duet run --mmap`; by default it is
+// read into memory, as duet's commands do (decode streamed a q4_0 model 1.2-1.3x faster so on the
+// KVM guest of docs/performance.md, session 14).
 // --fuse: the engine runs the fused graph (EngineOptions::fuse, `duet run --fuse`): Q/K/V and
 // gate/up as one matmul each, RoPE with the KV write, RMSNorm into the quantised matmuls' input.
 #include <time.h>
@@ -118,8 +121,8 @@ struct OpTimes {
 
 // op_times: null, or {prefill, decode} to fill (--op-times)
 Result bench_model(const std::string& path, int threads, int64_t n_prompt, int64_t n_gen, const Peaks& peaks,
-                   kernels::ReadProbe& probe, OpTimes* op_times, bool fuse) {
-    auto model = Model::load(path);
+                   kernels::ReadProbe& probe, OpTimes* op_times, bool fuse, format::LoadMode load) {
+    auto model = Model::load(path, load);
     EngineOptions o;
     o.n_threads = threads;
     o.fuse = fuse;
@@ -234,6 +237,7 @@ int main(int argc, char** argv) {
     int64_t n_prompt = 512, n_gen = 128;
     std::vector<std::string> models;
     bool op_times = false, fuse = false;
+    format::LoadMode load = format::LoadMode::READ;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--op-times") {
@@ -244,16 +248,20 @@ int main(int argc, char** argv) {
             fuse = true;
             continue;
         }
+        if (a == "--mmap") {  // as duet run/serve/bench --mmap; the default reads the file into memory
+            load = format::LoadMode::MMAP;
+            continue;
+        }
         if (a == "--threads" || a == "--prompt" || a == "--gen") {
             const long v = duet::bench::parse_int(kProgram, a, duet::bench::flag_value(kProgram, argc, argv, i), 1);
             (a == "--threads" ? (void)(threads = int(v)) : a == "--prompt" ? (void)(n_prompt = v) : (void)(n_gen = v));
         } else if (a == "--help" || a == "-h") {
             std::printf(
-                "usage: bench_engine [--threads N] [--prompt 512] [--gen 128] [--op-times] [--fuse] MODEL.gguf...\n");
+                "usage: bench_engine [--threads N] [--prompt 512] [--gen 128] [--op-times] [--fuse] [--mmap] MODEL.gguf...\n");
             return 0;
         } else if (a.rfind("-", 0) == 0) {
             duet::bench::usage_error(kProgram, "unknown option " + a +
-                                                   " (allowed: --threads, --prompt, --gen, --op-times, --fuse, --help)");
+                                                   " (allowed: --threads, --prompt, --gen, --op-times, --fuse, --mmap, --help)");
         } else {
             models.push_back(a);
         }
@@ -284,7 +292,8 @@ int main(int argc, char** argv) {
         std::vector<std::array<OpTimes, 2>> times(models.size());  // prefill, decode
         for (size_t mi = 0; mi < models.size(); ++mi) {
             const std::string& m = models[mi];
-            Result r = bench_model(m, threads, n_prompt, n_gen, peaks, probe, op_times ? times[mi].data() : nullptr, fuse);
+            Result r = bench_model(m, threads, n_prompt, n_gen, peaks, probe, op_times ? times[mi].data() : nullptr, fuse,
+                                   load);
             r.best_gbps = std::max(bw_gbps, kernels::measure_memory_bandwidth(pool).read_gbps);
             all.push_back(r);
             const double bound = r.best_bound(), paired = r.paired_bound();

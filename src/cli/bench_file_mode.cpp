@@ -36,7 +36,7 @@ FileRun run_file_engine(const std::string& path, int64_t seq_len, int64_t gen_le
                         const layout::PimLayoutParams& params, const layout::MemoryOrganisation& org, bool fuse,
                         const runtime::WarmupOptions& warmup, bool f32_to_f16, const std::vector<int32_t>* reference,
                         bool q8_0_as_int8) {
-    auto model = runtime::Model::load(path);
+    auto model = runtime::load_model(path, warmup);
     const model::Hparams& hp = model->hparams();
     const int64_t ctx = std::max<int64_t>(2, hp.n_ctx_train > 0 ? hp.n_ctx_train : seq_len + gen_len);
     if (gen_len >= ctx) fail("--gen-len = {} does not fit {}'s context of {} tokens", gen_len, path, ctx);

@@ -91,7 +91,7 @@ void run(const RunArgs& a) {
     const auto comm = parallel::make_world_communicator();
     runtime::check_parallel_world(a.tp, a.pp, *comm);
 
-    auto model = runtime::Model::load(a.model_path);
+    auto model = runtime::load_model(a.model_path, a.warmup, a.tp * a.pp > 1);
     check_ctx(model->hparams(), a.ctx, 1, *kv, "--ctx", available_memory_bytes());  // before the KV allocation
     if (grammar) {
         sp.grammar = grammar;

@@ -78,7 +78,7 @@ void serve(const ServeArgs& a, const CLI::App& root) {
     const auto comm = parallel::make_world_communicator();
     runtime::check_parallel_world(a.tp, a.pp, *comm);
     const DType kv_type = kv_type_from_flag(a.kv_type);
-    auto model = runtime::Model::load(a.model_path);
+    auto model = runtime::load_model(a.model_path, a.warmup, a.tp * a.pp > 1);
     if (a.kv_blocks == 0)  // the pool is --parallel x --ctx: check it fits before allocating
         check_ctx(model->hparams(), a.ctx, a.parallel, kv_type, "--ctx", available_memory_bytes());
     so.model_id = a.model_id.empty() ? std::filesystem::path(a.model_path).stem().string() : a.model_id;

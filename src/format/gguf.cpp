@@ -292,10 +292,10 @@ class GgufParser {
     uint64_t n_tensors_ = 0, n_kv_ = 0;
 };
 
-GgufFile GgufFile::open(const std::string& path) {
+GgufFile GgufFile::open(const std::string& path, LoadMode mode, const MappedFile::Progress& progress) {
     GgufFile f;
     f.path_ = path;
-    f.map_ = MappedFile::open(path);
+    f.map_ = MappedFile::open(path, mode, progress);
     GgufParser(f).parse();
     return f;
 }

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "format/mapped_file.h"
 
 namespace duet::format {
 
@@ -66,14 +67,15 @@ struct GgufTensorInfo {
     int64_t n_elements() const;
 };
 
-class MappedFile;
 
 class GgufFile {
   public:
     static constexpr int kMaxArrayDepth = 8;
     static constexpr uint32_t kMaxDims = 4;  // GGML_MAX_DIMS
 
-    static GgufFile open(const std::string& path);  // throws duet::Error
+    // throws duet::Error; mode and progress: MappedFile::open
+    static GgufFile open(const std::string& path, LoadMode mode = LoadMode::MMAP,
+                         const MappedFile::Progress& progress = nullptr);
     // Parses a copy of n_bytes at data; `name` stands for the path in error messages.
     static GgufFile open_memory(const void* data, size_t n_bytes, const std::string& name);
     GgufFile(GgufFile&&) noexcept;

@@ -16,36 +16,58 @@
 
 namespace duet::format {
 
-std::unique_ptr<MappedFile> MappedFile::open(const std::string& path) {
+namespace {
+constexpr size_t kChunkBytes = size_t(64) << 20;  // progress granularity (prefault, READ)
+constexpr size_t kHugePageBytes = size_t(2) << 20;
+
+// The whole file fd of n bytes in anonymous memory (huge pages advised), read in chunks.
+void* read_copy(int fd, const std::string& path, size_t n, size_t& alloc, const MappedFile::Progress& progress) {
+    alloc = (n + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+    void* p = ::mmap(nullptr, alloc, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) fail("{}: cannot read: no memory for a {}-byte copy: {}", path, n, std::strerror(errno));
+    ::madvise(p, alloc, MADV_HUGEPAGE);  // a hint: ignored where transparent huge pages are off
+    auto* base = static_cast<uint8_t*>(p);
+    for (size_t off = 0; off < n;) {
+        const ssize_t got = ::pread(fd, base + off, std::min(kChunkBytes, n - off), off_t(off));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+            const std::string why = got < 0 ? std::strerror(errno) : "the file shrank while it was read";
+            ::munmap(p, alloc);
+            fail("{}: cannot read: {}", path, why);
+        }
+        off += size_t(got);
+        if (progress && (off % kChunkBytes == 0 || off == n)) progress(off, n);
+    }
+    ::mprotect(p, alloc, PROT_READ);
+    return p;
+}
+}  // namespace
+
+std::unique_ptr<MappedFile> MappedFile::open(const std::string& path, LoadMode mode, const Progress& progress) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) fail("{}: cannot open: {}", path, std::strerror(errno));
+    struct FdCloser {
+        int fd;
+        ~FdCloser() { ::close(fd); }  // a mapping keeps the file alive; a READ copy needs it no more
+    } closer{fd};
     struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-        int e = errno;
-        ::close(fd);
-        fail("{}: cannot open: {}", path, std::strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        ::close(fd);
-        fail("{}: cannot open: not a regular file", path);
-    }
+    if (::fstat(fd, &st) != 0) fail("{}: cannot open: {}", path, std::strerror(errno));
+    if (!S_ISREG(st.st_mode)) fail("{}: cannot open: not a regular file", path);
     std::unique_ptr<MappedFile> m(new MappedFile());
     m->size_bytes_ = size_t(st.st_size);
-    if (m->size_bytes_ > 0) {
+    if (m->size_bytes_ == 0) {
+        alignas(64) static const uint8_t kEmpty[64] = {};
+        m->data_ = kEmpty;
+    } else if (mode == LoadMode::READ) {
+        m->copy_ = read_copy(fd, path, m->size_bytes_, m->copy_bytes_, progress);
+        m->data_ = static_cast<const uint8_t*>(m->copy_);
+    } else {
         void* p = ::mmap(nullptr, m->size_bytes_, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p == MAP_FAILED) {
-            int e = errno;
-            ::close(fd);
-            fail("{}: cannot map {} bytes: {}", path, m->size_bytes_, std::strerror(e));
-        }
+        if (p == MAP_FAILED) fail("{}: cannot map {} bytes: {}", path, m->size_bytes_, std::strerror(errno));
         m->map_ = p;
         m->map_bytes_ = m->size_bytes_;
         m->data_ = static_cast<const uint8_t*>(p);
-    } else {
-        alignas(64) static const uint8_t kEmpty[64] = {};
-        m->data_ = kEmpty;
     }
-    ::close(fd);  // the mapping keeps the file alive
     return m;
 }
 
@@ -62,6 +84,7 @@ std::unique_ptr<MappedFile> MappedFile::from_bytes(const void* data, size_t n_by
 
 MappedFile::~MappedFile() {
     if (map_) ::munmap(map_, map_bytes_);
+    if (copy_) ::munmap(copy_, copy_bytes_);
     std::free(owned_);
 }
 
@@ -77,7 +100,6 @@ namespace {
 #ifndef MADV_POPULATE_READ
 constexpr int MADV_POPULATE_READ = 22;  // linux/mman.h since 5.14; older headers lack the name
 #endif
-constexpr size_t kPrefaultChunkBytes = size_t(64) << 20;  // progress granularity
 }  // namespace
 
 MappedFile::PrefaultResult MappedFile::prefault(const Progress& progress) const {
@@ -86,8 +108,8 @@ MappedFile::PrefaultResult MappedFile::prefault(const Progress& progress) const 
     const size_t page = size_t(::sysconf(_SC_PAGESIZE));
     auto* base = static_cast<uint8_t*>(map_);
     r.method = PrefaultMethod::POPULATE_READ;
-    for (size_t off = 0; off < map_bytes_; off += kPrefaultChunkBytes) {
-        const size_t n = std::min(kPrefaultChunkBytes, map_bytes_ - off);
+    for (size_t off = 0; off < map_bytes_; off += kChunkBytes) {
+        const size_t n = std::min(kChunkBytes, map_bytes_ - off);
         // EINVAL: a kernel without MADV_POPULATE_READ; anything else (EINTR, ENOMEM...): the
         // touch pass still brings the pages in, only slower.
         if (r.method == PrefaultMethod::POPULATE_READ && ::madvise(base + off, n, MADV_POPULATE_READ) != 0)

@@ -17,9 +17,10 @@ Model::Model(format::GgufFile&& file) : file_(std::move(file)) {
     if (auto tmpl = file_.find_string("tokenizer.chat_template")) chat_template_ = model::detect_chat_template(*tmpl);
 }
 
-std::shared_ptr<const Model> Model::load(const std::string& path) {
+std::shared_ptr<const Model> Model::load(const std::string& path, format::LoadMode mode,
+                                         const format::MappedFile::Progress& progress) {
     const int64_t t0 = now_ns();
-    auto m = std::make_shared<Model>(format::GgufFile::open(path));
+    auto m = std::make_shared<Model>(format::GgufFile::open(path, mode, progress));
     m->load_ms_ = double(now_ns() - t0) / 1e6;
     return m;
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <vector>
 
 #include "core/timer.h"
@@ -12,10 +13,16 @@
 
 namespace duet::runtime {
 
+namespace {
+constexpr const char* kReadAtLoad = "read into memory at load";  // WarmupStats::method of a READ file
+}  // namespace
+
 std::string WarmupStats::format() const {
     std::string s = "warm-up: ";
     if (method == "skipped")
         s += "weights not pre-faulted (--no-warmup)";
+    else if (method == kReadAtLoad)
+        s += fmt::format("{:.1f} MiB {}", double(prefault_bytes) / (1 << 20), method);
     else
         s += fmt::format("{:.1f} MiB pre-faulted ({}) in {:.0f} ms", double(prefault_bytes) / (1 << 20), method,
                          prefault_ms);
@@ -23,28 +30,64 @@ std::string WarmupStats::format() const {
     return s;
 }
 
+namespace {
+// "\rduet: <verb> <path>: NN% (x / y GB)" on stderr while a large file loads, when shown at all
+// (a TTY, `progress`, at least kWarmupProgressMinBytes); the line is ended on destruction.
+class ProgressBar {
+public:
+    ProgressBar(const char* verb, const std::string& path, uint64_t total, bool progress)
+        : verb_(verb), path_(path), shown_(progress && total >= kWarmupProgressMinBytes && ::isatty(STDERR_FILENO)) {}
+    ~ProgressBar() {
+        if (last_pct_ >= 0) std::fprintf(stderr, "\n");
+    }
+    ProgressBar(const ProgressBar&) = delete;
+    ProgressBar& operator=(const ProgressBar&) = delete;
+    format::MappedFile::Progress callback() {
+        if (!shown_) return nullptr;
+        return [this](uint64_t done, uint64_t total) {
+            const int pct = total ? int(done * 100 / total) : 100;
+            if (pct == last_pct_) return;
+            std::fprintf(stderr, "\rduet: %s %s: %3d%% (%.2f / %.2f GB)", verb_, path_.c_str(), pct, double(done) / 1e9,
+                         double(total) / 1e9);
+            last_pct_ = pct;
+        };
+    }
+
+private:
+    const char* verb_;
+    std::string path_;
+    bool shown_;
+    int last_pct_ = -1;
+};
+
+uint64_t file_bytes(const std::string& path) {
+    std::error_code ec;
+    const auto n = std::filesystem::file_size(path, ec);
+    return ec ? 0 : uint64_t(n);
+}
+}  // namespace
+
+std::shared_ptr<const Model> load_model(const std::string& path, const WarmupOptions& opts, bool sliced) {
+    const format::LoadMode mode = opts.mmap || sliced ? format::LoadMode::MMAP : format::LoadMode::READ;
+    ProgressBar bar("reading", path, mode == format::LoadMode::READ ? file_bytes(path) : 0, opts.progress);
+    return Model::load(path, mode, bar.callback());
+}
+
 WarmupStats prefault_weights(const Model& model, bool progress) {
     WarmupStats st;
     const format::MappedFile& map = model.file().mapping();
-    const bool bar = progress && map.size_bytes() >= kWarmupProgressMinBytes && ::isatty(STDERR_FILENO);
-    int last_pct = -1;
-    auto on_progress = [&](uint64_t done, uint64_t total) {
-        const int pct = total ? int(done * 100 / total) : 100;
-        if (pct == last_pct) return;
-        std::fprintf(stderr, "\rduet: pre-faulting %s: %3d%% (%.2f / %.2f GB)", model.path().c_str(), pct,
-                     double(done) / 1e9, double(total) / 1e9);
-        last_pct = pct;
-    };
     const int64_t t0 = now_ns();
-    const format::MappedFile::PrefaultResult r =
-        map.prefault(bar ? format::MappedFile::Progress(on_progress) : format::MappedFile::Progress());
-    if (bar && last_pct >= 0) std::fprintf(stderr, "\n");
+    format::MappedFile::PrefaultResult r;
+    {
+        ProgressBar bar("pre-faulting", model.path(), map.size_bytes(), progress);
+        r = map.prefault(bar.callback());
+    }
     st.prefault_ms = double(now_ns() - t0) / 1e6;
     st.prefault_bytes = r.method == format::MappedFile::PrefaultMethod::NONE ? map.size_bytes() : r.bytes;
     switch (r.method) {
         case format::MappedFile::PrefaultMethod::POPULATE_READ: st.method = "madvise populate"; break;
         case format::MappedFile::PrefaultMethod::TOUCH: st.method = "touch pass"; break;
-        case format::MappedFile::PrefaultMethod::NONE: st.method = "in memory"; break;
+        case format::MappedFile::PrefaultMethod::NONE: st.method = kReadAtLoad; break;
     }
     return st;
 }
@@ -84,7 +127,8 @@ int64_t serve_warm_rounds(const WarmupOptions& opts) {
 
 WarmupStats warm_up(const Model& model, Engine* engine, const WarmupOptions& opts) {
     WarmupStats st;
-    if (opts.prefault) st = prefault_weights(model, opts.progress);
+    // a file read into memory needs no pre-faulting: reported as such even with --no-warmup
+    if (opts.prefault || !model.file().mapping().is_mapped()) st = prefault_weights(model, opts.progress);
     if (engine) warm_forwards(*engine, opts.n_rounds, st);
     return st;
 }

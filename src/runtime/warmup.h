@@ -19,13 +19,14 @@
 namespace duet::runtime {
 
 struct WarmupOptions {
+    bool mmap = false;        // --mmap: map the model file (format::LoadMode::MMAP), else read it into memory
     bool prefault = true;     // false: --no-warmup
     int64_t n_rounds = 0;     // --warmup N: dummy prefill + decode rounds
     bool progress = true;     // a progress bar on stderr when it is a TTY and the file is large
 };
 
 struct WarmupStats {
-    std::string method = "skipped";  // "madvise populate", "touch pass", "in memory", "skipped"
+    std::string method = "skipped";  // "madvise populate", "touch pass", "read into memory at load", "skipped"
     uint64_t prefault_bytes = 0;
     double prefault_ms = 0;
     int64_t n_forwards = 0;          // dummy forwards run
@@ -36,7 +37,14 @@ struct WarmupStats {
 // Files at least this large show a progress bar on a TTY.
 inline constexpr uint64_t kWarmupProgressMinBytes = uint64_t(256) << 20;
 
-// Reads every page of the model's file into this process's page tables.
+// Loads the model as the CLI commands do: read into memory (format::LoadMode::READ), or mapped
+// with opts.mmap or when `sliced` (a tensor/pipeline-parallel rank, which keeps only its slices
+// of the weights: a whole private copy per rank would multiply the memory); a progress bar while
+// a large file is read (opts.progress, on a TTY).
+std::shared_ptr<const Model> load_model(const std::string& path, const WarmupOptions& opts, bool sliced = false);
+
+// Reads every page of the model's file into this process's page tables (a no-op, method "read
+// into memory at load", when the file was read rather than mapped).
 WarmupStats prefault_weights(const Model& model, bool progress);
 
 // Runs n_rounds rounds of one prefill forward (min(16, n_ctx - 1) tokens) and one decode forward

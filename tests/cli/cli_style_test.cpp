@@ -244,7 +244,7 @@ TEST(BenchTools, HelpPrintsTheUsageAndBadValuesExit2NamingTheFlag) {
         {"bench_engine", "--threads 2x m.gguf", "bench_engine: error: --threads needs an integer from 1 to 16777216, got '2x'\n"},
         {"bench_engine", "m.gguf --gen", "bench_engine: error: --gen needs a value\n"},
         {"bench_engine", "--bogus m.gguf",
-         "bench_engine: error: unknown option --bogus (allowed: --threads, --prompt, --gen, --op-times, --fuse, --help)\n"},
+         "bench_engine: error: unknown option --bogus (allowed: --threads, --prompt, --gen, --op-times, --fuse, --mmap, --help)\n"},
         {"bench_norm_fusion", "--rounds x m.gguf",
          "bench_norm_fusion: error: --rounds needs an integer from 1 to 16777216, got 'x'\n"},
         {"bench_norm_fusion", "--bogus m.gguf",

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -90,6 +91,46 @@ TEST(MappedFilePrefault, AnOwnedBufferIsAlreadyResident) {
     auto m = MappedFile::from_bytes(bytes.data(), bytes.size());
     EXPECT_EQ(m->prefault().method, MappedFile::PrefaultMethod::NONE);
     EXPECT_EQ(m->resident_bytes(), 1000u);
+}
+
+// LoadMode::READ (`--no-mmap`'s opposite default, runtime::load_model): the file's bytes in
+// anonymous memory, resident at once (an evicted file too), nothing to pre-fault, progress per
+// 64 MiB chunk and at the end; a missing file is the same error as for a mapping.
+TEST(MappedFileRead, HoldsTheFileBytesResidentWithNothingToPrefault) {
+    const std::string path = write_file("read_test.bin");
+    evict(path);
+    std::vector<std::pair<uint64_t, uint64_t>> calls;
+    auto m = MappedFile::open(path, LoadMode::READ, [&](uint64_t d, uint64_t t) { calls.emplace_back(d, t); });
+    EXPECT_FALSE(m->is_mapped());
+    ASSERT_EQ(m->size_bytes(), kFileBytes);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(m->data()) % 64, 0u);
+    std::vector<char> bytes(kFileBytes);
+    std::ifstream(path, std::ios::binary).read(bytes.data(), std::streamsize(bytes.size()));
+    EXPECT_EQ(std::memcmp(m->data(), bytes.data(), kFileBytes), 0);
+    EXPECT_EQ(m->resident_bytes(), kFileBytes);
+    EXPECT_EQ(faults_reading(*m), 0);
+    EXPECT_EQ(m->prefault().method, MappedFile::PrefaultMethod::NONE);
+    ASSERT_EQ(calls.size(), 1u);  // one chunk: the file is smaller than 64 MiB
+    EXPECT_EQ(calls.back(), std::make_pair(uint64_t(kFileBytes), uint64_t(kFileBytes)));
+    std::filesystem::remove(path);
+}
+
+TEST(MappedFileRead, MissingFilesAndDirectoriesAreTheMappingsErrors) {
+    const std::string missing = (std::filesystem::path(DUET_BINARY_DIR) / "no_such_read_test.bin").string();
+    for (LoadMode mode : {LoadMode::MMAP, LoadMode::READ}) {
+        try {
+            MappedFile::open(missing, mode);
+            ADD_FAILURE() << "no error";
+        } catch (const std::exception& e) {
+            EXPECT_EQ(std::string(e.what()), missing + ": cannot open: No such file or directory");
+        }
+        try {
+            MappedFile::open(DUET_BINARY_DIR, mode);
+            ADD_FAILURE() << "no error";
+        } catch (const std::exception& e) {
+            EXPECT_EQ(std::string(e.what()), std::string(DUET_BINARY_DIR) + ": cannot open: not a regular file");
+        }
+    }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <fstream>
 
 #include "format/mapped_file.h"
@@ -51,6 +52,31 @@ TEST(Warmup, NoWarmupLeavesTheFaultsToTheFirstRead) {
     EXPECT_EQ(st.format(), "warm-up: weights not pre-faulted (--no-warmup)");
 }
 
+// load_model reads the file into memory unless opts.mmap or a sliced (TP/PP) rank: the same
+// bytes either way, nothing to pre-fault when read.
+TEST(Warmup, LoadModelReadsTheFileUnlessMmapOrSliced) {
+    const std::string path = test::generated_model("tiny-llama");
+    ASSERT_FALSE(path.empty());
+    WarmupOptions opts;
+    auto read = load_model(path, opts);
+    EXPECT_FALSE(read->file().mapping().is_mapped());
+    opts.mmap = true;
+    auto mapped = load_model(path, opts);
+    EXPECT_TRUE(mapped->file().mapping().is_mapped());
+    opts.mmap = false;
+    EXPECT_TRUE(load_model(path, opts, /*sliced=*/true)->file().mapping().is_mapped());
+    const format::MappedFile& r = read->file().mapping();
+    const format::MappedFile& m = mapped->file().mapping();
+    ASSERT_EQ(r.size_bytes(), m.size_bytes());
+    EXPECT_EQ(std::memcmp(r.data(), m.data(), r.size_bytes()), 0);
+    WarmupOptions off;
+    off.prefault = false;
+    const WarmupStats st = warm_up(*read, nullptr, off);
+    EXPECT_EQ(st.method, "read into memory at load");
+    EXPECT_EQ(st.prefault_bytes, r.size_bytes());
+    EXPECT_EQ(faults_reading(r), 0);
+}
+
 TEST(Warmup, DummyForwardsRunAndReturnTheirKvBlocks) {
     const std::string path = test::generated_model("tiny-llama");
     ASSERT_FALSE(path.empty());
@@ -81,10 +107,15 @@ TEST(Warmup, RunReportsWhatTheWarmupDid) {
     const std::string path = test::generated_model("tiny-llama");
     ASSERT_FALSE(path.empty());
     const std::string base = fmt::format("run -m '{}' -p hi -n 2 --temp 0 --threads 1", path);
+    // the default reads the file into memory: nothing left to pre-fault, with or without --no-warmup
     const std::string on = run_stderr(base + " --warmup 2");
-    EXPECT_NE(on.find("MiB pre-faulted ("), std::string::npos) << on;
-    EXPECT_NE(on.find(", 4 dummy forwards in "), std::string::npos) << on;
-    const std::string off = run_stderr(base + " --no-warmup");
+    EXPECT_NE(on.find("MiB read into memory at load, 4 dummy forwards in "), std::string::npos) << on;
+    EXPECT_NE(run_stderr(base + " --no-warmup").find("MiB read into memory at load\n"), std::string::npos);
+    // --mmap maps it: pre-faulted at load unless --no-warmup
+    const std::string mapped = run_stderr(base + " --mmap --warmup 2");
+    EXPECT_NE(mapped.find("MiB pre-faulted ("), std::string::npos) << mapped;
+    EXPECT_NE(mapped.find(", 4 dummy forwards in "), std::string::npos) << mapped;
+    const std::string off = run_stderr(base + " --mmap --no-warmup");
     EXPECT_NE(off.find("warm-up: weights not pre-faulted (--no-warmup)"), std::string::npos) << off;
     const std::string bad = run_stderr(base + " --warmup 1e9");
     EXPECT_NE(bad.find("exit 2: duet: error: --warmup"), std::string::npos) << bad;
