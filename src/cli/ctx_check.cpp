@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -28,16 +27,6 @@ DType kv_type_from_flag(const std::string& text) {
     if (text == "f32") return DType::F32;
     if (text == "f16") return DType::F16;
     fail("--kv-type '{}' is not supported (allowed: f32, f16, int8)", text);
-}
-
-uint64_t available_memory_bytes() {
-    std::ifstream f("/proc/meminfo");
-    std::string key;
-    uint64_t kb = 0;
-    std::string unit;
-    while (f >> key >> kb >> unit)
-        if (key == "MemAvailable:") return kb * 1024;
-    return 0;
 }
 
 void check_ctx(const model::Hparams& hp, int64_t n_ctx, int64_t n_seq, DType kv_type, const std::string& flag,

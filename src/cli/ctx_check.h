@@ -19,9 +19,6 @@ uint64_t kv_cache_bytes(const model::Hparams& hp, int64_t n_ctx, int64_t n_seq, 
 // Q8_0 layout: runtime/kv_cache.h). Throws duet::Error naming the flag and the allowed values.
 DType kv_type_from_flag(const std::string& text);
 
-// Bytes the kernel reports available (MemAvailable in /proc/meminfo); 0 when unknown.
-uint64_t available_memory_bytes();
-
 // Throws duet::Error when n_ctx (0: the engine's default, checked as that) needs more KV memory
 // than available_bytes (0: no memory check); warns past hp.n_ctx_train. `flag` names the option.
 void check_ctx(const model::Hparams& hp, int64_t n_ctx, int64_t n_seq, DType kv_type, const std::string& flag,

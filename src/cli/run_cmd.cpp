@@ -10,6 +10,7 @@
 #include "cli/flags.h"
 #include "cli/knob_effects.h"
 #include "cli/warmup_flags.h"
+#include "core/memory_info.h"
 #include "config/runtime_knobs.h"
 #include "core/dtype.h"
 #include "core/error.h"

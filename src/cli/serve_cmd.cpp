@@ -15,6 +15,7 @@
 #include "cli/knob_effects.h"
 #include "cli/serve_tasks.h"
 #include "cli/warmup_flags.h"
+#include "core/memory_info.h"
 #include "config/coop_config.h"
 #include "config/runtime_knobs.h"
 #include "config/settings.h"

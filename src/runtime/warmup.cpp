@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "core/log.h"
+#include "core/memory_info.h"
 #include "core/timer.h"
 #include "format/mapped_file.h"
 
@@ -67,9 +69,20 @@ uint64_t file_bytes(const std::string& path) {
 }
 }  // namespace
 
+format::LoadMode load_mode_for(uint64_t file_bytes, uint64_t available_bytes, bool mmap, bool sliced) {
+    if (mmap || sliced) return format::LoadMode::MMAP;
+    const bool fits = available_bytes == 0 || file_bytes <= available_bytes / 4 * 3;
+    return fits ? format::LoadMode::READ : format::LoadMode::MMAP;
+}
+
 std::shared_ptr<const Model> load_model(const std::string& path, const WarmupOptions& opts, bool sliced) {
-    const format::LoadMode mode = opts.mmap || sliced ? format::LoadMode::MMAP : format::LoadMode::READ;
-    ProgressBar bar("reading", path, mode == format::LoadMode::READ ? file_bytes(path) : 0, opts.progress);
+    const uint64_t bytes = file_bytes(path), available = available_memory_bytes();
+    const format::LoadMode mode = load_mode_for(bytes, available, opts.mmap, sliced);
+    if (mode == format::LoadMode::MMAP && !opts.mmap && !sliced)
+        DUET_LOG_WARN("{}: {:.2f} GB would leave less than a quarter of the {:.2f} GB of available memory: mapping "
+                      "the file instead of reading it (as --mmap)",
+                      path, double(bytes) / 1e9, double(available) / 1e9);
+    ProgressBar bar("reading", path, mode == format::LoadMode::READ ? bytes : 0, opts.progress);
     return Model::load(path, mode, bar.callback());
 }
 

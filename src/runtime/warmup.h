@@ -41,7 +41,11 @@ inline constexpr uint64_t kWarmupProgressMinBytes = uint64_t(256) << 20;
 // with opts.mmap or when `sliced` (a tensor/pipeline-parallel rank, which keeps only its slices
 // of the weights: a whole private copy per rank would multiply the memory); a progress bar while
 // a large file is read (opts.progress, on a TTY).
+// A file that would leave less than a quarter of the available memory (MemAvailable) is mapped
+// too, with a warning: a copy would not fit, a mapping pages from the file.
 std::shared_ptr<const Model> load_model(const std::string& path, const WarmupOptions& opts, bool sliced = false);
+// load_model's choice for a file of file_bytes with available_bytes available (0: unknown).
+format::LoadMode load_mode_for(uint64_t file_bytes, uint64_t available_bytes, bool mmap, bool sliced);
 
 // Reads every page of the model's file into this process's page tables (a no-op, method "read
 // into memory at load", when the file was read rather than mapped).

@@ -77,6 +77,18 @@ TEST(Warmup, LoadModelReadsTheFileUnlessMmapOrSliced) {
     EXPECT_EQ(faults_reading(r), 0);
 }
 
+// The copy must leave a quarter of the available memory; else (and for --mmap, TP/PP ranks) map.
+TEST(Warmup, LoadModeReadsOnlyWhatFitsWithAQuarterToSpare) {
+    using format::LoadMode;
+    EXPECT_EQ(load_mode_for(750, 1000, false, false), LoadMode::READ);
+    EXPECT_EQ(load_mode_for(751, 1000, false, false), LoadMode::MMAP);
+    EXPECT_EQ(load_mode_for(uint64_t(14) << 30, uint64_t(24) << 30, false, false), LoadMode::READ);
+    EXPECT_EQ(load_mode_for(uint64_t(20) << 30, uint64_t(24) << 30, false, false), LoadMode::MMAP);
+    EXPECT_EQ(load_mode_for(750, 0, false, false), LoadMode::READ);  // MemAvailable unknown
+    EXPECT_EQ(load_mode_for(10, 1000, true, false), LoadMode::MMAP);
+    EXPECT_EQ(load_mode_for(10, 1000, false, true), LoadMode::MMAP);
+}
+
 TEST(Warmup, DummyForwardsRunAndReturnTheirKvBlocks) {
     const std::string path = test::generated_model("tiny-llama");
     ASSERT_FALSE(path.empty());
