@@ -8,11 +8,12 @@ namespace duet::cli {
 void add_warmup_flags(CLI::App* cmd, runtime::WarmupOptions& opts, bool serve_rounds) {
     cmd->add_flag("--mmap", opts.mmap,
                   "Map the model file instead of reading it into memory: pages load on first use and stay shared "
-                  "with the page cache (less memory; decode streamed the weights 1.2-1.3x slower so on the machine of "
-                  "docs/performance.md). Tensor/pipeline-parallel ranks always map it");
+                  "with the page cache (less memory; decode read the weights 1.2-1.3x slower from the mapping on the "
+                  "machine of docs/performance.md). Tensor/pipeline-parallel ranks, and files that would leave less "
+                  "than a quarter of the available memory, are always mapped");
     // CLI11 flag "!": --no-warmup sets prefault = false
     cmd->add_flag("!--no-warmup", opts.prefault,
-                  "Do not pre-fault the weights at load (the first request then pays the page faults)");
+                  "Do not pre-fault a --mmap mapping at load (the first request then pays the page faults); read files need none");
     const std::string help =
         "Dummy prefill + decode rounds at load, so the first request finds scratch, threads and kernels ready";
     if (serve_rounds)
