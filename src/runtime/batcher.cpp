@@ -47,6 +47,19 @@ const BatcherOptions& checked(const BatcherOptions& o) {
     return o;
 }
 
+// Fewest prompt tokens worth taking from a running request's KV (and, while it is still
+// prefilling them, waiting a step for): below it the copied partial KV block costs about what the
+// tokens would. Assumption, not measured.
+constexpr int64_t kMinRunningShare = 4;
+
+// Length of the common prefix of a and b, at most `limit`.
+int64_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b, int64_t limit) {
+    const int64_t m = std::min<int64_t>({limit, int64_t(a.size()), int64_t(b.size())});
+    int64_t n = 0;
+    while (n < m && a[size_t(n)] == b[size_t(n)]) ++n;
+    return n;
+}
+
 EngineOptions for_batch(EngineOptions eo, const BatcherOptions& o) {
     eo.n_seq_max = std::max(eo.n_seq_max, checked(o).n_parallel);
     return eo;
@@ -167,6 +180,7 @@ void Batcher::wait_idle() {
 
 void Batcher::loop() {
     for (;;) {
+        std::vector<std::unique_ptr<Slot>> dropped;  // cancelled while queued: finished outside the lock
         {
             std::unique_lock<std::mutex> lock(mu_);
             cv_.wait(lock, [&] { return stop_ || !queue_.empty() || !running_.empty(); });
@@ -175,26 +189,29 @@ void Batcher::loop() {
                 cv_.wait_until(lock, until, [&] { return stop_ || int64_t(queue_.size()) >= opts_.n_parallel; });
             }
             if (stop_) return;
-            // Admission: between steps, from the head of the queue, while slots and blocks last.
+            // Admission: between steps, in queue order, while slots and blocks last; a request
+            // waiting for a running one's prompt prefix (waits_for_running) keeps its place.
             const bool may_admit = opts_.continuous || running_.empty();
-            while (may_admit && !queue_.empty() &&
-                   int64_t(running_.size() + 1 + queue_.front()->followers.size()) <= opts_.n_parallel) {
-                if (queue_.front()->cancelled()) {
-                    auto s = std::move(queue_.front());
-                    queue_.pop_front();
-                    lock.unlock();
-                    finish(*s, StopReason::CANCELLED);
-                    lock.lock();
+            for (auto it = queue_.begin(); may_admit && it != queue_.end() &&
+                                           int64_t(running_.size() + 1 + (*it)->followers.size()) <= opts_.n_parallel;) {
+                if ((*it)->cancelled()) {
+                    dropped.push_back(std::move(*it));
+                    it = queue_.erase(it);
                     continue;
                 }
-                if (!admit(queue_.front())) break;
-                running_.push_back(std::move(queue_.front()));
-                queue_.pop_front();
+                if (waits_for_running(**it)) {
+                    ++it;
+                    continue;
+                }
+                if (!admit(*it)) break;
+                running_.push_back(std::move(*it));
+                it = queue_.erase(it);
             }
             n_running_.store(int64_t(running_.size()));
             stats_.queued = int64_t(queue_.size());
             stats_.running = int64_t(running_.size());
         }
+        for (auto& s : dropped) finish(*s, StopReason::CANCELLED);
         try {
             if (++steps_started_ == opts_.fault_at_step)
                 throw std::runtime_error(fmt::format("injected fault at engine step {}", steps_started_));
@@ -224,14 +241,49 @@ void Batcher::publish_locked() {
     }
 }
 
-// Engine thread, mu_ held. Attaches cached prefix blocks and reserves KV for the rest of the
-// prompt; false (nothing held) when the pool cannot supply them now.
+// Engine thread. The running request whose tokens share the longest prefix with s's (at most
+// all but s's last token), and that length; {nullptr, 0} below kMinRunningShare tokens, without
+// the prefix cache, or where sequences may not start from another's KV (opts_.forks off: TP).
+std::pair<const Batcher::Slot*, int64_t> Batcher::running_prefix(const Slot& s) const {
+    if (!prefix_ || !opts_.forks) return {nullptr, 0};
+    const std::vector<int32_t>& tokens = s.run->tokens();
+    const Slot* best = nullptr;
+    int64_t best_n = 0;
+    for (const auto& r : running_) {
+        if (r->done || r.get() == &s) continue;
+        const int64_t n = common_prefix(r->run->tokens(), tokens, int64_t(tokens.size()) - 1);
+        if (n > best_n) best = r.get(), best_n = n;
+    }
+    if (best_n < kMinRunningShare) return {nullptr, 0};
+    return {best, best_n};
+}
+
+// Engine thread. True while a running request is still prefilling tokens s's prompt starts with
+// (running_prefix): s waits for them rather than computing them again beside it (continuous
+// batching only: a static batch would hold s until it ends).
+bool Batcher::waits_for_running(const Slot& s) const {
+    if (!opts_.continuous || s.kv.n_tokens() > 0) return false;
+    const auto [r, n] = running_prefix(s);
+    return r && r->kv.n_tokens() < n;
+}
+
+// Engine thread, mu_ held. Attaches cached prefix blocks — or, when longer, the prompt prefix a
+// running request holds (its blocks shared, the partial last one copied on the first write) —
+// and reserves KV for the rest of the prompt; false (nothing held) when the pool cannot supply
+// them now.
 bool Batcher::admit(std::unique_ptr<Slot>& slot) {
     Slot& s = *slot;
     KvCache& cache = engine_->kv_cache();
     const std::vector<int32_t>& tokens = s.run->tokens();
     if (prefix_ && s.kv.n_tokens() == 0) {
-        const int64_t reused = prefix_->attach(tokens, int64_t(tokens.size()) - 1, s.kv);
+        int64_t reused = prefix_->attach(tokens, int64_t(tokens.size()) - 1, s.kv);
+        const auto [r, n] = running_prefix(s);
+        const int64_t take = r ? std::min(n, r->kv.n_tokens()) : 0;
+        if (take >= kMinRunningShare && take > reused) {
+            s.kv.release(cache);
+            s.kv.share_prefix(cache, r->kv, take);
+            reused = take;
+        }
         if (!s.admitted_once) s.result.cached_tokens = std::min<int64_t>(reused, s.result.prompt_tokens);
     }
     const int64_t need = s.run->unfed() + 1;

@@ -40,6 +40,10 @@ struct BatcherOptions {
     int64_t n_parallel = 4;         // sequences in the running batch at most
     int64_t max_queue = 64;         // waiting requests at most; more are refused (HTTP 429)
     bool continuous = true;         // false: a batch runs to completion before others join
+    // Prefix reuse: whole KV blocks of finished and running requests by token hash (PrefixCache),
+    // and a queued prompt that starts with at least 4 tokens a running request holds shares that
+    // request's KV to the token (waiting a step while that request is still prefilling them), as
+    // agents sharing a system prompt do. false: neither.
     bool prefix_cache = true;
     // false: groups of one request only (n = 1), GROUP_TOO_LARGE otherwise. Tensor parallelism
     // (runtime/tp_rank.h) turns forks off: a forked sequence starts from KV the other ranks
@@ -63,7 +67,7 @@ struct GenResult {
     std::string error;          // set when finish_reason == "error"
     int64_t prompt_tokens = 0;
     int64_t completion_tokens = 0;  // tokens sampled, including an end-of-generation token that ended it
-    int64_t cached_tokens = 0;  // prompt tokens reused from the prefix cache
+    int64_t cached_tokens = 0;  // prompt tokens reused from the prefix cache or a running request
     int64_t forked_tokens = 0;  // prompt tokens whose KV blocks were shared with the group's first request (submit_group)
     double queue_ms = 0;        // submit -> admitted
     double ttft_ms = 0;         // submit -> first token
@@ -134,6 +138,8 @@ private:
     struct Slot;
     void loop();
     bool admit(std::unique_ptr<Slot>& slot);
+    std::pair<const Slot*, int64_t> running_prefix(const Slot& s) const;
+    bool waits_for_running(const Slot& s) const;
     std::unique_ptr<Slot> make_slot(GenRequest req);
     void fork_followers(Slot& leader, const float* logits, std::vector<std::unique_ptr<Slot>>& out);
     void step();

@@ -224,6 +224,72 @@ int forwards_for_two_requests(int64_t admit_window_us, double& first_queue_ms) {
     return forwards.load();
 }
 
+// Prefix reuse from running requests (BatcherOptions::prefix_cache): a queued prompt that starts
+// with >= 4 tokens a running request holds shares its KV to the token — here fewer than a block,
+// so the partial block is copied on the first write — and continues exactly as alone.
+int64_t common_prefix_tokens(const Model& m, const std::string& a, const std::string& b) {
+    const auto ta = m.tokenizer().encode(a, true, false), tb = m.tokenizer().encode(b, true, false);
+    int64_t n = 0;
+    while (n < int64_t(std::min(ta.size(), tb.size())) && ta[size_t(n)] == tb[size_t(n)]) ++n;
+    return std::min<int64_t>(n, int64_t(tb.size()) - 1);
+}
+
+std::vector<int32_t> alone_tokens(const std::shared_ptr<const Model>& model, const std::string& prompt, int64_t n) {
+    Collected c(1);
+    BatcherOptions bo;
+    bo.prefix_cache = false;
+    Batcher b(model, one_thread(128), bo);
+    EXPECT_EQ(b.submit(greedy_request(*model, prompt, n, c, 0)), SubmitStatus::ACCEPTED);
+    b.wait_idle();
+    return c.results[0].tokens;
+}
+
+const char* const kLeader = "Once upon a time, client 1 asked";
+const char* const kFollower = "Once upon a time, client 2 asked";
+
+TEST(Batcher, QueuedPromptSharesARunningRequestsPrefix) {
+    auto model = tiny_llama();
+    ASSERT_TRUE(model);
+    const int64_t shared = common_prefix_tokens(*model, kLeader, kFollower);
+    ASSERT_GE(shared, 4);
+    ASSERT_LT(shared, 16);  // inside the first block: the copy-on-write path
+    for (bool reuse : {true, false}) {
+        BatcherOptions bo;
+        bo.n_parallel = 2;
+        bo.prefix_cache = reuse;
+        Collected c(2);
+        Batcher b(model, one_thread(128), bo);
+        std::atomic<int> leader_tokens{0};
+        GenRequest lead = greedy_request(*model, kLeader, 40, c, 0);
+        lead.on_token = [&](int32_t, const float*) { ++leader_tokens; };
+        ASSERT_EQ(b.submit(std::move(lead)), SubmitStatus::ACCEPTED);
+        while (leader_tokens.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        ASSERT_EQ(b.submit(greedy_request(*model, kFollower, 12, c, 1)), SubmitStatus::ACCEPTED);
+        b.wait_idle();
+        EXPECT_EQ(c.results[1].cached_tokens, reuse ? shared : 0);
+        EXPECT_EQ(c.results[1].tokens, alone_tokens(model, kFollower, 12));
+        EXPECT_EQ(c.results[0].tokens, alone_tokens(model, kLeader, 40));  // the leader's block was copied, not changed
+    }
+}
+
+// Both queued at once (the admission window holds the burst): the second waits one step for the
+// first's prompt instead of computing the shared tokens beside it.
+TEST(Batcher, BurstWaitsForTheFirstPromptsPrefix) {
+    auto model = tiny_llama();
+    ASSERT_TRUE(model);
+    BatcherOptions bo;
+    bo.n_parallel = 2;
+    bo.admit_window_us = int64_t(60) * 1000000;  // until both wait
+    Collected c(2);
+    Batcher b(model, one_thread(128), bo);
+    ASSERT_EQ(b.submit(greedy_request(*model, kLeader, 6, c, 0)), SubmitStatus::ACCEPTED);
+    ASSERT_EQ(b.submit(greedy_request(*model, kFollower, 6, c, 1)), SubmitStatus::ACCEPTED);
+    b.wait_idle();
+    EXPECT_EQ(c.results[1].cached_tokens, common_prefix_tokens(*model, kLeader, kFollower));
+    EXPECT_EQ(c.results[0].cached_tokens, 0);
+    EXPECT_EQ(c.results[1].tokens, alone_tokens(model, kFollower, 6));
+}
+
 TEST(Batcher, AdmissionWindowStartsABurstInOneStep) {
     ASSERT_TRUE(tiny_llama());
     double queue_ms = 0;
