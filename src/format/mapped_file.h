@@ -1,6 +1,6 @@
 #pragma once
 // A read-only view of a whole file's bytes: a private read-only memory map of a file on
-// disk, the file read into anonymous memory (LoadMode::READ, `--no-mmap`), or an owned copy of a
+// disk, the file read into anonymous memory (LoadMode::READ, the CLI default), or an owned copy of a
 // byte buffer (for in-memory parsing, e.g. the fuzzer).
 //
 // Ownership: the MappedFile owns the mapping/buffer; data() stays valid until destruction.

@@ -22,7 +22,7 @@ class Model {
 public:
     // Opens and validates the file, reads hparams, binds every weight and reads the tokenizer.
     // Throws duet::Error naming the file and the problem. mode: map the file (default) or read
-    // it into memory (format::LoadMode, `--no-mmap`); progress: as READ reads the file.
+    // it into memory (format::LoadMode; the CLI reads unless `--mmap`); progress: as READ reads the file.
     static std::shared_ptr<const Model> load(const std::string& path, format::LoadMode mode = format::LoadMode::MMAP,
                                              const format::MappedFile::Progress& progress = nullptr);
 

@@ -93,7 +93,7 @@ TEST(MappedFilePrefault, AnOwnedBufferIsAlreadyResident) {
     EXPECT_EQ(m->resident_bytes(), 1000u);
 }
 
-// LoadMode::READ (`--no-mmap`'s opposite default, runtime::load_model): the file's bytes in
+// LoadMode::READ (the CLI's default, runtime::load_model; `--mmap` maps): the file's bytes in
 // anonymous memory, resident at once (an evicted file too), nothing to pre-fault, progress per
 // 64 MiB chunk and at the end; a missing file is the same error as for a mapping.
 TEST(MappedFileRead, HoldsTheFileBytesResidentWithNothingToPrefault) {
