@@ -199,11 +199,12 @@ void Batcher::loop() {
                     it = queue_.erase(it);
                     continue;
                 }
-                if (waits_for_running(**it)) {
+                const RunningPrefix shared = running_prefix(**it);
+                if (waits_for_running(**it, shared)) {
                     ++it;
                     continue;
                 }
-                if (!admit(*it)) break;
+                if (!admit(*it, shared)) break;
                 running_.push_back(std::move(*it));
                 it = queue_.erase(it);
             }
@@ -244,7 +245,7 @@ void Batcher::publish_locked() {
 // Engine thread. The running request whose tokens share the longest prefix with s's (at most
 // all but s's last token), and that length; {nullptr, 0} below kMinRunningShare tokens, without
 // the prefix cache, or where sequences may not start from another's KV (opts_.forks off: TP).
-std::pair<const Batcher::Slot*, int64_t> Batcher::running_prefix(const Slot& s) const {
+Batcher::RunningPrefix Batcher::running_prefix(const Slot& s) const {
     if (!prefix_ || !opts_.forks) return {nullptr, 0};
     const std::vector<int32_t>& tokens = s.run->tokens();
     const Slot* best = nullptr;
@@ -258,30 +259,28 @@ std::pair<const Batcher::Slot*, int64_t> Batcher::running_prefix(const Slot& s) 
     return {best, best_n};
 }
 
-// Engine thread. True while a running request is still prefilling tokens s's prompt starts with
-// (running_prefix): s waits for them rather than computing them again beside it (continuous
-// batching only: a static batch would hold s until it ends).
-bool Batcher::waits_for_running(const Slot& s) const {
+// Engine thread. True while the running request of `shared` (running_prefix(s)) is still
+// prefilling tokens s's prompt starts with: s waits for them rather than computing them again
+// beside it (continuous batching only: a static batch would hold s until it ends).
+bool Batcher::waits_for_running(const Slot& s, const RunningPrefix& shared) const {
     if (!opts_.continuous || s.kv.n_tokens() > 0) return false;
-    const auto [r, n] = running_prefix(s);
-    return r && r->kv.n_tokens() < n;
+    return shared.slot && shared.slot->kv.n_tokens() < shared.n_tokens;
 }
 
-// Engine thread, mu_ held. Attaches cached prefix blocks — or, when longer, the prompt prefix a
-// running request holds (its blocks shared, the partial last one copied on the first write) —
-// and reserves KV for the rest of the prompt; false (nothing held) when the pool cannot supply
-// them now.
-bool Batcher::admit(std::unique_ptr<Slot>& slot) {
+// Engine thread, mu_ held. Attaches cached prefix blocks — or, when longer, the prompt prefix the
+// running request of `shared` (running_prefix) holds: its blocks shared, the partial last one
+// copied on the first write — and reserves KV for the rest of the prompt; false (nothing held)
+// when the pool cannot supply them now.
+bool Batcher::admit(std::unique_ptr<Slot>& slot, const RunningPrefix& shared) {
     Slot& s = *slot;
     KvCache& cache = engine_->kv_cache();
     const std::vector<int32_t>& tokens = s.run->tokens();
     if (prefix_ && s.kv.n_tokens() == 0) {
         int64_t reused = prefix_->attach(tokens, int64_t(tokens.size()) - 1, s.kv);
-        const auto [r, n] = running_prefix(s);
-        const int64_t take = r ? std::min(n, r->kv.n_tokens()) : 0;
+        const int64_t take = shared.slot ? std::min(shared.n_tokens, shared.slot->kv.n_tokens()) : 0;
         if (take >= kMinRunningShare && take > reused) {
             s.kv.release(cache);
-            s.kv.share_prefix(cache, r->kv, take);
+            s.kv.share_prefix(cache, shared.slot->kv, take);
             reused = take;
         }
         if (!s.admitted_once) s.result.cached_tokens = std::min<int64_t>(reused, s.result.prompt_tokens);

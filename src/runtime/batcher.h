@@ -137,9 +137,13 @@ public:
 private:
     struct Slot;
     void loop();
-    bool admit(std::unique_ptr<Slot>& slot);
-    std::pair<const Slot*, int64_t> running_prefix(const Slot& s) const;
-    bool waits_for_running(const Slot& s) const;
+    struct RunningPrefix {  // a running request and how many of its first tokens a queued one shares
+        const Slot* slot;
+        int64_t n_tokens;
+    };
+    RunningPrefix running_prefix(const Slot& s) const;
+    bool waits_for_running(const Slot& s, const RunningPrefix& shared) const;
+    bool admit(std::unique_ptr<Slot>& slot, const RunningPrefix& shared);
     std::unique_ptr<Slot> make_slot(GenRequest req);
     void fork_followers(Slot& leader, const float* logits, std::vector<std::unique_ptr<Slot>>& out);
     void step();
