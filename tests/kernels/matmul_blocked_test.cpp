@@ -120,8 +120,9 @@ TEST(MatmulBlocked, FloatTypes) {
                        // prefill (m >= 64: gemm_float_packed.inc's packed GEMM, f32 on the PIM layout too):
                        // several of its k-blocks (512 steps at m = 64, 320 at m = 200, a tail of 13) over
                        // PIM k-blocks of whole vectors, and over k-blocks of 36 that cut its 8-step groups;
-                       // ranges of 40 rows hold a whole 32-output AVX-512 panel
-                       {64, 23, 600, 7, 64}, {200, 21, 333, 16, 48}, {66, 9, 300, 5, 36}, {72, 80, 200, 40, 64}});
+                       // ranges of 40 rows hold a whole 32-output AVX-512 panel; 530 rows: two row blocks
+                       {64, 23, 600, 7, 64}, {200, 21, 333, 16, 48}, {66, 9, 300, 5, 36}, {72, 80, 200, 40, 64},
+                       {530, 19, 200, 8, 64}});
 }
 
 TEST(MatmulBlocked, ThirtyTwoBlockTypes) {

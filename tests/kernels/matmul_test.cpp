@@ -109,8 +109,9 @@ const std::vector<Shape> kFloatShapes = {{1, 1, 1},    {1, 3, 17},  {2, 17, 63},
                                          // prefill (m >= 64, gemm_float_packed.inc): several k-blocks (512
                                          // steps at m = 65, 320 at m = 200) with a tail of 76 / 13 steps,
                                          // partial x panels of 6 / 8 rows, W panels of 16 (AVX2) or 32
-                                         // (AVX-512) outputs, partial and (n = 45) whole
-                                         {65, 19, 1100}, {200, 21, 333}, {64, 16, 8}, {70, 45, 300}};
+                                         // (AVX-512) outputs, partial and (n = 45) whole; m = 530 two row
+                                         // blocks (512 + 18 rows on AVX-512, 510 + 20 on AVX2)
+                                         {65, 19, 1100}, {200, 21, 333}, {64, 16, 8}, {70, 45, 300}, {530, 37, 200}};
 // m >= 16 takes the packed q8_0 GEMM on AVX-512 (gemm_q8_packed.inc): 513 rows span two x-row
 // blocks and a 3-row tile remainder, k = 1088 (34 blocks) two k chunks, n = 7 a half-empty panel.
 const std::vector<Shape> kBlock32Shapes = {{1, 1, 32},    {1, 3, 96},    {2, 17, 160},  {5, 7, 64},
