@@ -128,10 +128,15 @@ TEST(Attention, OptimisedMatchesReference) {
         int64_t n_q, pos0, n_head, n_kv, hd, block;
     };
     // head_dim of 4 or 8 vectors (32/64 on AVX2, 64/128 on AVX-512) runs the register path
-    // (attend_item_kv), also with a group that is not a multiple of its head blocks (6, 3, 5)
+    // (attend_item_kv) for one query token, also with a group that is not a multiple of its head
+    // blocks (6, 3, 5), and the query-block path (attend_block) for several: blocks of 32 / group
+    // tokens with a last one shorter (37 = 9 x 4 + 1, 41 = 10 x 4 + 1, 35 = 32 + 3), lanes left
+    // empty (group 7: 28 of 32), whole (group 16), and a group over 32 (the per-token path)
     const Case cases[] = {{1, 0, 1, 1, 8, 16},     {1, 40, 8, 2, 64, 16},  {7, 0, 4, 4, 12, 5},
                           {5, 13, 6, 3, 33, 4},    {1, 300, 4, 1, 128, 32}, {16, 17, 2, 2, 16, 7},
-                          {3, 20, 6, 1, 64, 16},   {2, 50, 3, 1, 128, 16},  {1, 70, 10, 2, 32, 8}};
+                          {3, 20, 6, 1, 64, 16},   {2, 50, 3, 1, 128, 16},  {1, 70, 10, 2, 32, 8},
+                          {37, 5, 8, 1, 64, 16},   {41, 0, 7, 1, 64, 5},    {35, 12, 2, 2, 128, 16},
+                          {20, 3, 32, 2, 32, 7},   {4, 2, 33, 1, 64, 16}};
     for (const Case& c : cases) {
         const int64_t n_ctx = c.pos0 + c.n_q, row = c.n_kv * c.hd;
         const auto k = random_vec(size_t(n_ctx * row), 21, -2.0f, 2.0f);
