@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fails when a lower folder of src/ includes a higher one (CONVENTIONS.md layering).
+"""Fails when a lower folder of src/ includes a higher one (docs/design.md, "Layers").
 
 Every `#include "x/..."` in src/<folder>/ must name a folder that <folder> may depend on:
     core <- format <- model;  kernels, layout, hw, config -> core only;

@@ -59,7 +59,7 @@ def check(root):
 
 def self_test():
     bad = {
-        "a.md": "see /wo" + "rk/shared/DESIGN.md\n",
+        "a.md": "see /wo" + "rk/shared/notes.md\n",
         "b.cpp": "// measured in sess" + "ion 14\n",
         "c.toml": "# from /ho" + "me/alice/notes.txt\n",
         "d.sh": 'cd /ro' + 'ot/x\n',
