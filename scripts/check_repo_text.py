@@ -7,7 +7,7 @@
 Flags, with file:line and the offending text:
   - an absolute path of a developer's or CI machine: /work/..., /root/..., /home/<name>/...
     (a path starting a token; `$dir/work/` or `build/work/` are relative and pass);
-  - narration by numbered stints of work ("session 6", "sessions 11-15"): the repository says
+  - narration by numbered stints of work (the word "session" followed by a number): the repository says
     what the code does and what was measured (command, machine, commit); history is git's.
 Exit status 0 when clean, 1 with the list otherwise, 2 on bad usage.
 """
