@@ -74,9 +74,9 @@ Sampled sample(const Tokenizer& tok, SamplerParams p, int64_t max_tokens, std::m
     return r;
 }
 
-class GrammarBudget : public ::testing::TestWithParam<const char*> {};
+class ToolCallBudget : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(GrammarBudget, ForcedToolCallsAlwaysCloseWithinMaxTokens) {
+TEST_P(ToolCallBudget, ForcedToolCallsAlwaysCloseWithinMaxTokens) {
     const auto tok = synthetic_tokenizer(GetParam());
     ToolFunction fn;
     fn.name = "get_weather";
@@ -111,7 +111,7 @@ TEST_P(GrammarBudget, ForcedToolCallsAlwaysCloseWithinMaxTokens) {
     EXPECT_FALSE(parse_tool_calls(ChatTemplate::CHATML, open.text).has_value()) << open.text;
 }
 
-INSTANTIATE_TEST_SUITE_P(TokenizerKinds, GrammarBudget, ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-llama3"));
+INSTANTIATE_TEST_SUITE_P(TokenizerKinds, ToolCallBudget, ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-llama3"));
 
 }  // namespace
 }  // namespace duet::model

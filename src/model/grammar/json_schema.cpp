@@ -88,8 +88,10 @@ std::vector<std::string> type_list(const ojson& t) {
 
 ojson without(const ojson& s, std::initializer_list<const char*> keys) {
     ojson out = ojson::object();
-    for (const auto& [k, v] : s.items())
-        if (std::none_of(keys.begin(), keys.end(), [&](const char* x) { return k == x; })) out[k] = v;
+    for (const auto& item : s.items()) {
+        const std::string& k = item.key();
+        if (std::none_of(keys.begin(), keys.end(), [&](const char* x) { return k == x; })) out[k] = item.value();
+    }
     return out;
 }
 
@@ -563,8 +565,10 @@ ojson JsonSchemaCompiler::merge_all_of(const ojson& s, const std::string& path, 
     // A member closed to other properties forbids the ones only the others declare.
     if (!closed.empty() && merged.contains("properties")) {
         ojson kept = ojson::object();
-        for (const auto& [k, v] : merged["properties"].items()) {
-            if (std::all_of(closed.begin(), closed.end(), [&](const auto& c) { return c.count(k) > 0; })) kept[k] = v;
+        for (const auto& item : merged["properties"].items()) {
+            const std::string& k = item.key();
+            if (std::all_of(closed.begin(), closed.end(), [&](const auto& c) { return c.count(k) > 0; }))
+                kept[k] = item.value();
             else if (merged.contains("required") &&
                      std::find(merged["required"].begin(), merged["required"].end(), k) != merged["required"].end())
                 fail("{}: '{}' is required but a member with additionalProperties false does not allow it", w, k);
