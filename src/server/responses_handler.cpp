@@ -150,29 +150,41 @@ void ResponsesHandler::prepare(Turn& t) {
     t.output.emplace(r.parallel_tool_calls);
 }
 
-// The template renders the previous turn's output from its text, which need not tokenize to
-// the tokens the model sampled: when the previous prompt + output tokens spell a prefix of
-// the new prompt's text, the new prompt is those tokens + the rest, so every full KV block of
-// the previous turn is a prefix cache hit.
+// The template renders the previous turn's output from its text (a tool call's arguments
+// re-serialised), which need not tokenize to the tokens the model sampled. The new prompt is
+// therefore the longest run of the previous turn's tokens whose text is a prefix of the new
+// prompt's text and ends on one of the new prompt's token boundaries, followed by the new
+// prompt's own tokens from that boundary: the same text, the tokens the model saw for the part
+// it has seen (every full KV block of that run is a prefix cache hit), the template's tokens
+// for the rest.
 void ResponsesHandler::continue_prompt(Turn& t) const {
     const std::vector<int32_t>& prev = t.prev_tokens;
     std::vector<int32_t>& prompt = t.p.prompt;
-    if (prev.empty() || (prompt.size() >= prev.size() && std::equal(prev.begin(), prev.end(), prompt.begin()))) return;
+    if (prev.empty()) return;
     const model::Tokenizer& tok = completions_.batcher_.model().tokenizer();
     const int32_t n_vocab = int32_t(completions_.batcher_.model().hparams().n_vocab);
-    auto text = [&](const std::vector<int32_t>& ids) {
-        std::string s;
-        for (int32_t id : ids) s += id >= 0 && id < n_vocab ? tok.token_to_piece(id, true) : std::string();
-        return s;
-    };
-    const std::string want = text(prompt), have = text(prev);
-    if (want.size() <= have.size() || want.compare(0, have.size(), have) != 0) return;
-    std::vector<int32_t> joined = prev;
-    const std::vector<int32_t> rest = tok.encode(std::string_view(want).substr(have.size()), false, true);
-    joined.insert(joined.end(), rest.begin(), rest.end());
-    if (text(joined) != want) return;
+    auto piece = [&](int32_t id) { return id >= 0 && id < n_vocab ? tok.token_to_piece(id, true) : std::string(); };
+    std::string want;
+    std::vector<size_t> ends;  // text offset after each token of the prompt
+    for (int32_t id : prompt) ends.push_back((want += piece(id)).size());
+    size_t best_prev = 0, best_prompt = 0, len = 0, j = 0;
+    for (size_t k = 0; k < prev.size(); ++k) {
+        const std::string p = piece(prev[k]);
+        if (want.compare(len, p.size(), p) != 0) break;
+        len += p.size();
+        while (j < ends.size() && ends[j] < len) ++j;
+        if (j < ends.size() && ends[j] == len && j + 1 < ends.size()) best_prev = k + 1, best_prompt = j + 1;
+    }
+    if (best_prev == 0 || (best_prev == best_prompt && std::equal(prev.begin(), prev.begin() + long(best_prev),
+                                                                 prompt.begin())))
+        return;  // nothing shared, or the template's tokens are the previous turn's already
+    std::vector<int32_t> joined(prev.begin(), prev.begin() + long(best_prev));
+    joined.insert(joined.end(), prompt.begin() + long(best_prompt), prompt.end());
     const int64_t reserve = std::max<int64_t>(1, t.cr.max_tokens);
     if (int64_t(joined.size()) + reserve > completions_.batcher_.n_ctx()) return;  // keep the prompt prepare() checked
+    DUET_LOG_DEBUG("POST /v1/responses: the prompt continues {} of the previous turn's {} tokens (the template's "
+                   "tokenization of that text had {})",
+                   best_prev, prev.size(), best_prompt);
     prompt = std::move(joined);
 }
 

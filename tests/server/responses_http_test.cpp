@@ -60,7 +60,7 @@ protected:
     }
     static std::vector<std::string> args(const std::string& db, int max_stored) {
         return {"--log-level", "warn", "serve", "-m", *model_, "--model-id", "tiny", "--port", "0", "--no-auth",
-                "--parallel", "2", "--ctx", "512", "--threads", "1", "--tasks-db", db, "--max-stored-responses",
+                "--parallel", "2", "--ctx", "1024", "--threads", "1", "--tasks-db", db, "--max-stored-responses",
                 std::to_string(max_stored)};
     }
     static httplib::Result post(int port, const std::string& path, const json& body) {
@@ -214,6 +214,27 @@ TEST_F(ResponsesHttpTest, PreviousResponseContinuesAndReusesItsKvBlocks) {
     EXPECT_EQ(bare["instructions"], nullptr);
 }
 
+// A forced call's arguments are re-serialised by the template, so its text differs from what
+// the model generated; the next turn still continues the generated tokens up to that point.
+TEST_F(ResponsesHttpTest, ToolCallTurnReusesTheGeneratedCallPrefix) {
+    const int port = server_->port();
+    const json params = {{"type", "object"},
+                         {"properties", {{"city", {{"type", "string"}, {"maxLength", 12}}}}},
+                         {"required", {"city"}}};
+    const json tools = {{{"type", "function"}, {"name", "get_weather"}, {"parameters", params}}};
+    const json first = ok(post(port, "/v1/responses",
+                               {{"input", "Weather in Oslo?"}, {"tools", tools}, {"tool_choice", "required"},
+                                {"seed", 1}, {"max_output_tokens", 200}}));
+    ASSERT_EQ(first["output"][0]["type"], "function_call");
+    const json call = first["output"][0];
+    const int64_t in1 = first["usage"]["input_tokens"];
+    const json second = ok(post(port, "/v1/responses",
+        {{"previous_response_id", first["id"]}, {"tools", tools}, {"max_output_tokens", 1},
+         {"input", {{{"type", "function_call_output"}, {"call_id", call["call_id"]}, {"output", "12C"}}}}}));
+    const int64_t cached = second["usage"]["input_tokens_details"]["cached_tokens"];
+    EXPECT_GE(cached, in1 / 16 * 16 + 16) << "no block of the generated call was reused";
+}
+
 TEST_F(ResponsesHttpTest, BadRequestsAre400sNamingTheField) {
     const int port = server_->port();
     json e = error(port, {{"input", "x"}, {"reasoning", {{"effort", "high"}}}}, 400);
@@ -227,10 +248,11 @@ TEST_F(ResponsesHttpTest, BadRequestsAre400sNamingTheField) {
     EXPECT_EQ(e["code"], "previous_response_not_found");
     e = error(port, {{"model", "gpt-4o"}, {"input", "x"}}, 404);
     EXPECT_EQ(e["message"], "The model 'gpt-4o' does not exist (this server serves 'tiny')");
-    e = error(port, {{"input", "x"}, {"max_output_tokens", 1000}}, 400);
+    e = error(port, {{"input", "x"}, {"max_output_tokens", 1020}}, 400);
     EXPECT_EQ(e["param"], "input");
     EXPECT_EQ(e["code"], "context_length_exceeded");
-    EXPECT_NE(e["message"].get<std::string>().find("in the input, 1000 in the completion). Please reduce the length of "
+    EXPECT_EQ(e["message"].get<std::string>().rfind("This model's maximum context length is 1024 tokens.", 0), 0u);
+    EXPECT_NE(e["message"].get<std::string>().find("in the input, 1020 in the completion). Please reduce the length of "
                                                    "the input or completion."),
               std::string::npos)
         << e["message"];
