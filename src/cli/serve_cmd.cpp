@@ -189,8 +189,8 @@ void register_serve(CLI::App& app) {
     auto a = std::make_shared<ServeArgs>();
     CLI::App* c = app.add_subcommand(
         "serve",
-        "Serve a GGUF model over an OpenAI-compatible HTTP API (chat/completions with SSE streaming, models,\n"
-        "tasks, health, Prometheus metrics). The Bearer key comes from the variable named by settings\n"
+        "Serve a GGUF model over an OpenAI-compatible HTTP API (chat/completions and responses with SSE\n"
+        "streaming, models, tasks, health, Prometheus metrics). The Bearer key comes from the variable named by settings\n"
         "api.api_key_env. Examples:\n"
         "  DUET_API_KEY=secret duet serve -m model.gguf --port 8080 --parallel 4\n"
         "  duet serve -m model.gguf --no-auth --port 0      # any free port, printed at start");
