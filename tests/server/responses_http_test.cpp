@@ -303,5 +303,39 @@ TEST(ResponsesStandalone, StoreSurvivesKillAndRestartAndIsBounded) {
     fs::remove_all(dir);
 }
 
+// An engine step that throws: the streamed response ends with response.failed naming the
+// error and is not stored; the next request is served.
+TEST(ResponsesStandalone, AFailingEngineStepEndsTheStreamWithResponseFailed) {
+    const fs::path dir = fs::temp_directory_path() / ("duet_responses_fault_" + std::to_string(getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string model = (dir / "m.gguf").string();
+    ASSERT_EQ(run_command(duet_binary() + " gen-model --arch tiny-qwen2 --dtype f32 --seed 7 -o " + model).first, 0);
+    ServerProcess s({"--log-level", "error", "serve", "-m", model, "--port", "0", "--no-auth", "--threads", "1",
+                     "--ctx", "512", "--tasks-db", (dir / "s.db").string(), "--fault-at-step", "2"},
+                    {});
+    httplib::Client c("127.0.0.1", s.port());
+    c.set_read_timeout(std::chrono::seconds(60));
+    const json body = {{"input", "Once upon a time"}, {"max_output_tokens", 4}, {"temperature", 0}, {"stream", true}};
+    auto r = c.Post("/v1/responses", body.dump(), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200);
+    const std::vector<Sse> ev = parse_sse(r->body);
+    ASSERT_GE(ev.size(), 3u);
+    EXPECT_EQ(ev[0].event, "response.created");
+    EXPECT_EQ(ev.back().event, "response.failed");
+    const json& failed = ev.back().data["response"];
+    EXPECT_EQ(failed["status"], "failed");
+    EXPECT_EQ(failed["error"], json({{"code", "server_error"}, {"message", "injected fault at engine step 2"}}));
+    EXPECT_EQ(c.Get("/v1/responses/" + failed["id"].get<std::string>())->status, 404);
+    // The next request is served (the fault was one step).
+    json plain = body;
+    plain.erase("stream");
+    r = c.Post("/v1/responses", plain.dump(), "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << r->body;
+    fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace duet::test
