@@ -258,6 +258,17 @@ TEST_F(ResponsesHttpTest, BadRequestsAre400sNamingTheField) {
         << e["message"];
     e = error(port, {{"input", {{{"type", "function_call_output"}, {"call_id", "call_x"}, {"output", "1"}}}}}, 400);
     EXPECT_EQ(e["message"], "'input[0].call_id' = \"call_x\" answers no function_call of the conversation");
+    // The schema compiler's errors name the Responses field, not the chat route's.
+    e = error(port,
+              {{"input", "x"},
+               {"text", {{"format", {{"type", "json_schema"}, {"name", "p"},
+                                     {"schema", {{"type", "object"},
+                                                 {"properties", {{"a", {{"not", {{"type", "string"}}}}}}}}}}}}}},
+              400);
+    EXPECT_EQ(e["param"], "text.format.schema");
+    EXPECT_EQ(e["message"].get<std::string>().rfind("text.format.schema: /properties/a: keyword 'not' is not supported", 0),
+              0u)
+        << e["message"];
     httplib::Client c("127.0.0.1", port);
     auto bad = c.Post("/v1/responses", "{not json", "application/json");
     EXPECT_EQ(bad->status, 400);
