@@ -43,6 +43,7 @@ struct ServeArgs {
     int port = 8080;
     int64_t parallel = 4, ctx = 0, queue = 64, max_body_bytes = 1 << 20, kv_blocks = 0, max_connections = 256;
     int64_t fault_at_step = -1;
+    int64_t max_stored_responses = 1000;
     int64_t admit_window_ms = 0;  // runtime::BatcherOptions::admit_window_us
     int threads = 0, tp = 1, pp = 1;
     bool no_auth = false, no_continuous = false, no_prefix_cache = false;
@@ -67,6 +68,8 @@ void serve(const ServeArgs& a, const CLI::App& root) {
     so.port = a.port;
     so.max_body_bytes = size_t(a.max_body_bytes);
     so.max_connections = size_t(a.max_connections);
+    so.responses_db = a.tasks_db;  // stored /v1/responses live beside the tasks
+    so.max_stored_responses = a.max_stored_responses;
     // --api-prefix, else the path of settings api_base (https://host/api -> /api/v1/...)
     so.api_prefix = a.api_prefix ? config::parse_api_base("http://x" + *a.api_prefix).prefix
                                  : config::parse_api_base(st.api.api_base).prefix;
@@ -186,8 +189,8 @@ void register_serve(CLI::App& app) {
     auto a = std::make_shared<ServeArgs>();
     CLI::App* c = app.add_subcommand(
         "serve",
-        "Serve a GGUF model over an OpenAI-compatible HTTP API (chat/completions with SSE streaming, models,\n"
-        "tasks, health, Prometheus metrics). The Bearer key comes from the variable named by settings\n"
+        "Serve a GGUF model over an OpenAI-compatible HTTP API (chat/completions and responses with SSE\n"
+        "streaming, models, tasks, health, Prometheus metrics). The Bearer key comes from the variable named by settings\n"
         "api.api_key_env. Examples:\n"
         "  DUET_API_KEY=secret duet serve -m model.gguf --port 8080 --parallel 4\n"
         "  duet serve -m model.gguf --no-auth --port 0      # any free port, printed at start");
@@ -220,7 +223,10 @@ void register_serve(CLI::App& app) {
            "Pipeline stages: run as mpirun -np M duet serve --pp M; rank s runs its layers, rank 0 serves HTTP, n = 1 "
            "only, no prefix cache; not with --tp > 1 (docs/scale-out.md)",
            1, 1024);
-    text(c, "--tasks-db", a->tasks_db, "SQLite file of the tasks API (created 0600)");
+    text(c, "--tasks-db", a->tasks_db, "SQLite file of the tasks API and of stored /v1/responses (created 0600)");
+    number(c, "--max-stored-responses", a->max_stored_responses,
+           "Responses kept for GET /v1/responses/{id} and previous_response_id; storing one more deletes the oldest",
+           int64_t(1), int64_t(1) << 30);
     text(c, "--model-id", a->model_id, "Model name clients use", DefaultFrom{"the file name without .gguf"});
     text(c, "--chat-template", a->chat_template, "llama2, llama3, chatml, mistral", DefaultFrom{"from the file"});
     number(c, "--max-body-bytes", a->max_body_bytes,

@@ -8,6 +8,7 @@
 #include "server/api_error.h"
 #include "server/completion_handler.h"
 #include "server/http_transport.h"
+#include "server/responses_handler.h"
 
 namespace duet::server {
 namespace {
@@ -24,6 +25,12 @@ void send_json(httplib::Response& res, int status, const json& body) {
 }
 
 void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.status(), e.to_json()); }
+
+// Keys in the order the object was built (the Responses API's objects).
+void send_ordered_json(httplib::Response& res, const nlohmann::ordered_json& body) {
+    res.status = 200;
+    res.set_content(body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace), "application/json");
+}
 
 }  // namespace
 
@@ -61,7 +68,9 @@ HttpServer::HttpServer(ServerOptions opts, runtime::Batcher& batcher, TaskServic
     : opts_(std::move(opts)), batcher_(batcher), tasks_(tasks), metrics_(metrics), timings_(std::move(timings)),
       http_(std::make_unique<httplib::Server>()),
       completions_(std::make_unique<CompletionHandler>(CompletionSettings{opts_.model_id, opts_.chat_template}, batcher,
-                                                       metrics, timings_)) {
+                                                       metrics, timings_)),
+      responses_store_(std::make_unique<ResponsesStore>(opts_.responses_db, opts_.max_stored_responses)),
+      responses_(std::make_unique<ResponsesHandler>(*completions_, *responses_store_)) {
     const size_t threads = size_t(std::max(1, opts_.http_threads));
     const size_t cap = std::max<size_t>(1, opts_.max_connections);
     http_->new_task_queue = [this, threads, cap]() -> httplib::TaskQueue* {
@@ -203,6 +212,15 @@ void HttpServer::routes() {
     s.Post(opts_.api_prefix + "/v1/completions", [this](const httplib::Request& req, httplib::Response& res, const Reader& rd) {
         HttpExchange ex{req, res};
         handle_completion(read_body(req, res, rd, opts_.max_body_bytes), false, ex);
+    });
+    s.Post(opts_.api_prefix + "/v1/responses", [this](const httplib::Request& req, httplib::Response& res, const Reader& rd) {
+        responses_->create(read_body(req, res, rd, opts_.max_body_bytes), res);
+    });
+    s.Get(opts_.api_prefix + R"(/v1/responses/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+        send_ordered_json(res, responses_->get(req.matches[1]));
+    });
+    s.Delete(opts_.api_prefix + R"(/v1/responses/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+        send_ordered_json(res, responses_->remove(req.matches[1]));
     });
 
     s.Post(opts_.api_prefix + "/v1/tasks", [this](const httplib::Request& req, httplib::Response& res, const Reader& rd) {

@@ -41,6 +41,8 @@ struct ServerOptions {
     size_t max_connections = 256;         // open connections at most (served + waiting); more get 503
     std::string api_prefix;               // "" or "/api": the OpenAI routes are served at <prefix>/v1/...
     model::ChatTemplate chat_template = model::ChatTemplate::CHATML;
+    std::string responses_db = ":memory:";  // SQLite file of stored /v1/responses (responses_store.h)
+    int64_t max_stored_responses = 1000;    // the oldest is deleted past this many
 };
 
 class HttpServer {
@@ -67,6 +69,8 @@ private:
     ModelledTimings timings_;
     std::unique_ptr<httplib::Server> http_;
     std::unique_ptr<class CompletionHandler> completions_;  // POST /v1/chat/completions, /v1/completions
+    std::unique_ptr<class ResponsesStore> responses_store_;
+    std::unique_ptr<class ResponsesHandler> responses_;     // /v1/responses (responses_handler.h)
     int port_ = 0;
     int listen_fd_ = -1;                       // the listening socket (owned by http_)
     // The connection workers, started by bind() so that they are running when the address is
