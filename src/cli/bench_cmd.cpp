@@ -264,7 +264,7 @@ void register_bench(CLI::App& app) {
     text(c, "--hccl-expansion", a->hccl_expansion,
          "Where collectives are expanded, their launch cost: AI_CPU, AIV, HOST, HOST_TS (configs/hw/collectives.toml)",
          DefaultFrom{"HCCL_OP_EXPANSION_MODE, else HOST"});
-    c->add_option("--svg", a->svg, "Write an SVG chart: TBT per token and memory breakdown");
+    c->add_option("--svg", a->svg, "Write an SVG chart: TBT per token and memory breakdown (--workload serving --rate-sweep: p99 TTFT and TPOT against throughput)");
     number(c, "--tbt-reduction-min", a->th.tbt_reduction_min, "Verdict: required TBT reduction (fraction)", 0.0, 1.0);
     number(c, "--ttft-increase-max-ms", a->th.ttft_increase_max_ms, "Verdict: allowed TTFT increase (ms)", 0.0,
            1e6);
