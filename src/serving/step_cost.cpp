@@ -55,7 +55,12 @@ sim::OpTrace step_records(const graph::Graph& g, const std::vector<sched::Chunk>
     if (n_dec > 0) add_group(int32_t(n_dec), (past_dec + n_dec / 2) / n_dec, 1);
     for (const sched::Chunk& c : chunks)
         if (c.n_tokens > 1) add_group(1, c.n_past, c.n_tokens);
-    for (sim::OpRecord& r : out) r.phase = phase;
+    int64_t longest = 0;  // ATTENTION's n: the longest context after the step, over the real sequences
+    for (const sched::Chunk& c : chunks) longest = std::max(longest, c.n_past + c.n_tokens);
+    for (sim::OpRecord& r : out) {
+        r.phase = phase;
+        if (r.kind == sim::OpKind::ATTENTION) r.n = longest;
+    }
     return out;
 }
 

@@ -10,7 +10,8 @@
 // n_new). The groups' records, node by node of the same graph, merge into one forward: tokens
 // (m), activation bytes and FLOPs add; a matrix's weight_bytes are read once for the whole step
 // (max), EMBED's and ATTENTION's per-token/per-sequence bytes add; n_seq adds; ATTENTION's n is
-// the longest context. The forward is PREFILL when any chunk brings more than one token (the
+// the longest context of any sequence after the step. tests/serving/step_records_test.cpp checks
+// these records against the engine's own for a ragged batch. The forward is PREFILL when any chunk brings more than one token (the
 // engine's rule), so a mixed step's matmuls are prefill matmuls for the placement policy.
 //
 // Cache: steps are timed once per composition key, with every length rounded to a grid of 8

@@ -119,11 +119,22 @@ TEST(StepCost, RaggedStepRecordsMergeThePlannersGroups) {
     const graph::Graph g = graph::build_graph(shape);
     sim::OpTrace uniform;
     sim::plan_forward(g, 3, 40, 1, sim::Phase::DECODE, uniform);
-    const std::vector<sched::Chunk> dec{{0, 30, 1, true}, {1, 40, 1, true}, {2, 50, 1, true}};
-    EXPECT_EQ(step_records(g, dec), uniform);  // mean context 40: same bytes and FLOPs
+    std::vector<sched::Chunk> dec{{0, 40, 1, true}, {1, 40, 1, true}, {2, 40, 1, true}};
+    EXPECT_EQ(step_records(g, dec), uniform);
+    // Contexts 30, 40, 50: attention reads and computes what three at the mean 40 would; its n is
+    // the longest context (tests/serving/step_records_test.cpp checks ragged steps against the engine).
+    dec = {{0, 30, 1, true}, {1, 40, 1, true}, {2, 50, 1, true}};
+    const sim::OpTrace ragged = step_records(g, dec);
+    for (size_t i = 0; i < ragged.size(); ++i) {
+        sim::OpRecord r = ragged[i];
+        if (r.kind == sim::OpKind::ATTENTION) {
+            EXPECT_EQ(r.n, 51) << i;
+            r.n = uniform[i].n;
+        }
+        EXPECT_EQ(r, uniform[i]) << i;
+    }
 
-    std::vector<sched::Chunk> mixed = dec;
-    mixed.push_back({3, 0, 20, true});
+    std::vector<sched::Chunk> mixed{{0, 40, 1, true}, {1, 40, 1, true}, {2, 40, 1, true}, {3, 0, 20, true}};
     const sim::OpTrace m = step_records(g, mixed);
     sim::OpTrace chunk;
     sim::plan_forward(g, 1, 0, 20, sim::Phase::PREFILL, chunk);
@@ -133,7 +144,9 @@ TEST(StepCost, RaggedStepRecordsMergeThePlannersGroups) {
         EXPECT_EQ(m[i].m, uniform[i].m + chunk[i].m) << i;
         EXPECT_EQ(m[i].n_seq, 4) << i;
         EXPECT_DOUBLE_EQ(m[i].flops, uniform[i].flops + chunk[i].flops) << i;
-        if (m[i].kind == sim::OpKind::MATMUL) EXPECT_EQ(m[i].weight_bytes, uniform[i].weight_bytes) << i;
+        if (m[i].kind == sim::OpKind::MATMUL) {
+            EXPECT_EQ(m[i].weight_bytes, uniform[i].weight_bytes) << i;
+        }
         if (m[i].kind == sim::OpKind::ATTENTION) {
             EXPECT_EQ(m[i].weight_bytes, uniform[i].weight_bytes + chunk[i].weight_bytes) << i;
             EXPECT_EQ(m[i].n, 41) << i;  // longest context after the step
