@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "cli/commands.h"
 #include "cli/flags.h"
 #include "cli/knob_effects.h"
 #include "config/coop_config.h"
@@ -80,7 +81,7 @@ struct Side {
     serving::KvCapacity kv;
     serving::ServingResult result;
     serving::ServingSummary summary;
-    int64_t evaluations = 0, lookups = 0;
+    int64_t evaluations = 0, lookups = 0, pim_steps = 0;
     std::unique_ptr<serving::StepCostModel> cost;  // shared by the run and the sweep: one step-time cache
     serving::SweepResult sweep;
 };
@@ -120,6 +121,62 @@ void print_table(const Side& b, const Side& t) {
     }
 }
 
+// Peak device memory of a run: everything but the KV cache, plus the KV blocks in use at the peak.
+double peak_memory_bytes(const Side& s) {
+    return double(s.kv.other_bytes) + double(s.summary.peak_kv_blocks_used) * double(s.kv.block_bytes);
+}
+
+// The three verdicts of `duet bench` (sim/report.h) judged at the load given: TPOT for TBT, mean
+// TTFT (queueing included), peak device memory (KV blocks in use at the peak).
+std::vector<sim::Verdict> judge_serving(const Side& b, const Side& t, const sim::Thresholds& th) {
+    std::vector<sim::Verdict> out;
+    sim::Verdict v;
+    v.name = "tbt_reduction";
+    v.threshold = th.tbt_reduction_min;
+    const double tb = b.summary.tpot_ms.mean;
+    v.value = tb > 0 ? 1 - t.summary.tpot_ms.mean / tb : 0;
+    v.met = v.value >= v.threshold;
+    v.binding_limit = fmt::format("PIM computed in {:.0f} % of the target's steps; the others carried a prompt chunk "
+                                  "or more decode sequences than PIM pays for, and ran on the NPU",
+                                  t.lookups > 0 ? 100.0 * double(t.pim_steps) / double(t.lookups) : 0.0);
+    v.line = fmt::format("TPOT reduction    {:6.1f} %   (required >= {:.0f} %)   {}", 100 * v.value, 100 * v.threshold,
+                         v.met ? "MET" : "NOT MET: " + v.binding_limit);
+    out.push_back(v);
+    v = {};
+    v.name = "ttft_increase_ms";
+    v.threshold = th.ttft_increase_max_ms;
+    v.value = t.summary.ttft_ms.mean - b.summary.ttft_ms.mean;
+    v.met = v.value < v.threshold;
+    v.binding_limit = fmt::format("mean queueing {:.2f} ms against {:.2f} ms", t.summary.queue_ms.mean,
+                                  b.summary.queue_ms.mean);
+    v.line = fmt::format("TTFT increase     {:6.2f} ms  (required < {:.0f} ms)    {}", v.value, v.threshold,
+                         v.met ? "MET" : "NOT MET: " + v.binding_limit);
+    out.push_back(v);
+    v = {};
+    v.name = "memory_increase";
+    v.threshold = th.memory_increase_max;
+    const double mb = peak_memory_bytes(b);
+    v.value = mb > 0 ? peak_memory_bytes(t) / mb - 1 : 0;
+    v.met = v.value < v.threshold;
+    v.binding_limit = fmt::format("weights, block index and conversion cache {} against {}", gib(t.kv.other_bytes),
+                                  gib(b.kv.other_bytes));
+    v.line = fmt::format("Memory increase   {:6.2f} %   (required < {:.0f} %)     {}", 100 * v.value,
+                         100 * v.threshold, v.met ? "MET" : "NOT MET: " + v.binding_limit);
+    out.push_back(v);
+    return out;
+}
+
+nlohmann::json verdicts_json(const std::vector<sim::Verdict>& vs) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const sim::Verdict& v : vs)
+        a.push_back({{"name", v.name},
+                     {"value", v.value},
+                     {"threshold", v.threshold},
+                     {"met", v.met},
+                     {"binding_limit", v.met ? "" : v.binding_limit}});
+    return a;
+}
+
 nlohmann::json side_json(const Side& s) {
     nlohmann::json j = serving::summary_to_json(s.summary);
     j["policy"] = sim::policy_name(s.policy);
@@ -128,7 +185,9 @@ nlohmann::json side_json(const Side& s) {
                      {"block_bytes", s.kv.block_bytes},
                      {"device_bytes", s.kv.device_bytes},
                      {"other_bytes", s.kv.other_bytes}};
-    j["step_times"] = {{"compositions_timed", s.evaluations}, {"steps_looked_up", s.lookups}};
+    j["step_times"] = {{"compositions_timed", s.evaluations}, {"steps_looked_up", s.lookups},
+                       {"steps_with_pim", s.pim_steps}};
+    j["peak_memory_bytes"] = peak_memory_bytes(s);
     j["per_request"] = serving::requests_to_json(s.result);
     if (!s.sweep.points.empty()) {
         nlohmann::json pts = nlohmann::json::array();
@@ -227,6 +286,8 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
         s.policy = runs[i].first;
         const sim::RunOptions ro = workload::bench_run_options(cfg, s.policy, in);
         if (a.kv_blocks != -1) {
+            if (hw.mem_capacity_bytes > 0)  // the other bytes still count in the memory verdict
+                s.kv = serving::kv_capacity(*runs[i].second, ro, hw, std::max(a.step_tokens, a.parallel));
             s.kv.block_tokens = hw.kv_block_tokens;
             s.kv.n_blocks = a.kv_blocks;
         } else {
@@ -261,8 +322,11 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
         }
         s.evaluations = s.cost->evaluations();
         s.lookups = s.cost->lookups();
+        s.pim_steps = s.cost->pim_steps();
     }
     print_table(sides[0], sides[1]);
+    const std::vector<sim::Verdict> verdicts = judge_serving(sides[0], sides[1], c.th);
+    for (const sim::Verdict& v : verdicts) std::printf("%s\n", v.line.c_str());
     if (a.slo_ttft_ms >= 0 || a.slo_tpot_ms >= 0)
         std::printf("goodput SLOs: TTFT <= %s ms, TPOT <= %s ms\n",
                     a.slo_ttft_ms >= 0 ? fmt::format("{:g}", a.slo_ttft_ms).c_str() : "any",
@@ -303,11 +367,15 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
                               {"slo_ttft_ms", a.slo_ttft_ms >= 0 ? nlohmann::json(a.slo_ttft_ms) : nlohmann::json(nullptr)},
                               {"slo_tpot_ms", a.slo_tpot_ms >= 0 ? nlohmann::json(a.slo_tpot_ms) : nlohmann::json(nullptr)}}},
                             {"serving", {{"baseline", side_json(sides[0])}, {"target", side_json(sides[1])}}},
+                            {"verdicts", verdicts_json(verdicts)},
                             {"config", workload::config_json(st, cfg)},
                             {"topology", workload::topology_json(hw)}};
         sim::write_file_atomic(c.report, j.dump(2) + "\n");
         std::printf("report: %s\n", c.report.c_str());
     }
+    bool all_met = true;  // exit status as `duet bench`: 3 when a verdict is NOT MET (unless --no-verdict-exit)
+    for (const sim::Verdict& v : verdicts) all_met = all_met && v.met;
+    if (!all_met && !c.no_verdict_exit) throw ExitStatus{3};
 }
 
 }  // namespace duet::cli

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "sim/report.h"
+
 namespace duet::cli {
 
 struct ServingBenchArgs {
@@ -30,6 +32,8 @@ struct ServingBenchCommon {
     int64_t npus = -1, pims = -1;
     int64_t seq_len = -1, gen_len = 256;
     int64_t tp = 1, pp = 1;
+    sim::Thresholds th;            // the three verdicts' thresholds (--tbt-reduction-min ...)
+    bool no_verdict_exit = false;  // exit 0 even when a verdict is NOT MET
 };
 
 void add_serving_bench_flags(CLI::App* bench, ServingBenchArgs& a);

@@ -86,7 +86,10 @@ double StepCostModel::step_ns(const sched::Step& step) {
     Key key{n_dec, dec_past};
     for (const auto& [n, p] : pre) key.push_back(n), key.push_back(p);
     ++lookups_;
-    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    if (auto it = cache_.find(key); it != cache_.end()) {
+        pim_steps_ += it->second.pim ? 1 : 0;
+        return it->second.ns;
+    }
 
     std::vector<sched::Chunk> chunks;
     for (int64_t i = 0; i < n_dec; ++i) chunks.push_back({i, dec_past, 1, true});
@@ -99,8 +102,10 @@ double StepCostModel::step_ns(const sched::Step& step) {
     const sim::Placer placer(opts_.placement, hw_);
     const sim::Timeline tl = sim::simulate_timeline(shape_, plan, placer, opts_, hw_);
     const double ns = phase == sim::Phase::PREFILL ? tl.ttft_ns : tl.tbt_ns.at(0);
+    const bool pim = tl.prefill.pim().ops + tl.decode.pim().ops > 0;
     ++evaluations_;
-    cache_.emplace(std::move(key), ns);
+    pim_steps_ += pim ? 1 : 0;
+    cache_.emplace(std::move(key), Timed{ns, pim});
     return ns;
 }
 

@@ -47,6 +47,7 @@ public:
     double step_ns(const sched::Step& step);
     int64_t evaluations() const { return evaluations_; }  // distinct compositions timed
     int64_t lookups() const { return lookups_; }
+    int64_t pim_steps() const { return pim_steps_; }  // steps looked up in which a PIM device computed
 
 private:
     using Key = std::vector<int64_t>;
@@ -54,8 +55,12 @@ private:
     sim::RunOptions opts_;
     const sim::SimHardware& hw_;
     std::shared_ptr<const graph::Graph> graph_;
-    std::map<Key, double> cache_;
-    int64_t evaluations_ = 0, lookups_ = 0;
+    struct Timed {
+        double ns = 0;
+        bool pim = false;  // a PIM device ran operators in the step
+    };
+    std::map<Key, Timed> cache_;
+    int64_t evaluations_ = 0, lookups_ = 0, pim_steps_ = 0;
 };
 
 }  // namespace duet::serving

@@ -45,11 +45,13 @@ TEST(RequestLog, TheServersLogReplaysThroughTheSimulator) {
     for (size_t i = 0; i < 3; ++i) {
         EXPECT_EQ(lines[i]["prompt_tokens"], usage[i]["prompt_tokens"]) << i;
         EXPECT_EQ(lines[i]["output_tokens"], usage[i]["completion_tokens"]) << i;
-        if (i > 0) EXPECT_GT(lines[i]["arrival_s"].get<double>(), lines[i - 1]["arrival_s"].get<double>());
+        if (i > 0) {
+            EXPECT_GT(lines[i]["arrival_s"].get<double>(), lines[i - 1]["arrival_s"].get<double>());
+        }
     }
     const std::string report = (dir / "replay.json").string();
     std::tie(rc, out) = run_command(duet_binary() + " --log-level off bench --workload serving --model " + model +
-                                    " --workload-file " + log + " --ctx 256 --kv-blocks 64 --report " + report);
+                                    " --workload-file " + log + " --ctx 256 --kv-blocks 64 --no-verdict-exit --report " + report);
     ASSERT_EQ(rc, 0) << out;
     const json r = json::parse(std::ifstream(report));
     for (const char* side : {"baseline", "target"}) {

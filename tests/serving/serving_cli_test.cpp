@@ -17,13 +17,14 @@ struct Result {
     nlohmann::json report;
 };
 
-Result run(const std::string& args) {
+// These tests check the numbers; the verdicts' exit status is checked once, below.
+Result run(const std::string& args, bool gate = false) {
     static int counter = 0;
     const std::string report =
         std::string(DUET_BINARY_DIR) + "/serving_cli_test_" + std::to_string(counter++) + ".json";
     std::remove(report.c_str());
     const std::string cmd = std::string(DUET_BINARY_DIR) + "/duet --log-level off bench --workload serving " + args +
-                            " --report " + report + " 2>&1";
+                            (gate ? "" : " --no-verdict-exit") + " --report " + report + " 2>&1";
     Result r;
     FILE* p = popen(cmd.c_str(), "r");
     char buf[4096];
@@ -88,6 +89,17 @@ TEST(ServingCli, LightLoadGivesTheSingleRequestBenchFigures) {
         // decode contexts are timed on the length grid (at most 6.25 % off, attention only)
         EXPECT_NEAR(sv["tpot_ms"]["mean"].get<double>(), tbt_ms, tbt_ms * 0.01) << side;
     }
+    // The same verdicts: TBT reduction and TTFT increase as `duet bench` judges one request.
+    ASSERT_EQ(s.report["verdicts"].size(), 3u);
+    EXPECT_EQ(s.report["verdicts"][0]["name"], "tbt_reduction");
+    EXPECT_NEAR(s.report["verdicts"][0]["value"].get<double>(), b["verdicts"][0]["value"].get<double>(), 0.01);
+    EXPECT_EQ(s.report["verdicts"][1]["name"], "ttft_increase_ms");
+    EXPECT_NEAR(s.report["verdicts"][1]["value"].get<double>(), b["verdicts"][1]["value"].get<double>(), 0.01);
+    EXPECT_EQ(s.report["verdicts"][2]["name"], "memory_increase");
+    // Exit status as `duet bench`: 3 when a verdict is NOT MET (the TBT reduction here).
+    const Result gated = run("--model llama2-7b --requests 5 --rate 0.01 --seq-len 512 --gen-len 32", true);
+    EXPECT_EQ(gated.code, 3) << gated.out;
+    EXPECT_NE(gated.out.find("TPOT reduction"), std::string::npos);
 }
 
 TEST(ServingCli, RateSweepFindsTheHighestRateWithinTheSlos) {
