@@ -25,6 +25,7 @@ class Backend {
 public:
     virtual ~Backend() = default;
     virtual void mode() = 0;
+    virtual void park(int reads) = 0;  // one ACT + RD per bank to a reserved row, then PREA
     virtual void wr_gb(int64_t bursts) = 0;
     virtual void macs(int64_t n) = 0;
     virtual void rd_out(int64_t bursts) = 0;
@@ -36,7 +37,8 @@ public:
 class CommandBackend final : public Backend {
 public:
     CommandBackend(const PimSpec& s, const GemvPlan& p)
-        : t_(s.mem.timing), cpa_(p.cols_per_act), rows_(s.mem.org.rows), mode_cycles_(s.timing.mode_switch_cycles) {
+        : t_(s.mem.timing), org_(s.mem.org), cpa_(p.cols_per_act), rows_(s.mem.org.rows),
+          mode_cycles_(s.timing.mode_switch_cycles), input_in_row_(s.timing.input_in_row) {
         auto rules = dram::dram_rules(t_);
         auto extra = dram::pim_rules(t_, pim_params(s));
         rules.insert(rules.end(), extra.begin(), extra.end());
@@ -50,7 +52,36 @@ public:
         last_mode_ = issue(DramCmd::MODE);
         ++st_.n_mode;
     }
+    void park(int reads) override {
+        refresh_if_due();
+        close();
+        // Bank groups fastest, as PIMKernel::parkIn walks them; the controller opens every bank
+        // before the first read is due (PIMSimulator's queue issues ACTs to other banks ahead).
+        auto bank = [&](int i) {
+            return BankAddr{0, i % org_.bank_groups, (i / org_.bank_groups) % org_.banks_per_group, reserved_row()};
+        };
+        for (int i = 0; i < reads; ++i) issue(DramCmd::ACT, bank(i));
+        for (int i = 0; i < reads; ++i) issue(DramCmd::RD, bank(i));
+        st_.n_act += uint64_t(reads);
+        st_.n_rd += uint64_t(reads);
+        if (reads > 0) reserved_open_ = true;
+        close();
+    }
     void wr_gb(int64_t b) override {
+        if (input_in_row_ && b > 0) {
+            // GRF_A fills are WRs to a reserved row of one bank (PIMKernel::computeGemv:
+            // row 0x3fff): the weight row closes, the reserved row opens, and closes after.
+            refresh_if_due();
+            close();
+            const BankAddr a{0, 0, 1 % org_.banks_per_group, reserved_row()};
+            issue(DramCmd::ACT, a);
+            ++st_.n_act;
+            reserved_open_ = true;
+            for (int64_t i = 0; i < b; ++i) issue(DramCmd::WR, a);
+            st_.n_wr += uint64_t(b);
+            close();
+            return;
+        }
         for (int64_t i = 0; i < b; ++i) {
             refresh_if_due();
             issue(DramCmd::WR_GB);
@@ -83,10 +114,10 @@ public:
         st_.n_rd += uint64_t(b);
     }
     void close() override {
-        if (!open_) return;
+        if (!open_ && !reserved_open_) return;
         issue(DramCmd::PREA);
         ++st_.n_pre;
-        open_ = false;
+        open_ = reserved_open_ = false;
     }
     ProgramStats finish() override {
         int64_t end = now_;
@@ -97,8 +128,9 @@ public:
     }
 
 private:
-    int64_t issue(DramCmd c, int64_t row = 0) {
-        BankAddr a{0, 0, 0, row};
+    int64_t reserved_row() const { return rows_ - 1; }  // PIMKernel uses rows 0x3fff, 1 << 12: outside the weights
+    int64_t issue(DramCmd c, int64_t row = 0) { return issue(c, BankAddr{0, 0, 0, row}); }
+    int64_t issue(DramCmd c, const BankAddr& a) {
         const int64_t t = std::max(now_, ch_->earliest(c, a));
         ch_->issue(c, a, t);
         now_ = t + 1;
@@ -113,8 +145,11 @@ private:
     }
 
     dram::DramTiming t_;
+    dram::DramOrg org_;
     int64_t cpa_, rows_;
     int mode_cycles_;
+    bool input_in_row_;
+    bool reserved_open_ = false;
     std::unique_ptr<dram::DramChannel> ch_;
     ProgramStats st_;
     int64_t now_ = 0, next_ref_ = 0, last_rd_ = -1, last_mode_ = -1;
@@ -132,7 +167,7 @@ public:
     ClosedFormBackend(const PimSpec& s, const GemvPlan& p)
         : t_(s.mem.timing), cpa_(p.cols_per_act), ccd_(s.timing.nCCD_AB),
           rc_(std::max(s.timing.nACT_AB, s.mem.timing.nRC)), mac_rd_(s.timing.nMAC_RD_OUT),
-          mode_cycles_(s.timing.mode_switch_cycles) {
+          mode_cycles_(s.timing.mode_switch_cycles), input_in_row_(s.timing.input_in_row) {
         sp_ = std::max(t_.nBL, t_.nCCD_S);
         t_mw_ = std::max(1, t_.nCL + t_.nBL + 2 - t_.nCWL + t_.nRTW);
         t_wm_ = t_.nCWL + t_.nBL + t_.nWTR_S;
@@ -144,8 +179,34 @@ public:
         mode_ = bus_ = t;
         ++st_.n_mode;
     }
+    // n ACTs over distinct banks (bank groups alternating: nRRD_S apart, four per nFAW), then
+    // n RDs, then PREA; the next all-bank command waits nRP.
+    void park(int reads) override {
+        close();
+        if (reads <= 0) return;
+        const double act0 = std::max({bus_ + 1, prea_ + t_.nRP, mode_ + mode_cycles_});
+        const int last = reads - 1;
+        const double act_last =
+            act0 + (last / 4) * std::max(t_.nFAW, 4 * t_.nRRD_S) + (last % 4) * t_.nRRD_S;
+        const double rd_last = std::max(act_last + 1, act0 + t_.nRCD) + last * sp_;
+        prea_ = bus_ = std::max({rd_last + t_.nRTP, act_last + t_.nRAS, act0 + t_.nRAS});
+        st_.n_act += uint64_t(reads);
+        st_.n_rd += uint64_t(reads);
+        ++st_.n_pre;
+    }
     void wr_gb(int64_t b) override {
         if (b <= 0) return;
+        if (input_in_row_) {  // WRs to a reserved row: close, ACT, nRCDWR, b WRs in one bank group, PREA
+            close();
+            const double act = std::max({bus_ + 1, prea_ + t_.nRP, mode_ + mode_cycles_});
+            const double first = std::max(act + t_.nRCDWR, rd_ + t_mw_);
+            wr_ = first + double(b - 1) * std::max(sp_, double(t_.nCCD_L));
+            prea_ = bus_ = std::max(wr_ + t_.nCWL + t_.nBL + t_.nWR, act + t_.nRAS);
+            st_.n_wr += uint64_t(b);
+            ++st_.n_act;
+            ++st_.n_pre;
+            return;
+        }
         const double first = std::max({bus_ + 1, mac_ + t_mw_, rd_ + t_mw_, wr_ + sp_, mode_ + mode_cycles_});
         wr_ = bus_ = first + double(b - 1) * sp_;
         st_.n_wr += uint64_t(b);
@@ -204,6 +265,7 @@ private:
     dram::DramTiming t_;
     int64_t cpa_;
     double ccd_, rc_, mac_rd_, mode_cycles_, sp_ = 0, t_mw_ = 0, t_wm_ = 0;
+    bool input_in_row_;
     double bus_ = -1, mac_ = kNever, act_ = kNever, prea_ = kNever, wr_ = kNever, rd_ = kNever, mode_ = kNever;
     int64_t col_ = 0;
     bool open_ = false;
@@ -242,6 +304,7 @@ ProgramStats run_channel_program(const PimSpec& s, const GemvPlan& p, int64_t ta
     auto out_bursts = [&](int64_t t) { return (tile_tasks(t) * p.units_per_channel * p.out_bytes_per_task + burst - 1) / burst; };
     auto enter = [&] { if (per_tile) b->mode(); };  // AB -> AB-PIM (resets the CRF program counter)
     auto leave = [&] { if (per_tile) b->mode(); };  // AB-PIM -> AB
+    b->park(s.timing.park_reads);  // park-in: every bank's row buffer to a known state
     b->mode();  // SB -> AB
     b->wr_gb(s.timing.crf_bursts);  // program the command registers (all-bank write)
     if (!per_tile) b->mode();  // AB -> AB-PIM once for the run
@@ -276,6 +339,7 @@ ProgramStats run_channel_program(const PimSpec& s, const GemvPlan& p, int64_t ta
     b->close();
     if (!per_tile) b->mode();  // AB-PIM -> AB
     b->mode();  // AB -> SB
+    b->park(s.timing.park_reads);  // park-out
     return b->finish();
 }
 

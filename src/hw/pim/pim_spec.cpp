@@ -80,6 +80,9 @@ PimSpec load_pim_spec_file(const std::string& path, const std::string& name, con
     s.timing.host_sync_ns = t.get_double("host_sync_ns", 0, 1e9);
     s.timing.crf_bursts = int(t.get_int_or("crf_bursts", 0, 0, 64));
     s.timing.mode_switch_per_tile = t.get_bool_or("mode_switch_per_tile", false);
+    s.timing.park_reads = int(t.get_int_or("park_reads", 0, 0, s.mem.org.banks()));
+    s.timing.input_in_row = t.get_enum_or("input_write", "buffer", {"buffer", "row"}) == "row";
+    s.timing.whole_tiles = t.get_bool_or("whole_tiles", false);
     t.finish();
 
     s.pim_normal_overlap = root.get_bool("pim_normal_overlap");
