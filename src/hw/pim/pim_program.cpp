@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <vector>
 
 #include "hw/dram/dram_channel.h"
 #include "hw/dram/mem_workload.h"
@@ -25,7 +26,10 @@ class Backend {
 public:
     virtual ~Backend() = default;
     virtual void mode() = 0;
-    virtual void park(int reads) = 0;  // one ACT + RD per bank to a reserved row, then PREA
+    // Plain accesses to a reserved row (park reads, FIMDRAM's GRF/CRF fills and mode-change
+    // writes): every bank of `cols` activated in order, then one RD or WR per entry, then PREA.
+    // A mode change made of such writes counts as one mode switch.
+    virtual void reserved(const std::vector<BankAddr>& cols, bool write, bool mode_change = false) = 0;
     virtual void wr_gb(int64_t bursts) = 0;
     virtual void macs(int64_t n) = 0;
     virtual void rd_out(int64_t bursts) = 0;
@@ -37,8 +41,7 @@ public:
 class CommandBackend final : public Backend {
 public:
     CommandBackend(const PimSpec& s, const GemvPlan& p)
-        : t_(s.mem.timing), org_(s.mem.org), cpa_(p.cols_per_act), rows_(s.mem.org.rows),
-          mode_cycles_(s.timing.mode_switch_cycles), input_in_row_(s.timing.input_in_row) {
+        : t_(s.mem.timing), cpa_(p.cols_per_act), rows_(s.mem.org.rows), mode_cycles_(s.timing.mode_switch_cycles) {
         auto rules = dram::dram_rules(t_);
         auto extra = dram::pim_rules(t_, pim_params(s));
         rules.insert(rules.end(), extra.begin(), extra.end());
@@ -52,36 +55,28 @@ public:
         last_mode_ = issue(DramCmd::MODE);
         ++st_.n_mode;
     }
-    void park(int reads) override {
+    void reserved(const std::vector<BankAddr>& cols, bool write, bool mode_change) override {
+        if (cols.empty()) return;
+        if (mode_change) ++st_.n_mode;
         refresh_if_due();
         close();
-        // Bank groups fastest, as PIMKernel::parkIn walks them; the controller opens every bank
-        // before the first read is due (PIMSimulator's queue issues ACTs to other banks ahead).
-        auto bank = [&](int i) {
-            return BankAddr{0, i % org_.bank_groups, (i / org_.bank_groups) % org_.banks_per_group, reserved_row()};
-        };
-        for (int i = 0; i < reads; ++i) issue(DramCmd::ACT, bank(i));
-        for (int i = 0; i < reads; ++i) issue(DramCmd::RD, bank(i));
-        st_.n_act += uint64_t(reads);
-        st_.n_rd += uint64_t(reads);
-        if (reads > 0) reserved_open_ = true;
+        // The controller opens every bank before the first column is due (PIMSimulator's queue
+        // issues ACTs to other banks ahead of the queued column commands).
+        std::vector<BankAddr> opened;
+        for (const BankAddr& a : cols) {
+            if (std::find_if(opened.begin(), opened.end(), [&](const BankAddr& o) { return same_bank(o, a); }) !=
+                opened.end())
+                continue;
+            issue(DramCmd::ACT, a);
+            opened.push_back(a);
+        }
+        for (const BankAddr& a : cols) issue(write ? DramCmd::WR : DramCmd::RD, a);
+        st_.n_act += opened.size();
+        (write ? st_.n_wr : st_.n_rd) += cols.size();
+        reserved_open_ = true;
         close();
     }
     void wr_gb(int64_t b) override {
-        if (input_in_row_ && b > 0) {
-            // GRF_A fills are WRs to a reserved row of one bank (PIMKernel::computeGemv:
-            // row 0x3fff): the weight row closes, the reserved row opens, and closes after.
-            refresh_if_due();
-            close();
-            const BankAddr a{0, 0, 1 % org_.banks_per_group, reserved_row()};
-            issue(DramCmd::ACT, a);
-            ++st_.n_act;
-            reserved_open_ = true;
-            for (int64_t i = 0; i < b; ++i) issue(DramCmd::WR, a);
-            st_.n_wr += uint64_t(b);
-            close();
-            return;
-        }
         for (int64_t i = 0; i < b; ++i) {
             refresh_if_due();
             issue(DramCmd::WR_GB);
@@ -128,7 +123,9 @@ public:
     }
 
 private:
-    int64_t reserved_row() const { return rows_ - 1; }  // PIMKernel uses rows 0x3fff, 1 << 12: outside the weights
+    static bool same_bank(const BankAddr& x, const BankAddr& y) {
+        return x.rank == y.rank && x.bank_group == y.bank_group && x.bank == y.bank;
+    }
     int64_t issue(DramCmd c, int64_t row = 0) { return issue(c, BankAddr{0, 0, 0, row}); }
     int64_t issue(DramCmd c, const BankAddr& a) {
         const int64_t t = std::max(now_, ch_->earliest(c, a));
@@ -145,10 +142,8 @@ private:
     }
 
     dram::DramTiming t_;
-    dram::DramOrg org_;
     int64_t cpa_, rows_;
     int mode_cycles_;
-    bool input_in_row_;
     bool reserved_open_ = false;
     std::unique_ptr<dram::DramChannel> ch_;
     ProgramStats st_;
@@ -167,7 +162,7 @@ public:
     ClosedFormBackend(const PimSpec& s, const GemvPlan& p)
         : t_(s.mem.timing), cpa_(p.cols_per_act), ccd_(s.timing.nCCD_AB),
           rc_(std::max(s.timing.nACT_AB, s.mem.timing.nRC)), mac_rd_(s.timing.nMAC_RD_OUT),
-          mode_cycles_(s.timing.mode_switch_cycles), input_in_row_(s.timing.input_in_row) {
+          mode_cycles_(s.timing.mode_switch_cycles) {
         sp_ = std::max(t_.nBL, t_.nCCD_S);
         t_mw_ = std::max(1, t_.nCL + t_.nBL + 2 - t_.nCWL + t_.nRTW);
         t_wm_ = t_.nCWL + t_.nBL + t_.nWTR_S;
@@ -179,34 +174,46 @@ public:
         mode_ = bus_ = t;
         ++st_.n_mode;
     }
-    // n ACTs over distinct banks (bank groups alternating: nRRD_S apart, four per nFAW), then
-    // n RDs, then PREA; the next all-bank command waits nRP.
-    void park(int reads) override {
+    // Bank by bank, as the command level issues them: ACTs in order (nRRD_S/L by bank group,
+    // four per nFAW), then the columns (nRCD or nRCDWR after their ACT, nCCD_S/L and nBL apart,
+    // the bus turnaround after earlier reads or writes), then PREA (nRAS after the last ACT,
+    // nRTP after a read or nCWL + nBL + nWR after a write).
+    void reserved(const std::vector<BankAddr>& cols, bool write, bool mode_change) override {
+        if (cols.empty()) return;
+        if (mode_change) ++st_.n_mode;
         close();
-        if (reads <= 0) return;
-        const double act0 = std::max({bus_ + 1, prea_ + t_.nRP, mode_ + mode_cycles_});
-        const int last = reads - 1;
-        const double act_last =
-            act0 + (last / 4) * std::max(t_.nFAW, 4 * t_.nRRD_S) + (last % 4) * t_.nRRD_S;
-        const double rd_last = std::max(act_last + 1, act0 + t_.nRCD) + last * sp_;
-        prea_ = bus_ = std::max({rd_last + t_.nRTP, act_last + t_.nRAS, act0 + t_.nRAS});
-        st_.n_act += uint64_t(reads);
-        st_.n_rd += uint64_t(reads);
+        std::vector<std::pair<BankAddr, double>> acts;  // bank, ACT cycle
+        double t = std::max({bus_ + 1, prea_ + t_.nRP, mode_ + mode_cycles_});
+        for (const BankAddr& a : cols) {
+            bool seen = false;
+            for (const auto& [o, at] : acts) seen = seen || (o.bank_group == a.bank_group && o.bank == a.bank);
+            if (seen) continue;
+            if (!acts.empty()) {
+                const auto& [prev, pt] = acts.back();
+                t = std::max(t, pt + (prev.bank_group == a.bank_group ? t_.nRRD_L : t_.nRRD_S));
+                if (acts.size() >= 4) t = std::max(t, acts[acts.size() - 4].second + t_.nFAW);
+            }
+            acts.emplace_back(a, t);
+            t += 1;
+        }
+        double col = std::max(t, write ? rd_ + t_mw_ : wr_ + t_wm_);
+        const BankAddr* prev = nullptr;
+        for (const BankAddr& a : cols) {
+            double at = 0;
+            for (const auto& [o, ot] : acts)
+                if (o.bank_group == a.bank_group && o.bank == a.bank) at = ot;
+            if (prev) col += prev->bank_group == a.bank_group ? std::max(sp_, double(t_.nCCD_L)) : sp_;
+            col = std::max(col, at + (write ? t_.nRCDWR : t_.nRCD));
+            prev = &a;
+        }
+        (write ? wr_ : rd_) = col;
+        prea_ = bus_ = std::max(col + (write ? t_.nCWL + t_.nBL + t_.nWR : t_.nRTP), acts.back().second + t_.nRAS);
+        st_.n_act += acts.size();
+        (write ? st_.n_wr : st_.n_rd) += cols.size();
         ++st_.n_pre;
     }
     void wr_gb(int64_t b) override {
         if (b <= 0) return;
-        if (input_in_row_) {  // WRs to a reserved row: close, ACT, nRCDWR, b WRs in one bank group, PREA
-            close();
-            const double act = std::max({bus_ + 1, prea_ + t_.nRP, mode_ + mode_cycles_});
-            const double first = std::max(act + t_.nRCDWR, rd_ + t_mw_);
-            wr_ = first + double(b - 1) * std::max(sp_, double(t_.nCCD_L));
-            prea_ = bus_ = std::max(wr_ + t_.nCWL + t_.nBL + t_.nWR, act + t_.nRAS);
-            st_.n_wr += uint64_t(b);
-            ++st_.n_act;
-            ++st_.n_pre;
-            return;
-        }
         const double first = std::max({bus_ + 1, mac_ + t_mw_, rd_ + t_mw_, wr_ + sp_, mode_ + mode_cycles_});
         wr_ = bus_ = first + double(b - 1) * sp_;
         st_.n_wr += uint64_t(b);
@@ -265,7 +272,6 @@ private:
     dram::DramTiming t_;
     int64_t cpa_;
     double ccd_, rc_, mac_rd_, mode_cycles_, sp_ = 0, t_mw_ = 0, t_wm_ = 0;
-    bool input_in_row_;
     double bus_ = -1, mac_ = kNever, act_ = kNever, prea_ = kNever, wr_ = kNever, rd_ = kNever, mode_ = kNever;
     int64_t col_ = 0;
     bool open_ = false;
@@ -302,18 +308,40 @@ ProgramStats run_channel_program(const PimSpec& s, const GemvPlan& p, int64_t ta
         return p.macs_for(tile_tasks(t), chunk_cols(c)) + tile_tasks(t) * scale_cols(c);
     };
     auto out_bursts = [&](int64_t t) { return (tile_tasks(t) * p.units_per_channel * p.out_bytes_per_task + burst - 1) / burst; };
-    auto enter = [&] { if (per_tile) b->mode(); };  // AB -> AB-PIM (resets the CRF program counter)
-    auto leave = [&] { if (per_tile) b->mode(); };  // AB-PIM -> AB
-    b->park(s.timing.park_reads);  // park-in: every bank's row buffer to a known state
-    b->mode();  // SB -> AB
-    b->wr_gb(s.timing.crf_bursts);  // program the command registers (all-bank write)
-    if (!per_tile) b->mode();  // AB -> AB-PIM once for the run
+    // Reserved-row accesses (PIMKernel.cpp: park rows 1 << 12, mode rows 0x17ff/0x1fff/0x3fff,
+    // GRF/CRF at 0x3fff): the model's last row, outside the weights.
+    const auto& org = s.mem.org;
+    const int64_t rrow = org.rows - 1;
+    auto park = [&] {  // one read per bank, bank groups fastest (parkIn/parkOut)
+        std::vector<BankAddr> v;
+        for (int i = 0; i < s.timing.park_reads; ++i)
+            v.push_back({0, i % org.bank_groups, (i / org.bank_groups) % org.banks_per_group, rrow});
+        b->reserved(v, /*write=*/false);
+    };
+    auto fill = [&](int64_t bursts) {  // input (or CRF) bursts into the units' registers
+        if (!s.timing.input_in_row) return b->wr_gb(bursts);
+        b->reserved(std::vector<BankAddr>(size_t(std::max<int64_t>(bursts, 0)), {0, 0, 1 % org.banks_per_group, rrow}),
+                    /*write=*/true);  // computeGemv: bank 1 of bank group 0
+    };
+    auto mode = [&](int writes) {  // changePIMMode: writes to bank 0, 1 of bank groups 0, 2, ...
+        if (writes <= 0) return b->mode();
+        std::vector<BankAddr> v;
+        for (int j = 0; j < writes; ++j) v.push_back({0, (2 * (j / 2)) % org.bank_groups, (j % 2) % org.banks_per_group, rrow});
+        b->reserved(v, /*write=*/true, /*mode_change=*/true);
+    };
+    const auto& tm = s.timing;
+    auto enter = [&] { if (per_tile) mode(tm.mode_writes_ab_pim); };  // AB -> AB-PIM (resets the CRF program counter)
+    auto leave = [&] { if (per_tile) mode(tm.mode_writes_ab_pim); };  // AB-PIM -> AB
+    park();  // park-in: every bank's row buffer to a known state
+    mode(tm.mode_writes_sb_ab);  // SB -> AB
+    fill(s.timing.crf_bursts);  // program the command registers (all-bank write)
+    if (!per_tile) mode(tm.mode_writes_ab_pim);  // AB -> AB-PIM once for the run
     if (p.chunk_outer) {
         // Each input chunk of each vector once; every tile's partial sums for it read out.
         for (int64_t c = 0; c < p.chunks_per_tile; ++c) {
             for (int64_t v = 0; v < p.batch; ++v) {
                 enter();
-                b->wr_gb(chunk_bursts(c));
+                fill(chunk_bursts(c));
                 for (int64_t t = 0; t < tiles; ++t) {
                     b->macs(tile_cols(t, c));
                     b->rd_out(out_bursts(t));
@@ -327,7 +355,7 @@ ProgramStats run_channel_program(const PimSpec& s, const GemvPlan& p, int64_t ta
             for (int64_t v = 0; v < p.batch; ++v) {  // the weights are re-read for every vector
                 enter();
                 for (int64_t c = 0; c < p.chunks_per_tile; ++c) {
-                    if (!p.input_once || !loaded) b->wr_gb(chunk_bursts(c));
+                    if (!p.input_once || !loaded) fill(chunk_bursts(c));
                     b->macs(tile_cols(t, c));
                 }
                 b->rd_out(out_bursts(t));
@@ -337,9 +365,9 @@ ProgramStats run_channel_program(const PimSpec& s, const GemvPlan& p, int64_t ta
         }
     }
     b->close();
-    if (!per_tile) b->mode();  // AB-PIM -> AB
-    b->mode();  // AB -> SB
-    b->park(s.timing.park_reads);  // park-out
+    if (!per_tile) mode(tm.mode_writes_ab_pim);  // AB-PIM -> AB
+    mode(tm.mode_writes_ab_sb);  // AB -> SB
+    park();  // park-out
     return b->finish();
 }
 

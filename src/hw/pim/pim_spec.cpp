@@ -83,6 +83,9 @@ PimSpec load_pim_spec_file(const std::string& path, const std::string& name, con
     s.timing.park_reads = int(t.get_int_or("park_reads", 0, 0, s.mem.org.banks()));
     s.timing.input_in_row = t.get_enum_or("input_write", "buffer", {"buffer", "row"}) == "row";
     s.timing.whole_tiles = t.get_bool_or("whole_tiles", false);
+    s.timing.mode_writes_sb_ab = int(t.get_int_or("mode_writes_sb_ab", 0, 0, s.mem.org.banks()));
+    s.timing.mode_writes_ab_pim = int(t.get_int_or("mode_writes_ab_pim", 0, 0, s.mem.org.banks()));
+    s.timing.mode_writes_ab_sb = int(t.get_int_or("mode_writes_ab_sb", 0, 0, s.mem.org.banks()));
     t.finish();
 
     s.pim_normal_overlap = root.get_bool("pim_normal_overlap");

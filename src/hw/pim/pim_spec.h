@@ -45,6 +45,9 @@ struct PimTiming {
     int park_reads = 0;          // reads per channel before and after the kernel
     bool input_in_row = false;   // input fills are WR to a reserved row (else WR_GB to a buffer)
     bool whole_tiles = false;    // every tile runs acc_registers rows; m is never split over k
+    // Mode changes made of writes to reserved rows (FIMDRAM changePIMMode: SB->HAB 4, HAB<->HAB_PIM
+    // 1, HAB->SB 2), timed by the table's ACT/WR/PREA rows; 0: one lumped MODE (mode_switch_cycles).
+    int mode_writes_sb_ab = 0, mode_writes_ab_pim = 0, mode_writes_ab_sb = 0;
 };
 
 struct PimSpec {
