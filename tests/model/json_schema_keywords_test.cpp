@@ -219,6 +219,31 @@ TEST(JsonSchemaBudget, ManyOptionalPropertiesCompileInLinearSize) {
     EXPECT_FALSE(Matcher(g, byte_table()).accept_bytes(R"({"p5":true,"p4":false})"));
 }
 
+TEST(JsonSchemaBudget, SchemaTextParsesInLinearTimeWithADepthLimit) {
+    const auto s = parse_json_schema_text(R"({"b":1,"a":[true,null,"x",{"z":2.5,"y":-3}]})", "f.json");
+    EXPECT_EQ(s.dump(), R"({"b":1,"a":[true,null,"x",{"z":2.5,"y":-3}]})");  // document order kept
+    auto error = [](const std::string& text) {
+        try {
+            parse_json_schema_text(text, "f.json", 8);
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("(no error)");
+    };
+    EXPECT_EQ(error(std::string(8, '[') + std::string(8, ']')), "(no error)");
+    EXPECT_EQ(error(std::string(100000, '[') + std::string(100000, ']')),
+              "f.json: JSON nests deeper than 8 levels (the limit on JSON nesting)");
+    EXPECT_EQ(error(R"({"a":1,"a":2})"), "f.json: duplicate key 'a' in an object");
+    EXPECT_EQ(error("{").rfind("f.json: [json.exception.parse_error.101] parse error at line 1, column 2", 0), 0u);
+    // 200 000 keys in one object: ordered_json::parse searches the keys on every insertion
+    std::string wide = "{";
+    for (int i = 0; i < 200000; ++i) wide += fmt::format("{}\"k{}\":{}", i ? "," : "", i, i);
+    const auto w = parse_json_schema_text(wide + "}", "wide.json");
+    ASSERT_EQ(w.size(), 200000u);
+    EXPECT_EQ(w.begin().key(), "k0");
+    EXPECT_EQ(w["k199999"], 199999);
+}
+
 TEST(JsonSchemaBudget, CompilationStopsWhenCancelled) {
     std::atomic<int> polls{0};
     SchemaLimits limits;

@@ -368,8 +368,12 @@ std::string JsonSchemaCompiler::string_rule(const ojson& s, const std::string& p
 // Properties in schema order, required ones first; an optional property may be left out.
 std::string JsonSchemaCompiler::object_rule(const ojson& s, const std::string& name, const std::string& path, Ctx& ctx) {
     const std::string w = where(path);
-    ojson props = s.value("properties", ojson::object());
-    if (!props.is_object()) fail("{}properties: must be an object", into(w));
+    // the schema's properties, plus required names it does not declare (no copy otherwise)
+    static const ojson kNone = ojson::object();
+    auto declared_it = s.find("properties");
+    const ojson& declared_props = declared_it == s.end() ? kNone : *declared_it;
+    if (!declared_props.is_object()) fail("{}properties: must be an object", into(w));
+    ojson added = ojson::object();
     std::vector<std::string> required;
     std::unordered_set<std::string> is_required;
     if (auto r = s.find("required"); r != s.end()) {
@@ -384,14 +388,15 @@ std::string JsonSchemaCompiler::object_rule(const ojson& s, const std::string& n
     if (auto u = s.find("unevaluatedProperties"); u != s.end() && !(u->is_boolean()))
         fail("{}unevaluatedProperties: only true or false can be enforced", into(w));
     std::unordered_set<std::string> declared;
-    for (const auto& [k, _] : props.items()) declared.insert(k);
+    for (const auto& item : declared_props.items()) declared.insert(item.key());
     for (const auto& k : required)
         if (!declared.count(k)) {
             if (closed) fail("{}required: '{}' is not in properties and additionalProperties is false", into(w), k);
-            props[k] = extra != s.end() && !extra->is_boolean() ? *extra : ojson(true);  // any value the object allows
+            // any value the object allows
+            added.get_ref<ojson::object_t&>().emplace_back(k, extra != s.end() && !extra->is_boolean() ? *extra : ojson(true));
             declared.insert(k);
         }
-    const size_t n_props = props.size();
+    const size_t n_props = declared_props.size() + added.size();
     if (auto m = s.find("minProperties"); m != s.end())
         if (!m->is_number_integer() || m->get<int64_t>() > int64_t(required.size()))
             fail("{}minProperties: {} can be enforced only when the required properties ({}) reach it", into(w), m->dump(),
@@ -406,11 +411,12 @@ std::string JsonSchemaCompiler::object_rule(const ojson& s, const std::string& n
         return fmt::format("\"{{\" ws ( string ws \":\" ws {} ws ( \",\" ws string ws \":\" ws {} ws )* )? \"}}\"", v, v);
     }
     std::vector<std::string> req, opt;  // "key" ws ":" ws value, per property
-    for (const auto& [k, sub] : props.items()) {
-        const std::string v = visit(sub, name + "-" + k, path + "/properties/" + k, ctx);
-        const std::string kv = fmt::format("{} ws \":\" ws {}", grammar_literal(ojson(k).dump()), v);
-        (is_required.count(k) ? req : opt).push_back(kv);
-    }
+    for (const ojson* props : std::initializer_list<const ojson*>{&declared_props, &added})
+        for (const auto& [k, sub] : props->items()) {
+            const std::string v = visit(sub, name + "-" + k, path + "/properties/" + k, ctx);
+            const std::string kv = fmt::format("{} ws \":\" ws {}", grammar_literal(ojson(k).dump()), v);
+            (is_required.count(k) ? req : opt).push_back(kv);
+        }
     std::string body = "\"{\" ws";
     for (size_t i = 0; i < req.size(); ++i) body += (i ? " \",\" ws " : " ") + req[i] + " ws";
     if (!req.empty()) {

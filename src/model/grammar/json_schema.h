@@ -80,6 +80,12 @@ std::string json_schema_to_grammar(const nlohmann::ordered_json& schema, std::st
 std::string json_schema_to_grammar(const nlohmann::ordered_json& schema, std::string_view source,
                                    const SchemaLimits& limits);
 
+// JSON text -> ordered_json (keys in document order, as the compiler wants them) in time linear
+// in the text, with a nesting limit checked before each level; nlohmann's ordered_json::parse is
+// quadratic in depth and in keys per object. Throws duet::Error "<source>: <what>" for invalid
+// JSON, a duplicate key or nesting deeper than max_depth.
+nlohmann::ordered_json parse_json_schema_text(std::string_view text, std::string_view source, int max_depth = 256);
+
 // Any JSON object (OpenAI's response_format json_object).
 std::string json_object_grammar();
 
