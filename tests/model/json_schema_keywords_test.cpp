@@ -163,6 +163,24 @@ TEST(JsonSchemaKeywords, RefsAllOfPrefixItemsAndNullable) {
     EXPECT_FALSE(nullable(R"("abc")"));
 }
 
+TEST(JsonSchemaKeywords, OneOfNeedsProvablyDisjointBranches) {
+    // a discriminated union (pydantic): a required property with different const values
+    const Accepts pet(R"({"oneOf":[{"$ref":"#/$defs/cat"},{"$ref":"#/$defs/dog"}],"$defs":{
+        "cat":{"type":"object","properties":{"kind":{"const":"cat"},"lives":{"type":"integer"}},"required":["kind"]},
+        "dog":{"type":"object","properties":{"kind":{"enum":["dog"]},"good":{"type":"boolean"}},"required":["kind"]}}})");
+    EXPECT_TRUE(pet(R"({"kind":"cat","lives":9})"));
+    EXPECT_TRUE(pet(R"({"kind":"dog"})"));
+    EXPECT_FALSE(pet(R"({"kind":"dog","lives":9})"));
+    const Accepts types(R"({"oneOf":[{"type":"string"},{"type":["integer","null"]}]})");
+    EXPECT_TRUE(types("null"));
+    EXPECT_EQ(error_of(R"({"oneOf":[{"type":"number"},{"type":"integer","minimum":0}]})"),
+              "s.json: /oneOf: branches 0 and 1 may both match one value, so 'exactly one' cannot be guaranteed (use "
+              "anyOf, or give the branches different types or a required property with different const values)");
+    EXPECT_NE(error_of(R"({"oneOf":[{"type":"object","properties":{"k":{"const":1}}},
+        {"type":"object","properties":{"k":{"const":2}}}]})").find("branches 0 and 1 may both match"),
+              std::string::npos);  // "k" is not required: {} matches both
+}
+
 TEST(JsonSchemaKeywords, UnenforceableKeywordsAreRefusedByName) {
     EXPECT_EQ(error_of(R"({"type":"array","uniqueItems":true})"),
               "s.json: /uniqueItems: true cannot be enforced by a grammar when maxItems is above 1 (allowed: false, or "

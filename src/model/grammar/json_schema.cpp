@@ -101,6 +101,24 @@ bool only_annotations(const ojson& s) {
     return true;
 }
 
+// JSON types as bits; integers and numbers are one class (an integer is a number).
+enum : unsigned { kNull = 1, kBool = 2, kNum = 4, kStr = 8, kArr = 16, kObj = 32, kAll = 63 };
+
+unsigned type_bit(const std::string& t) {
+    if (t == "null") return kNull;
+    if (t == "boolean") return kBool;
+    if (t == "integer" || t == "number") return kNum;
+    if (t == "string") return kStr;
+    if (t == "array") return kArr;
+    if (t == "object") return kObj;
+    return kAll;
+}
+
+unsigned value_bit(const ojson& v) {
+    return v.is_null() ? kNull : v.is_boolean() ? kBool : v.is_number() ? kNum : v.is_string() ? kStr
+           : v.is_array() ? kArr : kObj;
+}
+
 }  // namespace
 
 std::string grammar_literal(std::string_view text) {
@@ -195,6 +213,72 @@ const ojson& JsonSchemaCompiler::resolve(const std::string& r, const std::string
     fail("{}$ref: '{}' does not name an entry of this schema (e.g. #/$defs or #/definitions)", into(where(path)), r);
 }
 
+// Follows $ref (up to max_depth hops) to the schema that constrains.
+const ojson& JsonSchemaCompiler::deref(const ojson& s, const std::string& path, const Ctx& ctx) const {
+    const ojson* x = &s;
+    for (int hops = 0; x->is_object() && x->contains("$ref") && (*x)["$ref"].is_string() && hops < limits_.max_depth; ++hops)
+        x = &resolve((*x)["$ref"].get<std::string>(), path, ctx);
+    return *x;
+}
+
+// The JSON types a schema can match as the validator sees it (kAll when unsure).
+unsigned JsonSchemaCompiler::type_bits(const ojson& schema, const std::string& path, const Ctx& ctx, int depth) const {
+    const ojson& s = deref(schema, path, ctx);
+    if (s.is_boolean()) return s.get<bool>() ? unsigned(kAll) : 0u;
+    if (!s.is_object() || depth > limits_.max_depth) return kAll;
+    unsigned bits = kAll;
+    if (auto t = s.find("type"); t != s.end()) {
+        unsigned tb = 0;
+        for (const auto& name : type_list(*t)) tb |= type_bit(name);
+        bits &= tb;
+    }
+    if (auto c = s.find("const"); c != s.end()) bits &= value_bit(*c);
+    if (auto e = s.find("enum"); e != s.end() && e->is_array()) {
+        unsigned eb = 0;
+        for (const auto& v : *e) eb |= value_bit(v);
+        bits &= eb;
+    }
+    for (const char* key : {"anyOf", "oneOf"})
+        if (auto a = s.find(key); a != s.end() && a->is_array()) {
+            unsigned ab = 0;
+            for (const auto& b : *a) ab |= type_bits(b, path, ctx, depth + 1);
+            bits &= ab;
+        }
+    if (auto a = s.find("allOf"); a != s.end() && a->is_array())
+        for (const auto& b : *a) bits &= type_bits(b, path, ctx, depth + 1);
+    if (auto n = s.find("nullable"); n != s.end() && n->is_boolean() && n->get<bool>()) bits |= kNull;
+    return bits;
+}
+
+// True when no value can match both schemas: their types are disjoint, or both are objects
+// that require a property whose const/enum values differ (a discriminated union).
+bool JsonSchemaCompiler::disjoint(const ojson& a, const ojson& b, const std::string& path, const Ctx& ctx) const {
+    const unsigned common = type_bits(a, path, ctx, 0) & type_bits(b, path, ctx, 0);
+    if (common == 0) return true;
+    if (common != kObj) return false;
+    const ojson& x = deref(a, path, ctx);
+    const ojson& y = deref(b, path, ctx);
+    auto values = [&](const ojson& o, const std::string& key, std::vector<ojson>& out) {
+        auto req = o.find("required");
+        auto props = o.find("properties");
+        if (req == o.end() || !req->is_array() || props == o.end() || !props->is_object()) return false;
+        if (std::find(req->begin(), req->end(), ojson(key)) == req->end() || !props->contains(key)) return false;
+        const ojson& p = deref((*props)[key], path, ctx);
+        if (!p.is_object()) return false;
+        if (auto c = p.find("const"); c != p.end()) return out.push_back(*c), true;
+        if (auto e = p.find("enum"); e != p.end() && e->is_array()) return out.assign(e->begin(), e->end()), true;
+        return false;
+    };
+    if (!x.is_object() || !x.contains("properties") || !x["properties"].is_object()) return false;
+    for (const auto& item : x["properties"].items()) {
+        std::vector<ojson> vx, vy;
+        if (!values(x, item.key(), vx) || !values(y, item.key(), vy)) continue;
+        if (std::none_of(vx.begin(), vx.end(), [&](const ojson& v) { return std::find(vy.begin(), vy.end(), v) != vy.end(); }))
+            return true;
+    }
+    return false;
+}
+
 std::string JsonSchemaCompiler::visit_ref(const ojson& s, const std::string& /*name*/, const std::string& path, Ctx& ctx) {
     if (!s["$ref"].is_string()) fail("{}$ref: must be a string", into(where(path)));
     const std::string r = s["$ref"].get<std::string>();
@@ -251,12 +335,20 @@ std::string JsonSchemaCompiler::visit(const ojson& s, const std::string& name, c
         if (alts.empty()) fail("{}enum: no value has the schema's type {}", into(where(path)), s["type"].dump());
         body = join_alts(alts);
     } else if (s.contains("anyOf") || s.contains("oneOf")) {
-        // oneOf is compiled as anyOf: the output matches at least one branch (docs/grammar.md)
         if (s.contains("anyOf") && s.contains("oneOf")) fail("{}: anyOf and oneOf together are not supported", where(path));
         const std::string key = s.contains("anyOf") ? "anyOf" : "oneOf";
         const ojson& any = s[key];
         if (!any.is_array() || any.empty()) fail("{}{}: must be a non-empty array", into(where(path)), key);
         const ojson rest = without(s, {"anyOf", "oneOf"});
+        // oneOf: exactly one branch may match; a grammar writes some branch's value, so the
+        // branches must be provably disjoint (else refused rather than risk matching two)
+        if (key == "oneOf")
+            for (size_t i = 0; i < any.size(); ++i)
+                for (size_t j = i + 1; j < any.size(); ++j)
+                    if (!disjoint(any[i], any[j], path, ctx))
+                        fail("{}oneOf: branches {} and {} may both match one value, so 'exactly one' cannot be "
+                             "guaranteed (use anyOf, or give the branches different types or a required property "
+                             "with different const values)", into(where(path)), i, j);
         std::vector<std::string> alts;
         for (size_t i = 0; i < any.size(); ++i) {
             const std::string sub = fmt::format("{}/{}/{}", path, key, i);
