@@ -55,8 +55,9 @@ std::shared_ptr<const model::grammar::Grammar> output_grammar(const RunArgs& a) 
     if (!a.json_schema.empty() && !a.grammar.empty()) fail("--json-schema and --grammar exclude each other");
     if (!a.grammar.empty()) return model::grammar::Grammar::parse(read_text_file(a.grammar, "--grammar"), a.grammar);
     if (a.json_schema.empty()) return nullptr;
-    const auto schema = nlohmann::ordered_json::parse(read_text_file(a.json_schema, "--json-schema"), nullptr, false);
-    if (schema.is_discarded()) fail("--json-schema {}: the file is not valid JSON", a.json_schema);
+    // linear-time, depth-limited parse (ordered_json::parse is quadratic in depth and keys)
+    const auto schema = model::grammar::parse_json_schema_text(read_text_file(a.json_schema, "--json-schema"),
+                                                               "--json-schema " + a.json_schema);
     return model::grammar::Grammar::parse(model::grammar::json_schema_to_grammar(schema, a.json_schema), a.json_schema);
 }
 

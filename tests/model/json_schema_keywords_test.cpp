@@ -163,6 +163,24 @@ TEST(JsonSchemaKeywords, RefsAllOfPrefixItemsAndNullable) {
     EXPECT_FALSE(nullable(R"("abc")"));
 }
 
+TEST(JsonSchemaKeywords, OneOfNeedsProvablyDisjointBranches) {
+    // a discriminated union (pydantic): a required property with different const values
+    const Accepts pet(R"({"oneOf":[{"$ref":"#/$defs/cat"},{"$ref":"#/$defs/dog"}],"$defs":{
+        "cat":{"type":"object","properties":{"kind":{"const":"cat"},"lives":{"type":"integer"}},"required":["kind"]},
+        "dog":{"type":"object","properties":{"kind":{"enum":["dog"]},"good":{"type":"boolean"}},"required":["kind"]}}})");
+    EXPECT_TRUE(pet(R"({"kind":"cat","lives":9})"));
+    EXPECT_TRUE(pet(R"({"kind":"dog"})"));
+    EXPECT_FALSE(pet(R"({"kind":"dog","lives":9})"));
+    const Accepts types(R"({"oneOf":[{"type":"string"},{"type":["integer","null"]}]})");
+    EXPECT_TRUE(types("null"));
+    EXPECT_EQ(error_of(R"({"oneOf":[{"type":"number"},{"type":"integer","minimum":0}]})"),
+              "s.json: /oneOf: branches 0 and 1 may both match one value, so 'exactly one' cannot be guaranteed (use "
+              "anyOf, or give the branches different types or a required property with different const values)");
+    EXPECT_NE(error_of(R"({"oneOf":[{"type":"object","properties":{"k":{"const":1}}},
+        {"type":"object","properties":{"k":{"const":2}}}]})").find("branches 0 and 1 may both match"),
+              std::string::npos);  // "k" is not required: {} matches both
+}
+
 TEST(JsonSchemaKeywords, UnenforceableKeywordsAreRefusedByName) {
     EXPECT_EQ(error_of(R"({"type":"array","uniqueItems":true})"),
               "s.json: /uniqueItems: true cannot be enforced by a grammar when maxItems is above 1 (allowed: false, or "
@@ -217,6 +235,31 @@ TEST(JsonSchemaBudget, ManyOptionalPropertiesCompileInLinearSize) {
     Matcher m(g, byte_table());
     EXPECT_TRUE(m.accept_bytes(R"({"p5":true,"p1999":false})") && m.can_end());
     EXPECT_FALSE(Matcher(g, byte_table()).accept_bytes(R"({"p5":true,"p4":false})"));
+}
+
+TEST(JsonSchemaBudget, SchemaTextParsesInLinearTimeWithADepthLimit) {
+    const auto s = parse_json_schema_text(R"({"b":1,"a":[true,null,"x",{"z":2.5,"y":-3}]})", "f.json");
+    EXPECT_EQ(s.dump(), R"({"b":1,"a":[true,null,"x",{"z":2.5,"y":-3}]})");  // document order kept
+    auto error = [](const std::string& text) {
+        try {
+            parse_json_schema_text(text, "f.json", 8);
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("(no error)");
+    };
+    EXPECT_EQ(error(std::string(8, '[') + std::string(8, ']')), "(no error)");
+    EXPECT_EQ(error(std::string(100000, '[') + std::string(100000, ']')),
+              "f.json: JSON nests deeper than 8 levels (the limit on JSON nesting)");
+    EXPECT_EQ(error(R"({"a":1,"a":2})"), "f.json: duplicate key 'a' in an object");
+    EXPECT_EQ(error("{").rfind("f.json: [json.exception.parse_error.101] parse error at line 1, column 2", 0), 0u);
+    // 200 000 keys in one object: ordered_json::parse searches the keys on every insertion
+    std::string wide = "{";
+    for (int i = 0; i < 200000; ++i) wide += fmt::format("{}\"k{}\":{}", i ? "," : "", i, i);
+    const auto w = parse_json_schema_text(wide + "}", "wide.json");
+    ASSERT_EQ(w.size(), 200000u);
+    EXPECT_EQ(w.begin().key(), "k0");
+    EXPECT_EQ(w["k199999"], 199999);
 }
 
 TEST(JsonSchemaBudget, CompilationStopsWhenCancelled) {

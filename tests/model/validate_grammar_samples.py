@@ -229,6 +229,12 @@ PYDANTIC_V2 = {
         "Node": {"properties": {"name": {"type": "string", "maxLength": 4},
                                 "kids": {"items": {"$ref": "#/$defs/Node"}, "type": "array", "maxItems": 2}},
                  "required": ["name"], "title": "Node", "type": "object"},
+        "Cat": {"properties": {"pet_type": {"const": "cat", "title": "Pet Type", "type": "string"},
+                               "meows": {"title": "Meows", "type": "integer", "minimum": 0}},
+                "required": ["pet_type", "meows"], "title": "Cat", "type": "object"},
+        "Dog": {"properties": {"pet_type": {"enum": ["dog"], "title": "Pet Type", "type": "string"},
+                               "barks": {"title": "Barks", "type": "number"}},
+                "required": ["pet_type", "barks"], "title": "Dog", "type": "object"},
     },
     "properties": {
         "id": {"format": "uuid", "title": "Id", "type": "string"},
@@ -244,8 +250,10 @@ PYDANTIC_V2 = {
         "birthday": {"anyOf": [{"format": "date", "type": "string"}, {"type": "null"}], "default": None},
         "code": {"pattern": "^[A-Z]{3}-\\d{2}$", "title": "Code", "type": "string"},
         "tree": {"$ref": "#/$defs/Node"},
+        "pet": {"oneOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}],
+                "discriminator": {"propertyName": "pet_type", "mapping": {"cat": "#/$defs/Cat", "dog": "#/$defs/Dog"}}},
     },
-    "required": ["id", "created", "address", "count", "ratio", "pair", "code", "tree"],
+    "required": ["id", "created", "address", "count", "ratio", "pair", "code", "tree", "pet"],
     "title": "Order", "type": "object",
 }
 

@@ -10,13 +10,12 @@
 
 #include "core/error.h"
 #include "model/grammar/grammar.h"
+#include "model/grammar/json_schema_detail.h"
 #include "model/grammar/json_schema_values.h"
 #include "model/grammar/regex_to_grammar.h"
 
 namespace duet::model::grammar {
-namespace {
-
-using ojson = nlohmann::ordered_json;
+namespace detail {
 
 // Accepted and ignored: they describe, they do not constrain (plus any "x-..." extension).
 const std::set<std::string> kAnnotations = {
@@ -101,7 +100,24 @@ bool only_annotations(const ojson& s) {
     return true;
 }
 
-}  // namespace
+unsigned type_bit(const std::string& t) {
+    if (t == "null") return kNull;
+    if (t == "boolean") return kBool;
+    if (t == "integer" || t == "number") return kNum;
+    if (t == "string") return kStr;
+    if (t == "array") return kArr;
+    if (t == "object") return kObj;
+    return kAll;
+}
+
+unsigned value_bit(const ojson& v) {
+    return v.is_null() ? kNull : v.is_boolean() ? kBool : v.is_number() ? kNum : v.is_string() ? kStr
+           : v.is_array() ? kArr : kObj;
+}
+
+}  // namespace detail
+
+using namespace detail;
 
 std::string grammar_literal(std::string_view text) {
     std::string out = "\"";
@@ -134,26 +150,6 @@ ws ::= " "?
 }
 
 std::string json_object_grammar() { return "root ::= object\n" + json_value_rules(); }
-
-struct JsonSchemaCompiler::Ctx {
-    const ojson* root;
-    std::map<std::string, std::string> refs;  // "#/$defs/x" -> rule name
-    int depth = 0;
-};
-
-namespace {
-// Counts one level of schema nesting for the lifetime of a visit.
-struct DepthGuard {
-    int& depth;
-    DepthGuard(int& d, int max, const std::string& where) : depth(d) {
-        if (++depth > max) {
-            --depth;
-            fail("{}: schemas nest deeper than {} levels (the limit on schema nesting)", where, max);
-        }
-    }
-    ~DepthGuard() { --depth; }
-};
-}  // namespace
 
 std::string JsonSchemaCompiler::where(const std::string& path) const {
     return source_ + ": " + (path.empty() ? "/" : path);
@@ -251,12 +247,20 @@ std::string JsonSchemaCompiler::visit(const ojson& s, const std::string& name, c
         if (alts.empty()) fail("{}enum: no value has the schema's type {}", into(where(path)), s["type"].dump());
         body = join_alts(alts);
     } else if (s.contains("anyOf") || s.contains("oneOf")) {
-        // oneOf is compiled as anyOf: the output matches at least one branch (docs/grammar.md)
         if (s.contains("anyOf") && s.contains("oneOf")) fail("{}: anyOf and oneOf together are not supported", where(path));
         const std::string key = s.contains("anyOf") ? "anyOf" : "oneOf";
         const ojson& any = s[key];
         if (!any.is_array() || any.empty()) fail("{}{}: must be a non-empty array", into(where(path)), key);
         const ojson rest = without(s, {"anyOf", "oneOf"});
+        // oneOf: exactly one branch may match; a grammar writes some branch's value, so the
+        // branches must be provably disjoint (else refused rather than risk matching two)
+        if (key == "oneOf")
+            for (size_t i = 0; i < any.size(); ++i)
+                for (size_t j = i + 1; j < any.size(); ++j)
+                    if (!disjoint(any[i], any[j], path, ctx))
+                        fail("{}oneOf: branches {} and {} may both match one value, so 'exactly one' cannot be "
+                             "guaranteed (use anyOf, or give the branches different types or a required property "
+                             "with different const values)", into(where(path)), i, j);
         std::vector<std::string> alts;
         for (size_t i = 0; i < any.size(); ++i) {
             const std::string sub = fmt::format("{}/{}/{}", path, key, i);
@@ -368,8 +372,12 @@ std::string JsonSchemaCompiler::string_rule(const ojson& s, const std::string& p
 // Properties in schema order, required ones first; an optional property may be left out.
 std::string JsonSchemaCompiler::object_rule(const ojson& s, const std::string& name, const std::string& path, Ctx& ctx) {
     const std::string w = where(path);
-    ojson props = s.value("properties", ojson::object());
-    if (!props.is_object()) fail("{}properties: must be an object", into(w));
+    // the schema's properties, plus required names it does not declare (no copy otherwise)
+    static const ojson kNone = ojson::object();
+    auto declared_it = s.find("properties");
+    const ojson& declared_props = declared_it == s.end() ? kNone : *declared_it;
+    if (!declared_props.is_object()) fail("{}properties: must be an object", into(w));
+    ojson added = ojson::object();
     std::vector<std::string> required;
     std::unordered_set<std::string> is_required;
     if (auto r = s.find("required"); r != s.end()) {
@@ -384,14 +392,15 @@ std::string JsonSchemaCompiler::object_rule(const ojson& s, const std::string& n
     if (auto u = s.find("unevaluatedProperties"); u != s.end() && !(u->is_boolean()))
         fail("{}unevaluatedProperties: only true or false can be enforced", into(w));
     std::unordered_set<std::string> declared;
-    for (const auto& [k, _] : props.items()) declared.insert(k);
+    for (const auto& item : declared_props.items()) declared.insert(item.key());
     for (const auto& k : required)
         if (!declared.count(k)) {
             if (closed) fail("{}required: '{}' is not in properties and additionalProperties is false", into(w), k);
-            props[k] = extra != s.end() && !extra->is_boolean() ? *extra : ojson(true);  // any value the object allows
+            // any value the object allows
+            added.get_ref<ojson::object_t&>().emplace_back(k, extra != s.end() && !extra->is_boolean() ? *extra : ojson(true));
             declared.insert(k);
         }
-    const size_t n_props = props.size();
+    const size_t n_props = declared_props.size() + added.size();
     if (auto m = s.find("minProperties"); m != s.end())
         if (!m->is_number_integer() || m->get<int64_t>() > int64_t(required.size()))
             fail("{}minProperties: {} can be enforced only when the required properties ({}) reach it", into(w), m->dump(),
@@ -406,11 +415,12 @@ std::string JsonSchemaCompiler::object_rule(const ojson& s, const std::string& n
         return fmt::format("\"{{\" ws ( string ws \":\" ws {} ws ( \",\" ws string ws \":\" ws {} ws )* )? \"}}\"", v, v);
     }
     std::vector<std::string> req, opt;  // "key" ws ":" ws value, per property
-    for (const auto& [k, sub] : props.items()) {
-        const std::string v = visit(sub, name + "-" + k, path + "/properties/" + k, ctx);
-        const std::string kv = fmt::format("{} ws \":\" ws {}", grammar_literal(ojson(k).dump()), v);
-        (is_required.count(k) ? req : opt).push_back(kv);
-    }
+    for (const ojson* props : std::initializer_list<const ojson*>{&declared_props, &added})
+        for (const auto& [k, sub] : props->items()) {
+            const std::string v = visit(sub, name + "-" + k, path + "/properties/" + k, ctx);
+            const std::string kv = fmt::format("{} ws \":\" ws {}", grammar_literal(ojson(k).dump()), v);
+            (is_required.count(k) ? req : opt).push_back(kv);
+        }
     std::string body = "\"{\" ws";
     for (size_t i = 0; i < req.size(); ++i) body += (i ? " \",\" ws " : " ") + req[i] + " ws";
     if (!req.empty()) {
@@ -487,96 +497,6 @@ std::string JsonSchemaCompiler::array_rule(const ojson& s, const std::string& na
         next = rule;
     }
     return "\"[\" ws " + next + " \"]\"";
-}
-
-ojson JsonSchemaCompiler::merge_all_of(const ojson& s, const std::string& path, Ctx& ctx) {
-    DepthGuard guard(ctx.depth, limits_.max_depth, where(path));
-    const std::string w = into(where(path)) + "allOf";
-    const ojson& members = s["allOf"];
-    if (!members.is_array() || members.empty()) fail("{}: must be a non-empty array", w);
-    ojson merged = without(s, {"allOf"});
-    std::vector<std::unordered_set<std::string>> closed;  // property sets of members with additionalProperties false
-    auto note_closed = [&](const ojson& x) {
-        auto a = x.find("additionalProperties");
-        if (a != x.end() && a->is_boolean() && !a->get<bool>()) {
-            std::unordered_set<std::string> keys;
-            for (const auto& [k, _] : x.value("properties", ojson::object()).items()) keys.insert(k);
-            closed.push_back(std::move(keys));
-        }
-    };
-    note_closed(merged);
-    for (size_t i = 0; i < members.size(); ++i) {
-        ojson x = members[i];
-        for (int hops = 0; x.is_object() && x.contains("$ref"); ++hops) {
-            if (hops >= limits_.max_depth) fail("{}{}: $ref chain longer than {} (a reference cycle?)", into(w), i, limits_.max_depth);
-            if (!x["$ref"].is_string()) fail("{}{}/$ref: must be a string", into(w), i);
-            const ojson& target = resolve(x["$ref"].get<std::string>(), path, ctx);
-            const ojson rest = without(x, {"$ref"});
-            x = only_annotations(rest) ? target : ojson{{"allOf", ojson::array({target, rest})}};
-        }
-        if (x.is_boolean() && x.get<bool>()) continue;
-        if (!x.is_object()) fail("{}{}: a schema must be an object", into(w), i);
-        if (x.contains("allOf")) x = merge_all_of(x, fmt::format("{}/allOf/{}", path, i), ctx);
-        if (x.contains("anyOf") || x.contains("oneOf") || x.contains("nullable"))
-            fail("{}{}: anyOf/oneOf/nullable inside allOf cannot be merged", into(w), i);
-        note_closed(x);
-        for (const auto& [k, v] : x.items()) {
-            if (is_annotation(k) && merged.contains(k)) continue;
-            if (!merged.contains(k) || merged[k] == v) {
-                merged[k] = v;
-                continue;
-            }
-            ojson& m = merged[k];
-            if (k == "properties" && m.is_object() && v.is_object()) {
-                for (const auto& [p, ps] : v.items())
-                    if (!m.contains(p) || m[p] == ps) m[p] = ps;
-                    else m[p] = ojson{{"allOf", ojson::array({m[p], ps})}};
-            } else if (k == "required" && m.is_array() && v.is_array()) {
-                for (const auto& r : v)
-                    if (std::find(m.begin(), m.end(), r) == m.end()) m.push_back(r);
-            } else if (k == "type") {
-                std::vector<std::string> a = type_list(m), b = type_list(v), both;
-                for (const auto& t : a)
-                    for (const auto& u : b)
-                        if (t == u || (t == "integer" && u == "number")) both.push_back(t);
-                        else if (t == "number" && u == "integer") both.push_back(u);
-                if (both.empty()) fail("{}{}: the types {} and {} exclude each other", into(w), i, m.dump(), v.dump());
-                m = both.size() == 1 ? ojson(both[0]) : ojson(both);
-            } else if ((k == "minimum" || k == "minLength" || k == "minItems" || k == "exclusiveMinimum") &&
-                       m.is_number() && v.is_number()) {
-                if (v > m) m = v;
-            } else if ((k == "maximum" || k == "maxLength" || k == "maxItems" || k == "exclusiveMaximum") &&
-                       m.is_number() && v.is_number()) {
-                if (v < m) m = v;
-            } else if ((k == "additionalProperties" || k == "unevaluatedProperties") &&
-                       ((m.is_boolean() && !m.get<bool>()) || (v.is_boolean() && !v.get<bool>()))) {
-                m = false;
-            } else if (k == "enum" && m.is_array() && v.is_array()) {
-                ojson both = ojson::array();
-                for (const auto& e : m)
-                    if (std::find(v.begin(), v.end(), e) != v.end()) both.push_back(e);
-                if (both.empty()) fail("{}{}: the enums have no value in common", into(w), i);
-                m = both;
-            } else {
-                fail("{}{}: '{}' differs between the schemas and cannot be merged", into(w), i, k);
-            }
-        }
-    }
-    // A member closed to other properties forbids the ones only the others declare.
-    if (!closed.empty() && merged.contains("properties")) {
-        ojson kept = ojson::object();
-        for (const auto& item : merged["properties"].items()) {
-            const std::string& k = item.key();
-            if (std::all_of(closed.begin(), closed.end(), [&](const auto& c) { return c.count(k) > 0; }))
-                kept[k] = item.value();
-            else if (merged.contains("required") &&
-                     std::find(merged["required"].begin(), merged["required"].end(), k) != merged["required"].end())
-                fail("{}: '{}' is required but a member with additionalProperties false does not allow it", w, k);
-        }
-        merged["properties"] = kept;
-        merged["additionalProperties"] = false;
-    }
-    return merged;
 }
 
 std::string json_schema_to_grammar(const ojson& schema, std::string_view source) {

@@ -8,7 +8,7 @@
 //   decide them), items, prefixItems, minItems, maxItems, uniqueItems (only when maxItems <= 1
 //   or false), minLength, maxLength, pattern, format (date-time, date, time, uuid, email,
 //   ipv4), minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf 1 on integers,
-//   enum, const, anyOf, oneOf (as anyOf), allOf (merged), nullable, $ref to any local JSON
+//   enum, const, anyOf, oneOf (branches provably disjoint), allOf (merged), nullable, $ref to any local JSON
 //   pointer (#, #/$defs/NAME, #/definitions/NAME, ...) including recursion.
 //   ignored: annotations (title, description, default, examples, $schema, $id, $comment,
 //   deprecated, readOnly, writeOnly, discriminator, contentEncoding, contentMediaType, x-*) and
@@ -64,6 +64,10 @@ private:
     std::string string_rule(const nlohmann::ordered_json& s, const std::string& path);
     nlohmann::ordered_json merge_all_of(const nlohmann::ordered_json& s, const std::string& path, Ctx& ctx);
     const nlohmann::ordered_json& resolve(const std::string& ref, const std::string& path, const Ctx& ctx) const;
+    const nlohmann::ordered_json& deref(const nlohmann::ordered_json& s, const std::string& path, const Ctx& ctx) const;
+    unsigned type_bits(const nlohmann::ordered_json& s, const std::string& path, const Ctx& ctx, int depth) const;
+    bool disjoint(const nlohmann::ordered_json& a, const nlohmann::ordered_json& b, const std::string& path,
+                  const Ctx& ctx) const;
     std::string fresh(const std::string& base);
     void emit(const std::string& rule, const std::string& body);
     std::string where(const std::string& path) const;
@@ -79,6 +83,12 @@ private:
 std::string json_schema_to_grammar(const nlohmann::ordered_json& schema, std::string_view source = "json schema");
 std::string json_schema_to_grammar(const nlohmann::ordered_json& schema, std::string_view source,
                                    const SchemaLimits& limits);
+
+// JSON text -> ordered_json (keys in document order, as the compiler wants them) in time linear
+// in the text, with a nesting limit checked before each level; nlohmann's ordered_json::parse is
+// quadratic in depth and in keys per object. Throws duet::Error "<source>: <what>" for invalid
+// JSON, a duplicate key or nesting deeper than max_depth.
+nlohmann::ordered_json parse_json_schema_text(std::string_view text, std::string_view source, int max_depth = 256);
 
 // Any JSON object (OpenAI's response_format json_object).
 std::string json_object_grammar();
