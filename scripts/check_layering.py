@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fails when a lower folder of src/ includes a higher one (CONVENTIONS.md layering).
+"""Fails when a lower folder of src/ includes a higher one (docs/design.md, "Layers").
 
 Every `#include "x/..."` in src/<folder>/ must name a folder that <folder> may depend on:
     core <- format <- model;  kernels, layout, hw, config -> core only;
@@ -21,17 +21,22 @@ ALLOWED = {
     "layout": {"core", "layout"},
     "hw": {"core", "hw"},
     "config": {"core", "config"},
+    # the continuous-batching policy shared by the real batcher and the simulator: pure, no engine
+    "sched": {"core", "sched"},
     "graph": {"core", "format", "model", "graph"},
     "sim": {"core", "hw", "layout", "graph", "config", "sim"},
+    # the simulator executor of the shared scheduler: steps timed on the modelled machine
+    "serving": {"core", "hw", "layout", "graph", "config", "sim", "sched", "serving"},
     # the communicator of real tensor parallelism (rank, size, all-reduce, broadcast over MPI)
     "parallel": {"core", "parallel"},
     "runtime": {"core", "format", "model", "kernels", "sim", "graph", "config", "hw", "layout", "parallel",
-                "runtime"},
+                "sched", "runtime"},
     # scripted workloads replayed on the real engine (runtime) and on the model (sim)
     "workload": {"core", "format", "model", "kernels", "sim", "graph", "config", "hw", "layout", "parallel",
-                 "runtime", "workload"},
+                 "sched", "serving", "runtime", "workload"},
     # tune runs the bench comparison (workload/bench_runner) at every point of its search
-    "tune": {"core", "format", "model", "hw", "layout", "graph", "config", "sim", "runtime", "workload", "tune"},
+    "tune": {"core", "format", "model", "hw", "layout", "graph", "config", "sim", "sched", "serving", "runtime",
+             "workload", "tune"},
 }
 TOP = {"server", "cli"}  # may include anything below them; server must not include cli
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/')

@@ -23,7 +23,7 @@
 // remainder of the step (argmax, forward() set-up) is "outside ops".
 // --mmap: the model file is mapped (format::LoadMode::MMAP) as `duet run --mmap`; by default it is
 // read into memory, as duet's commands do (decode streamed a q4_0 model 1.2-1.3x faster so on the
-// KVM guest of docs/performance.md, session 14).
+// Xeon KVM guest of docs/performance.md).
 // --fuse: the engine runs the fused graph (EngineOptions::fuse, `duet run --fuse`): Q/K/V and
 // gate/up as one matmul each, RoPE with the KV write, RMSNorm into the quantised matmuls' input.
 #include <time.h>

@@ -7,6 +7,7 @@
 
 #include "cli/bench_agent.h"
 #include "cli/bench_file_mode.h"
+#include "cli/bench_serving.h"
 #include "cli/commands.h"
 #include "cli/ctx_check.h"
 #include "cli/flags.h"
@@ -61,11 +62,16 @@ struct BenchArgs {
     bool no_verdict_exit = false;
     runtime::WarmupOptions warmup;  // FILE mode
     AgentBenchArgs agent;           // --workload agent (cli/bench_agent.h)
+    ServingBenchArgs serving;       // --workload serving (cli/bench_serving.h)
 };
 
 void run_bench(const BenchArgs& a, const CLI::App& root) {
     if (is_agent_workload(a.agent))
         return run_bench_agent(a.agent, {a.model, a.settings_path, a.config_path, a.dispatch, a.report, a.svg});
+    if (a.agent.workload == "serving")
+        return run_bench_serving(a.serving, {a.model, a.settings_path, a.config_path, a.pim, a.dispatch, a.report,
+                                             a.topology, a.agent.workload_file, a.svg, a.baseline, a.target, a.npus,
+                                             a.pims, a.seq_len, a.gen_len, a.tp, a.pp, a.th, a.no_verdict_exit});
     const auto t0 = std::chrono::steady_clock::now();
     const config::EnvMap env = config::process_env();
     config::Settings st = config::load_settings(a.settings_path, env, workload::known_soc_names());
@@ -216,6 +222,8 @@ void register_bench(CLI::App& app) {
         "  duet bench --model llama2-70b --pims 8 --tp 8 --target pim_only --topology cxl.toml   (pim_link = \"cxl2_x16\")\n"
         "  duet bench -m model.gguf --seq-len 64 --gen-len 32\n"
         "  duet bench --workload agent -m model.gguf --report agent.json --svg agent.svg   (docs/agent.md)\n"
+        "  duet bench --workload serving --model llama2-7b --rate 4 --requests 1000 --seq-len 512 --gen-len 128 \\\n"
+        "             --slo-ttft-ms 500 --slo-tpot-ms 50 --report serving.json   (docs/serving.md)\n"
         "Exit status: 0 when every verdict is MET, 3 when any is NOT MET (--no-verdict-exit: 0), 2 for errors.");
     a->settings_path = default_settings_path();
     a->config_path = default_config_path();
@@ -256,7 +264,7 @@ void register_bench(CLI::App& app) {
     text(c, "--hccl-expansion", a->hccl_expansion,
          "Where collectives are expanded, their launch cost: AI_CPU, AIV, HOST, HOST_TS (configs/hw/collectives.toml)",
          DefaultFrom{"HCCL_OP_EXPANSION_MODE, else HOST"});
-    c->add_option("--svg", a->svg, "Write an SVG chart: TBT per token and memory breakdown");
+    c->add_option("--svg", a->svg, "Write an SVG chart: TBT per token and memory breakdown (--workload serving --rate-sweep: p99 TTFT and TPOT against throughput)");
     number(c, "--tbt-reduction-min", a->th.tbt_reduction_min, "Verdict: required TBT reduction (fraction)", 0.0, 1.0);
     number(c, "--ttft-increase-max-ms", a->th.ttft_increase_max_ms, "Verdict: allowed TTFT increase (ms)", 0.0,
            1e6);
@@ -264,6 +272,7 @@ void register_bench(CLI::App& app) {
            "Verdict: allowed peak memory increase (fraction, 1 = +100%)", 0.0, 10.0);
     add_warmup_flags(c, a->warmup);
     add_agent_bench_flags(c, a->agent);
+    add_serving_bench_flags(c, a->serving);
     c->add_flag("--no-verdict-exit", a->no_verdict_exit, "Exit 0 even when a verdict is NOT MET (exploration)");
     c->callback([a, &app]() { run_bench(*a, app); });
 }

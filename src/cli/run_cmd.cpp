@@ -97,6 +97,7 @@ void run(const RunArgs& a) {
     if (grammar) {
         sp.grammar = grammar;
         sp.grammar_tokens = model::grammar::TokenTable::from_tokenizer(model->tokenizer());
+        sp.max_tokens = a.n_predict > 0 ? a.n_predict : 0;  // the grammar closes within -n (docs/grammar.md)
     }
     runtime::EngineOptions eo;
     eo.n_threads = a.threads;

@@ -45,6 +45,7 @@ struct ServeArgs {
     int64_t fault_at_step = -1;
     int64_t max_stored_responses = 1000;
     int64_t admit_window_ms = 0;  // runtime::BatcherOptions::admit_window_us
+    std::string request_log;      // runtime::BatcherOptions::request_log
     int threads = 0, tp = 1, pp = 1;
     bool no_auth = false, no_continuous = false, no_prefix_cache = false;
     std::optional<std::string> api_prefix;
@@ -109,6 +110,7 @@ void serve(const ServeArgs& a, const CLI::App& root) {
     bo.prefix_cache = !a.no_prefix_cache;
     bo.fault_at_step = a.fault_at_step;
     bo.admit_window_us = a.admit_window_ms * 1000;
+    bo.request_log = a.request_log;
     bo.warmup_rounds = runtime::serve_warm_rounds(a.warmup);  // dummy forwards on the batcher's engine thread
     server::Metrics metrics;  // outlives the batcher: its callbacks update it
     server::register_server_metrics(metrics);
@@ -214,6 +216,9 @@ void register_serve(CLI::App& app) {
            "When a request finds the engine idle, wait this long for more before the first step (a burst starts "
            "in one step; a lone request's first token comes this much later)",
            int64_t(0), int64_t(1000));
+    c->add_option("--request-log", a->request_log,
+                  "Append one JSON line per finished request (arrival, prompt and output tokens, latencies): the "
+                  "trace `duet bench --workload serving --workload-file` replays (docs/serving.md)");
     number(c, "--threads", a->threads, "Engine threads (0: all)", 0, int(kMaxThreads));
     number(c, "--tp", a->tp,
            "Tensor-parallel ranks: run as mpirun -np N duet serve --tp N; rank 0 serves HTTP, n = 1 only, no prefix "

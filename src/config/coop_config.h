@@ -1,5 +1,5 @@
 #pragma once
-// config.toml: PIM layout, weight reorder, scheduling and memory knobs (DESIGN.md
+// config.toml: PIM layout, weight reorder, scheduling and memory knobs (docs/design.md
 // "Configuration"; every knob's effect on the report is described in docs/configuration.md).
 //   [pim]        layout, alignment (bits: 128 or 256), compute_unit, precision
 //   [reorder]    block_size_kb (power of two), target_format, index_ratio_limit, prefetch_depth

@@ -9,6 +9,7 @@
 #include "core/timer.h"
 #include "model/tokenizer/tokenizer.h"
 #include "runtime/prefix_cache.h"
+#include "sched/scheduler.h"
 #include "runtime/warmup.h"
 
 namespace duet::runtime {
@@ -25,17 +26,70 @@ const char* submit_status_name(SubmitStatus s) {
     return "?";
 }
 
+namespace {
+
+// Length of the common prefix of a and b, at most `limit`.
+int64_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b, int64_t limit) {
+    const int64_t m = std::min<int64_t>({limit, int64_t(a.size()), int64_t(b.size())});
+    int64_t n = 0;
+    while (n < m && a[size_t(n)] == b[size_t(n)]) ++n;
+    return n;
+}
+
+}  // namespace
+
 struct Batcher::Slot {
+    sched::SeqId id = 0;
     GenRequest req;
     SequenceKv kv;                     // KV written for run->tokens()[0 .. kv.n_tokens())
     std::unique_ptr<SequenceRun> run;  // tokens, sampler, text, stop rules (runtime/generator.h)
     GenResult result;
     int64_t t_submit_ns = 0;
-    bool admitted_once = false;
     bool done = false;
     std::vector<std::unique_ptr<Slot>> followers;  // submit_group: fork this slot's prompt once it is computed
 
     bool cancelled() const { return req.cancelled && req.cancelled->load(); }
+};
+
+// The engine's paged KV cache and prefix cache as the scheduler's pool (sched/kv_pool.h): each
+// SeqId is a Slot's SequenceKv. Engine thread only.
+class Batcher::Pool final : public sched::KvPool {
+public:
+    explicit Pool(Batcher& b) : b_(b), cache_(b.engine_->kv_cache()) {}
+    int64_t block_tokens() const override { return cache_.block_tokens(); }
+    int64_t n_blocks() const override { return cache_.n_blocks(); }
+    int64_t n_free() const override { return cache_.n_free(); }
+    int64_t attach_cached(sched::SeqId id, int64_t max_tokens) override {
+        Slot& s = slot(id);
+        return b_.prefix_ ? b_.prefix_->attach(s.run->tokens(), max_tokens, s.kv) : 0;
+    }
+    int64_t common_prefix(sched::SeqId a, sched::SeqId b, int64_t limit) const override {
+        return duet::runtime::common_prefix(slot(a).run->tokens(), slot(b).run->tokens(), limit);
+    }
+    void share_prefix(sched::SeqId to, sched::SeqId from, int64_t n) override {
+        slot(to).kv.share_prefix(cache_, slot(from).kv, n);
+    }
+    bool reserve(sched::SeqId id, int64_t n_new) override { return slot(id).kv.reserve(cache_, n_new); }
+    void trim(sched::SeqId id) override {
+        SequenceKv& kv = slot(id).kv;
+        kv.truncate(cache_, kv.n_tokens());
+    }
+    void commit(sched::SeqId, int64_t) override {}  // Engine::forward committed the K/V it wrote
+    void release(sched::SeqId id, bool remember) override {
+        Slot& s = slot(id);
+        if (remember && b_.prefix_ && s.kv.n_tokens() > 0) b_.prefix_->insert(s.run->tokens(), s.kv);
+        s.kv.release(cache_);
+    }
+    int64_t evict_cached(int64_t n) override { return b_.prefix_ ? b_.prefix_->evict(n) : 0; }
+
+private:
+    Slot& slot(sched::SeqId id) const {
+        auto it = b_.slots_.find(id);
+        DUET_CHECK(it != b_.slots_.end(), "the scheduler named unknown sequence {}", id);
+        return *it->second;
+    }
+    Batcher& b_;
+    KvCache& cache_;
 };
 
 namespace {
@@ -45,19 +99,6 @@ const BatcherOptions& checked(const BatcherOptions& o) {
     if (o.max_queue < 0) fail("queue size {} is out of range (allowed: 0 or more)", o.max_queue);
     if (o.step_token_budget < 1) fail("step token budget {} must be positive", o.step_token_budget);
     return o;
-}
-
-// Fewest prompt tokens worth taking from a running request's KV (and, while it is still
-// prefilling them, waiting a step for): below it the copied partial KV block costs about what the
-// tokens would. Assumption, not measured.
-constexpr int64_t kMinRunningShare = 4;
-
-// Length of the common prefix of a and b, at most `limit`.
-int64_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b, int64_t limit) {
-    const int64_t m = std::min<int64_t>({limit, int64_t(a.size()), int64_t(b.size())});
-    int64_t n = 0;
-    while (n < m && a[size_t(n)] == b[size_t(n)]) ++n;
-    return n;
 }
 
 EngineOptions for_batch(EngineOptions eo, const BatcherOptions& o) {
@@ -73,7 +114,21 @@ Batcher::Batcher(std::shared_ptr<const Model> model, EngineOptions engine_opts, 
 Batcher::Batcher(std::unique_ptr<Engine> engine, BatcherOptions opts)
     : model_(engine->model_ptr()), opts_(checked(opts)), engine_(std::move(engine)) {
     n_ctx_ = engine_->n_ctx();
+    t_start_ns_ = now_ns();
+    if (!opts_.request_log.empty()) {
+        request_log_ = std::make_unique<std::ofstream>(opts_.request_log, std::ios::app);
+        if (!*request_log_) fail("--request-log {}: cannot open the file for writing", opts_.request_log);
+    }
     if (opts_.prefix_cache) prefix_ = std::make_unique<PrefixCache>(engine_->kv_cache());
+    pool_ = std::make_unique<Pool>(*this);
+    sched::SchedulerOptions so;
+    so.n_parallel = opts_.n_parallel;
+    so.continuous = opts_.continuous;
+    so.prefix_sharing = opts_.prefix_cache;
+    so.running_share = opts_.forks;
+    so.step_token_budget = opts_.step_token_budget;
+    so.n_ctx = n_ctx_;
+    sched_ = std::make_unique<sched::Scheduler>(so);
     {
         std::lock_guard<std::mutex> lock(mu_);
         stats_.kv_blocks_total = engine_->kv_cache().n_blocks();
@@ -104,6 +159,7 @@ Batcher::Batcher(std::unique_ptr<Engine> engine, BatcherOptions opts)
         warm_done.get();
     } catch (...) {
         thread_.join();
+        pool_.reset();
         prefix_.reset();
         throw;
     }
@@ -116,10 +172,15 @@ Batcher::~Batcher() {
     }
     cv_.notify_all();
     thread_.join();
-    for (auto& s : running_) finish(*s, StopReason::CANCELLED);
-    for (auto& s : queue_) finish(*s, StopReason::CANCELLED);
-    running_.clear();
-    queue_.clear();
+    for (sched::SeqId id : sched_->running_ids()) {
+        sched_->cancel(id, *pool_);  // KV back (into the prefix cache, as any finished request's)
+        finish_id(id, StopReason::CANCELLED);
+    }
+    for (sched::SeqId id : sched_->waiting_ids()) finish_id(id, StopReason::CANCELLED);
+    for (auto& s : incoming_) finish(*s, StopReason::CANCELLED);
+    incoming_.clear();
+    slots_.clear();
+    pool_.reset();
     prefix_.reset();  // releases its blocks before the engine's cache goes away
 }
 
@@ -160,9 +221,11 @@ SubmitStatus Batcher::submit_group(std::vector<GenRequest> reqs) {
     {
         std::lock_guard<std::mutex> lock(mu_);
         if (stop_) return SubmitStatus::STOPPED;
-        if (int64_t(queue_.size()) >= opts_.max_queue) return SubmitStatus::QUEUE_FULL;
-        queue_.push_back(std::move(slot));
-        stats_.queued = int64_t(queue_.size());
+        if (int64_t(incoming_.size()) + n_waiting_ >= opts_.max_queue) return SubmitStatus::QUEUE_FULL;
+        slot->id = next_id_++;
+        for (auto& f : slot->followers) f->id = next_id_++;
+        incoming_.push_back(std::move(slot));
+        stats_.queued = int64_t(incoming_.size()) + n_waiting_;
     }
     cv_.notify_all();
     return SubmitStatus::ACCEPTED;
@@ -175,191 +238,142 @@ BatcherStats Batcher::stats() const {
 
 void Batcher::wait_idle() {
     std::unique_lock<std::mutex> lock(mu_);
-    idle_cv_.wait(lock, [&] { return stop_ || (queue_.empty() && n_running_.load() == 0); });
+    idle_cv_.wait(lock, [&] { return stop_ || (incoming_.empty() && n_waiting_ == 0 && n_running_.load() == 0); });
+}
+
+// Engine thread, mu_ held: waits for work (and the admission window), then hands what was
+// submitted to the scheduler. False when the batcher stops.
+bool Batcher::take_arrivals(std::unique_lock<std::mutex>& lock, StepRecord& rec) {
+    cv_.wait(lock, [&] { return stop_ || !incoming_.empty() || sched_->n_waiting() > 0 || sched_->n_running() > 0; });
+    if (sched_->n_running() == 0 && opts_.admit_window_us > 0) {  // idle: let the rest of a burst arrive
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(opts_.admit_window_us);
+        cv_.wait_until(lock, until, [&] {
+            return stop_ || int64_t(incoming_.size()) + sched_->n_waiting() >= opts_.n_parallel;
+        });
+    }
+    if (stop_) return false;
+    rec.t_ns = now_ns();
+    for (auto& s : incoming_) {
+        std::vector<sched::SeqId> followers;
+        for (const auto& f : s->followers) followers.push_back(f->id);
+        rec.arrived.push_back(s->id);
+        for (sched::SeqId f : followers) rec.arrived.push_back(f);
+        sched_->add(s->id, int64_t(s->req.prompt.size()), std::move(followers));
+        const sched::SeqId id = s->id;
+        slots_[id] = std::move(s);
+    }
+    incoming_.clear();
+    return true;
+}
+
+// Engine thread. Requests whose client went away leave the scheduler (their blocks go back)
+// before it plans the next step.
+void Batcher::drop_cancelled() {
+    std::vector<sched::SeqId> gone;
+    for (const auto& [id, s] : slots_)
+        if (!s->done && s->cancelled()) gone.push_back(id);
+    std::sort(gone.begin(), gone.end());
+    for (sched::SeqId id : gone) {
+        sched_->cancel(id, *pool_);
+        finish_id(id, StopReason::CANCELLED);
+    }
 }
 
 void Batcher::loop() {
     for (;;) {
-        std::vector<std::unique_ptr<Slot>> dropped;  // cancelled while queued: finished outside the lock
+        StepRecord rec;
         {
             std::unique_lock<std::mutex> lock(mu_);
-            cv_.wait(lock, [&] { return stop_ || !queue_.empty() || !running_.empty(); });
-            if (running_.empty() && opts_.admit_window_us > 0) {  // idle: let the rest of a burst arrive
-                const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(opts_.admit_window_us);
-                cv_.wait_until(lock, until, [&] { return stop_ || int64_t(queue_.size()) >= opts_.n_parallel; });
-            }
-            if (stop_) return;
-            // Admission: between steps, in queue order, while slots and blocks last; a request
-            // waiting for a running one's prompt prefix (waits_for_running) keeps its place.
-            const bool may_admit = opts_.continuous || running_.empty();
-            for (auto it = queue_.begin(); may_admit && it != queue_.end() &&
-                                           int64_t(running_.size() + 1 + (*it)->followers.size()) <= opts_.n_parallel;) {
-                if ((*it)->cancelled()) {
-                    dropped.push_back(std::move(*it));
-                    it = queue_.erase(it);
-                    continue;
-                }
-                const RunningPrefix shared = running_prefix(**it);
-                if (waits_for_running(**it, shared)) {
-                    ++it;
-                    continue;
-                }
-                if (!admit(*it, shared)) break;
-                running_.push_back(std::move(*it));
-                it = queue_.erase(it);
-            }
-            n_running_.store(int64_t(running_.size()));
-            stats_.queued = int64_t(queue_.size());
-            stats_.running = int64_t(running_.size());
+            if (!take_arrivals(lock, rec)) return;
         }
-        for (auto& s : dropped) finish(*s, StopReason::CANCELLED);
+        drop_cancelled();
+        rec.step = sched_->plan(*pool_);
+        apply(rec.step);
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            n_waiting_ = sched_->n_waiting();
+            n_running_.store(sched_->n_running());
+            stats_.queued = int64_t(incoming_.size()) + n_waiting_;
+            stats_.running = sched_->n_running();
+        }
+        if (opts_.on_step) opts_.on_step(rec);
         try {
             if (++steps_started_ == opts_.fault_at_step)
                 throw std::runtime_error(fmt::format("injected fault at engine step {}", steps_started_));
-            step();
+            execute(rec.step);
         } catch (const std::exception& e) {
             fail_running(e.what());
         }
         std::lock_guard<std::mutex> lock(mu_);
+        n_waiting_ = sched_->n_waiting();
         publish_locked();
-        if (queue_.empty() && running_.empty()) idle_cv_.notify_all();
+        if (incoming_.empty() && n_waiting_ == 0 && sched_->n_running() == 0) idle_cv_.notify_all();
     }
 }
 
-// Engine thread, mu_ held. Refreshes what stats() reports from the engine thread's own state.
-void Batcher::publish_locked() {
-    int64_t live = 0;
-    for (const auto& r : running_) live += r->done ? 0 : 1;
-    n_running_.store(live);
-    stats_.running = live;
-    stats_.kv_blocks_used = engine_->kv_cache().n_used();
-    stats_.kv_blocks_free = engine_->kv_cache().n_free();
-    stats_.scratch_bytes = engine_->scratch_bytes();
-    if (prefix_) {
-        stats_.prefix_cached_blocks = prefix_->n_blocks();
-        stats_.prefix_lookup_tokens = prefix_->lookup_tokens();
-        stats_.prefix_hit_tokens = prefix_->hit_tokens();
+// Engine thread. What the scheduler decided besides the forward: requests it ended, first
+// admissions (queueing time, reused prompt tokens), preemptions.
+void Batcher::apply(const sched::Step& st) {
+    for (sched::SeqId id : st.ended) finish_id(id, StopReason::CONTEXT);
+    for (const sched::Admission& a : st.admitted) {
+        if (!a.first) continue;
+        Slot& s = *slots_.at(a.id);
+        s.result.cached_tokens = a.cached_tokens;
+        s.result.queue_ms = double(now_ns() - s.t_submit_ns) / 1e6;
     }
-}
-
-// Engine thread. The running request whose tokens share the longest prefix with s's (at most
-// all but s's last token), and that length; {nullptr, 0} below kMinRunningShare tokens, without
-// the prefix cache, or where sequences may not start from another's KV (opts_.forks off: TP).
-Batcher::RunningPrefix Batcher::running_prefix(const Slot& s) const {
-    if (!prefix_ || !opts_.forks) return {nullptr, 0};
-    const std::vector<int32_t>& tokens = s.run->tokens();
-    const Slot* best = nullptr;
-    int64_t best_n = 0;
-    for (const auto& r : running_) {
-        if (r->done || r.get() == &s) continue;
-        const int64_t n = common_prefix(r->run->tokens(), tokens, int64_t(tokens.size()) - 1);
-        if (n > best_n) best = r.get(), best_n = n;
-    }
-    if (best_n < kMinRunningShare) return {nullptr, 0};
-    return {best, best_n};
-}
-
-// Engine thread. True while the running request of `shared` (running_prefix(s)) is still
-// prefilling tokens s's prompt starts with: s waits for them rather than computing them again
-// beside it (continuous batching only: a static batch would hold s until it ends).
-bool Batcher::waits_for_running(const Slot& s, const RunningPrefix& shared) const {
-    if (!opts_.continuous || s.kv.n_tokens() > 0) return false;
-    return shared.slot && shared.slot->kv.n_tokens() < shared.n_tokens;
-}
-
-// Engine thread, mu_ held. Attaches cached prefix blocks — or, when longer, the prompt prefix the
-// running request of `shared` (running_prefix) holds: its blocks shared, the partial last one
-// copied on the first write — and reserves KV for the rest of the prompt; false (nothing held)
-// when the pool cannot supply them now.
-bool Batcher::admit(std::unique_ptr<Slot>& slot, const RunningPrefix& shared) {
-    Slot& s = *slot;
-    KvCache& cache = engine_->kv_cache();
-    const std::vector<int32_t>& tokens = s.run->tokens();
-    if (prefix_ && s.kv.n_tokens() == 0) {
-        int64_t reused = prefix_->attach(tokens, int64_t(tokens.size()) - 1, s.kv);
-        const int64_t take = shared.slot ? std::min(shared.n_tokens, shared.slot->kv.n_tokens()) : 0;
-        if (take >= kMinRunningShare && take > reused) {
-            s.kv.release(cache);
-            s.kv.share_prefix(cache, shared.slot->kv, take);
-            reused = take;
-        }
-        if (!s.admitted_once) s.result.cached_tokens = std::min<int64_t>(reused, s.result.prompt_tokens);
-    }
-    const int64_t need = s.run->unfed() + 1;
-    if (!s.kv.reserve(cache, need)) {
-        const int64_t blocks = (need + cache.block_tokens() - 1) / cache.block_tokens() + 1;
-        if (!prefix_ || prefix_->evict(blocks) == 0 || !s.kv.reserve(cache, need)) {
-            s.kv.release(cache);
-            return false;
-        }
-    }
-    if (!s.admitted_once) s.result.queue_ms = double(now_ns() - s.t_submit_ns) / 1e6;
-    s.admitted_once = true;
-    return true;
-}
-
-void Batcher::step() {
-    KvCache& cache = engine_->kv_cache();
-    // Drop cancelled requests first: their blocks go back to the pool before this step.
-    for (auto& s : running_)
-        if (s->cancelled()) finish(*s, StopReason::CANCELLED);
-    for (auto& s : running_)
-        if (!s->done && s->kv.n_tokens() + s->run->unfed() > n_ctx_) finish(*s, StopReason::CONTEXT);
-    std::erase_if(running_, [](const auto& s) { return s->done; });
-    if (running_.empty()) return;
-
-    for (;;) {
-        // The step loop `duet run` uses too (runtime/generator.h): same feeding, same stops.
-        std::vector<SequenceRun*> runs;
-        for (auto& s : running_) runs.push_back(s->run.get());
-        std::vector<std::unique_ptr<Slot>> forked;
-        auto fork = [&](SequenceRun& run, const float* logits) {
-            for (auto& s : running_)
-                if (s->run.get() == &run && !s->followers.empty()) fork_followers(*s, logits, forked);
-        };
-        const ForwardStatus st = step_runs(*engine_, runs, opts_.step_token_budget, fork);
-        for (auto& f : forked) running_.push_back(std::move(f));
-        if (st == ForwardStatus::OK) {
-            for (auto& s : running_)
-                if (s->run->stopped()) finish(*s, s->run->stop_reason());
-            std::lock_guard<std::mutex> lock(mu_);
-            stats_.steps++;
-            break;
-        }
-        if (st == ForwardStatus::CTX_EXCEEDED) {  // checked above; a bug if it happens
-            DUET_CHECK(false, "forward reported CTX_EXCEEDED after the batcher's context check");
-        }
-        // KV_FULL: free cached prefixes, then preempt the newest request (recompute later).
-        if (prefix_ && prefix_->evict(int64_t(running_.size())) > 0) continue;
-        if (running_.size() == 1) {
-            finish(*running_[0], StopReason::CONTEXT);  // the pool cannot hold even this one sequence
-            break;
-        }
-        std::unique_ptr<Slot> victim = std::move(running_.back());
-        running_.pop_back();
-        victim->kv.release(cache);
+    if (st.preempted.empty()) return;
+    for (sched::SeqId id : st.preempted)
         DUET_LOG_INFO("batcher: KV pool full, preempting a request ({} tokens) for recomputation",
-                      victim->run->tokens().size());
-        std::lock_guard<std::mutex> lock(mu_);
-        stats_.preemptions++;
-        queue_.push_front(std::move(victim));
-    }
-    std::erase_if(running_, [](const auto& s) { return s->done; });
+                      slots_.at(id)->run->tokens().size());
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.preemptions += st.preempted.size();
 }
 
-// The leader's prompt is in its KV: each follower shares those blocks (refcount + 1; the
-// partly filled last block is copied when the follower first writes into it) and draws its
-// first token from the same logits with its own sampler.
-void Batcher::fork_followers(Slot& leader, const float* logits, std::vector<std::unique_ptr<Slot>>& out) {
-    KvCache& cache = engine_->kv_cache();
+// Engine thread. Runs the step's chunks in one forward (the scheduler reserved their KV), forks
+// groups whose prompt is done, and finishes the requests that stopped.
+void Batcher::execute(const sched::Step& st) {
+    if (st.chunks.empty()) return;
+    std::vector<SequenceRun*> runs;
+    std::vector<int64_t> feeds;
+    for (const sched::Chunk& c : st.chunks) {
+        runs.push_back(slots_.at(c.id)->run.get());
+        feeds.push_back(c.n_tokens);
+    }
+    std::vector<sched::SeqId> forked;
+    auto fork = [&](SequenceRun& run, const float* logits) {
+        for (const sched::Chunk& c : st.chunks) {
+            Slot& s = *slots_.at(c.id);
+            if (s.run.get() != &run || s.followers.empty()) continue;
+            for (const auto& f : s.followers) forked.push_back(f->id);
+            fork_followers(s, logits);
+        }
+    };
+    const ForwardStatus fs = run_feeds(*engine_, runs, feeds, fork);
+    DUET_CHECK(fs == ForwardStatus::OK, "a forward the scheduler reserved KV for returned status {}", int(fs));
+    std::vector<sched::SeqId> stopped;
+    for (const sched::Chunk& c : st.chunks)
+        if (slots_.at(c.id)->run->stopped()) stopped.push_back(c.id);
+    for (sched::SeqId id : forked)
+        if (slots_.at(id)->run->stopped()) stopped.push_back(id);
+    sched_->complete(st, stopped, *pool_);
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        stats_.steps++;
+    }
+    for (sched::SeqId id : stopped) finish_id(id, slots_.at(id)->run->stop_reason());
+}
+
+// Engine thread, during the leader's sampling: each follower draws its first token from the
+// same logits with its own sampler; the scheduler then shares the leader's prompt blocks with it
+// (refcount + 1; the partly filled last block is copied when the follower first writes into it).
+void Batcher::fork_followers(Slot& leader, const float* logits) {
     for (auto& f : leader.followers) {
-        f->kv.share_prefix(cache, leader.kv, leader.kv.n_tokens());
         f->result.forked_tokens = leader.kv.n_tokens();
         f->result.cached_tokens = leader.result.cached_tokens;
         f->result.queue_ms = leader.result.queue_ms;
-        f->admitted_once = true;
         f->run->advance(logits, n_ctx_);
-        out.push_back(std::move(f));
+        const sched::SeqId id = f->id;
+        slots_[id] = std::move(f);
     }
     leader.followers.clear();
 }
@@ -367,16 +381,25 @@ void Batcher::fork_followers(Slot& leader, const float* logits, std::vector<std:
 // Engine thread. The step threw part-way: the running requests' KV may be half written, so
 // each finishes with "error" and its blocks are freed without entering the prefix cache.
 void Batcher::fail_running(const std::string& error) {
-    DUET_LOG_ERROR("batcher: an engine step failed ({}); failing its {} request(s) and continuing", error,
-                   running_.size());
+    const std::vector<sched::SeqId> ids = sched_->fail_running(*pool_);
+    DUET_LOG_ERROR("batcher: an engine step failed ({}); failing its {} request(s) and continuing", error, ids.size());
     {
         std::lock_guard<std::mutex> lock(mu_);
         stats_.step_failures++;
     }
-    for (auto& s : running_) finish(*s, StopReason::ERROR, error);
-    running_.clear();
+    for (sched::SeqId id : ids) finish_id(id, StopReason::ERROR, error);
 }
 
+void Batcher::finish_id(sched::SeqId id, StopReason reason, const std::string& error) {
+    auto it = slots_.find(id);
+    DUET_CHECK(it != slots_.end(), "finishing unknown sequence {}", id);
+    std::unique_ptr<Slot> s = std::move(it->second);
+    slots_.erase(it);
+    finish(*s, reason, error);
+}
+
+// The scheduler has released s's KV (into the prefix cache unless the step failed); this ends
+// the request for its client.
 void Batcher::finish(Slot& s, StopReason reason, const std::string& error) {
     if (s.done) return;
     s.done = true;
@@ -384,10 +407,7 @@ void Batcher::finish(Slot& s, StopReason reason, const std::string& error) {
     s.followers.clear();
     s.run->stop(reason);  // sends held-back text unless cancelled or failed; an earlier reason wins
     const StopReason why = s.run->stop_reason();
-    KvCache& cache = engine_->kv_cache();
-    // A failed step may have left this sequence's KV half written: not for the prefix cache.
-    if (prefix_ && s.kv.n_tokens() > 0 && why != StopReason::ERROR) prefix_->insert(s.run->tokens(), s.kv);
-    s.kv.release(cache);
+    s.kv.release(engine_->kv_cache());  // already empty when the scheduler released it
     s.result.finish_reason = finish_reason(why);
     s.result.error = error;
     s.result.completion_tokens = s.run->n_sampled();
@@ -403,7 +423,33 @@ void Batcher::finish(Slot& s, StopReason reason, const std::string& error) {
         // shows this request gone and its blocks back in the pool.
         publish_locked();
     }
+    log_request(s);
     if (s.req.on_done) s.req.on_done(s.result);
+}
+
+void Batcher::log_request(const Slot& s) {
+    if (!request_log_ || s.result.completion_tokens < 1) return;
+    *request_log_ << fmt::format(
+        "{{\"arrival_s\": {:.6f}, \"prompt_tokens\": {}, \"output_tokens\": {}, \"finish_reason\": \"{}\", "
+        "\"queue_ms\": {:.3f}, \"ttft_ms\": {:.3f}, \"e2e_ms\": {:.3f}}}\n",
+        double(s.t_submit_ns - t_start_ns_) / 1e9, s.result.prompt_tokens, s.result.completion_tokens,
+        s.result.finish_reason, s.result.queue_ms, s.result.ttft_ms, s.result.total_ms);
+    request_log_->flush();
+}
+
+// Engine thread, mu_ held. Refreshes what stats() reports from the engine thread's own state.
+void Batcher::publish_locked() {
+    const int64_t live = sched_ ? sched_->n_running() : 0;
+    n_running_.store(live);
+    stats_.running = live;
+    stats_.kv_blocks_used = engine_->kv_cache().n_used();
+    stats_.kv_blocks_free = engine_->kv_cache().n_free();
+    stats_.scratch_bytes = engine_->scratch_bytes();
+    if (prefix_) {
+        stats_.prefix_cached_blocks = prefix_->n_blocks();
+        stats_.prefix_lookup_tokens = prefix_->lookup_tokens();
+        stats_.prefix_hit_tokens = prefix_->hit_tokens();
+    }
 }
 
 }  // namespace duet::runtime

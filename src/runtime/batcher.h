@@ -4,6 +4,11 @@
 // blocks are free, and leave it as soon as they finish — every engine step is one
 // Engine::forward over all running sequences (prefill chunks and decode tokens together).
 //
+// The batcher is the real executor of the shared scheduling policy (sched/scheduler.h, which
+// also drives the simulator): the scheduler decides each step's admissions, prompt chunks,
+// decode tokens, preemptions and forks over the engine's KV pool; the batcher owns the thread,
+// the engine, sampling and the requests' callbacks, and runs what the scheduler decided.
+//
 // KV memory: each request's sequence holds paged blocks; with the prefix cache on, a prompt
 // that starts like an earlier one shares that one's full blocks. When the pool runs dry in
 // the middle of decoding, the most recently admitted request is preempted: its blocks are
@@ -23,18 +28,31 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "model/sampler.h"
 #include "runtime/engine.h"
 #include "runtime/generator.h"
+#include "sched/scheduler.h"
 
 namespace duet::runtime {
+
+// One round of the engine thread, for replays (tests/serving/replay_test.cpp): the requests it
+// saw for the first time (ids in submission order from 0; a group's leader, then its
+// followers), the steady-clock time (core/timer.h now_ns) at which it took them from the
+// queue, and the step the scheduler decided then.
+struct StepRecord {
+    int64_t t_ns = 0;
+    std::vector<sched::SeqId> arrived;
+    sched::Step step;
+};
 
 struct BatcherOptions {
     int64_t n_parallel = 4;         // sequences in the running batch at most
@@ -60,6 +78,14 @@ struct BatcherOptions {
     // of requests arriving a few milliseconds apart starts in one step instead of the first alone
     // and the rest one whole step later. 0: start at once. Costs a lone request this much TTFT.
     int64_t admit_window_us = 0;
+    // Observer of every round (engine thread; must not block): the replay test records them.
+    std::function<void(const StepRecord&)> on_step;
+    // Request log (`duet serve --request-log FILE`): one JSON line per finished request that
+    // generated a token, {"arrival_s" (since the batcher started), "prompt_tokens",
+    // "output_tokens", "finish_reason", "queue_ms", "ttft_ms", "e2e_ms"}, appended and flushed as
+    // each finishes: the JSONL `duet bench --workload serving --workload-file` replays
+    // (docs/serving.md). Empty: none. A file that cannot be opened is a duet::Error.
+    std::string request_log;
 };
 
 struct GenResult {
@@ -136,20 +162,19 @@ public:
 
 private:
     struct Slot;
+    class Pool;
     void loop();
-    struct RunningPrefix {  // a running request and how many of its first tokens a queued one shares
-        const Slot* slot;
-        int64_t n_tokens;
-    };
-    RunningPrefix running_prefix(const Slot& s) const;
-    bool waits_for_running(const Slot& s, const RunningPrefix& shared) const;
-    bool admit(std::unique_ptr<Slot>& slot, const RunningPrefix& shared);
+    bool take_arrivals(std::unique_lock<std::mutex>& lock, StepRecord& rec);  // false: stopping
+    void drop_cancelled();
+    void apply(const sched::Step& st);
+    void execute(const sched::Step& st);
     std::unique_ptr<Slot> make_slot(GenRequest req);
-    void fork_followers(Slot& leader, const float* logits, std::vector<std::unique_ptr<Slot>>& out);
-    void step();
+    void fork_followers(Slot& leader, const float* logits);
     void fail_running(const std::string& error);  // after a step threw
     void finish(Slot& s, StopReason reason, const std::string& error = "");
+    void finish_id(sched::SeqId id, StopReason reason, const std::string& error = "");
     void publish_locked();  // stats_ from engine-thread state; mu_ held
+    void log_request(const Slot& s);
 
     std::shared_ptr<const Model> model_;
     BatcherOptions opts_;
@@ -159,12 +184,19 @@ private:
 
     mutable std::mutex mu_;
     std::condition_variable cv_, idle_cv_;
-    std::deque<std::unique_ptr<Slot>> queue_;
-    std::vector<std::unique_ptr<Slot>> running_;  // engine thread only
+    std::deque<std::unique_ptr<Slot>> incoming_;  // submitted, not yet seen by the scheduler; mu_
+    sched::SeqId next_id_ = 0;                    // mu_
+    int64_t n_waiting_ = 0;                       // the scheduler's queue length; mu_
+    // Engine thread only: the policy, the pool it drives, and every request it knows by id.
+    std::unique_ptr<sched::Scheduler> sched_;
+    std::unique_ptr<Pool> pool_;
+    std::unordered_map<sched::SeqId, std::unique_ptr<Slot>> slots_;
     std::atomic<int64_t> n_running_{0};
     bool stop_ = false;
     int64_t steps_started_ = 0;  // engine thread only (fault_at_step)
     BatcherStats stats_;  // guarded by mu_
+    std::unique_ptr<std::ofstream> request_log_;  // engine thread (and the destructor after it)
+    int64_t t_start_ns_ = 0;
     std::thread thread_;
 };
 

@@ -140,7 +140,7 @@ public:
     uint64_t scratch_bytes() const { return uint64_t(arena_.size()) * sizeof(float); }
     // Allocates (and zeroes) the scratch for forwards of up to n_tok tokens now, so the first
     // forward that large does not pay for it: growing it took 8.5 ms at 152 tokens of a 4-layer
-    // bench-1b (page faults and zeroing, docs/performance.md session 13). Never shrinks it.
+    // bench-1b (page faults and zeroing; measured on the Xeon KVM guest of docs/performance.md). Never shrinks it.
     void reserve_tokens(int64_t n_tok) { ensure_scratch(n_tok); }
     const graph::MemoryPlan& memory_plan() const { return mem_; }
 

@@ -109,35 +109,26 @@ void SequenceRun::emit_text(bool final) {
 
 ForwardStatus step_runs(Engine& engine, std::span<SequenceRun* const> runs, int64_t token_budget,
                         const std::function<void(SequenceRun&, const float*)>& before_sample) {
-    // Decode tokens first (one each), then prompt chunks within the step's token budget.
-    int64_t budget = token_budget;
-    for (SequenceRun* r : runs) r->feed_now_ = 0;
-    for (SequenceRun* r : runs)
-        if (!r->stopped() && r->unfed() == 1) {
-            r->feed_now_ = 1;
-            --budget;
-        }
-    // Prompt chunks: runs passed over kMaxPrefillWaitSteps times first (no starvation), then
-    // shortest remaining prompt first (a short prompt's first token is not held behind a long one).
-    std::vector<SequenceRun*> prompts;
-    for (SequenceRun* r : runs)
-        if (!r->stopped() && r->unfed() > 1) prompts.push_back(r);
-    std::stable_sort(prompts.begin(), prompts.end(), [](const SequenceRun* a, const SequenceRun* b) {
-        const bool sa = a->prefill_waits_ >= kMaxPrefillWaitSteps, sb = b->prefill_waits_ >= kMaxPrefillWaitSteps;
-        if (sa != sb) return sa;
-        return a->unfed() < b->unfed();
-    });
-    for (SequenceRun* r : prompts) {
-        r->feed_now_ = std::clamp<int64_t>(budget, 0, r->unfed());
-        budget -= r->feed_now_;
-        r->prefill_waits_ = r->feed_now_ > 0 ? 0 : r->prefill_waits_ + 1;
-    }
+    std::vector<sched::FeedInput> in;
+    for (SequenceRun* r : runs) in.push_back({r->stopped() ? 0 : r->unfed(), r->prefill_waits_});
+    const std::vector<int64_t> feeds = sched::compose_feeds(in, token_budget);
+    for (size_t i = 0; i < runs.size(); ++i)
+        runs[i]->prefill_waits_ = sched::next_prefill_waits(runs[i]->prefill_waits_, in[i].unfed, feeds[i]);
+    return run_feeds(engine, runs, feeds, before_sample);
+}
+
+ForwardStatus run_feeds(Engine& engine, std::span<SequenceRun* const> runs, std::span<const int64_t> feeds,
+                        const std::function<void(SequenceRun&, const float*)>& before_sample) {
+    DUET_CHECK(feeds.size() == runs.size());
     std::vector<SeqInput> batch;
     std::vector<SequenceRun*> fed;
-    for (SequenceRun* r : runs) {
-        if (r->feed_now_ == 0) continue;
+    for (size_t i = 0; i < runs.size(); ++i) {
+        SequenceRun* r = runs[i];
+        if (feeds[i] == 0) continue;
+        DUET_CHECK(!r->stopped() && feeds[i] <= r->unfed(), "feeding {} tokens to a run with {} unfed", feeds[i],
+                   r->unfed());
         const size_t begin = size_t(r->kv_.n_tokens());
-        batch.push_back({std::span<const int32_t>(r->tokens_).subspan(begin, size_t(r->feed_now_)), &r->kv_, false});
+        batch.push_back({std::span<const int32_t>(r->tokens_).subspan(begin, size_t(feeds[i])), &r->kv_, false});
         fed.push_back(r);
     }
     if (batch.empty()) return ForwardStatus::OK;

@@ -20,6 +20,7 @@
 
 #include "model/sampler.h"
 #include "runtime/engine.h"
+#include "sched/compose.h"
 
 namespace duet::model {
 class StreamDecoder;
@@ -84,6 +85,8 @@ public:
 private:
     friend ForwardStatus step_runs(Engine& engine, std::span<SequenceRun* const> runs, int64_t token_budget,
                                    const std::function<void(SequenceRun&, const float*)>& before_sample);
+    friend ForwardStatus run_feeds(Engine& engine, std::span<SequenceRun* const> runs, std::span<const int64_t> feeds,
+                                   const std::function<void(SequenceRun&, const float*)>& before_sample);
     void emit_text(bool final);
 
     const Model& model_;
@@ -101,27 +104,26 @@ private:
     int64_t first_token_ns_ = 0;
     std::string text_;   // decoded text so far
     size_t sent_ = 0;    // bytes of text_ handed to on_text
-    int64_t feed_now_ = 0;  // tokens fed in the current step
     int64_t prefill_waits_ = 0;  // consecutive steps this run's prompt got no tokens
     StopReason reason_ = StopReason::NONE;
 };
 
-// Steps a prompt may be passed over before it is fed ahead of shorter ones.
-inline constexpr int64_t kMaxPrefillWaitSteps = 4;
+using sched::kMaxPrefillWaitSteps;
 
-// One engine step over the runs that have tokens to feed (stopped runs are skipped): decode
-// tokens first (one each), then prompt chunks within token_budget tokens, in one forward; then
-// each run whose tokens are all fed samples its next token and may stop. On KV_FULL nothing was
+// One engine step over the runs that have tokens to feed (stopped runs are skipped), composed by
+// the shared policy of sched/compose.h (decode tokens first, one each, then prompt chunks within
+// token_budget tokens, shortest remaining prompt first, a prompt passed over
+// kMaxPrefillWaitSteps steps in a row first), in one forward (run_feeds). On KV_FULL nothing was
 // computed or changed: the caller frees memory and calls again, or stops runs. CTX_EXCEEDED
 // cannot happen for runs the caller keeps within the context (advance() stops them first).
-// The policy, stated: decode-first (every running sequence advances one token each step, so
-// time between tokens is bounded by one step), then the prompt budget goes to the prompt with
-// the fewest tokens left, then the next (shortest remaining prefill first: a short request is
-// not held behind a long prompt); a prompt passed over kMaxPrefillWaitSteps steps in a row
-// goes first (bounded wait for long prompts).
-// before_sample (optional) sees each run about to sample, with its logits (the batcher forks
-// n > 1 completions there).
+// before_sample (optional) sees each run about to sample, with its logits.
 ForwardStatus step_runs(Engine& engine, std::span<SequenceRun* const> runs, int64_t token_budget,
+                        const std::function<void(SequenceRun&, const float*)>& before_sample = {});
+
+// Executes a step whose composition was decided elsewhere (sched::Scheduler for the batcher):
+// feeds[i] tokens of runs[i] (0: none) in one Engine::forward, in this order; each run whose
+// tokens are then all fed samples its next token (before_sample first) and may stop.
+ForwardStatus run_feeds(Engine& engine, std::span<SequenceRun* const> runs, std::span<const int64_t> feeds,
                         const std::function<void(SequenceRun&, const float*)>& before_sample = {});
 
 struct GenerateOptions {

@@ -146,6 +146,8 @@ std::shared_ptr<CompletionHandler::Exchange> CompletionHandler::schedule(const C
     if (p.grammar) {
         sp.grammar = p.grammar;
         sp.grammar_tokens = token_table();
+        // the budget the grammar must close within (docs/grammar.md): max_tokens, else the context
+        sp.max_tokens = r.max_tokens > 0 ? r.max_tokens : batcher_.n_ctx() - int64_t(p.prompt.size());
     }
     const uint64_t seed = r.seed ? *r.seed : std::random_device{}();
     const model::Tokenizer& tok = batcher_.model().tokenizer();

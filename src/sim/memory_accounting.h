@@ -1,5 +1,5 @@
 #pragma once
-// Device memory of one run (DESIGN.md "Memory accounting"), in bytes:
+// Device memory of one run (docs/design.md "Memory accounting"), in bytes:
 // Everything model-shaped comes from the plan's graph (graph/graph.h): its MATMUL nodes are the
 // matrices, its RMSNORM nodes the norm vectors, its tensor lifetimes the activations.
 //   weights      every matrix in its layout (NZ fractals for NPU-only layers, the PIM base

@@ -82,9 +82,9 @@ TEST(PimGemv, OperandsAndBytesAreConserved) {
         // Every weight operand passes a lane exactly once.
         EXPECT_EQ(r.n_mac * uint64_t(p.units_per_channel) * uint64_t(p.elems_per_col), uint64_t(4096) * 4096);
         // The input vector reaches every channel once (GRF chunks), results leave once.
-        // (plus one CRF-program burst per channel).
-        EXPECT_EQ(r.n_wr * 32, uint64_t(p.channels) * (4096 * 2 + 32));
-        EXPECT_EQ(r.n_rd * 32, uint64_t(4096) * 16 * 2);  // 16 fp16 lane partials per row
+        // (plus per channel one CRF-program burst, 4 + 1 + 1 + 2 mode-change writes, 2 x 16 park reads).
+        EXPECT_EQ(r.n_wr * 32, uint64_t(p.channels) * (4096 * 2 + 32 + 8 * 32));
+        EXPECT_EQ(r.n_rd * 32, uint64_t(4096) * 16 * 2 + uint64_t(p.channels) * 32 * 32);  // 16 fp16 lane partials per row
         EXPECT_DOUBLE_EQ(r.external_bytes, double(r.n_wr + r.n_rd) * 32);
         EXPECT_DOUBLE_EQ(r.internal_bytes * p.lane_utilisation, 4096.0 * 4096 * 2);
     }

@@ -239,7 +239,7 @@ TEST(AgentBenchCli, FileModeWritesBothSidesPresetModeTheModelOnly) {
 
     const Cmd bad = run_duet("bench --workload chat -m llama2-7b");
     EXPECT_EQ(bad.rc, 2);
-    EXPECT_NE(bad.err.find("duet: error: --workload = \"chat\" is not allowed (allowed: generation, agent)"),
+    EXPECT_NE(bad.err.find("duet: error: --workload = \"chat\" is not allowed (allowed: generation, agent, serving)"),
               std::string::npos) << bad.err;
 }
 

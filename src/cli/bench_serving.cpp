@@ -1,0 +1,381 @@
+#include "cli/bench_serving.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "cli/knob_effects.h"
+#include "config/coop_config.h"
+#include "config/runtime_knobs.h"
+#include "config/settings.h"
+#include "core/error.h"
+#include "format/gguf.h"
+#include "model/arch_presets.h"
+#include "model/hparams.h"
+#include "model/tokenizer/tokenizer.h"
+#include "sched/block_pool.h"
+#include "serving/kv_capacity.h"
+#include "serving/rate_sweep.h"
+#include "serving/serving_metrics.h"
+#include "serving/step_cost.h"
+#include "sim/report_files.h"
+#include "workload/bench_runner.h"
+#include "workload/serving_trace.h"
+
+namespace duet::cli {
+
+void add_serving_bench_flags(CLI::App* c, ServingBenchArgs& a) {
+    text(c, "--rate", a.rate,
+         "With --workload serving: request arrivals per second (gamma-distributed gaps, Poisson at --burstiness 1), "
+         "or inf: every request at t = 0");
+    number(c, "--burstiness", a.burstiness,
+           "With --workload serving: coefficient of variation of the arrival gaps (1: Poisson, > 1: burstier)", 0.01,
+           100.0);
+    number(c, "--requests", a.requests, "With --workload serving: requests (synthetic, or the first N of the file)",
+           int64_t(1), int64_t(10000000));
+    number(c, "--seed", a.seed, "With --workload serving: seed of the arrival times", int64_t(0), kMaxSeed);
+    number(c, "--slo-ttft-ms", a.slo_ttft_ms, "With --workload serving: TTFT SLO of goodput (ms)", 0.0, 1e9,
+           DefaultFrom{"none"});
+    number(c, "--slo-tpot-ms", a.slo_tpot_ms, "With --workload serving: TPOT SLO of goodput (ms)", 0.0, 1e9,
+           DefaultFrom{"none"});
+    number(c, "--kv-blocks", a.kv_blocks,
+           "With --workload serving: KV cache blocks of the modelled machine (instead of device memory after "
+           "weights and workspace)", int64_t(1), int64_t(1) << 40, DefaultFrom{"derived"});
+    number(c, "--max-seqs", a.parallel, "With --workload serving: sequences in the running batch at most", int64_t(1),
+           int64_t(65536));
+    number(c, "--step-tokens", a.step_tokens,
+           "With --workload serving: tokens per step (chunked prefill budget; the server's default)", int64_t(1),
+           int64_t(1) << 20);
+    c->add_flag("--rate-sweep", a.rate_sweep,
+                "With --workload serving: find each placement's highest request rate within the SLOs (from --rate, "
+                "doubling, then bisecting) and draw p99 TTFT/TPOT against throughput (--svg)");
+    number(c, "--slo-attainment", a.attainment,
+           "With --rate-sweep: share of requests that must finish within the SLOs", 0.01, 1.0);
+    number(c, "--ctx", a.ctx, "With --workload serving: context length of a sequence", int64_t(2), kMaxCtx,
+           DefaultFrom{"the model's trained context"});
+}
+
+namespace {
+
+double parse_rate(const std::string& s) {
+    if (s == "inf") return std::numeric_limits<double>::infinity();
+    size_t used = 0;
+    double r = 0;
+    try {
+        r = std::stod(s, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != s.size() || !std::isfinite(r) || r <= 0)
+        fail("--rate = \"{}\" is not allowed (allowed: requests per second > 0, or inf)", s);
+    return r;
+}
+
+struct Side {
+    sim::Policy policy;
+    serving::KvCapacity kv;
+    serving::ServingResult result;
+    serving::ServingSummary summary;
+    int64_t evaluations = 0, lookups = 0, pim_steps = 0;
+    std::unique_ptr<serving::StepCostModel> cost;  // shared by the run and the sweep: one step-time cache
+    serving::SweepResult sweep;
+};
+
+std::string gib(uint64_t b) { return fmt::format("{:.2f} GiB", double(b) / double(uint64_t(1) << 30)); }
+
+void print_table(const Side& b, const Side& t) {
+    const serving::ServingSummary &x = b.summary, &y = t.summary;
+    auto row = [](const char* name, const std::string& u, const std::string& v) {
+        std::printf("  %-24s %20s %20s\n", name, u.c_str(), v.c_str());
+    };
+    auto num = [](double v, int prec = 2) { return fmt::format("{:.{}f}", v, prec); };
+    auto dist = [&](const char* name, const serving::Dist& u, const serving::Dist& v) {
+        row(fmt::format("{} p50", name).c_str(), num(u.p50), num(v.p50));
+        row(fmt::format("{} p90", name).c_str(), num(u.p90), num(v.p90));
+        row(fmt::format("{} p99", name).c_str(), num(u.p99), num(v.p99));
+        row(fmt::format("{} mean", name).c_str(), num(u.mean), num(v.mean));
+    };
+    row("", sim::policy_name(b.policy), sim::policy_name(t.policy));
+    row("completed requests", std::to_string(x.completed), std::to_string(y.completed));
+    row("duration (s)", num(x.duration_s, 3), num(y.duration_s, 3));
+    row("requests/s", num(x.requests_per_s, 3), num(y.requests_per_s, 3));
+    row("goodput (req/s)", num(x.goodput_rps, 3), num(y.goodput_rps, 3));
+    row("output tokens/s", num(x.output_tokens_per_s, 1), num(y.output_tokens_per_s, 1));
+    row("total tokens/s", num(x.total_tokens_per_s, 1), num(y.total_tokens_per_s, 1));
+    dist("TTFT ms", x.ttft_ms, y.ttft_ms);
+    dist("TPOT ms", x.tpot_ms, y.tpot_ms);
+    dist("E2E ms", x.e2e_ms, y.e2e_ms);
+    dist("queue ms", x.queue_ms, y.queue_ms);
+    row("preemptions", std::to_string(x.preemptions), std::to_string(y.preemptions));
+    row("steps", std::to_string(x.steps), std::to_string(y.steps));
+    row("peak running seqs", std::to_string(x.peak_running), std::to_string(y.peak_running));
+    row("peak KV blocks used", std::to_string(x.peak_kv_blocks_used), std::to_string(y.peak_kv_blocks_used));
+    if (x.refused + y.refused + x.ended_early + y.ended_early > 0) {
+        row("refused (too long)", std::to_string(x.refused), std::to_string(y.refused));
+        row("ended early (KV)", std::to_string(x.ended_early), std::to_string(y.ended_early));
+    }
+}
+
+// Peak device memory of a run: everything but the KV cache, plus the KV blocks in use at the peak.
+double peak_memory_bytes(const Side& s) {
+    return double(s.kv.other_bytes) + double(s.summary.peak_kv_blocks_used) * double(s.kv.block_bytes);
+}
+
+// The three verdicts of `duet bench` (sim/report.h) judged at the load given: TPOT for TBT, mean
+// TTFT (queueing included), peak device memory (KV blocks in use at the peak).
+std::vector<sim::Verdict> judge_serving(const Side& b, const Side& t, const sim::Thresholds& th) {
+    std::vector<sim::Verdict> out;
+    sim::Verdict v;
+    v.name = "tbt_reduction";
+    v.threshold = th.tbt_reduction_min;
+    const double tb = b.summary.tpot_ms.mean;
+    v.value = tb > 0 ? 1 - t.summary.tpot_ms.mean / tb : 0;
+    v.met = v.value >= v.threshold;
+    v.binding_limit = fmt::format("PIM computed in {:.0f} % of the target's steps; the others carried a prompt chunk "
+                                  "or more decode sequences than PIM pays for, and ran on the NPU",
+                                  t.lookups > 0 ? 100.0 * double(t.pim_steps) / double(t.lookups) : 0.0);
+    v.line = fmt::format("TPOT reduction    {:6.1f} %   (required >= {:.0f} %)   {}", 100 * v.value, 100 * v.threshold,
+                         v.met ? "MET" : "NOT MET: " + v.binding_limit);
+    out.push_back(v);
+    v = {};
+    v.name = "ttft_increase_ms";
+    v.threshold = th.ttft_increase_max_ms;
+    v.value = t.summary.ttft_ms.mean - b.summary.ttft_ms.mean;
+    v.met = v.value < v.threshold;
+    v.binding_limit = fmt::format("mean queueing {:.2f} ms against {:.2f} ms", t.summary.queue_ms.mean,
+                                  b.summary.queue_ms.mean);
+    v.line = fmt::format("TTFT increase     {:6.2f} ms  (required < {:.0f} ms)    {}", v.value, v.threshold,
+                         v.met ? "MET" : "NOT MET: " + v.binding_limit);
+    out.push_back(v);
+    v = {};
+    v.name = "memory_increase";
+    v.threshold = th.memory_increase_max;
+    const double mb = peak_memory_bytes(b);
+    v.value = mb > 0 ? peak_memory_bytes(t) / mb - 1 : 0;
+    v.met = v.value < v.threshold;
+    v.binding_limit = fmt::format("weights, block index and conversion cache {} against {}", gib(t.kv.other_bytes),
+                                  gib(b.kv.other_bytes));
+    v.line = fmt::format("Memory increase   {:6.2f} %   (required < {:.0f} %)     {}", 100 * v.value,
+                         100 * v.threshold, v.met ? "MET" : "NOT MET: " + v.binding_limit);
+    out.push_back(v);
+    return out;
+}
+
+nlohmann::json verdicts_json(const std::vector<sim::Verdict>& vs) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const sim::Verdict& v : vs)
+        a.push_back({{"name", v.name},
+                     {"value", v.value},
+                     {"threshold", v.threshold},
+                     {"met", v.met},
+                     {"binding_limit", v.met ? "" : v.binding_limit}});
+    return a;
+}
+
+nlohmann::json side_json(const Side& s) {
+    nlohmann::json j = serving::summary_to_json(s.summary);
+    j["policy"] = sim::policy_name(s.policy);
+    j["kv_cache"] = {{"blocks", s.kv.n_blocks},
+                     {"block_tokens", s.kv.block_tokens},
+                     {"block_bytes", s.kv.block_bytes},
+                     {"device_bytes", s.kv.device_bytes},
+                     {"other_bytes", s.kv.other_bytes}};
+    j["step_times"] = {{"compositions_timed", s.evaluations}, {"steps_looked_up", s.lookups},
+                       {"steps_with_pim", s.pim_steps}};
+    j["peak_memory_bytes"] = peak_memory_bytes(s);
+    j["per_request"] = serving::requests_to_json(s.result);
+    if (!s.sweep.points.empty()) {
+        nlohmann::json pts = nlohmann::json::array();
+        for (const serving::SweepPoint& p : s.sweep.points)
+            pts.push_back({{"rate_rps", p.rate_rps},
+                           {"meets", p.meets},
+                           {"requests_per_s", p.summary.requests_per_s},
+                           {"output_tokens_per_s", p.summary.output_tokens_per_s},
+                           {"goodput_rps", p.summary.goodput_rps},
+                           {"ttft_ms_p99", p.summary.ttft_ms.p99},
+                           {"tpot_ms_p99", p.summary.tpot_ms.p99}});
+        j["rate_sweep"] = {{"max_rate_rps", s.sweep.max_rate_rps}, {"points", pts}};
+    }
+    return j;
+}
+
+}  // namespace
+
+void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const config::EnvMap env = config::process_env();
+    const config::Settings st = config::load_settings(c.settings_path, env, workload::known_soc_names());
+    config::CoopConfig cfg = config::load_coop_config(c.config_path, env);
+    cfg.topology = workload::topology_from_flags(cfg.topology, c.topology, c.npus, c.pims);
+    if (c.tp * c.pp > 1)
+        fail("--tp {} --pp {} with --workload serving: the serving model runs one device group (allowed: --tp 1 --pp 1)",
+             c.tp, c.pp);
+    const workload::ArrivalSpec spec{parse_rate(a.rate), a.burstiness, uint64_t(a.seed)};
+    const serving::Slo slo{a.slo_ttft_ms, a.slo_tpot_ms};
+    if (a.rate_sweep && slo.ttft_ms < 0 && slo.tpot_ms < 0)
+        fail("--rate-sweep needs an SLO to meet (allowed: --slo-ttft-ms and/or --slo-tpot-ms)");
+    if (a.rate_sweep && !c.workload_file.empty() && !workload::is_sharegpt_file(c.workload_file))
+        fail("--rate-sweep with a JSONL trace: its arrival times are the trace's own (allowed: synthetic arrivals, "
+             "or a ShareGPT file)");
+
+    workload::TraceBenchInputs in;
+    in.model = c.model.empty() ? st.api.model : c.model;
+    in.seq_len = c.seq_len != -1 ? c.seq_len : st.runtime.seq_len;
+    in.gen_len = c.gen_len;
+    in.baseline = c.baseline;
+    in.target = c.target;
+    in.pim = c.pim;
+    const config::RuntimeKnobs knobs = runtime_knobs_of(st);
+    in.dispatch = config::effective_npu_dispatch(c.dispatch, knobs);
+    in.prefetch_mlp = knobs.prefetch_mlp;
+    in.multi_stream_memory_reuse = knobs.multi_stream_memory_reuse;
+    const bool file_model = model::find_arch_preset(in.model) == nullptr;
+    if (file_model && !std::filesystem::exists(in.model))
+        fail("--model = \"{}\" is neither an architecture preset nor a file (presets: {})", in.model,
+             model::arch_preset_list());
+    std::unique_ptr<format::GgufFile> gguf;
+    if (file_model) gguf = std::make_unique<format::GgufFile>(format::GgufFile::open(in.model));
+    const model::Hparams hp = file_model ? model::hparams_from_gguf(*gguf) : *model::find_arch_preset(in.model);
+    const workload::BenchSetup setup = workload::prepare_bench(st, cfg, in, /*file_mode=*/false);
+
+    const int64_t n_ctx = a.ctx != -1 ? a.ctx : hp.n_ctx_train;
+    if (n_ctx < 2) fail("{} states no trained context (allowed: --ctx N)", in.model);
+    std::vector<serving::ServingRequest> reqs;
+    std::string source;
+    if (!c.workload_file.empty()) {
+        std::unique_ptr<model::Tokenizer> tok;
+        if (gguf) tok = model::Tokenizer::from_gguf(*gguf);
+        workload::TokenCounter count;
+        if (tok)
+            count = [&](const std::string& text) {
+                return int64_t(tok->encode(text, tok->add_bos_default(), false).size());
+            };
+        reqs = workload::load_serving_trace(c.workload_file, n_ctx, count, spec, a.requests);
+        source = c.workload_file;
+    } else {
+        if (in.seq_len + in.gen_len > n_ctx)
+            fail("--seq-len {} + --gen-len {} exceeds the context of {} tokens (allowed: at most {} in all, or --ctx)",
+                 in.seq_len, in.gen_len, n_ctx, n_ctx);
+        reqs = workload::synthetic_requests(spec, a.requests, in.seq_len, in.gen_len);
+        source = fmt::format("synthetic: prompt {} and output {} tokens", in.seq_len, in.gen_len);
+    }
+    const std::string arrivals = std::isinf(spec.rate_rps)
+                                     ? std::string("all at t = 0")
+                                     : fmt::format("{} req/s, burstiness {} (seed {})", a.rate, a.burstiness, a.seed);
+    std::printf("serving: %s, %zu requests (%s; arrivals %s), context %lld, max %lld seqs, %lld tokens per step\n",
+                in.model.c_str(), reqs.size(), source.c_str(), arrivals.c_str(), (long long)n_ctx,
+                (long long)a.parallel, (long long)a.step_tokens);
+
+    sched::SchedulerOptions so;
+    so.n_parallel = a.parallel;
+    so.step_token_budget = a.step_tokens;
+    so.n_ctx = n_ctx;
+    so.prefix_sharing = false;  // the modelled pool has no prefix cache (sched/block_pool.h)
+    const sim::SimHardware& hw = setup.rig->hw;
+    Side sides[2];
+    const std::pair<sim::Policy, const sim::ModelShape*> runs[2] = {{setup.pb, &setup.shape_b},
+                                                                    {setup.pt, &setup.shape_t}};
+    sched::SchedulerOptions so_local = so;
+    for (int i = 0; i < 2; ++i) {
+        Side& s = sides[i];
+        s.policy = runs[i].first;
+        const sim::RunOptions ro = workload::bench_run_options(cfg, s.policy, in);
+        if (a.kv_blocks != -1) {
+            if (hw.mem_capacity_bytes > 0)  // the other bytes still count in the memory verdict
+                s.kv = serving::kv_capacity(*runs[i].second, ro, hw, std::max(a.step_tokens, a.parallel));
+            s.kv.block_tokens = hw.kv_block_tokens;
+            s.kv.n_blocks = a.kv_blocks;
+        } else {
+            s.kv = serving::kv_capacity(*runs[i].second, ro, hw, std::max(a.step_tokens, a.parallel));
+            std::printf("KV cache (%s): %lld blocks of %lld tokens = %s of %s device memory after %s of weights, "
+                        "activations and workspace\n",
+                        sim::policy_name(s.policy), (long long)s.kv.n_blocks, (long long)s.kv.block_tokens,
+                        gib(uint64_t(s.kv.n_blocks) * s.kv.block_bytes).c_str(), gib(s.kv.device_bytes).c_str(),
+                        gib(s.kv.other_bytes).c_str());
+        }
+        if (s.kv.n_blocks < 1)
+            fail("{} under {}: no device memory is left for the KV cache (allowed: a larger memory preset, or "
+                 "--kv-blocks N)", in.model, sim::policy_name(s.policy));
+        s.cost = std::make_unique<serving::StepCostModel>(*runs[i].second, ro, hw);
+        auto simulate = [&](const std::vector<serving::ServingRequest>& rq) {
+            sched::BlockPool pool(s.kv.n_blocks, s.kv.block_tokens);
+            auto timer = [&](const sched::Step& step, int64_t) { return int64_t(std::llround(s.cost->step_ns(step))); };
+            return serving::run_serving(rq, so_local, pool, timer);
+        };
+        s.result = simulate(reqs);
+        s.summary = serving::summarize(s.result, slo);
+        if (a.rate_sweep) {
+            auto at_rate = [&](double rate) {
+                workload::ArrivalSpec sp = spec;
+                sp.rate_rps = rate;
+                std::vector<serving::ServingRequest> rq = reqs;
+                const std::vector<int64_t> t = workload::arrival_times_ns(sp, int64_t(rq.size()));
+                for (size_t k = 0; k < rq.size(); ++k) rq[k].arrival_ns = t[k];
+                return serving::summarize(simulate(rq), slo);
+            };
+            s.sweep = serving::rate_sweep(at_rate, std::isinf(spec.rate_rps) ? 1.0 : spec.rate_rps, a.attainment, 4);
+        }
+        s.evaluations = s.cost->evaluations();
+        s.lookups = s.cost->lookups();
+        s.pim_steps = s.cost->pim_steps();
+    }
+    print_table(sides[0], sides[1]);
+    const std::vector<sim::Verdict> verdicts = judge_serving(sides[0], sides[1], c.th);
+    for (const sim::Verdict& v : verdicts) std::printf("%s\n", v.line.c_str());
+    if (a.slo_ttft_ms >= 0 || a.slo_tpot_ms >= 0)
+        std::printf("goodput SLOs: TTFT <= %s ms, TPOT <= %s ms\n",
+                    a.slo_ttft_ms >= 0 ? fmt::format("{:g}", a.slo_ttft_ms).c_str() : "any",
+                    a.slo_tpot_ms >= 0 ? fmt::format("{:g}", a.slo_tpot_ms).c_str() : "any");
+    if (a.rate_sweep) {
+        for (const Side& s : sides) {
+            std::printf("rate sweep (%s): highest rate within the SLOs (%.0f%% of requests): %.3g req/s\n",
+                        sim::policy_name(s.policy), a.attainment * 100, s.sweep.max_rate_rps);
+            for (const serving::SweepPoint& p : s.sweep.points)
+                std::printf("  %10.4g req/s offered: %8.3f achieved, p99 TTFT %9.2f ms, p99 TPOT %8.2f ms, %s\n",
+                            p.rate_rps, p.summary.requests_per_s, p.summary.ttft_ms.p99, p.summary.tpot_ms.p99,
+                            p.meets ? "meets" : "misses");
+        }
+        if (!c.svg.empty()) {
+            sim::write_file_atomic(c.svg, serving::sweep_svg(in.model + ": latency against throughput",
+                                                             {sim::policy_name(sides[0].policy),
+                                                              sim::policy_name(sides[1].policy)},
+                                                             {sides[0].sweep, sides[1].sweep}, slo));
+            std::printf("chart: %s\n", c.svg.c_str());
+        }
+    }
+    const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("step compositions timed: %lld and %lld of %lld and %lld steps (%.2f s wall)\n",
+                (long long)sides[0].evaluations, (long long)sides[1].evaluations, (long long)sides[0].lookups,
+                (long long)sides[1].lookups, wall_s);
+    if (!c.report.empty()) {
+        nlohmann::json j = {{"schema", "duet.serving/1"},
+                            {"model", in.model},
+                            {"workload",
+                             {{"source", source},
+                              {"requests", reqs.size()},
+                              {"rate_rps", std::isinf(spec.rate_rps) ? nlohmann::json("inf") : nlohmann::json(spec.rate_rps)},
+                              {"burstiness", a.burstiness},
+                              {"seed", a.seed},
+                              {"context", n_ctx},
+                              {"max_seqs", a.parallel},
+                              {"step_tokens", a.step_tokens},
+                              {"slo_ttft_ms", a.slo_ttft_ms >= 0 ? nlohmann::json(a.slo_ttft_ms) : nlohmann::json(nullptr)},
+                              {"slo_tpot_ms", a.slo_tpot_ms >= 0 ? nlohmann::json(a.slo_tpot_ms) : nlohmann::json(nullptr)}}},
+                            {"serving", {{"baseline", side_json(sides[0])}, {"target", side_json(sides[1])}}},
+                            {"verdicts", verdicts_json(verdicts)},
+                            {"config", workload::config_json(st, cfg)},
+                            {"topology", workload::topology_json(hw)}};
+        sim::write_file_atomic(c.report, j.dump(2) + "\n");
+        std::printf("report: %s\n", c.report.c_str());
+    }
+    bool all_met = true;  // exit status as `duet bench`: 3 when a verdict is NOT MET (unless --no-verdict-exit)
+    for (const sim::Verdict& v : verdicts) all_met = all_met && v.met;
+    if (!all_met && !c.no_verdict_exit) throw ExitStatus{3};
+}
+
+}  // namespace duet::cli

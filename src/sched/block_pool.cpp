@@ -1,0 +1,71 @@
+#include "sched/block_pool.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace duet::sched {
+
+BlockPool::BlockPool(int64_t n_blocks, int64_t block_tokens) : block_tokens_(block_tokens) {
+    if (n_blocks < 1) fail("KV pool of {} blocks is out of range (allowed: 1 or more)", n_blocks);
+    if (block_tokens < 1) fail("KV block of {} tokens is out of range (allowed: 1 or more)", block_tokens);
+    refs_.assign(size_t(n_blocks), 0);
+    for (int64_t b = n_blocks - 1; b >= 0; --b) free_.push_back(int32_t(b));
+}
+
+void BlockPool::share_prefix(SeqId to, SeqId from, int64_t n) {
+    const Table& src = seqs_[from];
+    DUET_CHECK(n <= src.n_tokens, "sharing {} tokens of a sequence with {}", n, src.n_tokens);
+    Table& dst = seqs_[to];
+    DUET_CHECK(dst.n_tokens == 0 && dst.blocks.empty(), "sharing into a non-empty sequence");
+    const int64_t nb = (n + block_tokens_ - 1) / block_tokens_;
+    for (int64_t i = 0; i < nb; ++i) {
+        dst.blocks.push_back(src.blocks[size_t(i)]);
+        ++refs_[size_t(src.blocks[size_t(i)])];
+    }
+    dst.n_tokens = n;
+}
+
+bool BlockPool::reserve(SeqId id, int64_t n_new) {
+    Table& t = seqs_[id];
+    const int64_t need = (t.n_tokens + n_new + block_tokens_ - 1) / block_tokens_;
+    const bool cow = n_new > 0 && t.n_tokens % block_tokens_ != 0 &&
+                     refs_[size_t(t.blocks[size_t(t.n_tokens / block_tokens_)])] > 1;
+    const int64_t n_alloc = std::max<int64_t>(0, need - int64_t(t.blocks.size())) + (cow ? 1 : 0);
+    if (n_alloc > int64_t(free_.size())) return false;
+    auto take = [&] {
+        const int32_t b = free_.back();
+        free_.pop_back();
+        refs_[size_t(b)] = 1;
+        return b;
+    };
+    if (cow) {
+        int32_t& slot = t.blocks[size_t(t.n_tokens / block_tokens_)];
+        --refs_[size_t(slot)];  // still held by the other sequence
+        slot = take();
+    }
+    while (int64_t(t.blocks.size()) < need) t.blocks.push_back(take());
+    return true;
+}
+
+void BlockPool::keep_blocks(Table& t, int64_t n_keep) {
+    while (int64_t(t.blocks.size()) > n_keep) {
+        const int32_t b = t.blocks.back();
+        t.blocks.pop_back();
+        if (--refs_[size_t(b)] == 0) free_.push_back(b);
+    }
+}
+
+void BlockPool::trim(SeqId id) {
+    Table& t = seqs_[id];
+    keep_blocks(t, (t.n_tokens + block_tokens_ - 1) / block_tokens_);
+}
+
+void BlockPool::release(SeqId id, bool /*remember: no prefix cache here*/) {
+    auto it = seqs_.find(id);
+    if (it == seqs_.end()) return;
+    keep_blocks(it->second, 0);
+    seqs_.erase(it);
+}
+
+}  // namespace duet::sched

@@ -1,0 +1,27 @@
+#pragma once
+// The KV cache the modelled machine can hold under one placement: device memory
+// (SimHardware::mem_capacity_bytes, from the memory preset) minus everything else one serving
+// step needs — weights, block index, activations of a step of step_tokens tokens, conversion
+// cache and workspace (sim/memory_accounting.h) — divided into paged blocks of
+// SimHardware::kv_block_tokens tokens.
+#include <cstdint>
+
+#include "sim/hardware.h"
+#include "sim/model_shape.h"
+#include "sim/run_options.h"
+
+namespace duet::serving {
+
+struct KvCapacity {
+    uint64_t device_bytes = 0;  // memory capacity of the machine (0: unknown)
+    uint64_t other_bytes = 0;   // weights + block index + activations + conversion + workspace
+    uint64_t block_bytes = 0;   // one block: block_tokens * 2 (K, V) * n_layer * n_head_kv * head_dim * KV element
+    int64_t block_tokens = 0;
+    int64_t n_blocks = 0;       // (device_bytes - other_bytes) / block_bytes; 0 when it does not fit
+};
+
+// Throws duet::Error when the device memory is unknown (mem_capacity_bytes = 0).
+KvCapacity kv_capacity(const sim::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw,
+                       int64_t step_tokens);
+
+}  // namespace duet::serving

@@ -1,0 +1,62 @@
+#pragma once
+// The simulator executor of the shared batching policy (sched/scheduler.h): requests arrive on
+// a virtual clock, the scheduler decides every step exactly as it does for the real server
+// (runtime/batcher.h), and the step takes the time a StepTimer says (the modelled machine,
+// serving/step_cost.h, or recorded times in the replay test). Requests that arrive while a
+// step runs join at the next step's admission, as in the real batcher.
+//
+// Per request: queueing (arrival -> first admission), TTFT (arrival -> end of the step that
+// sampled its first token), TPOT ((end-to-end - TTFT) / (output tokens - 1), vLLM's
+// definition), end-to-end (arrival -> end of the step that sampled its last token).
+// Times are integer nanoseconds on the virtual clock, so a replay is exact.
+// Thread safety: pure function of its inputs (the timer and the pool are the caller's).
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "sched/scheduler.h"
+
+namespace duet::serving {
+
+struct ServingRequest {
+    int64_t arrival_ns = 0;
+    int64_t prompt_tokens = 0;
+    int64_t output_tokens = 1;  // tokens generated (ignoring end-of-generation), >= 1
+};
+
+struct RequestOutcome {
+    int64_t arrival_ns = 0;
+    int64_t prompt_tokens = 0, output_tokens = 0;
+    int64_t generated = 0;          // tokens sampled (output_tokens unless it ended early)
+    int64_t queue_ns = -1;          // -1: never admitted
+    int64_t ttft_ns = -1;           // -1: no token
+    int64_t e2e_ns = -1;            // -1: not finished
+    int64_t preemptions = 0;
+    bool ended_by_context = false;  // the scheduler ended it (context or pool too small)
+    double tpot_ns() const {  // -1 when fewer than two tokens
+        return generated > 1 && e2e_ns >= 0 ? double(e2e_ns - ttft_ns) / double(generated - 1) : -1;
+    }
+};
+
+struct ServingResult {
+    std::vector<RequestOutcome> requests;  // in the order given
+    int64_t steps = 0;
+    uint64_t preemptions = 0;
+    int64_t end_ns = 0;             // when the last step ended
+    int64_t peak_running = 0;
+    int64_t peak_kv_blocks_used = 0;
+};
+
+// ns the step takes; index = steps run before it.
+using StepTimer = std::function<int64_t(const sched::Step& step, int64_t index)>;
+// Observer: every planned step with its start time and the request indices it saw first.
+using StepObserver = std::function<void(int64_t t_ns, const std::vector<int64_t>& arrived, const sched::Step& step)>;
+
+// Runs every request to completion. Requests are added in arrival order (ties in the order
+// given); a request whose prompt + 1 tokens exceed the context or the whole pool is refused
+// up front (never admitted: queue_ns = -1), as the batcher refuses it at submission.
+ServingResult run_serving(std::span<const ServingRequest> requests, const sched::SchedulerOptions& opts,
+                          sched::KvPool& pool, const StepTimer& timer, const StepObserver& observe = {});
+
+}  // namespace duet::serving

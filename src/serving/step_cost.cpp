@@ -1,0 +1,112 @@
+#include "serving/step_cost.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "core/error.h"
+#include "sim/placement.h"
+#include "sim/planner.h"
+#include "sim/timeline.h"
+
+namespace duet::serving {
+
+int64_t length_bucket(int64_t x) {
+    if (x <= 16) return x;
+    const int top = 63 - std::countl_zero(uint64_t(x));  // 2^top <= x < 2^(top+1)
+    const int64_t step = int64_t(1) << (top - 3);         // 8 steps per octave
+    return (x + step / 2) / step * step;
+}
+
+namespace {
+
+void merge_into(sim::OpRecord& a, const sim::OpRecord& b) {
+    DUET_CHECK(a.kind == b.kind && a.layer == b.layer && a.role == b.role, "merging records of different nodes");
+    a.n_seq += b.n_seq;
+    a.m += b.m;
+    a.n = std::max(a.n, b.n);
+    const bool per_token = a.kind == sim::OpKind::EMBED || a.kind == sim::OpKind::ATTENTION;
+    a.weight_bytes = per_token ? a.weight_bytes + b.weight_bytes : std::max(a.weight_bytes, b.weight_bytes);
+    a.in_bytes += b.in_bytes;
+    a.out_bytes += b.out_bytes;
+    a.flops += b.flops;
+}
+
+}  // namespace
+
+sim::OpTrace step_records(const graph::Graph& g, const std::vector<sched::Chunk>& chunks) {
+    bool prefill = false;
+    int64_t n_dec = 0, past_dec = 0;
+    for (const sched::Chunk& c : chunks) {
+        prefill |= c.n_tokens > 1;
+        if (c.n_tokens == 1) ++n_dec, past_dec += c.n_past;
+    }
+    const sim::Phase phase = prefill ? sim::Phase::PREFILL : sim::Phase::DECODE;
+    sim::OpTrace out;
+    auto add_group = [&](int32_t n_seq, int64_t n_past, int64_t n_new) {
+        sim::OpTrace grp;
+        sim::plan_forward(g, n_seq, n_past, n_new, phase, grp);
+        if (out.empty()) {
+            out = std::move(grp);
+            return;
+        }
+        DUET_CHECK(grp.size() == out.size());
+        for (size_t i = 0; i < out.size(); ++i) merge_into(out[i], grp[i]);
+    };
+    if (n_dec > 0) add_group(int32_t(n_dec), (past_dec + n_dec / 2) / n_dec, 1);
+    for (const sched::Chunk& c : chunks)
+        if (c.n_tokens > 1) add_group(1, c.n_past, c.n_tokens);
+    int64_t longest = 0;  // ATTENTION's n: the longest context after the step, over the real sequences
+    for (const sched::Chunk& c : chunks) longest = std::max(longest, c.n_past + c.n_tokens);
+    for (sim::OpRecord& r : out) {
+        r.phase = phase;
+        if (r.kind == sim::OpKind::ATTENTION) r.n = longest;
+    }
+    return out;
+}
+
+StepCostModel::StepCostModel(const sim::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw)
+    : shape_(shape), opts_(opts), hw_(hw), graph_(std::make_shared<const graph::Graph>(graph::build_graph(shape))) {
+    opts_.record_events = false;
+    if (opts_.parallel.tp * opts_.parallel.pp > 1)
+        fail("--workload serving models one device group without tensor or pipeline parallelism (--tp 1 --pp 1)");
+}
+
+double StepCostModel::step_ns(const sched::Step& step) {
+    if (step.chunks.empty()) return 0;
+    // The composition at the grid's values: decode count and mean context, then each prompt
+    // chunk's (tokens, context) in a canonical order.
+    int64_t n_dec = 0, past_dec = 0;
+    std::vector<std::pair<int64_t, int64_t>> pre;
+    for (const sched::Chunk& c : step.chunks) {
+        if (c.n_tokens == 1) ++n_dec, past_dec += c.n_past;
+        else pre.push_back({length_bucket(c.n_tokens), length_bucket(c.n_past)});
+    }
+    std::sort(pre.begin(), pre.end());
+    const int64_t dec_past = n_dec ? length_bucket((past_dec + n_dec / 2) / n_dec) : 0;
+    Key key{n_dec, dec_past};
+    for (const auto& [n, p] : pre) key.push_back(n), key.push_back(p);
+    ++lookups_;
+    if (auto it = cache_.find(key); it != cache_.end()) {
+        pim_steps_ += it->second.pim ? 1 : 0;
+        return it->second.ns;
+    }
+
+    std::vector<sched::Chunk> chunks;
+    for (int64_t i = 0; i < n_dec; ++i) chunks.push_back({i, dec_past, 1, true});
+    for (const auto& [n, p] : pre) chunks.push_back({0, p, n, true});
+    sim::Plan plan;
+    plan.graph = graph_;
+    plan.ops = step_records(*graph_, chunks);
+    const sim::Phase phase = pre.empty() ? sim::Phase::DECODE : sim::Phase::PREFILL;
+    plan.forwards.push_back({phase, dec_past, 1, 0, plan.ops.size()});
+    const sim::Placer placer(opts_.placement, hw_);
+    const sim::Timeline tl = sim::simulate_timeline(shape_, plan, placer, opts_, hw_);
+    const double ns = phase == sim::Phase::PREFILL ? tl.ttft_ns : tl.tbt_ns.at(0);
+    const bool pim = tl.prefill.pim().ops + tl.decode.pim().ops > 0;
+    ++evaluations_;
+    pim_steps_ += pim ? 1 : 0;
+    cache_.emplace(std::move(key), Timed{ns, pim});
+    return ns;
+}
+
+}  // namespace duet::serving

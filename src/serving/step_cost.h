@@ -1,0 +1,66 @@
+#pragma once
+// The modelled time of one serving step: the step's exact mix of prompt chunks and decode
+// tokens lowered to operator records and run through the timeline (sim/timeline.h) on the
+// modelled machine under one placement policy.
+//
+// Records of a ragged step (the engine's dispatch emits the same, sim/op_trace.h): the decode
+// tokens are one group planned with sim::plan_forward(n_seq = decode sequences, n_past = their
+// mean context, 1 token) — attention's KV bytes and FLOPs are linear in each sequence's
+// context, so the mean gives their sum — and every prompt chunk is its own group (n_past,
+// n_new). The groups' records, node by node of the same graph, merge into one forward: tokens
+// (m), activation bytes and FLOPs add; a matrix's weight_bytes are read once for the whole step
+// (max), EMBED's and ATTENTION's per-token/per-sequence bytes add; n_seq adds; ATTENTION's n is
+// the longest context of any sequence after the step. tests/serving/step_records_test.cpp checks
+// these records against the engine's own for a ragged batch. The forward is PREFILL when any chunk brings more than one token (the
+// engine's rule), so a mixed step's matmuls are prefill matmuls for the placement policy.
+//
+// Cache: steps are timed once per composition key, with every length rounded to a grid of 8
+// steps per octave (lengths up to 16 exact; at most 6.25 % off) and timed at the rounded
+// values, so the time of a step does not depend on which step came first. Decode context is
+// the mean over the decode sequences, rounded the same way.
+// Thread safety: none (the cache); one per thread.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "graph/graph.h"
+#include "sched/scheduler.h"
+#include "sim/hardware.h"
+#include "sim/model_shape.h"
+#include "sim/op_trace.h"
+#include "sim/run_options.h"
+
+namespace duet::serving {
+
+// The rounding grid of the cache: x itself up to 16, else the nearest of 8 steps per octave.
+int64_t length_bucket(int64_t x);
+
+// Records of one forward over `chunks` (n_past, n_new per sequence; n_new = 1 are decode
+// tokens) of graph g, merged as the header says.
+sim::OpTrace step_records(const graph::Graph& g, const std::vector<sched::Chunk>& chunks);
+
+class StepCostModel {
+public:
+    StepCostModel(const sim::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw);
+    // Modelled time of the step, ns (0 for a step with no chunks).
+    double step_ns(const sched::Step& step);
+    int64_t evaluations() const { return evaluations_; }  // distinct compositions timed
+    int64_t lookups() const { return lookups_; }
+    int64_t pim_steps() const { return pim_steps_; }  // steps looked up in which a PIM device computed
+
+private:
+    using Key = std::vector<int64_t>;
+    sim::ModelShape shape_;
+    sim::RunOptions opts_;
+    const sim::SimHardware& hw_;
+    std::shared_ptr<const graph::Graph> graph_;
+    struct Timed {
+        double ns = 0;
+        bool pim = false;  // a PIM device ran operators in the step
+    };
+    std::map<Key, Timed> cache_;
+    int64_t evaluations_ = 0, lookups_ = 0, pim_steps_ = 0;
+};
+
+}  // namespace duet::serving

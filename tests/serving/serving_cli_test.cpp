@@ -1,0 +1,146 @@
+// `duet bench --workload serving` end to end: the report's schema, determinism with --seed,
+// and bad traces rejected with exact messages and exit status 2.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+struct Result {
+    int code = -1;
+    std::string out;
+    nlohmann::json report;
+};
+
+// These tests check the numbers; the verdicts' exit status is checked once, below.
+Result run(const std::string& args, bool gate = false) {
+    static int counter = 0;
+    const std::string report =
+        std::string(DUET_BINARY_DIR) + "/serving_cli_test_" + std::to_string(counter++) + ".json";
+    std::remove(report.c_str());
+    const std::string cmd = std::string(DUET_BINARY_DIR) + "/duet --log-level off bench --workload serving " + args +
+                            (gate ? "" : " --no-verdict-exit") + " --report " + report + " 2>&1";
+    Result r;
+    FILE* p = popen(cmd.c_str(), "r");
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+    const int status = pclose(p);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream in(report);
+    if (in) r.report = nlohmann::json::parse(in);
+    return r;
+}
+
+const char* kSmall = "--model llama2-7b --requests 40 --seq-len 256 --gen-len 16 --rate 8 ";
+
+TEST(ServingCli, ReportsBothPlacementsWithPercentilesAndGoodput) {
+    const Result r = run(std::string(kSmall) + "--seed 3 --slo-ttft-ms 200 --slo-tpot-ms 40");
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("KV cache (npu_only): "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("TTFT ms p99"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("goodput (req/s)"), std::string::npos) << r.out;
+    EXPECT_EQ(r.report["schema"], "duet.serving/1");
+    for (const char* side : {"baseline", "target"}) {
+        const nlohmann::json& s = r.report["serving"][side];
+        EXPECT_EQ(s["completed"], 40) << side;
+        for (const char* k : {"output_tokens_per_s", "requests_per_s", "goodput_rps"}) EXPECT_GT(s[k], 0.0) << k;
+        for (const char* d : {"ttft_ms", "tpot_ms", "e2e_ms"}) {
+            EXPECT_LE(s[d]["p50"].get<double>(), s[d]["p90"].get<double>()) << d;
+            EXPECT_LE(s[d]["p90"].get<double>(), s[d]["p99"].get<double>()) << d;
+            EXPECT_GT(s[d]["mean"].get<double>(), 0.0) << d;
+        }
+        EXPECT_EQ(s["per_request"].size(), 40u);
+        EXPECT_GT(s["kv_cache"]["blocks"].get<int64_t>(), 0);
+    }
+    EXPECT_EQ(r.report["serving"]["baseline"]["policy"], "npu_only");
+    EXPECT_EQ(r.report["serving"]["target"]["policy"], "npu_pim_coop");
+}
+
+TEST(ServingCli, TheSeedDecidesTheArrivals) {
+    const Result a = run(std::string(kSmall) + "--seed 1"), b = run(std::string(kSmall) + "--seed 1"),
+                 c = run(std::string(kSmall) + "--seed 2");
+    ASSERT_EQ(a.code, 0) << a.out;
+    EXPECT_EQ(a.report["serving"], b.report["serving"]);
+    EXPECT_NE(a.report["serving"]["baseline"]["per_request"], c.report["serving"]["baseline"]["per_request"]);
+}
+
+// Requests far apart never share a step: each one's TTFT and TPOT are those of `duet bench` for
+// one request of the same lengths (the same planner and timeline, a different path to them).
+TEST(ServingCli, LightLoadGivesTheSingleRequestBenchFigures) {
+    const Result s = run("--model llama2-7b --requests 5 --rate 0.01 --seq-len 512 --gen-len 32");
+    ASSERT_EQ(s.code, 0) << s.out;
+    const std::string report = std::string(DUET_BINARY_DIR) + "/serving_cli_test_bench.json";
+    const std::string cmd = std::string(DUET_BINARY_DIR) + "/duet --log-level off bench --model llama2-7b --seq-len "
+                            "512 --gen-len 32 --no-verdict-exit --report " + report + " > /dev/null 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    const nlohmann::json b = nlohmann::json::parse(std::ifstream(report));
+    for (const char* side : {"baseline", "target"}) {
+        const nlohmann::json& sv = s.report["serving"][side];
+        EXPECT_EQ(sv["steps"], 5 * 32) << side;  // one prefill and 31 decode steps each, never batched
+        const double ttft_ms = b[side]["timeline"]["ttft_ns"].get<double>() / 1e6;
+        const double tbt_ms = b[side]["tbt_mean_ns"].get<double>() / 1e6;
+        EXPECT_NEAR(sv["ttft_ms"]["p50"].get<double>(), ttft_ms, ttft_ms * 1e-3) << side;
+        // decode contexts are timed on the length grid (at most 6.25 % off, attention only)
+        EXPECT_NEAR(sv["tpot_ms"]["mean"].get<double>(), tbt_ms, tbt_ms * 0.01) << side;
+    }
+    // The same verdicts: TBT reduction and TTFT increase as `duet bench` judges one request.
+    ASSERT_EQ(s.report["verdicts"].size(), 3u);
+    EXPECT_EQ(s.report["verdicts"][0]["name"], "tbt_reduction");
+    EXPECT_NEAR(s.report["verdicts"][0]["value"].get<double>(), b["verdicts"][0]["value"].get<double>(), 0.01);
+    EXPECT_EQ(s.report["verdicts"][1]["name"], "ttft_increase_ms");
+    EXPECT_NEAR(s.report["verdicts"][1]["value"].get<double>(), b["verdicts"][1]["value"].get<double>(), 0.01);
+    EXPECT_EQ(s.report["verdicts"][2]["name"], "memory_increase");
+    // Exit status as `duet bench`: 3 when a verdict is NOT MET (the TBT reduction here).
+    const Result gated = run("--model llama2-7b --requests 5 --rate 0.01 --seq-len 512 --gen-len 32", true);
+    EXPECT_EQ(gated.code, 3) << gated.out;
+    EXPECT_NE(gated.out.find("TPOT reduction"), std::string::npos);
+}
+
+TEST(ServingCli, RateSweepFindsTheHighestRateWithinTheSlos) {
+    const std::string svg = std::string(DUET_BINARY_DIR) + "/serving_cli_test_sweep.svg";
+    std::remove(svg.c_str());
+    const Result r = run("--model llama2-7b --requests 100 --rate 2 --seq-len 256 --gen-len 32 --slo-tpot-ms 25 "
+                         "--rate-sweep --svg " + svg);
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_TRUE(std::filesystem::exists(svg));
+    for (const char* side : {"baseline", "target"}) {
+        const nlohmann::json& sw = r.report["serving"][side]["rate_sweep"];
+        const double max_rate = sw["max_rate_rps"].get<double>();
+        EXPECT_GT(max_rate, 0.0) << side;
+        bool above_misses = false;
+        for (const nlohmann::json& p : sw["points"]) {
+            if (p["rate_rps"].get<double>() <= max_rate) EXPECT_TRUE(p["meets"].get<bool>()) << p.dump();
+            else above_misses = above_misses || !p["meets"].get<bool>();
+        }
+        EXPECT_TRUE(above_misses) << side;  // the first rate above it was tried and missed
+    }
+    const Result no_slo = run("--model llama2-7b --rate-sweep");
+    EXPECT_EQ(no_slo.code, 2);
+    EXPECT_EQ(no_slo.out, "duet: error: --rate-sweep needs an SLO to meet (allowed: --slo-ttft-ms and/or "
+                          "--slo-tpot-ms)\n");
+}
+
+TEST(ServingCli, BadTracesAndFlagsExitTwoNamingTheCulprit) {
+    const std::string p = std::string(DUET_BINARY_DIR) + "/serving_cli_test_bad.jsonl";
+    std::ofstream(p) << "{\"arrival_s\": 0, \"prompt_tokens\": 10, \"output_tokens\": 4}\n"
+                        "{\"arrival_s\": -2, \"prompt_tokens\": 10, \"output_tokens\": 4}\n";
+    Result r = run("--model llama2-7b --workload-file " + p);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.out, "duet: error: " + p + " line 2: field \"arrival_s\" = -2 is negative (allowed: seconds >= 0)\n");
+    std::ofstream(p) << "{\"arrival_s\": 0, \"prompt_tokens\": 4000, \"output_tokens\": 100}\n";
+    r = run("--model llama2-7b --workload-file " + p);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.out, "duet: error: " + p + " line 1: field \"output_tokens\": prompt 4000 + output 100 = 4100 tokens "
+                     "exceeds the context of 4096 tokens (allowed: at most 4096 in all)\n");
+    r = run("--model llama2-7b --rate fast");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.out, "duet: error: --rate = \"fast\" is not allowed (allowed: requests per second > 0, or inf)\n");
+}
+
+}  // namespace
