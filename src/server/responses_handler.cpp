@@ -48,7 +48,8 @@ int64_t now_ms() {
 std::string dump(const ordered_json& j) { return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace); }
 
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
-    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+        s.replace(at, from.size(), to);
 }
 
 // The chat route's errors name its own parameters; a Responses client sent other names.
@@ -65,10 +66,14 @@ ApiError renamed(const ApiError& e) {
 
 ordered_json tool_choice_json(const ResponsesRequest& r) {
     switch (r.tool_choice) {
-        case ToolChoice::NONE: return "none";
-        case ToolChoice::AUTO: return "auto";
-        case ToolChoice::REQUIRED: return "required";
-        case ToolChoice::FUNCTION: return {{"type", "function"}, {"name", r.tool_choice_name}};
+        case ToolChoice::NONE:
+            return "none";
+        case ToolChoice::AUTO:
+            return "auto";
+        case ToolChoice::REQUIRED:
+            return "required";
+        case ToolChoice::FUNCTION:
+            return {{"type", "function"}, {"name", r.tool_choice_name}};
     }
     return "auto";
 }
@@ -76,11 +81,12 @@ ordered_json tool_choice_json(const ResponsesRequest& r) {
 ordered_json tools_json(const ResponsesRequest& r) {
     ordered_json out = ordered_json::array();
     for (size_t i = 0; i < r.tools.size(); ++i)
-        out.push_back({{"type", "function"},
-                       {"name", r.tools[i].name},
-                       {"description", r.tools[i].description.empty() ? ordered_json() : ordered_json(r.tools[i].description)},
-                       {"parameters", r.tools[i].parameters},
-                       {"strict", bool(r.tools_strict[i])}});
+        out.push_back(
+            {{"type", "function"},
+             {"name", r.tools[i].name},
+             {"description", r.tools[i].description.empty() ? ordered_json() : ordered_json(r.tools[i].description)},
+             {"parameters", r.tools[i].parameters},
+             {"strict", bool(r.tools_strict[i])}});
     return out;
 }
 
@@ -175,16 +181,17 @@ void ResponsesHandler::continue_prompt(Turn& t) const {
         while (j < ends.size() && ends[j] < len) ++j;
         if (j < ends.size() && ends[j] == len && j + 1 < ends.size()) best_prev = k + 1, best_prompt = j + 1;
     }
-    if (best_prev == 0 || (best_prev == best_prompt && std::equal(prev.begin(), prev.begin() + long(best_prev),
-                                                                 prompt.begin())))
+    if (best_prev == 0 ||
+        (best_prev == best_prompt && std::equal(prev.begin(), prev.begin() + long(best_prev), prompt.begin())))
         return;  // nothing shared, or the template's tokens are the previous turn's already
     std::vector<int32_t> joined(prev.begin(), prev.begin() + long(best_prev));
     joined.insert(joined.end(), prompt.begin() + long(best_prompt), prompt.end());
     const int64_t reserve = std::max<int64_t>(1, t.cr.max_tokens);
     if (int64_t(joined.size()) + reserve > completions_.batcher_.n_ctx()) return;  // keep the prompt prepare() checked
-    DUET_LOG_DEBUG("POST /v1/responses: the prompt continues {} of the previous turn's {} tokens (the template's "
-                   "tokenization of that text had {})",
-                   best_prev, prev.size(), best_prompt);
+    DUET_LOG_DEBUG(
+        "POST /v1/responses: the prompt continues {} of the previous turn's {} tokens (the template's "
+        "tokenization of that text had {})",
+        best_prev, prev.size(), best_prompt);
     prompt = std::move(joined);
 }
 
@@ -205,7 +212,8 @@ ordered_json ResponsesHandler::response_json(const Turn& t, const char* status) 
         {"model", completions_.settings_.model_id},
         {"output", st == "in_progress" ? ordered_json::array() : t.output->items()},
         {"parallel_tool_calls", r.parallel_tool_calls},
-        {"previous_response_id", r.previous_response_id.empty() ? ordered_json() : ordered_json(r.previous_response_id)},
+        {"previous_response_id",
+         r.previous_response_id.empty() ? ordered_json() : ordered_json(r.previous_response_id)},
         {"reasoning", {{"effort", nullptr}, {"summary", nullptr}}},
         {"service_tier", r.service_tier ? *r.service_tier : "default"},
         {"store", r.store},

@@ -28,7 +28,7 @@ struct Response;
 namespace duet::server {
 
 class ResponsesHandler {
-public:
+  public:
     ResponsesHandler(CompletionHandler& completions, ResponsesStore& store)
         : completions_(completions), store_(store) {}
 
@@ -42,7 +42,7 @@ public:
 
     struct Turn;  // one request being answered
 
-private:
+  private:
     void prepare(Turn& t);
     void continue_prompt(Turn& t) const;
     nlohmann::ordered_json response_json(const Turn& t, const char* status) const;

@@ -51,9 +51,9 @@ json normalise_message(const json& it, const std::string& p) {
     if (!content) throw ApiError::bad_request(fmt::format("'{}.content' is required", p), p + ".content");
     // An assistant message is usually an output item sent back (output_text parts).
     const bool assistant = role == "assistant";
-    const std::string text = parts_text(*content, p + ".content",
-                                        assistant ? std::set<std::string>{"output_text", "input_text"}
-                                                  : std::set<std::string>{"input_text"});
+    const std::string text = parts_text(
+        *content, p + ".content",
+        assistant ? std::set<std::string>{"output_text", "input_text"} : std::set<std::string>{"input_text"});
     return {{"type", "message"},
             {"role", role},
             {"content", json::array({{{"type", assistant ? "output_text" : "input_text"}, {"text", text}}})}};
@@ -94,8 +94,9 @@ void parse_responses_input(const json& body, ResponsesRequest& r) {
     const json* in = detail::field(body, "input");
     if (!in) return;
     if (in->is_string()) {
-        r.input_items = json::array(
-            {{{"type", "message"}, {"role", "user"}, {"content", json::array({{{"type", "input_text"}, {"text", *in}}})}}});
+        r.input_items = json::array({{{"type", "message"},
+                                      {"role", "user"},
+                                      {"content", json::array({{{"type", "input_text"}, {"text", *in}}})}}});
         return;
     }
     if (!in->is_array()) wrong_type("input", *in, "a string or an array of items");
@@ -112,13 +113,14 @@ std::vector<Message> items_to_messages(const json& items, const std::string* ins
         const std::string type = it.at("type").get<std::string>();
         if (type == "message") {
             const std::string role = it.at("role").get<std::string>();
-            msgs.push_back({role == "developer" ? "system" : role, it.at("content").at(0).at("text").get<std::string>(),
-                            {}, ""});
+            msgs.push_back(
+                {role == "developer" ? "system" : role, it.at("content").at(0).at("text").get<std::string>(), {}, ""});
         } else if (type == "function_call") {
             // Calls join the assistant turn right before them (its text, or earlier calls).
             if (msgs.empty() || msgs.back().role != "assistant") msgs.push_back({"assistant", "", {}, ""});
             const std::string id = it.at("call_id").get<std::string>();
-            msgs.back().tool_calls.push_back({id, it.at("name").get<std::string>(), it.at("arguments").get<std::string>()});
+            msgs.back().tool_calls.push_back(
+                {id, it.at("name").get<std::string>(), it.at("arguments").get<std::string>()});
             calls.insert(id);
         } else {  // function_call_output
             const std::string id = it.at("call_id").get<std::string>();

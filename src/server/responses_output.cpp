@@ -19,13 +19,16 @@ void ResponsesOutput::open_message(std::vector<ordered_json>& out) {
     close("completed", out);
     const size_t index = items_.size();
     const std::string id = "msg_" + random_hex(32);
-    ordered_json item = {{"id", id}, {"type", "message"}, {"status", "in_progress"}, {"content", json::array()},
-                         {"role", "assistant"}};
+    ordered_json item = {
+        {"id", id}, {"type", "message"}, {"status", "in_progress"}, {"content", json::array()}, {"role", "assistant"}};
     out.push_back({{"type", "response.output_item.added"}, {"output_index", index}, {"item", item}});
     item["content"].push_back(text_part(""));
     items_.push_back(item);
-    out.push_back({{"type", "response.content_part.added"}, {"item_id", id}, {"output_index", index},
-                   {"content_index", 0}, {"part", text_part("")}});
+    out.push_back({{"type", "response.content_part.added"},
+                   {"item_id", id},
+                   {"output_index", index},
+                   {"content_index", 0},
+                   {"part", text_part("")}});
     open_ = Open::MESSAGE;
 }
 
@@ -36,13 +39,23 @@ void ResponsesOutput::close(const char* status, std::vector<ordered_json>& out) 
     const std::string id = item["id"];
     if (open_ == Open::MESSAGE) {
         const std::string text = item["content"][0]["text"];
-        out.push_back({{"type", "response.output_text.done"}, {"item_id", id}, {"output_index", index},
-                       {"content_index", 0}, {"text", text}, {"logprobs", json::array()}});
-        out.push_back({{"type", "response.content_part.done"}, {"item_id", id}, {"output_index", index},
-                       {"content_index", 0}, {"part", item["content"][0]}});
+        out.push_back({{"type", "response.output_text.done"},
+                       {"item_id", id},
+                       {"output_index", index},
+                       {"content_index", 0},
+                       {"text", text},
+                       {"logprobs", json::array()}});
+        out.push_back({{"type", "response.content_part.done"},
+                       {"item_id", id},
+                       {"output_index", index},
+                       {"content_index", 0},
+                       {"part", item["content"][0]}});
     } else {
-        out.push_back({{"type", "response.function_call_arguments.done"}, {"item_id", id}, {"output_index", index},
-                       {"name", item["name"]}, {"arguments", item["arguments"]}});
+        out.push_back({{"type", "response.function_call_arguments.done"},
+                       {"item_id", id},
+                       {"output_index", index},
+                       {"name", item["name"]},
+                       {"arguments", item["arguments"]}});
     }
     item["status"] = status;
     out.push_back({{"type", "response.output_item.done"}, {"output_index", index}, {"item", item}});
@@ -51,13 +64,18 @@ void ResponsesOutput::close(const char* status, std::vector<ordered_json>& out) 
 
 std::vector<ordered_json> ResponsesOutput::feed(const json& delta) {
     std::vector<ordered_json> out;
-    if (auto c = delta.find("content"); c != delta.end() && c->is_string() && !c->get_ref<const std::string&>().empty()) {
+    if (auto c = delta.find("content");
+        c != delta.end() && c->is_string() && !c->get_ref<const std::string&>().empty()) {
         if (open_ != Open::MESSAGE) open_message(out);
         const size_t index = items_.size() - 1;
         const std::string piece = *c;
         items_[index]["content"][0]["text"] = items_[index]["content"][0]["text"].get<std::string>() + piece;
-        out.push_back({{"type", "response.output_text.delta"}, {"item_id", items_[index]["id"]},
-                       {"output_index", index}, {"content_index", 0}, {"delta", piece}, {"logprobs", json::array()}});
+        out.push_back({{"type", "response.output_text.delta"},
+                       {"item_id", items_[index]["id"]},
+                       {"output_index", index},
+                       {"content_index", 0},
+                       {"delta", piece},
+                       {"logprobs", json::array()}});
     }
     auto calls = delta.find("tool_calls");
     if (calls == delta.end()) return out;
@@ -67,8 +85,9 @@ std::vector<ordered_json> ResponsesOutput::feed(const json& delta) {
             dropping_ = !parallel_ && tc.at("index").get<size_t>() > 0;
             if (dropping_) continue;
             close("completed", out);
-            ordered_json item = {{"id", "fc_" + random_hex(32)}, {"type", "function_call"}, {"status", "in_progress"},
-                                 {"arguments", ""}, {"call_id", tc.at("id")}, {"name", fn.at("name")}};
+            ordered_json item = {{"id", "fc_" + random_hex(32)}, {"type", "function_call"},
+                                 {"status", "in_progress"},      {"arguments", ""},
+                                 {"call_id", tc.at("id")},       {"name", fn.at("name")}};
             out.push_back({{"type", "response.output_item.added"}, {"output_index", items_.size()}, {"item", item}});
             items_.push_back(item);
             open_ = Open::CALL;
@@ -77,8 +96,10 @@ std::vector<ordered_json> ResponsesOutput::feed(const json& delta) {
         if (dropping_ || args.empty() || open_ != Open::CALL) continue;
         const size_t index = items_.size() - 1;
         items_[index]["arguments"] = items_[index]["arguments"].get<std::string>() + args;
-        out.push_back({{"type", "response.function_call_arguments.delta"}, {"item_id", items_[index]["id"]},
-                       {"output_index", index}, {"delta", args}});
+        out.push_back({{"type", "response.function_call_arguments.delta"},
+                       {"item_id", items_[index]["id"]},
+                       {"output_index", index},
+                       {"delta", args}});
     }
     return out;
 }

@@ -21,7 +21,7 @@
 namespace duet::server {
 
 class ResponsesOutput {
-public:
+  public:
     // parallel_tool_calls false: calls after the first are dropped.
     explicit ResponsesOutput(bool parallel_tool_calls) : parallel_(parallel_tool_calls) {}
 
@@ -31,7 +31,7 @@ public:
     const nlohmann::ordered_json& items() const { return items_; }
     std::string output_text() const;  // the text of every message item, concatenated
 
-private:
+  private:
     enum class Open { NONE, MESSAGE, CALL };
     void open_message(std::vector<nlohmann::ordered_json>& out);
     void close(const char* status, std::vector<nlohmann::ordered_json>& out);

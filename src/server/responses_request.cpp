@@ -36,9 +36,9 @@ bool all_null(const json& v) {
     return true;
 }
 const Refused kRefused[] = {
-    {"background", is_false},   {"conversation", never},        {"include", is_empty},
-    {"prompt", never},          {"reasoning", all_null},        {"truncation", is_disabled},
-    {"top_logprobs", is_zero},  {"max_tool_calls", never},      {"context_management", is_empty},
+    {"background", is_false},  {"conversation", never},   {"include", is_empty},
+    {"prompt", never},         {"reasoning", all_null},   {"truncation", is_disabled},
+    {"top_logprobs", is_zero}, {"max_tool_calls", never}, {"context_management", is_empty},
 };
 
 void refuse_unsupported(const json& body) {
@@ -96,7 +96,8 @@ void parse_tools(const json& body, ResponsesRequest& r) {
         f.name = detail::string_in(t, "name", p + ".name");
         if (!valid_name(f.name))
             throw ApiError::bad_request(
-                fmt::format("'{}.name' = \"{}\" is not allowed (allowed: 1 to 64 of a-z, A-Z, 0-9, _ and -)", p, f.name),
+                fmt::format("'{}.name' = \"{}\" is not allowed (allowed: 1 to 64 of a-z, A-Z, 0-9, _ and -)", p,
+                            f.name),
                 p + ".name");
         for (const auto& other : r.tools)
             if (other.name == f.name)
@@ -119,9 +120,12 @@ void parse_tool_choice(const json& body, ResponsesRequest& r) {
     static const char* kAllowed = "none, auto, required, or {\"type\": \"function\", \"name\": ...}";
     if (c->is_string()) {
         const std::string s = c->get<std::string>();
-        if (s == "none") r.tool_choice = ToolChoice::NONE;
-        else if (s == "auto") r.tool_choice = ToolChoice::AUTO;
-        else if (s == "required") r.tool_choice = ToolChoice::REQUIRED;
+        if (s == "none")
+            r.tool_choice = ToolChoice::NONE;
+        else if (s == "auto")
+            r.tool_choice = ToolChoice::AUTO;
+        else if (s == "required")
+            r.tool_choice = ToolChoice::REQUIRED;
         else
             throw ApiError::bad_request(fmt::format("'tool_choice' = \"{}\" is not allowed (allowed: {})", s, kAllowed),
                                         "tool_choice");
@@ -261,7 +265,8 @@ ResponsesRequest parse_responses_request(const std::string& body_text) {
     r.safety_identifier = optional_string(body, "safety_identifier");
     r.prompt_cache_key = optional_string(body, "prompt_cache_key");
     r.service_tier = optional_string(body, "service_tier");
-    if (detail::field(body, "prompt_cache_retention")) detail::string_in(body, "prompt_cache_retention", "prompt_cache_retention");
+    if (detail::field(body, "prompt_cache_retention"))
+        detail::string_in(body, "prompt_cache_retention", "prompt_cache_retention");
     return r;
 }
 

@@ -21,22 +21,22 @@ namespace duet::server {
 struct ResponsesRequest {
     std::string model;
     nlohmann::ordered_json input_items = nlohmann::ordered_json::array();  // normalised items of `input`
-    std::string instructions;                  // a system message before the items ("" : none)
+    std::string instructions;  // a system message before the items ("" : none)
     bool has_instructions = false;
-    std::string previous_response_id;          // "" : a new conversation
-    int64_t max_output_tokens = -1;            // -1: until EOS or the context is full
-    float temperature = 1.0f, top_p = 1.0f;    // OpenAI's defaults
-    std::optional<uint64_t> seed;              // extension (the chat route's seed): reproducible sampling
+    std::string previous_response_id;        // "" : a new conversation
+    int64_t max_output_tokens = -1;          // -1: until EOS or the context is full
+    float temperature = 1.0f, top_p = 1.0f;  // OpenAI's defaults
+    std::optional<uint64_t> seed;            // extension (the chat route's seed): reproducible sampling
     bool stream = false;
     bool store = true;
-    bool parallel_tool_calls = true;           // false: at most one function call in the output
+    bool parallel_tool_calls = true;  // false: at most one function call in the output
     std::vector<model::ToolFunction> tools;
-    std::vector<bool> tools_strict;            // echoed per tool
-    ToolChoice tool_choice = ToolChoice::NONE; // AUTO by default when tools are given
-    std::string tool_choice_name;              // FUNCTION
+    std::vector<bool> tools_strict;             // echoed per tool
+    ToolChoice tool_choice = ToolChoice::NONE;  // AUTO by default when tools are given
+    std::string tool_choice_name;               // FUNCTION
     ResponseFormat format = ResponseFormat::TEXT;
-    nlohmann::ordered_json format_json;        // text.format as given (echoed), {"type": "text"} by default
-    nlohmann::ordered_json json_schema;        // JSON_SCHEMA: text.format.schema
+    nlohmann::ordered_json format_json;  // text.format as given (echoed), {"type": "text"} by default
+    nlohmann::ordered_json json_schema;  // JSON_SCHEMA: text.format.schema
     nlohmann::ordered_json metadata = nlohmann::ordered_json::object();  // echoed, at most 16 string pairs
     // Accepted, echoed, no effect on the output.
     std::optional<std::string> user, safety_identifier, prompt_cache_key, service_tier;

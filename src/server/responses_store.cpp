@@ -13,7 +13,7 @@ using nlohmann::ordered_json;
 
 // RAII prepared statement.
 class Stmt {
-public:
+  public:
     Stmt(sqlite3* db, const char* sql, const std::string& path) : db_(db) {
         if (sqlite3_prepare_v2(db, sql, -1, &s_, nullptr) != SQLITE_OK)
             duet::fail("{}: responses store query failed: {}", path, sqlite3_errmsg(db));
@@ -31,7 +31,7 @@ public:
         if (step() != SQLITE_DONE) duet::fail("{}: cannot {} a stored response: {}", path, what, sqlite3_errmsg(db_));
     }
 
-private:
+  private:
     sqlite3* db_;
     sqlite3_stmt* s_ = nullptr;
 };
@@ -39,7 +39,10 @@ private:
 std::string tokens_text(const std::vector<int32_t>& t) {
     std::string s;
     s.reserve(t.size() * 6);
-    for (size_t i = 0; i < t.size(); ++i) s += (i ? "," : "") + std::to_string(t[i]);
+    for (size_t i = 0; i < t.size(); ++i) {
+        if (i) s += ',';
+        s += std::to_string(t[i]);
+    }
     return s;
 }
 
@@ -73,9 +76,10 @@ ResponsesStore::ResponsesStore(const std::string& path, int64_t max_records) : p
     try {
         if (path != ":memory:") exec("PRAGMA journal_mode=WAL");
         exec("PRAGMA synchronous=NORMAL");
-        exec("CREATE TABLE IF NOT EXISTS duet_responses ("
-             " id TEXT PRIMARY KEY, created_ms INTEGER NOT NULL, response TEXT NOT NULL, context TEXT NOT NULL,"
-             " tokens TEXT NOT NULL)");
+        exec(
+            "CREATE TABLE IF NOT EXISTS duet_responses ("
+            " id TEXT PRIMARY KEY, created_ms INTEGER NOT NULL, response TEXT NOT NULL, context TEXT NOT NULL,"
+            " tokens TEXT NOT NULL)");
     } catch (...) {
         sqlite3_close(db_);
         db_ = nullptr;
@@ -96,7 +100,9 @@ void ResponsesStore::exec(const char* sql) {
 
 void ResponsesStore::put(const StoredResponse& r) {
     std::lock_guard<std::mutex> lock(mu_);
-    const auto dump = [](const ordered_json& j) { return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace); };
+    const auto dump = [](const ordered_json& j) {
+        return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+    };
     {
         Stmt s(db_, "INSERT OR REPLACE INTO duet_responses VALUES (?1, ?2, ?3, ?4, ?5)", path_);
         s.bind(1, r.id);

@@ -33,7 +33,7 @@ struct StoredResponse {
 };
 
 class ResponsesStore {
-public:
+  public:
     // Opens (creating if needed) the database at `path` (":memory:" for none on disk).
     // Throws duet::Error naming the path when it cannot be opened or used. max_records >= 1.
     ResponsesStore(const std::string& path, int64_t max_records);
@@ -47,7 +47,7 @@ public:
     int64_t count() const;
     int64_t max_records() const { return max_records_; }
 
-private:
+  private:
     void exec(const char* sql);
 
     std::string path_;

@@ -42,7 +42,7 @@ std::vector<Sse> parse_sse(const std::string& body) {
 }
 
 class ResponsesHttpTest : public ::testing::Test {
-protected:
+  protected:
     static void SetUpTestSuite() {
         dir_ = new fs::path(fs::temp_directory_path() / ("duet_responses_test_" + std::to_string(getpid())));
         fs::remove_all(*dir_);
@@ -59,8 +59,25 @@ protected:
         delete model_;
     }
     static std::vector<std::string> args(const std::string& db, int max_stored) {
-        return {"--log-level", "warn", "serve", "-m", *model_, "--model-id", "tiny", "--port", "0", "--no-auth",
-                "--parallel", "2", "--ctx", "1024", "--threads", "1", "--tasks-db", db, "--max-stored-responses",
+        return {"--log-level",
+                "warn",
+                "serve",
+                "-m",
+                *model_,
+                "--model-id",
+                "tiny",
+                "--port",
+                "0",
+                "--no-auth",
+                "--parallel",
+                "2",
+                "--ctx",
+                "1024",
+                "--threads",
+                "1",
+                "--tasks-db",
+                db,
+                "--max-stored-responses",
                 std::to_string(max_stored)};
     }
     static httplib::Result post(int port, const std::string& path, const json& body) {
@@ -96,12 +113,17 @@ const std::string kQuestion = "Name three colours of the rainbow, please.";
 TEST_F(ResponsesHttpTest, SameAnswerAsChatCompletionsAndGetDelete) {
     const int port = server_->port();
     const json r = ok(post(port, "/v1/responses",
-                           {{"model", "tiny"}, {"instructions", kInstructions}, {"input", kQuestion},
-                            {"max_output_tokens", 12}, {"temperature", 0}, {"metadata", {{"run", "a"}}}}));
-    const json chat = ok(post(port, "/v1/chat/completions",
-                              {{"messages", {{{"role", "system"}, {"content", kInstructions}},
-                                             {{"role", "user"}, {"content", kQuestion}}}},
-                               {"max_tokens", 12}, {"temperature", 0}}));
+                           {{"model", "tiny"},
+                            {"instructions", kInstructions},
+                            {"input", kQuestion},
+                            {"max_output_tokens", 12},
+                            {"temperature", 0},
+                            {"metadata", {{"run", "a"}}}}));
+    const json chat = ok(post(
+        port, "/v1/chat/completions",
+        {{"messages", {{{"role", "system"}, {"content", kInstructions}}, {{"role", "user"}, {"content", kQuestion}}}},
+         {"max_tokens", 12},
+         {"temperature", 0}}));
     EXPECT_EQ(r["object"], "response");
     EXPECT_EQ(r["id"].get<std::string>().rfind("resp_", 0), 0u);
     EXPECT_EQ(r["model"], "tiny");
@@ -118,7 +140,8 @@ TEST_F(ResponsesHttpTest, SameAnswerAsChatCompletionsAndGetDelete) {
     EXPECT_EQ(msg["content"][0]["text"], chat["choices"][0]["message"]["content"]);
     EXPECT_EQ(r["usage"]["input_tokens"], chat["usage"]["prompt_tokens"]);
     EXPECT_EQ(r["usage"]["output_tokens"], chat["usage"]["completion_tokens"]);
-    EXPECT_EQ(r["usage"]["total_tokens"], r["usage"]["input_tokens"].get<int>() + r["usage"]["output_tokens"].get<int>());
+    EXPECT_EQ(r["usage"]["total_tokens"],
+              r["usage"]["input_tokens"].get<int>() + r["usage"]["output_tokens"].get<int>());
     const bool cut = chat["choices"][0]["finish_reason"] == "length";
     EXPECT_EQ(r["status"], cut ? "incomplete" : "completed");
     EXPECT_EQ(msg["status"], cut ? "incomplete" : "completed");
@@ -140,7 +163,8 @@ TEST_F(ResponsesHttpTest, SameAnswerAsChatCompletionsAndGetDelete) {
     EXPECT_EQ(json::parse(got->body)["error"]["message"], "Response with id '" + id + "' not found.");
     EXPECT_EQ(c.Delete("/v1/responses/" + id)->status, 404);
     // store: false keeps nothing.
-    const json unstored = ok(post(port, "/v1/responses", {{"input", kQuestion}, {"max_output_tokens", 2}, {"store", false}}));
+    const json unstored =
+        ok(post(port, "/v1/responses", {{"input", kQuestion}, {"max_output_tokens", 2}, {"store", false}}));
     EXPECT_EQ(c.Get("/v1/responses/" + unstored["id"].get<std::string>())->status, 404);
 }
 
@@ -191,12 +215,17 @@ TEST_F(ResponsesHttpTest, StreamEventsInOrderWithSequenceNumbers) {
 TEST_F(ResponsesHttpTest, PreviousResponseContinuesAndReusesItsKvBlocks) {
     const int port = server_->port();
     const json first = ok(post(port, "/v1/responses",
-                               {{"instructions", kInstructions}, {"input", kQuestion + std::string(" And why?")},
-                                {"max_output_tokens", 20}, {"temperature", 0}}));
+                               {{"instructions", kInstructions},
+                                {"input", kQuestion + std::string(" And why?")},
+                                {"max_output_tokens", 20},
+                                {"temperature", 0}}));
     const int64_t in1 = first["usage"]["input_tokens"], out1 = first["usage"]["output_tokens"];
     const json second = ok(post(port, "/v1/responses",
-                                {{"previous_response_id", first["id"]}, {"instructions", kInstructions},
-                                 {"input", "Thanks. One more?"}, {"max_output_tokens", 4}, {"temperature", 0}}));
+                                {{"previous_response_id", first["id"]},
+                                 {"instructions", kInstructions},
+                                 {"input", "Thanks. One more?"},
+                                 {"max_output_tokens", 4},
+                                 {"temperature", 0}}));
     EXPECT_EQ(second["previous_response_id"], first["id"]);
     const int64_t in2 = second["usage"]["input_tokens"];
     EXPECT_GT(in2, in1 + out1);  // the whole first turn is in the prompt, without being resent
@@ -207,9 +236,9 @@ TEST_F(ResponsesHttpTest, PreviousResponseContinuesAndReusesItsKvBlocks) {
     EXPECT_GE(cached, (in1 + out1 - 1) / 16 * 16);
     EXPECT_LT(cached, in2);
     // The first turn's instructions are not carried over: without them the prompt is shorter.
-    const json bare = ok(post(port, "/v1/responses",
-                              {{"previous_response_id", first["id"]}, {"input", "Thanks. One more?"},
-                               {"max_output_tokens", 1}}));
+    const json bare =
+        ok(post(port, "/v1/responses",
+                {{"previous_response_id", first["id"]}, {"input", "Thanks. One more?"}, {"max_output_tokens", 1}}));
     EXPECT_LT(bare["usage"]["input_tokens"].get<int64_t>(), in2);
     EXPECT_EQ(bare["instructions"], nullptr);
 }
@@ -223,14 +252,20 @@ TEST_F(ResponsesHttpTest, ToolCallTurnReusesTheGeneratedCallPrefix) {
                          {"required", {"city"}}};
     const json tools = {{{"type", "function"}, {"name", "get_weather"}, {"parameters", params}}};
     const json first = ok(post(port, "/v1/responses",
-                               {{"input", "Weather in Oslo?"}, {"tools", tools}, {"tool_choice", "required"},
-                                {"seed", 1}, {"max_output_tokens", 200}}));
+                               {{"input", "Weather in Oslo?"},
+                                {"tools", tools},
+                                {"tool_choice", "required"},
+                                {"seed", 1},
+                                {"max_output_tokens", 200}}));
     ASSERT_EQ(first["output"][0]["type"], "function_call");
     const json call = first["output"][0];
     const int64_t in1 = first["usage"]["input_tokens"];
-    const json second = ok(post(port, "/v1/responses",
-        {{"previous_response_id", first["id"]}, {"tools", tools}, {"max_output_tokens", 1},
-         {"input", {{{"type", "function_call_output"}, {"call_id", call["call_id"]}, {"output", "12C"}}}}}));
+    const json second =
+        ok(post(port, "/v1/responses",
+                {{"previous_response_id", first["id"]},
+                 {"tools", tools},
+                 {"max_output_tokens", 1},
+                 {"input", {{{"type", "function_call_output"}, {"call_id", call["call_id"]}, {"output", "12C"}}}}}));
     const int64_t cached = second["usage"]["input_tokens_details"]["cached_tokens"];
     EXPECT_GE(cached, in1 / 16 * 16 + 16) << "no block of the generated call was reused";
 }
@@ -261,13 +296,16 @@ TEST_F(ResponsesHttpTest, BadRequestsAre400sNamingTheField) {
     // The schema compiler's errors name the Responses field, not the chat route's.
     e = error(port,
               {{"input", "x"},
-               {"text", {{"format", {{"type", "json_schema"}, {"name", "p"},
-                                     {"schema", {{"type", "object"},
-                                                 {"properties", {{"a", {{"not", {{"type", "string"}}}}}}}}}}}}}},
+               {"text",
+                {{"format",
+                  {{"type", "json_schema"},
+                   {"name", "p"},
+                   {"schema", {{"type", "object"}, {"properties", {{"a", {{"not", {{"type", "string"}}}}}}}}}}}}}},
               400);
     EXPECT_EQ(e["param"], "text.format.schema");
-    EXPECT_EQ(e["message"].get<std::string>().rfind("text.format.schema: /properties/a: keyword 'not' is not supported", 0),
-              0u)
+    EXPECT_EQ(
+        e["message"].get<std::string>().rfind("text.format.schema: /properties/a: keyword 'not' is not supported", 0),
+        0u)
         << e["message"];
     httplib::Client c("127.0.0.1", port);
     auto bad = c.Post("/v1/responses", "{not json", "application/json");
@@ -281,9 +319,22 @@ TEST(ResponsesStandalone, StoreSurvivesKillAndRestartAndIsBounded) {
     fs::create_directories(dir);
     const std::string model = (dir / "m.gguf").string(), db = (dir / "state.db").string();
     ASSERT_EQ(run_command(duet_binary() + " gen-model --arch tiny-qwen2 --dtype f32 --seed 7 -o " + model).first, 0);
-    const std::vector<std::string> args = {"--log-level", "warn", "serve", "-m", model, "--port", "0", "--no-auth",
-                                           "--threads", "1", "--ctx", "512", "--tasks-db", db,
-                                           "--max-stored-responses", "2"};
+    const std::vector<std::string> args = {"--log-level",
+                                           "warn",
+                                           "serve",
+                                           "-m",
+                                           model,
+                                           "--port",
+                                           "0",
+                                           "--no-auth",
+                                           "--threads",
+                                           "1",
+                                           "--ctx",
+                                           "512",
+                                           "--tasks-db",
+                                           db,
+                                           "--max-stored-responses",
+                                           "2"};
     auto create = [](int port, const json& body) {
         httplib::Client c("127.0.0.1", port);
         c.set_read_timeout(std::chrono::seconds(120));
@@ -308,7 +359,8 @@ TEST(ResponsesStandalone, StoreSurvivesKillAndRestartAndIsBounded) {
         EXPECT_EQ(json::parse(got->body), made[size_t(i)]);
     }
     // And a conversation continues from before the restart.
-    const json next = create(s.port(), {{"previous_response_id", made[2]["id"]}, {"input", "Go on."}, {"max_output_tokens", 2}});
+    const json next =
+        create(s.port(), {{"previous_response_id", made[2]["id"]}, {"input", "Go on."}, {"max_output_tokens", 2}});
     EXPECT_GT(next["usage"]["input_tokens"].get<int64_t>(),
               made[2]["usage"]["input_tokens"].get<int64_t>() + made[2]["usage"]["output_tokens"].get<int64_t>());
     fs::remove_all(dir);

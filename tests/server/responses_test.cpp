@@ -2,10 +2,10 @@
 // and param), items -> chat messages, the output items and stream events built from chat
 // deltas, and the SQLite store (round trip through the file, bound, delete).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "core/error.h"
 #include "server/api_error.h"
@@ -48,10 +48,11 @@ TEST(ResponsesRequest, ParsesEveryKnob) {
     EXPECT_EQ(r.model, "m");
     EXPECT_EQ(r.instructions, "be brief");
     ASSERT_EQ(r.input_items.size(), 5u);
-    EXPECT_EQ(r.input_items[1], ordered_json::parse(
-        R"({"type":"message","role":"developer","content":[{"type":"input_text","text":"a b"}]})"));
-    EXPECT_EQ(r.input_items[3], ordered_json::parse(
-        R"({"type":"function_call","call_id":"call_1","name":"f","arguments":"{}"})"));
+    EXPECT_EQ(
+        r.input_items[1],
+        ordered_json::parse(R"({"type":"message","role":"developer","content":[{"type":"input_text","text":"a b"}]})"));
+    EXPECT_EQ(r.input_items[3],
+              ordered_json::parse(R"({"type":"function_call","call_id":"call_1","name":"f","arguments":"{}"})"));
     EXPECT_EQ(r.max_output_tokens, 20);
     EXPECT_FLOAT_EQ(r.temperature, 0.5f);
     EXPECT_FLOAT_EQ(r.top_p, 0.9f);
@@ -84,8 +85,9 @@ TEST(ResponsesRequest, ParsesEveryKnob) {
 
 TEST(ResponsesRequest, StringInputAndDefaults) {
     auto r = parse_responses_request(R"({"input":"hello"})");
-    EXPECT_EQ(r.input_items, ordered_json::parse(
-        R"([{"type":"message","role":"user","content":[{"type":"input_text","text":"hello"}]}])"));
+    EXPECT_EQ(
+        r.input_items,
+        ordered_json::parse(R"([{"type":"message","role":"user","content":[{"type":"input_text","text":"hello"}]}])"));
     EXPECT_EQ(r.max_output_tokens, -1);
     EXPECT_EQ(r.temperature, 1.0f);
     EXPECT_TRUE(r.store);
@@ -105,9 +107,15 @@ TEST(ResponsesRequest, StringInputAndDefaults) {
 
 TEST(ResponsesRequest, RefusedFieldsNameThemselves) {
     const std::vector<std::pair<std::string, std::string>> cases = {
-        {"background", "true"},          {"conversation", "\"conv_1\""}, {"include", "[\"reasoning.encrypted_content\"]"},
-        {"prompt", "{\"id\":\"p\"}"},    {"reasoning", "{\"effort\":\"high\"}"}, {"truncation", "\"auto\""},
-        {"top_logprobs", "2"},           {"max_tool_calls", "1"},        {"context_management", "[{\"type\":\"x\"}]"},
+        {"background", "true"},
+        {"conversation", "\"conv_1\""},
+        {"include", "[\"reasoning.encrypted_content\"]"},
+        {"prompt", "{\"id\":\"p\"}"},
+        {"reasoning", "{\"effort\":\"high\"}"},
+        {"truncation", "\"auto\""},
+        {"top_logprobs", "2"},
+        {"max_tool_calls", "1"},
+        {"context_management", "[{\"type\":\"x\"}]"},
     };
     ASSERT_EQ(cases.size(), responses_refused_fields().size());
     for (const auto& [name, value] : cases)
@@ -159,8 +167,10 @@ TEST(ResponsesRequest, BadFieldsAre400sWithExactMessages) {
          {400, "text.verbosity", "'text.verbosity' is not supported by duet (allowed: medium)"}},
         {R"({"input":"x","tools":[{"type":"function","name":"f"}],"text":{"format":{"type":"json_object"}}})",
          {400, "text.format", "'text.format' cannot be combined with 'tools' unless 'tool_choice' is \"none\""}},
-        {R"({"input":"x","max_output_tokens":0})", {400, "max_output_tokens", "'max_output_tokens' = 0 must be at least 1"}},
-        {R"({"input":"x","temperature":3})", {400, "temperature", "'temperature' = 3 is out of range (allowed: 0 to 2)"}},
+        {R"({"input":"x","max_output_tokens":0})",
+         {400, "max_output_tokens", "'max_output_tokens' = 0 must be at least 1"}},
+        {R"({"input":"x","temperature":3})",
+         {400, "temperature", "'temperature' = 3 is out of range (allowed: 0 to 2)"}},
         {R"({"input":"x","stream_options":{}})",
          {400, "stream_options", "'stream_options' is only allowed when 'stream' is true"}},
         {R"({"input":"x","metadata":{"k":1}})", {400, "metadata.k", "'metadata.k' must be a string, got number"}},
@@ -171,19 +181,21 @@ TEST(ResponsesRequest, BadFieldsAre400sWithExactMessages) {
 
 TEST(ResponsesRequest, AnOutputMustAnswerACallOfTheConversation) {
     auto r = parse_responses_request(R"({"input":[{"type":"function_call_output","call_id":"call_9","output":"1"}]})");
-    const ordered_json history = ordered_json::parse(
-        R"([{"type":"message","role":"user","content":[{"type":"input_text","text":"q"}]}])");
+    const ordered_json history =
+        ordered_json::parse(R"([{"type":"message","role":"user","content":[{"type":"input_text","text":"q"}]}])");
     ordered_json all = history;
     all.push_back(r.input_items[0]);
     try {
         items_to_messages(all, nullptr, "input", history.size());
         FAIL() << "no error";
     } catch (const ApiError& e) {
-        EXPECT_EQ(std::string(e.what()), "'input[0].call_id' = \"call_9\" answers no function_call of the conversation");
+        EXPECT_EQ(std::string(e.what()),
+                  "'input[0].call_id' = \"call_9\" answers no function_call of the conversation");
         EXPECT_EQ(e.to_json()["error"]["param"], "input[0].call_id");
     }
     // A call made in the stored history is answerable.
-    all.insert(all.begin() + 1, ordered_json::parse(R"({"type":"function_call","call_id":"call_9","name":"f","arguments":"{}"})"));
+    all.insert(all.begin() + 1,
+               ordered_json::parse(R"({"type":"function_call","call_id":"call_9","name":"f","arguments":"{}"})"));
     EXPECT_EQ(items_to_messages(all, nullptr, "input", 2).back().tool_call_id, "call_9");
 }
 
@@ -196,21 +208,24 @@ std::vector<std::string> types_of(const std::vector<ordered_json>& events) {
 TEST(ResponsesOutput, TextThenCallEventOrderAndItems) {
     ResponsesOutput out(true);
     std::vector<ordered_json> ev;
-    auto add = [&](const json& d) { for (auto& e : out.feed(d)) ev.push_back(e); };
+    auto add = [&](const json& d) {
+        for (auto& e : out.feed(d)) ev.push_back(e);
+    };
     add({{"content", "Hel"}});
     add({{"content", "lo"}});
-    add({{"tool_calls", json::array({{{"index", 0}, {"id", "call_a"}, {"type", "function"},
+    add({{"tool_calls", json::array({{{"index", 0},
+                                      {"id", "call_a"},
+                                      {"type", "function"},
                                       {"function", {{"name", "f"}, {"arguments", ""}}}}})}});
     add({{"tool_calls", json::array({{{"index", 0}, {"function", {{"arguments", "{\"x\""}}}}})}});
     add({{"tool_calls", json::array({{{"index", 0}, {"function", {{"arguments", ":1}"}}}}})}});
     for (auto& e : out.finish(false)) ev.push_back(e);
     EXPECT_EQ(types_of(ev), (std::vector<std::string>{
                                 "response.output_item.added", "response.content_part.added",
-                                "response.output_text.delta", "response.output_text.delta",
-                                "response.output_text.done", "response.content_part.done", "response.output_item.done",
-                                "response.output_item.added", "response.function_call_arguments.delta",
-                                "response.function_call_arguments.delta", "response.function_call_arguments.done",
-                                "response.output_item.done"}));
+                                "response.output_text.delta", "response.output_text.delta", "response.output_text.done",
+                                "response.content_part.done", "response.output_item.done", "response.output_item.added",
+                                "response.function_call_arguments.delta", "response.function_call_arguments.delta",
+                                "response.function_call_arguments.done", "response.output_item.done"}));
     const ordered_json& items = out.items();
     ASSERT_EQ(items.size(), 2u);
     EXPECT_EQ(items[0]["type"], "message");
@@ -247,7 +262,9 @@ TEST(ResponsesOutput, CutShortIsIncompleteAndEmptyOutputHasAMessage) {
 TEST(ResponsesOutput, ParallelToolCallsFalseKeepsTheFirstCall) {
     ResponsesOutput out(false);
     for (int i = 0; i < 2; ++i) {
-        out.feed({{"tool_calls", json::array({{{"index", i}, {"id", "call_" + std::to_string(i)}, {"type", "function"},
+        out.feed({{"tool_calls", json::array({{{"index", i},
+                                               {"id", "call_" + std::to_string(i)},
+                                               {"type", "function"},
                                                {"function", {{"name", "f"}, {"arguments", ""}}}}})}});
         out.feed({{"tool_calls", json::array({{{"index", i}, {"function", {{"arguments", "{}"}}}}})}});
     }

@@ -2,10 +2,14 @@
 // (started by run_sdk_test.sh with a generated tiny model that knows nothing of JSON): a plain
 // response, the SDK's stream helper (which rebuilds the response from every event and throws on
 // an event out of place), a tool call answered with function_call_output, previous_response_id
-// with retrieve and delete, and structured output with a json_schema.
+// with retrieve and delete, structured output with a json_schema, and the schemas agent
+// frameworks emit — zod (through the SDK's zod helpers, which parse the output with zod) and a
+// pydantic-style schema with $defs — through both /v1/responses and /v1/chat/completions.
 // Usage: node responses_sdk_test.mjs BASE_URL
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
+import { zodResponseFormat, zodTextFormat } from 'openai/helpers/zod';
+import { z } from 'zod';
 import { validate } from './validate.mjs';
 
 const [baseURL] = process.argv.slice(2);
@@ -167,6 +171,85 @@ test('structured output with a json_schema parses and validates', async () => {
     text: { format: { type: 'json_schema', name: 'profile', schema: profile, strict: true } },
   }).finalResponse();
   validate(profile, JSON.parse(textOf(streamed)));
+});
+
+// zod as agent frameworks use it: integers (zod writes +-2^53 bounds), bounded integers, enums,
+// a nested object, a nullable field, an optional-nullable field, an array of enums. The SDK
+// helpers send the JSON Schema zod generates and parse the output with the zod schema.
+const Address = z.strictObject({ city: z.string().max(8), zip: z.number().int().nullable() });
+const Person = z.strictObject({
+  name: z.string().max(10),
+  age: z.number().int().min(0).max(130),
+  score: z.number().int(),
+  role: z.enum(['admin', 'user', 'guest']),
+  address: Address,
+  nickname: z.string().max(6).nullable().optional(),
+  tags: z.array(z.enum(['a', 'b'])).max(2),
+});
+
+test('a zod schema through both routes: parsed by zod, the same object from each', async () => {
+  for (const seed of [1, 2, 3]) {
+    const r = await client.responses.parse({
+      model, input: 'Describe a person.', seed, max_output_tokens: 400,
+      text: { format: zodTextFormat(Person, 'person') },
+    });
+    assert.equal(r.status, 'completed');
+    Person.parse(r.output_parsed);
+    const c = await client.chat.completions.parse({
+      model, messages: [{ role: 'user', content: 'Describe a person.' }], seed, max_tokens: 400,
+      response_format: zodResponseFormat(Person, 'person'),
+    });
+    assert.equal(c.choices[0].finish_reason, 'stop');
+    // Same template, grammar and seed: the same object.
+    assert.deepEqual(c.choices[0].message.parsed, r.output_parsed);
+  }
+});
+
+// What pydantic v2's model_json_schema() writes for nested models: $defs + $ref, titles,
+// Optional[...] as anyOf with null and a default. Checked with the equivalent zod schema.
+const pydanticSchema = {
+  $defs: {
+    Item: {
+      properties: {
+        sku: { maxLength: 6, title: 'Sku', type: 'string' },
+        qty: { maximum: 99, minimum: 1, title: 'Qty', type: 'integer' },
+      },
+      required: ['sku', 'qty'], title: 'Item', type: 'object', additionalProperties: false,
+    },
+  },
+  properties: {
+    order_id: { title: 'Order Id', type: 'integer', minimum: 0 },
+    items: { items: { $ref: '#/$defs/Item' }, maxItems: 3, minItems: 1, title: 'Items', type: 'array' },
+    note: { anyOf: [{ maxLength: 8, type: 'string' }, { type: 'null' }], default: null, title: 'Note' },
+    status: { enum: ['open', 'paid'], title: 'Status', type: 'string' },
+  },
+  required: ['order_id', 'items', 'note', 'status'], title: 'Order', type: 'object', additionalProperties: false,
+};
+// order_id as JSON Schema means it: an integer >= 0 of any size (pydantic's int is unbounded;
+// zod's int() would also demand |x| <= 2^53 - 1, which the schema does not say).
+const Order = z.strictObject({
+  order_id: z.number().min(0).refine(Number.isInteger, 'not an integer'),
+  items: z.array(z.strictObject({ sku: z.string().max(6), qty: z.number().int().min(1).max(99) })).min(1).max(3),
+  note: z.string().max(8).nullable(),
+  status: z.enum(['open', 'paid']),
+});
+
+test('a pydantic-style schema with $defs through both routes validates', async () => {
+  for (const seed of [1, 2]) {
+    const r = await client.responses.create({
+      model, input: 'An order.', seed, max_output_tokens: 400,
+      text: { format: { type: 'json_schema', name: 'Order', schema: pydanticSchema, strict: true } },
+    });
+    assert.equal(r.status, 'completed');
+    Order.parse(JSON.parse(r.output_text));
+    const c = await client.chat.completions.create({
+      model, messages: [{ role: 'user', content: 'An order.' }], seed, max_tokens: 400,
+      response_format: { type: 'json_schema', json_schema: { name: 'Order', schema: pydanticSchema, strict: true } },
+    });
+    assert.equal(c.choices[0].finish_reason, 'stop');
+    Order.parse(JSON.parse(c.choices[0].message.content));
+    assert.equal(c.choices[0].message.content, r.output_text);
+  }
 });
 
 test('unsupported fields are refused with a 400 naming them', async () => {
