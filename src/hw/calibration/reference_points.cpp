@@ -173,6 +173,9 @@ pim::PimSpec attacc_simulated_device(bool power_constrained) {
 }
 
 void attacc_points(std::vector<Point>& out) {
+    // duet's own run of Ramulator-AttAcc (tools/references/attacc.sh), when present, beside the
+    // repository's published ramulator.out row.
+    const std::optional<ReferenceFile> run = load_reference_file("attacc");
     struct Ref {
         int64_t context, heads;
         bool power_constrained;
@@ -194,6 +197,10 @@ void attacc_points(std::vector<Point>& out) {
                              r.power_constrained ? "power limit" : "no power limit");
         p.source = fmt::format("scale-snu/attacc_simulator ramulator.out (row {},{},128,2,BA,{}: {} cycles x 0.769 ns)",
                                r.context, r.heads, r.power_constrained ? "True" : "False", r.cycles);
+        const std::string run_name =
+            fmt::format("attn_L{}_H{}_{}", r.context, r.heads, r.power_constrained ? "pl" : "npl");
+        if (const ReferenceRun* rr = run ? run->find(run_name) : nullptr)
+            p.source += fmt::format("; re-run {} [{}]: {} cycles", run->cite(), run_name, rr->number("cycles"));
         p.check = Check::RELATIVE;
         p.reference = r.cycles * 0.769 / 1000;
         p.duet = dev.estimate(op).t_ns / 1000;
