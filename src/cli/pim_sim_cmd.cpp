@@ -237,7 +237,7 @@ void register_pim_sim(CLI::App& app) {
         "  duet pim-sim gemv --pim pim_lpddr5x_bank --m 4096 --k 4096 --dtype int8 --alignment 256 --functional\n"
         "  duet pim-sim gemv --pim pim_gddr6_aim --m 1024 --k 1024 --fidelity analytical\n"
         "  duet pim-sim gemv --pim pim_lpddr5x_bank --m 6144 --k 2048 --dtype int8 --batch 2\n"
-        "Presets: pim_hbm2_fimdram, pim_gddr6_aim, pim_lpddr5x_bank, pim_hbm3_bank (configs/hw/<name>.toml).");
+        "Presets: pim_hbm2_fimdram, pim_gddr6_aim, pim_lpddr5x_bank, pim_hbm3_bank, pim_cxl_aim (configs/hw/<name>.toml).");
     gemv->add_option("--pim", ga.pim, "PIM preset")->required();
     number(gemv, "--m", ga.m, "Output rows", int64_t(1), kMaxTokens);
     number(gemv, "--k", ga.k, "Input length", int64_t(1), kMaxTokens);

@@ -136,6 +136,29 @@ TEST(Calibration, CentDecoderBlockPointPasses) {
     EXPECT_TRUE(p.passed()) << p.duet;
 }
 
+// CENT's Llama2-7B at tensor parallelism 8 on 8 CXL devices of 32 AiM channels (pim_cxl_aim):
+// four contexts from its published results. duet's block time is about a third of CENT's and
+// hardly grows with the context where CENT's grows by 29 us from 128 to 4096: findings
+// (docs/hardware-model.md section 6), checked so that a model change that moves them shows.
+TEST(Calibration, CentTensorParallelBlocksAreFindings) {
+    std::vector<const Point*> pts;
+    for (const Point& p : table())
+        if (p.name.rfind("CENT Llama2-7B TP8 on 8 CXL AiM devices", 0) == 0) pts.push_back(&p);
+    ASSERT_EQ(pts.size(), 4u);
+    for (const Point* p : pts) {
+        SCOPED_TRACE(p->name);
+        EXPECT_EQ(p->check, Check::RELATIVE);
+        EXPECT_DOUBLE_EQ(p->tolerance, 0.30);
+        EXPECT_NE(p->source.find("simulation_results.csv (row Llama2-7B,8,1,8,32,32,"), std::string::npos);
+        EXPECT_FALSE(p->passed());
+        EXPECT_LT(p->duet, p->reference);
+    }
+    EXPECT_DOUBLE_EQ(pts[0]->reference, 18.9785);
+    EXPECT_DOUBLE_EQ(pts[3]->reference, 47.729);
+    EXPECT_GT(pts[3]->duet, pts[0]->duet);  // attention grows with the context
+    EXPECT_LT(pts[3]->duet - pts[0]->duet, 0.1 * (pts[3]->reference - pts[0]->reference));
+}
+
 // DRAM (issue 9 item 1): the unloaded read latency is derived from Ramulator 2.1's timing presets
 // by its read-latency rule (ACT, RD nRCD later, data nCL + nBL after the RD); the reference must
 // be exactly that closed form, and duet's own closed form must stay within 30 % of it.

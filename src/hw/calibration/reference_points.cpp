@@ -173,6 +173,9 @@ pim::PimSpec attacc_simulated_device(bool power_constrained) {
 }
 
 void attacc_points(std::vector<Point>& out) {
+    // duet's own run of Ramulator-AttAcc (tools/references/attacc.sh), when present, beside the
+    // repository's published ramulator.out row.
+    const std::optional<ReferenceFile> run = load_reference_file("attacc");
     struct Ref {
         int64_t context, heads;
         bool power_constrained;
@@ -194,6 +197,10 @@ void attacc_points(std::vector<Point>& out) {
                              r.power_constrained ? "power limit" : "no power limit");
         p.source = fmt::format("scale-snu/attacc_simulator ramulator.out (row {},{},128,2,BA,{}: {} cycles x 0.769 ns)",
                                r.context, r.heads, r.power_constrained ? "True" : "False", r.cycles);
+        const std::string run_name =
+            fmt::format("attn_L{}_H{}_{}", r.context, r.heads, r.power_constrained ? "pl" : "npl");
+        if (const ReferenceRun* rr = run ? run->find(run_name) : nullptr)
+            p.source += fmt::format("; re-run {} [{}]: {} cycles", run->cite(), run_name, rr->number("cycles"));
         p.check = Check::RELATIVE;
         p.reference = r.cycles * 0.769 / 1000;
         p.duet = dev.estimate(op).t_ns / 1000;
@@ -202,6 +209,48 @@ void attacc_points(std::vector<Point>& out) {
         p.note = "duet: two GEMVs over all heads' K and V rows, one broadcast input per GEMV, no softmax; AttAcc: "
                  "per head (one per channel) WRGB of q, MACs, MVSB, SFM, MVGB of p, MACs, MVSB";
         p.device = "HBM3-PIM (pim_hbm3_bank)";
+        out.push_back(p);
+    }
+}
+
+// CENT's Llama2-7B on 8 CXL devices with tensor parallelism 8 (each device: 32 AiM channels,
+// 1/8 of every matrix and 4 of the 32 heads), decode at context L: the PIM latency of one
+// decoder block from its published results. duet runs one device's share on pim_cxl_aim:
+// q, k, v, gate, up split by rows (512 x 4096, 1376 x 4096), o and down by columns
+// (4096 x 512, 4096 x 1376), and attention over 4 heads of d 128 and L positions.
+void cent_tp8_points(std::vector<Point>& out) {
+    const pim::PimDevice dev(load_pim_preset("pim_cxl_aim"));
+    const int64_t d = 4096, ff = 11008, tp = 8;
+    struct Ref {
+        int64_t context;
+        double pim_ms;  // "PIM latency" column
+    };
+    // cent_simulation/simulation_results.csv rows "Llama2-7B,8,1,8,32,32,<L>,512,3584,<PIM latency>,..."
+    const Ref refs[] = {{128, 0.0189785}, {1024, 0.024971}, {2048, 0.032581}, {4096, 0.047729}};
+    for (const Ref& r : refs) {
+        double t_ns = 0;
+        for (auto [rows, k] : {std::pair{d / tp, d}, {d / tp, d}, {d / tp, d}, {d, d / tp}, {ff / tp, d}, {ff / tp, d},
+                               {d, ff / tp}})
+            t_ns += dev.estimate_gemv(rows, k, DType::BF16).t_ns;
+        OpShape att;
+        att.cls = OpClass::ATTENTION;
+        att.m = 1, att.n = r.context, att.k = 128, att.n_head = att.n_head_kv = 32 / tp;
+        att.weight_dtype = att.act_dtype = DType::BF16;  // the AiM takes bf16 only (an f16 op is unsupported)
+        t_ns += dev.estimate(att).t_ns;
+        Point p;
+        p.name = fmt::format("CENT Llama2-7B TP8 on 8 CXL AiM devices, decoder block PIM time, context {}", r.context);
+        p.source = fmt::format("Morteza1814/CENT @40f1550 cent_simulation/simulation_results.csv (row Llama2-7B,8,1,8,"
+                               "32,32,{},512,3584: PIM latency {} ms)",
+                               r.context, r.pim_ms);
+        p.check = Check::RELATIVE;
+        p.reference = r.pim_ms * 1000;
+        p.duet = t_ns / 1000;
+        p.tolerance = 0.30;
+        p.unit = std::string("us");
+        p.note = "one device's share on pim_cxl_aim (32 channels): the seven bf16 GEMVs split 8 ways (Megatron: "
+                 "q, k, v, gate, up by rows; o, down by columns) and attention over 4 heads; CENT's block also has "
+                 "CXL (4.3 us) and accelerator (2.3-16 us) latency, not compared here";
+        p.device = "GDDR6-AiM (pim_gddr6_aim, pim_cxl_aim)";
         out.push_back(p);
     }
 }
@@ -218,6 +267,7 @@ void aim_points(std::vector<Point>& out) {
     OpShape att;
     att.cls = OpClass::ATTENTION;
     att.m = 1, att.n = 1, att.k = 128, att.n_head = att.n_head_kv = 32;
+    att.weight_dtype = att.act_dtype = DType::BF16;  // the AiM takes bf16 only (an f16 op is unsupported)
     t_ns += dev.estimate(att).t_ns;
     Point p;
     p.name = "CENT GDDR6-AiM Llama2-7B decoder block, 8 channels, seq len 1 (PIM time)";
@@ -230,8 +280,9 @@ void aim_points(std::vector<Point>& out) {
     p.unit = std::string("us");
     p.note = "duet: the block's 7 bf16 weight GEMVs (q, k, v, o 4096x4096; gate, up 11008x4096; down 4096x11008) "
              "and its attention on pim_gddr6_aim with 8 channels; CENT adds its own command scheduling";
-    p.device = "GDDR6-AiM (pim_gddr6_aim)";
+    p.device = "GDDR6-AiM (pim_gddr6_aim, pim_cxl_aim)";
     out.push_back(p);
+    cent_tp8_points(out);
     Point g;
     g.name = "GDDR6-AiM bf16 GEMV 4096x4096 speedup";
     g.source = "arkhadem/aim_simulator; Morteza1814/CENT (figure_source_data, simulation_results*.csv)";
@@ -242,7 +293,7 @@ void aim_points(std::vector<Point>& out) {
              "arkhadem/aim_simulator ships command traces (test/*.csv) and no results; SK hynix's ISSCC 2022 "
              "announcement says 'up to 16x' without size or baseline (16 banks x 32 B per tCCD against the 32 B/ns "
              "pins is the same 16x ceiling, which duet stays below)";
-    g.device = "GDDR6-AiM (pim_gddr6_aim)";
+    g.device = "GDDR6-AiM (pim_gddr6_aim, pim_cxl_aim)";
     out.push_back(g);
 }
 
