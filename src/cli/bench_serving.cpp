@@ -23,6 +23,7 @@
 #include "serving/rate_sweep.h"
 #include "serving/serving_metrics.h"
 #include "serving/step_cost.h"
+#include "serving/step_trace.h"
 #include "sim/report_files.h"
 #include "workload/bench_runner.h"
 #include "workload/serving_trace.h"
@@ -84,7 +85,11 @@ struct Side {
     int64_t evaluations = 0, lookups = 0, pim_steps = 0;
     std::unique_ptr<serving::StepCostModel> cost;  // shared by the run and the sweep: one step-time cache
     serving::SweepResult sweep;
+    std::vector<serving::StepEvent> trace;  // --trace: the first steps of the run
 };
+
+// Steps a placement's trace records by default: bounds the file (about 0.5 KB per step).
+constexpr int64_t kMaxTraceSteps = 100000;
 
 std::string gib(uint64_t b) { return fmt::format("{:.2f} GiB", double(b) / double(uint64_t(1) << 30)); }
 
@@ -281,6 +286,7 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
     const std::pair<sim::Policy, const sim::ModelShape*> runs[2] = {{setup.pb, &setup.shape_b},
                                                                     {setup.pt, &setup.shape_t}};
     sched::SchedulerOptions so_local = so;
+    const int64_t trace_cap = c.trace_steps >= 0 ? c.trace_steps : kMaxTraceSteps;
     for (int i = 0; i < 2; ++i) {
         Side& s = sides[i];
         s.policy = runs[i].first;
@@ -302,12 +308,25 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
             fail("{} under {}: no device memory is left for the KV cache (allowed: a larger memory preset, or "
                  "--kv-blocks N)", in.model, sim::policy_name(s.policy));
         s.cost = std::make_unique<serving::StepCostModel>(*runs[i].second, ro, hw);
-        auto simulate = [&](const std::vector<serving::ServingRequest>& rq) {
+        auto simulate = [&](const std::vector<serving::ServingRequest>& rq, bool traced) {
             sched::BlockPool pool(s.kv.n_blocks, s.kv.block_tokens);
-            auto timer = [&](const sched::Step& step, int64_t) { return int64_t(std::llround(s.cost->step_ns(step))); };
-            return serving::run_serving(rq, so_local, pool, timer);
+            auto timer = [&](const sched::Step& step, int64_t) {
+                const int64_t ns = int64_t(std::llround(s.cost->step_ns(step)));
+                if (traced && !s.trace.empty() && s.trace.back().dur_ns < 0) s.trace.back().dur_ns = ns;
+                return ns;
+            };
+            serving::StepObserver observe;
+            if (traced)
+                observe = [&](int64_t t, const std::vector<int64_t>&, const sched::Step& st, const sched::Scheduler& sch,
+                              const sched::KvPool& p) {
+                    if (st.chunks.empty() || int64_t(s.trace.size()) >= trace_cap) return;
+                    s.trace.push_back({t, -1, st.prefill_tokens(), st.decode_tokens(), sch.n_running(),
+                                       sch.n_waiting(), p.n_blocks() - p.n_free(), int64_t(st.admitted.size()),
+                                       int64_t(st.preempted.size())});
+                };
+            return serving::run_serving(rq, so_local, pool, timer, observe);
         };
-        s.result = simulate(reqs);
+        s.result = simulate(reqs, !c.trace.empty());
         s.summary = serving::summarize(s.result, slo);
         if (a.rate_sweep) {
             auto at_rate = [&](double rate) {
@@ -316,7 +335,7 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
                 std::vector<serving::ServingRequest> rq = reqs;
                 const std::vector<int64_t> t = workload::arrival_times_ns(sp, int64_t(rq.size()));
                 for (size_t k = 0; k < rq.size(); ++k) rq[k].arrival_ns = t[k];
-                return serving::summarize(simulate(rq), slo);
+                return serving::summarize(simulate(rq, false), slo);
             };
             s.sweep = serving::rate_sweep(at_rate, std::isinf(spec.rate_rps) ? 1.0 : spec.rate_rps, a.attainment, 4);
         }
@@ -372,6 +391,14 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
                             {"topology", workload::topology_json(hw)}};
         sim::write_file_atomic(c.report, j.dump(2) + "\n");
         std::printf("report: %s\n", c.report.c_str());
+    }
+    if (!c.trace.empty()) {
+        sim::write_file_atomic(c.trace, serving::steps_trace_json({fmt::format("baseline {}", sim::policy_name(sides[0].policy)),
+                                                                   fmt::format("target {}", sim::policy_name(sides[1].policy))},
+                                                                  {sides[0].trace, sides[1].trace})
+                                            .dump());
+        std::printf("trace: %s (%zu and %zu steps; open in ui.perfetto.dev)\n", c.trace.c_str(), sides[0].trace.size(),
+                    sides[1].trace.size());
     }
     bool all_met = true;  // exit status as `duet bench`: 3 when a verdict is NOT MET (unless --no-verdict-exit)
     for (const sim::Verdict& v : verdicts) all_met = all_met && v.met;

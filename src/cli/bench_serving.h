@@ -27,7 +27,8 @@ struct ServingBenchArgs {
 
 // The shared inputs of `duet bench` the serving mode reads.
 struct ServingBenchCommon {
-    std::string model, settings_path, config_path, pim, dispatch, report, topology, workload_file, svg;
+    std::string model, settings_path, config_path, pim, dispatch, report, topology, workload_file, svg, trace;
+    int64_t trace_steps = -1;  // steps per placement the trace records (-1: up to kMaxTraceSteps)
     std::string baseline, target;
     int64_t npus = -1, pims = -1;
     int64_t seq_len = -1, gen_len = 256;

@@ -50,8 +50,10 @@ struct ServingResult {
 
 // ns the step takes; index = steps run before it.
 using StepTimer = std::function<int64_t(const sched::Step& step, int64_t index)>;
-// Observer: every planned step with its start time and the request indices it saw first.
-using StepObserver = std::function<void(int64_t t_ns, const std::vector<int64_t>& arrived, const sched::Step& step)>;
+// Observer: every planned step with its start time, the request indices it saw first, and the
+// scheduler and pool just after planning it (before the step runs).
+using StepObserver = std::function<void(int64_t t_ns, const std::vector<int64_t>& arrived, const sched::Step& step,
+                                        const sched::Scheduler& sched, const sched::KvPool& pool)>;
 
 // Runs every request to completion. Requests are added in arrival order (ties in the order
 // given); a request whose prompt + 1 tokens exceed the context or the whole pool is refused

@@ -105,10 +105,10 @@ TEST(Replay, TheRealBatcherAndTheSimulatorMakeTheSameSteps) {
     so.n_ctx = eo.n_ctx;
     std::vector<Recorded> sim;
     sched::BlockPool pool(eo.kv_blocks, 16);
-    const ServingResult res = run_serving(reqs, so, pool, timer, [&](int64_t, const std::vector<int64_t>& arrived,
-                                                                     const sched::Step& s) {
-        sim.push_back(recorded(arrived, s));
-    });
+    const ServingResult res =
+        run_serving(reqs, so, pool, timer,
+                    [&](int64_t, const std::vector<int64_t>& arrived, const sched::Step& s, const sched::Scheduler&,
+                        const sched::KvPool&) { sim.push_back(recorded(arrived, s)); });
     expect_same(real, sim);
     EXPECT_EQ(res.steps, int64_t(rounds.size()));
     for (const RequestOutcome& o : res.requests) EXPECT_EQ(o.generated, o.output_tokens);

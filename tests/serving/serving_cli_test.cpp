@@ -62,6 +62,31 @@ TEST(ServingCli, ReportsBothPlacementsWithPercentilesAndGoodput) {
     EXPECT_EQ(r.report["serving"]["target"]["policy"], "npu_pim_coop");
 }
 
+TEST(ServingCli, TraceHoldsTheFirstStepsOfBothPlacements) {
+    const std::string trace = std::string(DUET_BINARY_DIR) + "/serving_cli_test_trace.json";
+    std::remove(trace.c_str());
+    const Result r = run(std::string(kSmall) + "--trace " + trace + " --trace-steps 50");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const nlohmann::json t = nlohmann::json::parse(std::ifstream(trace));
+    int steps[3] = {0, 0, 0};
+    double last_end[3] = {0, 0, 0};
+    for (const nlohmann::json& e : t["traceEvents"]) {
+        if (e["ph"] != "X") continue;
+        const int pid = e["pid"].get<int>();
+        ASSERT_TRUE(pid == 1 || pid == 2);
+        ++steps[pid];
+        EXPECT_GT(e["dur"].get<double>(), 0.0);
+        EXPECT_GE(e["ts"].get<double>() + 1e-6, last_end[pid]);  // steps never overlap
+        last_end[pid] = e["ts"].get<double>() + e["dur"].get<double>();
+        char want[64];
+        std::snprintf(want, sizeof want, "P%lld D%lld", (long long)e["args"]["prompt_tokens"].get<int64_t>(),
+                      (long long)e["args"]["decode_seqs"].get<int64_t>());
+        EXPECT_EQ(e["name"].get<std::string>(), want);
+    }
+    EXPECT_EQ(steps[1], 50);
+    EXPECT_EQ(steps[2], 50);
+}
+
 TEST(ServingCli, TheSeedDecidesTheArrivals) {
     const Result a = run(std::string(kSmall) + "--seed 1"), b = run(std::string(kSmall) + "--seed 1"),
                  c = run(std::string(kSmall) + "--seed 2");
