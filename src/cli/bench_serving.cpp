@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <unistd.h>
+
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "cli/knob_effects.h"
@@ -308,23 +310,33 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
             fail("{} under {}: no device memory is left for the KV cache (allowed: a larger memory preset, or "
                  "--kv-blocks N)", in.model, sim::policy_name(s.policy));
         s.cost = std::make_unique<serving::StepCostModel>(*runs[i].second, ro, hw);
-        auto simulate = [&](const std::vector<serving::ServingRequest>& rq, bool traced) {
+        auto simulate = [&](const std::vector<serving::ServingRequest>& rq, bool traced,
+                            bool quiet = false) {
             sched::BlockPool pool(s.kv.n_blocks, s.kv.block_tokens);
             auto timer = [&](const sched::Step& step, int64_t) {
                 const int64_t ns = int64_t(std::llround(s.cost->step_ns(step)));
                 if (traced && !s.trace.empty() && s.trace.back().dur_ns < 0) s.trace.back().dur_ns = ns;
                 return ns;
             };
+            // Progress on a terminal for long runs (not the sweep's): requests finished, every 2000 steps.
+            const bool progress = !quiet && rq.size() >= 2000 && isatty(fileno(stderr));
+            int64_t seen = 0, n_steps = 0;
             serving::StepObserver observe;
-            if (traced)
-                observe = [&](int64_t t, const std::vector<int64_t>&, const sched::Step& st, const sched::Scheduler& sch,
-                              const sched::KvPool& p) {
-                    if (st.chunks.empty() || int64_t(s.trace.size()) >= trace_cap) return;
+            if (traced || progress)
+                observe = [&](int64_t t, const std::vector<int64_t>& arrived, const sched::Step& st,
+                              const sched::Scheduler& sch, const sched::KvPool& p) {
+                    seen += int64_t(arrived.size());
+                    if (progress && ++n_steps % 2000 == 0)
+                        std::fprintf(stderr, "\rserving (%s): %lld of %zu requests finished", sim::policy_name(s.policy),
+                                     (long long)(seen - sch.n_waiting() - sch.n_running()), rq.size());
+                    if (!traced || st.chunks.empty() || int64_t(s.trace.size()) >= trace_cap) return;
                     s.trace.push_back({t, -1, st.prefill_tokens(), st.decode_tokens(), sch.n_running(),
                                        sch.n_waiting(), p.n_blocks() - p.n_free(), int64_t(st.admitted.size()),
                                        int64_t(st.preempted.size())});
                 };
-            return serving::run_serving(rq, so_local, pool, timer, observe);
+            serving::ServingResult res = serving::run_serving(rq, so_local, pool, timer, observe);
+            if (progress && n_steps >= 2000) std::fprintf(stderr, "\r%60s\r", "");
+            return res;
         };
         s.result = simulate(reqs, !c.trace.empty());
         s.summary = serving::summarize(s.result, slo);
@@ -335,7 +347,7 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
                 std::vector<serving::ServingRequest> rq = reqs;
                 const std::vector<int64_t> t = workload::arrival_times_ns(sp, int64_t(rq.size()));
                 for (size_t k = 0; k < rq.size(); ++k) rq[k].arrival_ns = t[k];
-                return serving::summarize(simulate(rq, false), slo);
+                return serving::summarize(simulate(rq, false, true), slo);
             };
             s.sweep = serving::rate_sweep(at_rate, std::isinf(spec.rate_rps) ? 1.0 : spec.rate_rps, a.attainment, 4);
         }
