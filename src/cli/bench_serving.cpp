@@ -54,6 +54,9 @@ void add_serving_bench_flags(CLI::App* c, ServingBenchArgs& a) {
     number(c, "--step-tokens", a.step_tokens,
            "With --workload serving: tokens per step (chunked prefill budget; the server's default)", int64_t(1),
            int64_t(1) << 20);
+    number(c, "--shared-prefix", a.shared_prefix,
+           "With --workload serving: the first N prompt tokens are the same in every request (a system prompt): the "
+           "modelled prefix cache shares their KV blocks", int64_t(0), kMaxTokens);
     c->add_flag("--rate-sweep", a.rate_sweep,
                 "With --workload serving: find each placement's highest request rate within the SLOs (from --rate, "
                 "doubling, then bisecting) and draw p99 TTFT/TPOT against throughput (--svg)");
@@ -119,6 +122,8 @@ void print_table(const Side& b, const Side& t) {
     dist("E2E ms", x.e2e_ms, y.e2e_ms);
     dist("queue ms", x.queue_ms, y.queue_ms);
     row("preemptions", std::to_string(x.preemptions), std::to_string(y.preemptions));
+    if (x.cached_prompt_tokens + y.cached_prompt_tokens > 0)
+        row("prompt tokens cached", std::to_string(x.cached_prompt_tokens), std::to_string(y.cached_prompt_tokens));
     row("steps", std::to_string(x.steps), std::to_string(y.steps));
     row("peak running seqs", std::to_string(x.peak_running), std::to_string(y.peak_running));
     row("peak KV blocks used", std::to_string(x.peak_kv_blocks_used), std::to_string(y.peak_kv_blocks_used));
@@ -271,6 +276,10 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
         reqs = workload::synthetic_requests(spec, a.requests, in.seq_len, in.gen_len);
         source = fmt::format("synthetic: prompt {} and output {} tokens", in.seq_len, in.gen_len);
     }
+    if (a.shared_prefix > 0) {
+        workload::give_shared_prefix(reqs, a.shared_prefix);
+        source += fmt::format(", the first {} shared", a.shared_prefix);
+    }
     const std::string arrivals = std::isinf(spec.rate_rps)
                                      ? std::string("all at t = 0")
                                      : fmt::format("{} req/s, burstiness {} (seed {})", a.rate, a.burstiness, a.seed);
@@ -282,7 +291,7 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
     so.n_parallel = a.parallel;
     so.step_token_budget = a.step_tokens;
     so.n_ctx = n_ctx;
-    so.prefix_sharing = false;  // the modelled pool has no prefix cache (sched/block_pool.h)
+    so.prefix_sharing = a.shared_prefix > 0;  // the modelled prefix cache needs token ids (sched/block_pool.h)
     const sim::SimHardware& hw = setup.rig->hw;
     Side sides[2];
     const std::pair<sim::Policy, const sim::ModelShape*> runs[2] = {{setup.pb, &setup.shape_b},
@@ -313,6 +322,11 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
         auto simulate = [&](const std::vector<serving::ServingRequest>& rq, bool traced,
                             bool quiet = false) {
             sched::BlockPool pool(s.kv.n_blocks, s.kv.block_tokens);
+            if (so_local.prefix_sharing)
+                pool.set_tokens([&rq](sched::SeqId id) {
+                    const auto& t = rq[size_t(id)].tokens;
+                    return t ? std::span<const int32_t>(*t) : std::span<const int32_t>();
+                });
             auto timer = [&](const sched::Step& step, int64_t) {
                 const int64_t ns = int64_t(std::llround(s.cost->step_ns(step)));
                 if (traced && !s.trace.empty() && s.trace.back().dur_ns < 0) s.trace.back().dur_ns = ns;

@@ -77,7 +77,7 @@ TEST(Replay, TheRealBatcherAndTheSimulatorMakeTheSameSteps) {
                 r.sampling.temperature = 0;
                 r.max_tokens = std::uniform_int_distribution<int64_t>(g == 0 ? 30 : 1, 60)(rng);
                 r.ignore_eos = true;
-                reqs.push_back({0, n_prompt, r.max_tokens});
+                reqs.push_back({0, n_prompt, r.max_tokens, nullptr});
                 ASSERT_EQ(b.submit(std::move(r)), runtime::SubmitStatus::ACCEPTED);
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(g % 2 ? 2 : 15));
