@@ -70,8 +70,9 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
         return run_bench_agent(a.agent, {a.model, a.settings_path, a.config_path, a.dispatch, a.report, a.svg});
     if (a.agent.workload == "serving")
         return run_bench_serving(a.serving, {a.model, a.settings_path, a.config_path, a.pim, a.dispatch, a.report,
-                                             a.topology, a.agent.workload_file, a.svg, a.baseline, a.target, a.npus,
-                                             a.pims, a.seq_len, a.gen_len, a.tp, a.pp, a.th, a.no_verdict_exit});
+                                             a.topology, a.agent.workload_file, a.svg, a.trace, a.trace_steps,
+                                             a.baseline, a.target, a.npus, a.pims, a.seq_len, a.gen_len, a.tp, a.pp,
+                                             a.th, a.no_verdict_exit});
     const auto t0 = std::chrono::steady_clock::now();
     const config::EnvMap env = config::process_env();
     config::Settings st = config::load_settings(a.settings_path, env, workload::known_soc_names());

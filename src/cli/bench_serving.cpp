@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <unistd.h>
+
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "cli/knob_effects.h"
@@ -23,6 +25,7 @@
 #include "serving/rate_sweep.h"
 #include "serving/serving_metrics.h"
 #include "serving/step_cost.h"
+#include "serving/step_trace.h"
 #include "sim/report_files.h"
 #include "workload/bench_runner.h"
 #include "workload/serving_trace.h"
@@ -51,6 +54,9 @@ void add_serving_bench_flags(CLI::App* c, ServingBenchArgs& a) {
     number(c, "--step-tokens", a.step_tokens,
            "With --workload serving: tokens per step (chunked prefill budget; the server's default)", int64_t(1),
            int64_t(1) << 20);
+    number(c, "--shared-prefix", a.shared_prefix,
+           "With --workload serving: the first N prompt tokens are the same in every request (a system prompt): the "
+           "modelled prefix cache shares their KV blocks", int64_t(0), kMaxTokens);
     c->add_flag("--rate-sweep", a.rate_sweep,
                 "With --workload serving: find each placement's highest request rate within the SLOs (from --rate, "
                 "doubling, then bisecting) and draw p99 TTFT/TPOT against throughput (--svg)");
@@ -84,7 +90,11 @@ struct Side {
     int64_t evaluations = 0, lookups = 0, pim_steps = 0;
     std::unique_ptr<serving::StepCostModel> cost;  // shared by the run and the sweep: one step-time cache
     serving::SweepResult sweep;
+    std::vector<serving::StepEvent> trace;  // --trace: the first steps of the run
 };
+
+// Steps a placement's trace records by default: bounds the file (about 0.5 KB per step).
+constexpr int64_t kMaxTraceSteps = 100000;
 
 std::string gib(uint64_t b) { return fmt::format("{:.2f} GiB", double(b) / double(uint64_t(1) << 30)); }
 
@@ -112,6 +122,8 @@ void print_table(const Side& b, const Side& t) {
     dist("E2E ms", x.e2e_ms, y.e2e_ms);
     dist("queue ms", x.queue_ms, y.queue_ms);
     row("preemptions", std::to_string(x.preemptions), std::to_string(y.preemptions));
+    if (x.cached_prompt_tokens + y.cached_prompt_tokens > 0)
+        row("prompt tokens cached", std::to_string(x.cached_prompt_tokens), std::to_string(y.cached_prompt_tokens));
     row("steps", std::to_string(x.steps), std::to_string(y.steps));
     row("peak running seqs", std::to_string(x.peak_running), std::to_string(y.peak_running));
     row("peak KV blocks used", std::to_string(x.peak_kv_blocks_used), std::to_string(y.peak_kv_blocks_used));
@@ -264,6 +276,10 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
         reqs = workload::synthetic_requests(spec, a.requests, in.seq_len, in.gen_len);
         source = fmt::format("synthetic: prompt {} and output {} tokens", in.seq_len, in.gen_len);
     }
+    if (a.shared_prefix > 0) {
+        workload::give_shared_prefix(reqs, a.shared_prefix);
+        source += fmt::format(", the first {} shared", a.shared_prefix);
+    }
     const std::string arrivals = std::isinf(spec.rate_rps)
                                      ? std::string("all at t = 0")
                                      : fmt::format("{} req/s, burstiness {} (seed {})", a.rate, a.burstiness, a.seed);
@@ -275,12 +291,13 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
     so.n_parallel = a.parallel;
     so.step_token_budget = a.step_tokens;
     so.n_ctx = n_ctx;
-    so.prefix_sharing = false;  // the modelled pool has no prefix cache (sched/block_pool.h)
+    so.prefix_sharing = a.shared_prefix > 0;  // the modelled prefix cache needs token ids (sched/block_pool.h)
     const sim::SimHardware& hw = setup.rig->hw;
     Side sides[2];
     const std::pair<sim::Policy, const sim::ModelShape*> runs[2] = {{setup.pb, &setup.shape_b},
                                                                     {setup.pt, &setup.shape_t}};
     sched::SchedulerOptions so_local = so;
+    const int64_t trace_cap = c.trace_steps >= 0 ? c.trace_steps : kMaxTraceSteps;
     for (int i = 0; i < 2; ++i) {
         Side& s = sides[i];
         s.policy = runs[i].first;
@@ -302,12 +319,40 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
             fail("{} under {}: no device memory is left for the KV cache (allowed: a larger memory preset, or "
                  "--kv-blocks N)", in.model, sim::policy_name(s.policy));
         s.cost = std::make_unique<serving::StepCostModel>(*runs[i].second, ro, hw);
-        auto simulate = [&](const std::vector<serving::ServingRequest>& rq) {
+        auto simulate = [&](const std::vector<serving::ServingRequest>& rq, bool traced,
+                            bool quiet = false) {
             sched::BlockPool pool(s.kv.n_blocks, s.kv.block_tokens);
-            auto timer = [&](const sched::Step& step, int64_t) { return int64_t(std::llround(s.cost->step_ns(step))); };
-            return serving::run_serving(rq, so_local, pool, timer);
+            if (so_local.prefix_sharing)
+                pool.set_tokens([&rq](sched::SeqId id) {
+                    const auto& t = rq[size_t(id)].tokens;
+                    return t ? std::span<const int32_t>(*t) : std::span<const int32_t>();
+                });
+            auto timer = [&](const sched::Step& step, int64_t) {
+                const int64_t ns = int64_t(std::llround(s.cost->step_ns(step)));
+                if (traced && !s.trace.empty() && s.trace.back().dur_ns < 0) s.trace.back().dur_ns = ns;
+                return ns;
+            };
+            // Progress on a terminal for long runs (not the sweep's): requests finished, every 2000 steps.
+            const bool progress = !quiet && rq.size() >= 2000 && isatty(fileno(stderr));
+            int64_t seen = 0, n_steps = 0;
+            serving::StepObserver observe;
+            if (traced || progress)
+                observe = [&](int64_t t, const std::vector<int64_t>& arrived, const sched::Step& st,
+                              const sched::Scheduler& sch, const sched::KvPool& p) {
+                    seen += int64_t(arrived.size());
+                    if (progress && ++n_steps % 2000 == 0)
+                        std::fprintf(stderr, "\rserving (%s): %lld of %zu requests finished", sim::policy_name(s.policy),
+                                     (long long)(seen - sch.n_waiting() - sch.n_running()), rq.size());
+                    if (!traced || st.chunks.empty() || int64_t(s.trace.size()) >= trace_cap) return;
+                    s.trace.push_back({t, -1, st.prefill_tokens(), st.decode_tokens(), sch.n_running(),
+                                       sch.n_waiting(), p.n_blocks() - p.n_free(), int64_t(st.admitted.size()),
+                                       int64_t(st.preempted.size())});
+                };
+            serving::ServingResult res = serving::run_serving(rq, so_local, pool, timer, observe);
+            if (progress && n_steps >= 2000) std::fprintf(stderr, "\r%60s\r", "");
+            return res;
         };
-        s.result = simulate(reqs);
+        s.result = simulate(reqs, !c.trace.empty());
         s.summary = serving::summarize(s.result, slo);
         if (a.rate_sweep) {
             auto at_rate = [&](double rate) {
@@ -316,7 +361,7 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
                 std::vector<serving::ServingRequest> rq = reqs;
                 const std::vector<int64_t> t = workload::arrival_times_ns(sp, int64_t(rq.size()));
                 for (size_t k = 0; k < rq.size(); ++k) rq[k].arrival_ns = t[k];
-                return serving::summarize(simulate(rq), slo);
+                return serving::summarize(simulate(rq, false, true), slo);
             };
             s.sweep = serving::rate_sweep(at_rate, std::isinf(spec.rate_rps) ? 1.0 : spec.rate_rps, a.attainment, 4);
         }
@@ -372,6 +417,14 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
                             {"topology", workload::topology_json(hw)}};
         sim::write_file_atomic(c.report, j.dump(2) + "\n");
         std::printf("report: %s\n", c.report.c_str());
+    }
+    if (!c.trace.empty()) {
+        sim::write_file_atomic(c.trace, serving::steps_trace_json({fmt::format("baseline {}", sim::policy_name(sides[0].policy)),
+                                                                   fmt::format("target {}", sim::policy_name(sides[1].policy))},
+                                                                  {sides[0].trace, sides[1].trace})
+                                            .dump());
+        std::printf("trace: %s (%zu and %zu steps; open in ui.perfetto.dev)\n", c.trace.c_str(), sides[0].trace.size(),
+                    sides[1].trace.size());
     }
     bool all_met = true;  // exit status as `duet bench`: 3 when a verdict is NOT MET (unless --no-verdict-exit)
     for (const sim::Verdict& v : verdicts) all_met = all_met && v.met;

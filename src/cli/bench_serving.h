@@ -21,13 +21,15 @@ struct ServingBenchArgs {
     int64_t parallel = 256;      // --max-seqs: running sequences at most
     int64_t step_tokens = 512;   // --step-tokens: token budget of a step (chunked prefill)
     int64_t ctx = -1;            // --ctx: context length (-1: the model's trained context)
+    int64_t shared_prefix = 0;   // --shared-prefix: prompt tokens every request shares (prefix cache)
     bool rate_sweep = false;     // --rate-sweep: highest rate within the SLOs per placement
     double attainment = 0.9;     // --slo-attainment: share of requests within the SLOs a rate must reach
 };
 
 // The shared inputs of `duet bench` the serving mode reads.
 struct ServingBenchCommon {
-    std::string model, settings_path, config_path, pim, dispatch, report, topology, workload_file, svg;
+    std::string model, settings_path, config_path, pim, dispatch, report, topology, workload_file, svg, trace;
+    int64_t trace_steps = -1;  // steps per placement the trace records (-1: up to kMaxTraceSteps)
     std::string baseline, target;
     int64_t npus = -1, pims = -1;
     int64_t seq_len = -1, gen_len = 256;

@@ -61,11 +61,94 @@ void BlockPool::trim(SeqId id) {
     keep_blocks(t, (t.n_tokens + block_tokens_ - 1) / block_tokens_);
 }
 
-void BlockPool::release(SeqId id, bool /*remember: no prefix cache here*/) {
+void BlockPool::release(SeqId id, bool remember_blocks) {
     auto it = seqs_.find(id);
     if (it == seqs_.end()) return;
+    if (remember_blocks && tokens_of_) remember(it->second, tokens_of_(id));
     keep_blocks(it->second, 0);
     seqs_.erase(it);
+}
+
+namespace {
+
+// FNV-1a over the parent hash and the token ids, then splitmix's finaliser (runtime/prefix_cache.cpp).
+uint64_t chain(uint64_t parent, std::span<const int32_t> block_tokens) {
+    uint64_t h = 0xcbf29ce484222325ull ^ parent;
+    for (int32_t t : block_tokens) {
+        h ^= uint32_t(t);
+        h *= 0x100000001b3ull;
+    }
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebull;
+    return h ^ (h >> 31);
+}
+
+}  // namespace
+
+void BlockPool::remember(const Table& t, std::span<const int32_t> tokens) {
+    const int64_t full = std::min<int64_t>(t.n_tokens, int64_t(tokens.size())) / block_tokens_;
+    uint64_t h = 0;
+    for (int64_t i = 0; i < full; ++i) {
+        const auto blk = tokens.subspan(size_t(i * block_tokens_), size_t(block_tokens_));
+        const uint64_t parent = h;
+        h = chain(h, blk);
+        auto [it, fresh] = cache_.try_emplace(h);
+        if (fresh) {
+            it->second = {t.blocks[size_t(i)], parent, std::vector<int32_t>(blk.begin(), blk.end()), clock_++};
+            ++refs_[size_t(t.blocks[size_t(i)])];
+        } else {
+            it->second.last_use = clock_++;
+        }
+    }
+}
+
+int64_t BlockPool::attach_cached(SeqId id, int64_t max_tokens) {
+    if (!tokens_of_) return 0;
+    const std::span<const int32_t> tokens = tokens_of_(id);
+    Table& t = seqs_[id];
+    DUET_CHECK(t.n_tokens == 0 && t.blocks.empty(), "attaching a prefix to a non-empty sequence");
+    const int64_t n_full = std::min<int64_t>(max_tokens, int64_t(tokens.size())) / block_tokens_;
+    uint64_t h = 0;
+    for (int64_t i = 0; i < n_full; ++i) {
+        const auto blk = tokens.subspan(size_t(i * block_tokens_), size_t(block_tokens_));
+        const uint64_t parent = h;
+        h = chain(h, blk);
+        auto it = cache_.find(h);
+        if (it == cache_.end() || it->second.parent != parent || !std::equal(blk.begin(), blk.end(), it->second.tokens.begin()))
+            break;
+        it->second.last_use = clock_++;
+        t.blocks.push_back(it->second.block);
+        ++refs_[size_t(it->second.block)];
+    }
+    t.n_tokens = int64_t(t.blocks.size()) * block_tokens_;
+    return t.n_tokens;
+}
+
+int64_t BlockPool::common_prefix(SeqId a, SeqId b, int64_t limit) const {
+    if (!tokens_of_) return 0;
+    const std::span<const int32_t> x = tokens_of_(a), y = tokens_of_(b);
+    const int64_t m = std::min<int64_t>({limit, int64_t(x.size()), int64_t(y.size())});
+    int64_t n = 0;
+    while (n < m && x[size_t(n)] == y[size_t(n)]) ++n;
+    return n;
+}
+
+int64_t BlockPool::evict_cached(int64_t n) {
+    std::vector<std::pair<uint64_t, uint64_t>> idle;  // (last use, hash) of blocks only the cache holds
+    for (const auto& [h, e] : cache_)
+        if (refs_[size_t(e.block)] == 1) idle.push_back({e.last_use, h});
+    std::sort(idle.begin(), idle.end());
+    int64_t freed = 0;
+    for (const auto& [use, h] : idle) {
+        if (freed == n) break;
+        const int32_t b = cache_.at(h).block;
+        cache_.erase(h);
+        if (--refs_[size_t(b)] == 0) free_.push_back(b);
+        ++freed;
+    }
+    return freed;
 }
 
 }  // namespace duet::sched

@@ -46,6 +46,7 @@ ServingSummary summarize(const ServingResult& r, const Slo& slo) {
         }
         ++s.completed;
         s.prompt_tokens += o.prompt_tokens;
+        s.cached_prompt_tokens += o.cached_tokens;
         s.output_tokens += o.generated;
         queue.push_back(double(o.queue_ns) / 1e6);
         ttft.push_back(double(o.ttft_ns) / 1e6);
@@ -86,6 +87,7 @@ nlohmann::json summary_to_json(const ServingSummary& s) {
             {"duration_s", s.duration_s},
             {"prompt_tokens", s.prompt_tokens},
             {"output_tokens", s.output_tokens},
+            {"cached_prompt_tokens", s.cached_prompt_tokens},
             {"output_tokens_per_s", s.output_tokens_per_s},
             {"total_tokens_per_s", s.total_tokens_per_s},
             {"requests_per_s", s.requests_per_s},
@@ -109,7 +111,8 @@ nlohmann::json requests_to_json(const ServingResult& r) {
                      {"ttft_ms", ms(o.ttft_ns)},
                      {"tpot_ms", tp < 0 ? nlohmann::json(nullptr) : nlohmann::json(tp / 1e6)},
                      {"e2e_ms", ms(o.e2e_ns)},
-                     {"preemptions", o.preemptions}});
+                     {"preemptions", o.preemptions},
+                     {"cached_tokens", o.cached_tokens}});
     }
     return a;
 }

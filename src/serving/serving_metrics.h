@@ -31,6 +31,7 @@ struct ServingSummary {
     int64_t peak_running = 0, peak_kv_blocks_used = 0;
     double duration_s = 0;
     int64_t prompt_tokens = 0, output_tokens = 0;  // of the finished requests
+    int64_t cached_prompt_tokens = 0;              // of which reused (prefix cache, running requests)
     double output_tokens_per_s = 0, total_tokens_per_s = 0, requests_per_s = 0, goodput_rps = 0;
     int64_t good = 0;  // requests within the SLOs
     Dist queue_ms, ttft_ms, tpot_ms, e2e_ms;

@@ -40,9 +40,12 @@ ServingResult run_serving(std::span<const ServingRequest> requests, const sched:
             arrived.push_back(int64_t(i));
         }
         sched::Step st = sch.plan(pool);
-        if (observe) observe(t, arrived, st);
+        if (observe) observe(t, arrived, st, sch, pool);
         for (const sched::Admission& a : st.admitted)
-            if (a.first) res.requests[size_t(a.id)].queue_ns = t - res.requests[size_t(a.id)].arrival_ns;
+            if (a.first) {
+                res.requests[size_t(a.id)].queue_ns = t - res.requests[size_t(a.id)].arrival_ns;
+                res.requests[size_t(a.id)].cached_tokens = a.cached_tokens;
+            }
         for (sched::SeqId id : st.preempted) res.requests[size_t(id)].preemptions++;
         res.preemptions += st.preempted.size();
         for (sched::SeqId id : st.ended) {

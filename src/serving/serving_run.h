@@ -12,6 +12,7 @@
 // Thread safety: pure function of its inputs (the timer and the pool are the caller's).
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -23,6 +24,8 @@ struct ServingRequest {
     int64_t arrival_ns = 0;
     int64_t prompt_tokens = 0;
     int64_t output_tokens = 1;  // tokens generated (ignoring end-of-generation), >= 1
+    // Prompt token ids for the modelled prefix cache (sched/block_pool.h); null: unknown.
+    std::shared_ptr<const std::vector<int32_t>> tokens;
 };
 
 struct RequestOutcome {
@@ -33,6 +36,7 @@ struct RequestOutcome {
     int64_t ttft_ns = -1;           // -1: no token
     int64_t e2e_ns = -1;            // -1: not finished
     int64_t preemptions = 0;
+    int64_t cached_tokens = 0;      // prompt tokens whose KV came from the prefix cache or a running request
     bool ended_by_context = false;  // the scheduler ended it (context or pool too small)
     double tpot_ns() const {  // -1 when fewer than two tokens
         return generated > 1 && e2e_ns >= 0 ? double(e2e_ns - ttft_ns) / double(generated - 1) : -1;
@@ -50,8 +54,10 @@ struct ServingResult {
 
 // ns the step takes; index = steps run before it.
 using StepTimer = std::function<int64_t(const sched::Step& step, int64_t index)>;
-// Observer: every planned step with its start time and the request indices it saw first.
-using StepObserver = std::function<void(int64_t t_ns, const std::vector<int64_t>& arrived, const sched::Step& step)>;
+// Observer: every planned step with its start time, the request indices it saw first, and the
+// scheduler and pool just after planning it (before the step runs).
+using StepObserver = std::function<void(int64_t t_ns, const std::vector<int64_t>& arrived, const sched::Step& step,
+                                        const sched::Scheduler& sched, const sched::KvPool& pool)>;
 
 // Runs every request to completion. Requests are added in arrival order (ties in the order
 // given); a request whose prompt + 1 tokens exceed the context or the whole pool is refused

@@ -30,8 +30,20 @@ std::vector<int64_t> arrival_times_ns(const ArrivalSpec& spec, int64_t n) {
 std::vector<serving::ServingRequest> synthetic_requests(const ArrivalSpec& spec, int64_t n, int64_t prompt_tokens,
                                                         int64_t output_tokens) {
     std::vector<serving::ServingRequest> out;
-    for (int64_t t : arrival_times_ns(spec, n)) out.push_back({t, prompt_tokens, output_tokens});
+    for (int64_t t : arrival_times_ns(spec, n)) out.push_back({t, prompt_tokens, output_tokens, nullptr});
     return out;
+}
+
+void give_shared_prefix(std::vector<serving::ServingRequest>& reqs, int64_t shared) {
+    int32_t next = int32_t(shared);  // ids 0 .. shared-1 are the common prefix
+    for (serving::ServingRequest& r : reqs) {
+        if (r.prompt_tokens <= shared)
+            fail("--shared-prefix {} is not below a prompt of {} tokens (allowed: 0 to {})", shared, r.prompt_tokens,
+                 r.prompt_tokens - 1);
+        auto t = std::make_shared<std::vector<int32_t>>(size_t(r.prompt_tokens));
+        for (int64_t i = 0; i < r.prompt_tokens; ++i) (*t)[size_t(i)] = i < shared ? int32_t(i) : next++;
+        r.tokens = std::move(t);
+    }
 }
 
 namespace {
@@ -139,7 +151,7 @@ std::vector<serving::ServingRequest> load_sharegpt(const std::string& path, cons
             const int64_t p = text_tokens(text_of(a), w, "value", count);
             const int64_t o = text_tokens(text_of(b), w, "value", count);
             if (p + o > n_ctx) ++skipped;  // vLLM's benchmark filters these too
-            else out.push_back({0, p, o});
+            else out.push_back({0, p, o, nullptr});
             break;
         }
     }

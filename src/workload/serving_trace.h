@@ -43,6 +43,11 @@ std::vector<int64_t> arrival_times_ns(const ArrivalSpec& spec, int64_t n);
 std::vector<serving::ServingRequest> synthetic_requests(const ArrivalSpec& spec, int64_t n, int64_t prompt_tokens,
                                                         int64_t output_tokens);
 
+// Gives every request prompt token ids whose first `shared` are the same for all (a system
+// prompt) and the rest unique to the request, so the modelled prefix cache shares exactly that
+// prefix. Throws duet::Error when a prompt is not longer than `shared` (--shared-prefix).
+void give_shared_prefix(std::vector<serving::ServingRequest>& reqs, int64_t shared);
+
 // Tokens of a text; empty function: the model has no tokenizer (text prompts are then an error).
 using TokenCounter = std::function<int64_t(const std::string&)>;
 

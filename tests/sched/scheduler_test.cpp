@@ -148,3 +148,60 @@ TEST(Scheduler, ASequenceBeyondTheContextEnds) {
 
 }  // namespace
 }  // namespace duet::sched
+
+namespace duet::sched {
+namespace {
+
+// The modelled prefix cache: a released prompt's full blocks are remembered by their tokens and
+// attached to a later prompt that starts the same; blocks only the cache holds are evicted.
+TEST(BlockPool, PrefixCacheRemembersFullPromptBlocksAndEvictsIdleOnes) {
+    BlockPool pool(8, 4);
+    std::vector<int32_t> a{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, b{1, 2, 3, 4, 5, 6, 7, 8, 99, 98, 97};
+    pool.set_tokens([&](SeqId id) { return std::span<const int32_t>(id == 0 ? a : b); });
+    ASSERT_TRUE(pool.reserve(0, 11));
+    pool.commit(0, 10);
+    pool.release(0, true);  // blocks [1..4], [5..8] remembered; [9, 10] is partial
+    EXPECT_EQ(pool.n_cached_blocks(), 2);
+    EXPECT_EQ(pool.n_free(), 6);
+    EXPECT_EQ(pool.attach_cached(1, 10), 8);
+    EXPECT_EQ(pool.common_prefix(0, 1, 100), 8);
+    EXPECT_EQ(pool.evict_cached(8), 0);  // both held by sequence 1 too
+    pool.release(1, false);
+    EXPECT_EQ(pool.evict_cached(1), 1);   // least recently used first
+    EXPECT_EQ(pool.n_free(), 7);
+    EXPECT_EQ(pool.attach_cached(1, 10), 0);  // the chain's first block is gone
+    pool.release(1, false);
+}
+
+// Through the scheduler: a request whose prompt starts like a running one's waits for that one's
+// prefill, then shares its KV (running-prefix sharing); a later one reuses the cached blocks.
+TEST(Scheduler, SharedPromptPrefixesAreComputedOnce) {
+    SchedulerOptions o = opts(4, 64);
+    Scheduler s(o);
+    BlockPool pool(64, 4);
+    std::vector<std::vector<int32_t>> prompts{{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 20, 21},
+                                              {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 30},
+                                              {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 40, 41, 42}};
+    pool.set_tokens([&](SeqId id) { return std::span<const int32_t>(prompts[size_t(id)]); });
+    s.add(0, 14);
+    s.add(1, 13);
+    Step st = s.plan(pool);
+    ASSERT_EQ(st.admitted.size(), 1u);  // 1 waits for 0's first 12 tokens
+    EXPECT_EQ(st.chunks, (std::vector<Chunk>{{0, 0, 14, true}}));
+    s.complete(st, {}, pool);
+    st = s.plan(pool);
+    ASSERT_EQ(st.admitted.size(), 1u);
+    EXPECT_EQ(st.admitted[0].id, 1);
+    EXPECT_EQ(st.admitted[0].cached_tokens, 12);  // shared from the running request
+    EXPECT_EQ(st.chunks, (std::vector<Chunk>{{0, 14, 1, true}, {1, 12, 1, true}}));
+    const SeqId both[] = {0, 1};
+    s.complete(st, both, pool);
+    s.add(2, 15);
+    st = s.plan(pool);
+    ASSERT_EQ(st.admitted.size(), 1u);
+    EXPECT_EQ(st.admitted[0].cached_tokens, 12);  // three full blocks from the prefix cache
+    EXPECT_EQ(st.chunks, (std::vector<Chunk>{{2, 12, 3, true}}));
+}
+
+}  // namespace
+}  // namespace duet::sched

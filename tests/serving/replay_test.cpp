@@ -77,7 +77,7 @@ TEST(Replay, TheRealBatcherAndTheSimulatorMakeTheSameSteps) {
                 r.sampling.temperature = 0;
                 r.max_tokens = std::uniform_int_distribution<int64_t>(g == 0 ? 30 : 1, 60)(rng);
                 r.ignore_eos = true;
-                reqs.push_back({0, n_prompt, r.max_tokens});
+                reqs.push_back({0, n_prompt, r.max_tokens, nullptr});
                 ASSERT_EQ(b.submit(std::move(r)), runtime::SubmitStatus::ACCEPTED);
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(g % 2 ? 2 : 15));
@@ -105,10 +105,10 @@ TEST(Replay, TheRealBatcherAndTheSimulatorMakeTheSameSteps) {
     so.n_ctx = eo.n_ctx;
     std::vector<Recorded> sim;
     sched::BlockPool pool(eo.kv_blocks, 16);
-    const ServingResult res = run_serving(reqs, so, pool, timer, [&](int64_t, const std::vector<int64_t>& arrived,
-                                                                     const sched::Step& s) {
-        sim.push_back(recorded(arrived, s));
-    });
+    const ServingResult res =
+        run_serving(reqs, so, pool, timer,
+                    [&](int64_t, const std::vector<int64_t>& arrived, const sched::Step& s, const sched::Scheduler&,
+                        const sched::KvPool&) { sim.push_back(recorded(arrived, s)); });
     expect_same(real, sim);
     EXPECT_EQ(res.steps, int64_t(rounds.size()));
     for (const RequestOutcome& o : res.requests) EXPECT_EQ(o.generated, o.output_tokens);

@@ -62,6 +62,50 @@ TEST(ServingCli, ReportsBothPlacementsWithPercentilesAndGoodput) {
     EXPECT_EQ(r.report["serving"]["target"]["policy"], "npu_pim_coop");
 }
 
+TEST(ServingCli, TraceHoldsTheFirstStepsOfBothPlacements) {
+    const std::string trace = std::string(DUET_BINARY_DIR) + "/serving_cli_test_trace.json";
+    std::remove(trace.c_str());
+    const Result r = run(std::string(kSmall) + "--trace " + trace + " --trace-steps 50");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const nlohmann::json t = nlohmann::json::parse(std::ifstream(trace));
+    int steps[3] = {0, 0, 0};
+    double last_end[3] = {0, 0, 0};
+    for (const nlohmann::json& e : t["traceEvents"]) {
+        if (e["ph"] != "X") continue;
+        const int pid = e["pid"].get<int>();
+        ASSERT_TRUE(pid == 1 || pid == 2);
+        ++steps[pid];
+        EXPECT_GT(e["dur"].get<double>(), 0.0);
+        EXPECT_GE(e["ts"].get<double>() + 1e-6, last_end[pid]);  // steps never overlap
+        last_end[pid] = e["ts"].get<double>() + e["dur"].get<double>();
+        char want[64];
+        std::snprintf(want, sizeof want, "P%lld D%lld", (long long)e["args"]["prompt_tokens"].get<int64_t>(),
+                      (long long)e["args"]["decode_seqs"].get<int64_t>());
+        EXPECT_EQ(e["name"].get<std::string>(), want);
+    }
+    EXPECT_EQ(steps[1], 50);
+    EXPECT_EQ(steps[2], 50);
+}
+
+// A shared system prompt: every request after the first reuses its 384 tokens (3 blocks of 128)
+// from the first request's KV or the prefix cache, and the first tokens come sooner.
+TEST(ServingCli, SharedPrefixIsComputedOnce) {
+    const std::string args = "--model llama2-7b --requests 40 --seq-len 512 --gen-len 16 --rate 4 ";
+    const Result plain = run(args), shared = run(args + "--shared-prefix 384");
+    ASSERT_EQ(shared.code, 0) << shared.out;
+    EXPECT_NE(shared.out.find("prompt tokens cached"), std::string::npos);
+    for (const char* side : {"baseline", "target"}) {
+        const nlohmann::json& s = shared.report["serving"][side];
+        for (size_t i = 0; i < 40; ++i) EXPECT_EQ(s["per_request"][i]["cached_tokens"], i == 0 ? 0 : 384) << i;
+        EXPECT_EQ(s["cached_prompt_tokens"], 39 * 384);
+        EXPECT_LT(s["ttft_ms"]["mean"].get<double>(), plain.report["serving"][side]["ttft_ms"]["mean"].get<double>());
+        EXPECT_EQ(plain.report["serving"][side]["cached_prompt_tokens"], 0);
+    }
+    const Result bad = run(args + "--shared-prefix 512");
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_EQ(bad.out, "duet: error: --shared-prefix 512 is not below a prompt of 512 tokens (allowed: 0 to 511)\n");
+}
+
 TEST(ServingCli, TheSeedDecidesTheArrivals) {
     const Result a = run(std::string(kSmall) + "--seed 1"), b = run(std::string(kSmall) + "--seed 1"),
                  c = run(std::string(kSmall) + "--seed 2");

@@ -30,7 +30,7 @@ ServingResult fixed_step_run(const std::vector<ServingRequest>& reqs, const sche
 // token per step: TTFT = T, TPOT = T, end-to-end = O T, output tokens/s = N / T.
 TEST(ServingRun, AllAtOnceWithAFixedStepTimeIsClosedForm) {
     const int64_t n = 4, prompt = 100, out = 8;
-    std::vector<ServingRequest> reqs(size_t(n), ServingRequest{0, prompt, out});
+    std::vector<ServingRequest> reqs(size_t(n), ServingRequest{0, prompt, out, nullptr});
     const ServingResult r = fixed_step_run(reqs, opts(8));
     EXPECT_EQ(r.steps, out);
     for (const RequestOutcome& o : r.requests) {
@@ -53,7 +53,7 @@ TEST(ServingRun, AllAtOnceWithAFixedStepTimeIsClosedForm) {
 // then runs the same O steps: queue = O T, TTFT = (O + 1) T, end-to-end = 2 O T.
 TEST(ServingRun, SlotsQueueTheRestClosedForm) {
     const int64_t out = 5;
-    std::vector<ServingRequest> reqs(4, ServingRequest{0, 20, out});
+    std::vector<ServingRequest> reqs(4, ServingRequest{0, 20, out, nullptr});
     const ServingResult r = fixed_step_run(reqs, opts(2));
     for (size_t i = 0; i < 4; ++i) {
         const bool late = i >= 2;
@@ -69,7 +69,7 @@ TEST(ServingRun, SlotsQueueTheRestClosedForm) {
 
 // A request arriving during a step joins at the next step, as in the real batcher.
 TEST(ServingRun, ArrivalsJoinAtTheNextStep) {
-    std::vector<ServingRequest> reqs{{0, 10, 3}, {kStepNs / 2, 10, 1}, {50 * kStepNs, 10, 1}};
+    std::vector<ServingRequest> reqs{{0, 10, 3, nullptr}, {kStepNs / 2, 10, 1, nullptr}, {50 * kStepNs, 10, 1, nullptr}};
     const ServingResult r = fixed_step_run(reqs, opts(4));
     EXPECT_EQ(r.requests[1].queue_ns, kStepNs / 2);   // admitted at the end of step 1
     EXPECT_EQ(r.requests[1].ttft_ns, kStepNs / 2 + kStepNs);
@@ -81,7 +81,7 @@ TEST(ServingRun, ArrivalsJoinAtTheNextStep) {
 TEST(ServingRun, TooLongForTheContextOrThePoolIsRefused) {
     sched::SchedulerOptions o = opts(4);
     o.n_ctx = 64;
-    std::vector<ServingRequest> reqs{{0, 64, 1}, {0, 10, 2}};
+    std::vector<ServingRequest> reqs{{0, 64, 1, nullptr}, {0, 10, 2, nullptr}};
     const ServingResult r = fixed_step_run(reqs, o, 2);
     EXPECT_EQ(r.requests[0].queue_ns, -1);
     EXPECT_EQ(r.requests[1].e2e_ns, 2 * kStepNs);
