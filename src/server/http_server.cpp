@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include <limits>
+
 #include "core/error.h"
 #include "core/json_budget.h"
 #include "core/log.h"
@@ -16,6 +18,10 @@ namespace duet::server {
 class RoutedServer : public httplib::Server {
 public:
     using httplib::Server::process_request;
+    // httplib ends content-provider responses (SSE) while svr_sock_ is INVALID_SOCKET, its sign of
+    // "shutting down", which its own listen loop would clear. HttpFront owns the listening socket,
+    // so this marks serving (any value but INVALID_SOCKET; httplib never closes it unless listening).
+    void set_serving(bool on) { svr_sock_ = on ? std::numeric_limits<int>::max() : INVALID_SOCKET; }
 };
 
 namespace {
@@ -96,9 +102,15 @@ HttpServer::HttpServer(ServerOptions opts, runtime::Batcher& batcher, TaskServic
 
 HttpServer::~HttpServer() = default;
 
-void HttpServer::bind() { port_ = front_->bind(opts_.host, opts_.port); }
+void HttpServer::bind() {
+    port_ = front_->bind(opts_.host, opts_.port);
+    http_->set_serving(true);
+}
 void HttpServer::run() { front_->run(); }
-void HttpServer::stop() { front_->stop(); }
+void HttpServer::stop() {  // async-signal-safe: an atomic store and an eventfd write
+    http_->set_serving(false);  // running SSE streams end, as httplib's own stop() makes them
+    front_->stop();
+}
 
 // The raw Authorization field as received (request_head.h): no percent-decoding, no cut at NUL.
 void HttpServer::check_auth() const {
