@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "sim/hardware.h"
-#include "sim/model_shape.h"
+#include "sim/op_trace.h"
 #include "sim/run_options.h"
 
 namespace duet::serving {

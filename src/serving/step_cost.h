@@ -27,7 +27,7 @@
 #include "graph/graph.h"
 #include "sched/scheduler.h"
 #include "sim/hardware.h"
-#include "sim/model_shape.h"
+#include "sim/op_trace.h"
 #include "sim/op_trace.h"
 #include "sim/run_options.h"
 
