@@ -117,7 +117,9 @@ void run_calibrate(bool notes) {
 void register_calibrate(CLI::App& app) {
     static bool notes = false;
     auto* cmd = app.add_subcommand("calibrate",
-                                   "Compare the DRAM, PIM and NPU models with public reference values. Example:\n"
+                                   "Compare the DRAM, PIM and NPU models with public reference values, grouped by\n"
+                                   "device with each group's residual spread. Reference-simulator figures come from\n"
+                                   "configs/hw/references/*.toml (written by tools/references/*.sh). Example:\n"
                                    "  duet calibrate --notes");
     cmd->add_flag("--notes", notes, "Also print what differs between duet's set-up and the reference");
     cmd->callback([] { run_calibrate(notes); });

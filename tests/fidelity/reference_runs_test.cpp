@@ -84,13 +84,21 @@ TEST(ReferenceRuns, AbsentFileIsNotRunAndBadFilesAreErrors) {
 // The committed data files name their source, and every PIMSimulator run has the fields the
 // calibration reads.
 TEST(ReferenceRuns, CommittedFilesCarryTheirSource) {
-    for (const char* name : {"pimsimulator", "ramulator2"}) {
+    for (const char* name : {"pimsimulator", "ramulator2", "attacc"}) {
         SCOPED_TRACE(name);
         const auto f = load_reference_file(name);
         if (!f) continue;  // a reference the harness could not run is reported as missing, not here
         EXPECT_EQ(f->commit.size(), 40u);
         EXPECT_FALSE(f->command.empty());
         EXPECT_FALSE(f->runs.empty());
+    }
+    // The AttAcc re-run covers exactly the four ramulator.out rows the calibration compares.
+    const auto a = load_reference_file("attacc");
+    ASSERT_TRUE(a.has_value());
+    EXPECT_EQ(a->repo, "scale-snu/attacc_simulator");
+    for (const char* run : {"attn_L128_H2050_pl", "attn_L256_H2050_pl", "attn_L256_H461_pl", "attn_L2144_H188_npl"}) {
+        ASSERT_NE(a->find(run), nullptr) << run;
+        EXPECT_GT(a->find(run)->number("cycles"), 0) << run;
     }
     const auto p = load_reference_file("pimsimulator");
     ASSERT_TRUE(p.has_value());
