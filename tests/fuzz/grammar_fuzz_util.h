@@ -27,7 +27,7 @@ inline std::shared_ptr<const model::grammar::TokenTable> byte_tokens() {
 inline void walk_grammar(std::shared_ptr<const model::grammar::Grammar> g, std::string_view choices) {
     model::grammar::Matcher m(std::move(g), byte_tokens());
     std::vector<uint8_t> allowed;
-    const int64_t budget = 48;
+    const int64_t budget = 16;
     for (int64_t step = 0; step < budget; ++step) {
         const int64_t left = budget - step;
         int64_t n = m.allowed_tokens_within(allowed, uint32_t(left - 1));

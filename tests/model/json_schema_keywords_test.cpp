@@ -293,6 +293,26 @@ TEST(GrammarBudget, DeepGroupsAndHugeRepeatsAreRefusedByTheirLimit) {
     }
 }
 
+TEST(GrammarBudget, AmbiguityBeyondTheStackLimitIsAnErrorNotAHang) {
+    // found by grammar_fuzz: each byte can end any of 8 nullable groups, so the parse stacks grow
+    // combinatorially
+    const auto g = Grammar::parse("root ::= ([a-z]{0,1000}){0,8} \"!\"", "g");
+    Matcher m(g, byte_table());
+    try {
+        for (int i = 0; i < 1000; ++i) m.accept_bytes("a");
+        FAIL() << "no limit";
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()).rfind("grammar: the text so far can be read in more than 4096 ways (the limit "
+                                              "on grammar ambiguity;", 0), 0u) << e.what();
+    }
+    // the same pattern from a schema is refused the same way, at generation, not by a hang
+    const auto p = Grammar::parse(json_schema_to_grammar(ojson::parse(R"({"type":"string","pattern":"^(a{0,1000}){0,8}$"})")));
+    Matcher pm(p, byte_table());
+    ASSERT_TRUE(pm.accept_bytes("\""));
+    EXPECT_THROW(
+        for (int i = 0; i < 1000; ++i) pm.accept_bytes("a"), Error);
+}
+
 TEST(GrammarBudget, LongRuleChainsNeedNoDeepRecursion) {
     // r0 ::= r1 "a"; ... a chain as long as the rule limit allows, checked for left recursion
     // without recursing once per rule, and its closing reserve computed

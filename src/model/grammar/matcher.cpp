@@ -34,8 +34,16 @@ void Matcher::reset() {
         advance(std::move(s), stacks);
     }
     dedup(stacks);
+    if (stacks.size() > kMaxStacks) too_ambiguous();
     state_ = intern(std::move(stacks));
     bound_cache();
+}
+
+void Matcher::too_ambiguous() {
+    fail("grammar: the text so far can be read in more than {} ways (the limit on grammar ambiguity; nested "
+         "optional repetitions such as (x{{0,1000}}){{0,8}} or an object with thousands of optional properties "
+         "exceed it)",
+         kMaxStacks);
 }
 
 // Expands rule references at the top until every stack's top is a byte set (or it is empty).
@@ -50,6 +58,7 @@ void Matcher::advance(Stack stack, std::vector<Stack>& out) const {
         work.pop_back();
         if (s.empty() || s.back()->kind == Element::BYTES) {
             out.push_back(std::move(s));
+            if (out.size() > 4 * kMaxStacks) too_ambiguous();  // before deduplication: a looser bound
             continue;
         }
         const Element* top = s.back();
@@ -77,6 +86,7 @@ std::vector<Matcher::Stack> Matcher::step(const std::vector<Stack>& stacks, uint
         advance(std::move(t), next);
     }
     if (next.size() > 1) dedup(next);
+    if (next.size() > kMaxStacks) too_ambiguous();
     return next;
 }
 

@@ -52,6 +52,11 @@ public:
     using Stack = std::vector<const Element*>;
     static constexpr size_t kMaxCachedStates = 4096;
     static constexpr size_t kMaxCachedMasks = 8;
+    // Parse stacks one state may hold: an ambiguous grammar ((x{0,1000}){0,8}) can need
+    // combinatorially many, so beyond this accepting or masking throws duet::Error "grammar: the
+    // text so far can be read in more than 4096 ways ..." (assumption: a schema grammar needs one
+    // per optional property at most; no source).
+    static constexpr size_t kMaxStacks = 4096;
 
     Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTable> tokens);
 
@@ -111,6 +116,7 @@ private:
     mutable size_t next_mask_slot_ = 0;
 
     void advance(Stack stack, std::vector<Stack>& out) const;
+    [[noreturn]] static void too_ambiguous();
     std::vector<Stack> step(const std::vector<Stack>& stacks, uint8_t byte) const;
     int32_t intern(std::vector<Stack> stacks) const;
     int32_t next_state(int32_t state, uint8_t byte) const {
