@@ -234,15 +234,22 @@ void register_client_commands(CLI::App& app) {
     CLI::App* l = t->add_subcommand("list", "List every task the server knows (newest first)");
     l->callback([a] {
         Endpoint e = connect(*a);
-        auto r = send(e, "GET", "/v1/tasks");
-        if (!r || r->status != 200) explain_failure(e, r, "task list");
-        // Parse into a named object: a range-for over json::parse(...)["data"] iterates a reference into a
-        // temporary destroyed before the loop body runs (printed nothing).
-        const json list = json::parse(r->body, nullptr, false);
-        if (!list.is_object() || !list.contains("data") || !list["data"].is_array())
-            fail("task list: {} answered without a \"data\" array: {}", e.api.api_base, r->body.substr(0, 200));
-        if (list["data"].empty()) std::printf("no tasks on %s\n", e.api.api_base.c_str());
-        for (const auto& task : list["data"]) print_task(task);
+        // Pages of 100, newest first (?after = the last id of the previous page).
+        std::string after;
+        bool any = false;
+        for (;;) {
+            auto r = send(e, "GET", "/v1/tasks?limit=100" + (after.empty() ? "" : "&after=" + after));
+            if (!r || r->status != 200) explain_failure(e, r, "task list");
+            // Parse into a named object: a range-for over json::parse(...)["data"] iterates a reference into a
+            // temporary destroyed before the loop body runs (printed nothing).
+            const json list = json::parse(r->body, nullptr, false);
+            if (!list.is_object() || !list.contains("data") || !list["data"].is_array())
+                fail("task list: {} answered without a \"data\" array: {}", e.api.api_base, r->body.substr(0, 200));
+            for (const auto& task : list["data"]) print_task(task), any = true;
+            if (!list.value("has_more", false) || list["data"].empty()) break;
+            after = list["data"].back().value("id", "");
+        }
+        if (!any) std::printf("no tasks on %s\n", e.api.api_base.c_str());
     });
 }
 

@@ -31,6 +31,7 @@ constexpr size_t kRecvChunk = 16384;
 constexpr int kScanIntervalMs = 50;       // deadline checks at least this often
 constexpr int kOverCapDeadlineMs = 1000;  // an over-cap connection's head must come within this
 constexpr int kListenBacklog = 1024;      // pending connections the kernel queues
+constexpr int kAcceptPauseMs = 100;       // accepting resumes this long after running out of fds
 // A connection answered for the last time is shut down for writing and its input drained for
 // at most this long before it is closed: closing with unread input would send a reset that
 // can destroy the response before the client reads it (nginx's lingering close).
@@ -175,6 +176,7 @@ struct HttpFront::Impl {
     std::atomic<bool> stopping{false};
     std::unordered_map<int, std::unique_ptr<Conn>> conns;  // front-owned connections (event thread only)
     size_t over_cap = 0;                                   // event thread only
+    Clock::time_point listen_paused_until = kNever;        // accept paused (out of descriptors) until then
 
     std::mutex mu;  // guards jobs, returned, workers_done
     std::condition_variable cv;
@@ -237,7 +239,13 @@ struct HttpFront::Impl {
             sockaddr_storage ra{};
             socklen_t rl = sizeof ra;
             const int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&ra), &rl, SOCK_NONBLOCK | SOCK_CLOEXEC);
-            if (fd < 0) return;  // EAGAIN, or EMFILE: the next wake-up retries
+            if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+                // Out of descriptors: the listening socket stays readable; stop watching it for a
+                // while instead of spinning (the kernel keeps the pending connections queued).
+                ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, listen_fd, nullptr);
+                listen_paused_until = Clock::now() + std::chrono::milliseconds(kAcceptPauseMs);
+            }
+            if (fd < 0) return;  // EAGAIN: all accepted
             auto c = std::make_unique<Conn>();
             c->fd = fd;
             if (open.load() >= limits.max_connections) {
@@ -439,6 +447,13 @@ struct HttpFront::Impl {
             if (Clock::now() - last_scan >= std::chrono::milliseconds(kScanIntervalMs)) {
                 check_deadlines();
                 last_scan = Clock::now();
+                if (listen_paused_until != kNever && last_scan >= listen_paused_until) {
+                    listen_paused_until = kNever;
+                    epoll_event ev{};
+                    ev.events = EPOLLIN;
+                    ev.data.fd = listen_fd;
+                    ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev);
+                }
             }
         }
     }

@@ -148,13 +148,16 @@ Evaluator::Entry& Evaluator::setup_for(const Candidate& c) {
         for (const auto& f : config::coop_config_fields())
             if (f.dotted() == k) key.append("|").append(f.show(c.cfg));
     key.append(fmt::format("|l1 hit {:.17g}", staging_hit_rate(c.st, c.cfg)));
-    auto& slot = setups_[key];
-    if (!slot) {
-        auto e = std::make_shared<Entry>();
-        e->setup = workload::prepare_bench(c.st, c.cfg, c.in, false);
-        slot = e;
+    if (auto it = setups_.find(key); it != setups_.end()) return *it->second;
+    while (setups_.size() >= kMaxCachedSetups) {  // bounded memory: the oldest rig goes
+        setups_.erase(setup_order_.front());
+        setup_order_.pop_front();
     }
-    return *slot;
+    auto e = std::make_shared<Entry>();
+    e->setup = workload::prepare_bench(c.st, c.cfg, c.in, false);
+    ++rigs_built_;
+    setup_order_.push_back(key);
+    return *(setups_[key] = e);
 }
 
 sim::BenchReport Evaluator::report(const Point& p) {

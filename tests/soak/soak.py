@@ -409,9 +409,19 @@ class Soak:
         if code not in (413, -1) or grew_mb >= 8:
             self.failure(f"16 MB chunked body: HTTP {code}, RSS +{grew_mb:.1f} MB; expected 413 and < 8 MB")
 
+    def all_tasks(self):
+        """Every task, through GET /v1/tasks pages of 100 (?after=the last id of a page)."""
+        tasks, after = [], ""
+        while True:
+            _, text = self.request("GET", "/v1/tasks?limit=100" + (f"&after={after}" if after else ""))
+            page = json.loads(text)
+            tasks += page["data"]
+            if not page.get("has_more") or not page["data"]:
+                return tasks
+            after = page["last_id"]
+
     def check_tasks(self, final):
-        _, text = self.request("GET", "/v1/tasks")
-        by_id = {t["id"]: t for t in json.loads(text)["data"]}
+        by_id = {t["id"]: t for t in self.all_tasks()}
         allowed = {"done", "failed", "cancelled", "interrupted"} if final else \
             {"done", "failed", "cancelled", "interrupted", "queued", "running"}
         for tid in sorted(self.tasks):

@@ -11,6 +11,7 @@
 
 #include "config/coop_config.h"
 #include "core/error.h"
+#include "tune/evaluator.h"
 #include "tune/outputs.h"
 #include "tune/tune.h"
 #include "workload/bench_runner.h"
@@ -110,6 +111,34 @@ TEST(TuneGrid, BestEqualsIndependentBruteForce) {
         EXPECT_EQ(r.points[size_t(r.best)].tbt_ms, best_tbt);
     }
     EXPECT_LT(r.rigs_built, 24);  // rigs are shared between points (zero_copy_switch does not rebuild)
+}
+
+// `duet tune --hw-pairs` kept every rig it built (181 rigs, 5.3 GB for 300 points). Now an
+// evaluator keeps at most kMaxCachedSetups; a point whose rig was dropped is rebuilt and gives the
+// same numbers.
+TEST(TuneEvaluator, KeepsABoundedNumberOfRigsWithTheSameNumbers) {
+    TuneOptions o = small_options();
+    o.space.hw_pairs = true;
+    o.space.only = {"hw.pair"};
+    const Space space = make_space(o);
+    ASSERT_EQ(space.dims().size(), 1u);
+    const size_t n = space.dims()[0].values.size();
+    ASSERT_GT(n, Evaluator::kMaxCachedSetups) << "too few hardware pairs to exercise the bound";
+    Evaluator ev(space, o.base, Objective::TBT);
+    Point p = space.base_point(o.base);
+    std::vector<PointResult> first;
+    for (size_t i = 0; i < n; ++i) {
+        p[0] = int(i);
+        first.push_back(ev.evaluate(p));
+        EXPECT_LE(ev.cached_setups(), Evaluator::kMaxCachedSetups);
+    }
+    EXPECT_EQ(size_t(ev.rigs_built()), n);
+    p[0] = 0;  // its rig was dropped long ago
+    const PointResult again = ev.evaluate(p);
+    EXPECT_EQ(again.ok, first[0].ok);
+    EXPECT_EQ(again.tbt_ms, first[0].tbt_ms);
+    EXPECT_EQ(again.memory_bytes, first[0].memory_bytes);
+    EXPECT_EQ(size_t(ev.rigs_built()), n + 1);
 }
 
 TEST(TuneAdaptive, DeterministicAndWithinBudget) {
