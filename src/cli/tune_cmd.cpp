@@ -100,6 +100,11 @@ void run_tune_cmd(const TuneArgs& a) {
     }
     for (const auto& k : a.only) o.space.only.push_back(k);
     for (const auto& [k, v] : o.space.fixed) tune::set_knob(o.base, k, v, "--fix");  // refuse bad values now
+    for (const auto& [k, vals] : o.space.values)  // each --vary value alone, before the search
+        for (const auto& v : vals) {
+            auto probe = o.base;
+            tune::set_knob(probe, k, v, "--vary");
+        }
 
     const bool bar = a.progress || (!a.quiet && isatty(2));
     tune::TuneResult r = tune::run_tune(o, [&](const tune::TuneProgress& p) {
