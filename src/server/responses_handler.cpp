@@ -12,6 +12,7 @@
 #include "model/tokenizer/tokenizer.h"
 #include "server/api_error.h"
 #include "server/completion_exchange.h"
+#include "server/http_front.h"
 #include "server/responses_output.h"
 
 namespace duet::server {
@@ -39,6 +40,8 @@ struct ResponsesHandler::Turn {
 };
 
 namespace {
+
+constexpr int kGonePollMs = 50;  // how often a non-streamed request looks for its client
 
 int64_t now_ms() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -258,7 +261,15 @@ void ResponsesHandler::finish(Turn& t, const runtime::GenResult& res, const std:
 void ResponsesHandler::render_json(std::shared_ptr<Turn> t, httplib::Response& res) {
     CompletionHandler::Exchange& ex = *t->ex;
     std::unique_lock<std::mutex> lock(ex.mu);
-    ex.cv.wait(lock, [&] { return ex.all_done(); });
+    // As on the chat route: a client that leaves is noticed within kGonePollMs and its request
+    // cancelled (the batcher drops it at its next step).
+    while (!ex.cv.wait_for(lock, std::chrono::milliseconds(kGonePollMs), [&] { return ex.all_done(); })) {
+        if (client_gone()) {
+            ex.cancelled->store(true);
+            completions_.metrics_.inc("duet_requests_abandoned_total");
+            throw ApiError(499, "invalid_request_error", "the client closed the connection before the response");
+        }
+    }
     auto& c = ex.choices[0];
     if (c.result.finish_reason == "error") throw ApiError(500, "server_error", c.result.error);
     for (const auto& piece : c.pieces)

@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "core/json_budget.h"
 #include "server/api_error.h"
 #include "server/request_json.h"
 #include "server/responses_request.h"
@@ -63,11 +64,17 @@ json normalise_item(const json& it, const std::string& p) {
     if (!it.is_object()) wrong_type(p, it, "an object");
     const std::string type = detail::field(it, "type") ? detail::string_in(it, "type", p + ".type") : "message";
     if (type == "message") return normalise_message(it, p);
-    if (type == "function_call")
-        return {{"type", "function_call"},
-                {"call_id", required_string(it, "call_id", p)},
-                {"name", required_string(it, "name", p)},
-                {"arguments", required_string(it, "arguments", p)}};
+    if (type == "function_call") {
+        json call = {{"type", "function_call"},
+                     {"call_id", required_string(it, "call_id", p)},
+                     {"name", required_string(it, "name", p)},
+                     {"arguments", required_string(it, "arguments", p)}};
+        // The template parses the arguments and writes them back: the same budget as a body.
+        if (const std::string e = json_budget_error(call["arguments"].get<std::string>(), {}, "'" + p + ".arguments'");
+            !e.empty())
+            throw ApiError::bad_request(e, p + ".arguments");
+        return call;
+    }
     if (type == "function_call_output") {
         const json* out = detail::field(it, "output");
         if (!out) throw ApiError::bad_request(fmt::format("'{}.output' is required", p), p + ".output");

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/json_budget.h"
 #include "server/api_error.h"
 #include "server/request_json.h"
 
@@ -220,6 +221,8 @@ const std::vector<std::string>& responses_refused_fields() {
 }
 
 ResponsesRequest parse_responses_request(const std::string& body_text) {
+    // Depth and keys per object are checked on the text, before the parser (core/json_budget.h).
+    if (const std::string e = json_budget_error(body_text, {}, "request body"); !e.empty()) throw ApiError::bad_request(e);
     json body = json::parse(body_text, nullptr, false);
     if (body.is_discarded()) throw ApiError::bad_request("request body is not valid JSON");
     if (!body.is_object()) throw ApiError::bad_request("request body must be a JSON object");

@@ -179,6 +179,18 @@ TEST(ResponsesRequest, BadFieldsAre400sWithExactMessages) {
     for (const auto& [body, want] : cases) EXPECT_EQ(error_of(body), want) << body;
 }
 
+// The JSON budget of the chat route (core/json_budget.h): on the body, and on a call's
+// arguments, which the template parses and writes back.
+TEST(ResponsesRequest, DeepJsonIsRefusedBeforeParsing) {
+    const std::string deep = std::string(65, '[') + std::string(65, ']');
+    EXPECT_EQ(error_of(R"({"input":"x","metadata":)" + deep + "}"),
+              Err(400, "", "request body is nested deeper than 64 levels (allowed: at most 64 nested objects and arrays)"));
+    json body = {{"input", {{{"type", "function_call"}, {"call_id", "c"}, {"name", "f"}, {"arguments", deep}}}}};
+    EXPECT_EQ(error_of(body.dump()),
+              Err(400, "input[0].arguments",
+                  "'input[0].arguments' is nested deeper than 64 levels (allowed: at most 64 nested objects and arrays)"));
+}
+
 TEST(ResponsesRequest, AnOutputMustAnswerACallOfTheConversation) {
     auto r = parse_responses_request(R"({"input":[{"type":"function_call_output","call_id":"call_9","output":"1"}]})");
     const ordered_json history =
