@@ -423,7 +423,7 @@ TEST(BenchCli, Int8PrecisionHoldsQ8_0AsInt8WithScales) {
     Result bad = run("DUET_PIM_PRECISION=int4", kBench, false);
     EXPECT_EQ(bad.code, 2);
     EXPECT_NE(bad.out.find("pim.precision"), std::string::npos) << bad.out;
-    EXPECT_NE(bad.out.find("(allowed: fp16, bf16, int8)"), std::string::npos) << bad.out;
+    EXPECT_NE(bad.out.find("(allowed: fp16, bf16, int8, auto)"), std::string::npos) << bad.out;
 }
 
 // Batched decode with a shared weight base (issue 9 item 3): a decode GEMM of B vectors stays on
