@@ -57,7 +57,8 @@ std::vector<F> build() {
     v.push_back(enum_field("pim", "compute_unit", &C::pim, &PimSection::compute_unit,
                            {{"gemv", ComputeUnit::GEMV}, {"gemv_attention", ComputeUnit::GEMV_ATTENTION}}));
     v.push_back(enum_field("pim", "precision", &C::pim, &PimSection::precision,
-                           {{"fp16", PimPrecision::FP16}, {"bf16", PimPrecision::BF16}, {"int8", PimPrecision::INT8}}));
+                           {{"fp16", PimPrecision::FP16}, {"bf16", PimPrecision::BF16}, {"int8", PimPrecision::INT8},
+                            {"auto", PimPrecision::AUTO}}));
     F block = ranged(make("reorder", "block_size_kb", K::INT, &C::reorder, &ReorderSection::block_size_kb), 1, 4096);
     block.check = power_of_two;
     v.push_back(block);
@@ -146,7 +147,7 @@ void check_pim_presets(const TopologySection& t) {
 }
 
 const char* pim_precision_name(PimPrecision p) {
-    return p == PimPrecision::BF16 ? "bf16" : p == PimPrecision::INT8 ? "int8" : "fp16";
+    return p == PimPrecision::BF16 ? "bf16" : p == PimPrecision::INT8 ? "int8" : p == PimPrecision::AUTO ? "auto" : "fp16";
 }
 
 const std::vector<std::string>& link_preset_names() {

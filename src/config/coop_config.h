@@ -28,7 +28,9 @@ enum class ComputeUnit { GEMV, GEMV_ATTENTION };                // "gemv", "gemv
 // INT8: FILE mode holds Q8_0 matrices as int8 quants with their f16 block scales beside them
 // (layout/pim_int8.h) and the PIM model runs them as int8 MACs, or widened to the preset's 16-bit
 // float MACs where it has no int8 lanes (stated in the report).
-enum class PimPrecision { FP16, BF16, INT8 };                   // "fp16", "bf16", "int8"
+// AUTO (the default): the PIM's operand type follows settings runtime.dtype, except that a PIM
+// preset without fp16 MACs (GDDR6-AiM: bf16 only) gets bf16 for float16 (workload/bench_runner.h).
+enum class PimPrecision { FP16, BF16, INT8, AUTO };             // "fp16", "bf16", "int8", "auto"
 enum class TargetFormat { NZ, ND };                             // "NZ", "ND"
 enum class PrefillEngine { NPU_GEMM, PIM_GEMV };                // "npu_gemm", "pim_gemv"
 enum class DecodeEngine { PIM_GEMV, NPU_GEMV };                 // "pim_gemv", "npu_gemv"
@@ -38,7 +40,7 @@ struct PimSection {
     PimLayout layout = PimLayout::ROW_MAJOR_128BIT;
     int64_t alignment_bits = 128;     // key `alignment`: layout granule in bits (128 or 256), rows padded to it
     ComputeUnit compute_unit = ComputeUnit::GEMV;  // GEMV: PIM runs weight GEMVs; GEMV_ATTENTION: also decode attention
-    PimPrecision precision = PimPrecision::FP16;
+    PimPrecision precision = PimPrecision::AUTO;
 };
 
 struct ReorderSection {

@@ -6,7 +6,9 @@
 
 namespace duet::sim {
 
-const char* device_kind_name(DeviceKind k) { return k == DeviceKind::NPU ? "npu" : "pim"; }
+const char* device_kind_name(DeviceKind k) {
+    return k == DeviceKind::NPU ? "npu" : k == DeviceKind::PIM ? "pim" : "cpu";
+}
 
 SimLink shared_memory_link() {
     SimLink l;

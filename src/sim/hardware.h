@@ -19,8 +19,11 @@
 
 namespace duet::sim {
 
-enum class DeviceKind { NPU = 0, PIM = 1 };
-const char* device_kind_name(DeviceKind k);  // "npu", "pim"
+// CPU: the host CPU (hw/cpu/host_cpu_device.h), present when a run uses placement pim_only;
+// it shares memory with the star's centre, so its transfers to npu0's side cost nothing and the
+// PIM devices' links stand for the host's links to them (docs/hardware-model.md "Host CPU").
+enum class DeviceKind { NPU = 0, PIM = 1, CPU = 2 };
+const char* device_kind_name(DeviceKind k);  // "npu", "pim", "cpu"
 
 // One link between two devices (configs/hw/links.toml): a device's link to npu0, or a
 // device-to-device link of a mesh (SimHardware::add_mesh).

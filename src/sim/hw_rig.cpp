@@ -3,6 +3,7 @@
 #include "config/coop_config.h"
 #include "config/runtime_knobs.h"
 #include "core/error.h"
+#include "hw/cpu/host_cpu_device.h"
 #include "hw/memory_presets.h"
 #include "hw/npu/npu_memory.h"
 #include "hw/npu/npu_preset.h"
@@ -125,7 +126,8 @@ void add_pims(HardwareRig& rig, const config::CoopConfig& cfg, const std::vector
 }  // namespace
 
 std::unique_ptr<HardwareRig> make_hardware_rig(const config::Settings& settings, const config::CoopConfig& cfg,
-                                               const std::string& pim_preset, const std::string& npu_dispatch) {
+                                               const std::string& pim_preset, const std::string& npu_dispatch,
+                                               bool host_cpu) {
     auto rig = std::make_unique<HardwareRig>();
     hw::npu::NpuPreset np = hw::npu::load_npu_preset(settings.ascend.soc_version);
     hw::npu::DispatchMode dispatch = hw::npu::NpuOptions{}.dispatch;
@@ -163,6 +165,10 @@ std::unique_ptr<HardwareRig> make_hardware_rig(const config::Settings& settings,
     layout::MemoryOrganisation org;
     add_pims(*rig, cfg, pim_presets_of(topo, pim_preset), np.memory_type, org,
              !pim_preset.empty() || !topo.pim_presets.empty());
+    if (host_cpu) {  // shares memory with the star's centre: the PIM links are the host's links
+        rig->host_cpu = std::make_unique<hw::cpu::HostCpuDevice>(hw::cpu::load_host_cpu_preset(kHostCpuPreset));
+        h.add_device(DeviceKind::CPU, rig->host_cpu.get());
+    }
     layout::PimLayoutParams lp;
     lp.alignment_bits = int(cfg.pim.alignment_bits);
     lp.block_size_kb = int(cfg.reorder.block_size_kb);

@@ -22,6 +22,7 @@ struct HardwareRig {
     std::unique_ptr<hw::npu::NpuDevice> npu;  // npu0
     std::unique_ptr<hw::Device> pim;          // pim0; null when there is no PIM device
     std::vector<std::unique_ptr<hw::Device>> more_devices;  // npu1.., pim1..
+    std::unique_ptr<hw::Device> host_cpu;     // cpu0; null unless asked for (placement pim_only)
     std::unique_ptr<LayoutBinding> layout;
     std::string pim_preset;                   // pim0's preset
     std::string pim_unavailable;              // why pim is null
@@ -31,9 +32,12 @@ struct HardwareRig {
 // `pim_preset` empty: the default PIM preset; `npu_dispatch`: the NPU's host launch mode
 // (eager, queue0, queue1, queue2, graph; empty = queue1, torch_npu's default). The machine is
 // cfg.topology ([topology]: npus, pims, links, per-device PIM presets).
+// `host_cpu`: add cpu0, the host CPU of preset kHostCpuPreset (configs/hw/host_cpu.toml), last.
 // Throws duet::Error for unknown presets or modes.
+inline constexpr const char* kHostCpuPreset = "xeon_8380";
 std::unique_ptr<HardwareRig> make_hardware_rig(const config::Settings& settings, const config::CoopConfig& cfg,
-                                               const std::string& pim_preset, const std::string& npu_dispatch = "");
+                                               const std::string& pim_preset, const std::string& npu_dispatch = "",
+                                               bool host_cpu = false);
 
 // The memory efficiency of the NPU model, shared by `duet bench` and `duet pim-sim npu` so both
 // model the same NPU: "peak" (1.0: the preset's published bandwidth; the default of both),

@@ -34,7 +34,8 @@ hw::OpShape split_rows(const hw::OpShape& s, int part, int parts) {
 }
 
 Placer::Placer(PlacementOptions opts, const SimHardware& hw)
-    : opts_(std::move(opts)), hw_(hw), npus_(hw.devices_of(DeviceKind::NPU)), pims_(hw.devices_of(DeviceKind::PIM)) {
+    : opts_(std::move(opts)), hw_(hw), npus_(hw.devices_of(DeviceKind::NPU)), pims_(hw.devices_of(DeviceKind::PIM)),
+      cpus_(hw.devices_of(DeviceKind::CPU)) {
     if (npus_.empty() || npus_[0] != 0) fail("simulated machine: devices[0] must be an NPU (the host, npu0)");
 }
 
@@ -46,13 +47,15 @@ bool Placer::pim_layout(int layer) const { return opts_.policy != Policy::NPU_ON
 
 DeviceKind Placer::choose_kind(const OpRecord& rec, const hw::OpShape& shape) const {
     if (opts_.policy == Policy::NPU_ONLY || forced_npu(rec.layer) || pims_.empty()) return DeviceKind::NPU;
+    // pim_only: what the PIM does not run goes to the host CPU, never to an NPU (when there is one)
+    const DeviceKind rest = opts_.policy == Policy::PIM_ONLY && !cpus_.empty() ? DeviceKind::CPU : DeviceKind::NPU;
     const bool matmul = rec.kind == OpKind::MATMUL, attention = rec.kind == OpKind::ATTENTION;
-    if (!matmul && !attention) return DeviceKind::NPU;
+    if (!matmul && !attention) return rest;
     // the first (largest) part is what each PIM device would run
     const int pim_parts = matmul ? int(pims_.size()) : 1;
     const hw::OpShape pim_part = split_rows(shape, 0, pim_parts);
     const hw::Device& pim0 = *hw_.devices[size_t(pims_[0])].model;
-    if (!pim0.supports(pim_part)) return DeviceKind::NPU;
+    if (!pim0.supports(pim_part)) return rest;
     switch (opts_.policy) {
         case Policy::PIM_ONLY: return DeviceKind::PIM;
         case Policy::NPU_PIM_COOP:
@@ -91,9 +94,10 @@ OpPlacement Placer::place(const OpRecord& rec, const hw::OpShape& shape) const {
     OpPlacement p;
     p.kind = choose_kind(rec, shape);
     // NPUs other than npu0 hold NZ slices only: a PIM-layout matrix is converted on npu0's load path
-    const bool splittable = rec.kind == OpKind::MATMUL && (p.kind == DeviceKind::PIM || !pim_layout(rec.layer));
+    const bool splittable = rec.kind == OpKind::MATMUL && p.kind != DeviceKind::CPU &&
+                            (p.kind == DeviceKind::PIM || !pim_layout(rec.layer));
     if (splittable) p.devices = split_devices(p.kind, shape);
-    else p.devices = {p.kind == DeviceKind::NPU ? npus_[0] : pims_[0]};
+    else p.devices = {p.kind == DeviceKind::NPU ? npus_[0] : p.kind == DeviceKind::PIM ? pims_[0] : cpus_[0]};
     return p;
 }
 

@@ -2,7 +2,8 @@
 // Placement: which device runs each operator (docs/design.md "Placement", docs/topology.md).
 // First a device kind per policy:
 //   npu_only      baseline: weights in NZ, every op on the NPU
-//   pim_only      every MATMUL and ATTENTION the PIM supports runs on PIM; the rest on the NPU
+//   pim_only      every MATMUL and ATTENTION the PIM supports runs on PIM; the rest on the host
+//                 CPU (cpu0) when the machine has one (as CENT runs: no NPU work), else on the NPU
 //   npu_pim_coop  prefill MATMULs per [scheduling] prefill_engine (npu_gemm: NPU), decode
 //                 MATMULs per decode_engine (pim_gemv: PIM; a batched decode matmul, m > 1,
 //                 only while the PIM's batched estimate beats the NPU's); decode ATTENTION on PIM when
@@ -64,7 +65,7 @@ private:
     std::vector<int> split_devices(DeviceKind kind, const hw::OpShape& shape) const;
     PlacementOptions opts_;
     const SimHardware& hw_;
-    std::vector<int> npus_, pims_;  // device indices by kind
+    std::vector<int> npus_, pims_, cpus_;  // device indices by kind
 };
 
 }  // namespace duet::sim

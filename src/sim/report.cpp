@@ -36,10 +36,12 @@ RunReport simulate_run(const ModelShape& shape, const Plan& plan, int64_t contex
         r.tbt_p99_ns = percentile(tbt, 0.99);
     }
     const DeviceStats dn = tl.decode.npu(), dp = tl.decode.pim(), pn = tl.prefill.npu(), pp = tl.prefill.pim();
-    const double decode_pj = dn.energy_pj + dp.energy_pj;
+    // the host CPU (pim_only) is counted in energy; its DRAM is not the NPU memory of decode_ext_bw_*
+    const DeviceStats dc = tl.decode.total(DeviceKind::CPU), pc = tl.prefill.total(DeviceKind::CPU);
+    const double decode_pj = dn.energy_pj + dp.energy_pj + dc.energy_pj;
     const double tokens = double(tbt.size()) * batch;
     // extra conversion energy is booked to prefill, where the conversions of npu_pim_coop happen
-    r.prefill_energy_pj = pn.energy_pj + pp.energy_pj;
+    r.prefill_energy_pj = pn.energy_pj + pp.energy_pj + pc.energy_pj;
     r.decode_energy_per_token_pj = tokens > 0 ? decode_pj / tokens : 0;
     r.prefill_energy_pj += tl.conversion_energy_pj;
     const double wall = tl.decode.wall_ns;

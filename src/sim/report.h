@@ -63,12 +63,15 @@ struct BenchReport {
     nlohmann::json config;         // the effective settings + config knobs, for reproduction
     nlohmann::json topology;       // devices and links of the simulated machine (docs/report-schema.md)
     nlohmann::json functional;     // FILE mode only (null otherwise): real tokens and host times
+    nlohmann::json pim_precision;  // the PIM weight base's operand type (workload::choose_pim_precision); null: no PIM used
     nlohmann::json parallel;       // tp, pp, micro_batches, flashcomm, hccl_expansion (docs/scale-out.md); null: tp = pp = 1
 };
 
 std::string format_table(const BenchReport& r);  // side-by-side table, verdicts, warnings
 
 nlohmann::json run_to_json(const RunReport& r);
+// Names of the devices that ran at least one operator (prefill or decode), in SimHardware order.
+std::vector<std::string> devices_used(const RunReport& r);
 nlohmann::json report_to_json(const BenchReport& r);
 // Reads what report_to_json wrote (schema "duet.bench/1"); per-token TBT included, events not.
 BenchReport report_from_json(const nlohmann::json& j);

@@ -1,6 +1,8 @@
 // JSON form of the bench report (docs/report-schema.md, schema "duet.bench/1") and the table.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "sim/report.h"
 
@@ -33,7 +35,7 @@ DeviceStats device_from(const json& j) {
     u.exposed_comm_ns = j.value("exposed_comm_ns", 0.0);
     return u;
 }
-// "npu" and "pim": totals over the devices of the kind; "devices": one entry per device, in
+// "npu", "pim" and "cpu": totals over the devices of the kind; "devices": one entry per device, in
 // SimHardware order, named npu0, pim0, pim1, ...
 json phase_json(const PhaseStats& p) {
     json devices = json::array();
@@ -43,7 +45,8 @@ json phase_json(const PhaseStats& p) {
         e["kind"] = device_kind_name(d.kind);
         devices.push_back(e);
     }
-    return {{"wall_ns", p.wall_ns}, {"npu", device_json(p.npu())}, {"pim", device_json(p.pim())}, {"devices", devices}};
+    return {{"wall_ns", p.wall_ns}, {"npu", device_json(p.npu())}, {"pim", device_json(p.pim())},
+            {"cpu", device_json(p.total(DeviceKind::CPU))}, {"devices", devices}};
 }
 PhaseStats phase_from(const json& j) {
     PhaseStats p;
@@ -52,8 +55,9 @@ PhaseStats phase_from(const json& j) {
         DeviceStats d = device_from(e);
         d.name = e.at("name").get<std::string>();
         const std::string kind = e.at("kind").get<std::string>();
-        if (kind != "npu" && kind != "pim") fail("device {} has kind \"{}\" (allowed: npu, pim)", d.name, kind);
-        d.kind = kind == "npu" ? DeviceKind::NPU : DeviceKind::PIM;
+        if (kind != "npu" && kind != "pim" && kind != "cpu")
+            fail("device {} has kind \"{}\" (allowed: npu, pim, cpu)", d.name, kind);
+        d.kind = kind == "npu" ? DeviceKind::NPU : kind == "pim" ? DeviceKind::PIM : DeviceKind::CPU;
         p.device.push_back(d);
     }
     return p;
@@ -136,6 +140,17 @@ double decode_energy_per_token_pj(const RunReport& r, DeviceKind kind) {
 
 }  // namespace
 
+std::vector<std::string> devices_used(const RunReport& r) {
+    std::vector<std::string> out;
+    const PhaseStats& pre = r.timeline.prefill;
+    const PhaseStats& dec = r.timeline.decode;
+    for (size_t d = 0; d < std::max(pre.device.size(), dec.device.size()); ++d) {
+        const int64_t ops = (d < pre.device.size() ? pre.device[d].ops : 0) + (d < dec.device.size() ? dec.device[d].ops : 0);
+        if (ops > 0) out.push_back(d < pre.device.size() ? pre.device[d].name : dec.device[d].name);
+    }
+    return out;
+}
+
 json run_to_json(const RunReport& r) {
     const Timeline& tl = r.timeline;
     return {{"policy", r.policy},
@@ -159,6 +174,7 @@ json run_to_json(const RunReport& r) {
             {"pim_util", r.pim_util},
             {"pim_internal_bw_util", r.pim_internal_bw_util},
             {"pim_gemv_gbps", r.pim_gemv_gbps},
+            {"devices_used", devices_used(r)},
             {"warnings", r.warnings}};
 }
 
@@ -184,6 +200,7 @@ json report_to_json(const BenchReport& r) {
             {"verdicts", verdicts}};
     if (!r.functional.is_null()) j["functional"] = r.functional;
     if (!r.parallel.is_null()) j["parallel"] = r.parallel;
+    if (!r.pim_precision.is_null()) j["pim_precision"] = r.pim_precision;
     return j;
 }
 
@@ -205,6 +222,7 @@ BenchReport report_from_json(const json& j) {
         r.config = j.at("config");
         if (j.contains("functional")) r.functional = j.at("functional");
         if (j.contains("parallel")) r.parallel = j.at("parallel");
+        if (j.contains("pim_precision")) r.pim_precision = j.at("pim_precision");
         r.baseline = run_from(j.at("baseline"));
         r.target = run_from(j.at("target"));
         for (const json& v : j.at("verdicts"))
@@ -233,6 +251,11 @@ std::string format_table(const BenchReport& r) {
                          "memory: one rank's share\n",
                          r.parallel.value("tp", 1), r.parallel.value("pp", 1), r.parallel.value("micro_batches", 1),
                          r.parallel.value("flashcomm", false) ? "on" : "off", r.parallel.value("hccl_expansion", ""));
+    if (!r.pim_precision.is_null()) {
+        const std::string note = r.pim_precision.value("note", "");
+        s += fmt::format("PIM precision: {}{}\n", r.pim_precision.value("precision", ""),
+                         note.empty() ? std::string() : " (" + note + ")");
+    }
     row("", b.policy + " (base)", t.policy + " (target)");
     row("TTFT", ms(b.timeline.ttft_ns), ms(t.timeline.ttft_ns),
         fmt::format("{:+.3f} ms", (t.timeline.ttft_ns - b.timeline.ttft_ns) / 1e6));
@@ -255,6 +278,12 @@ std::string format_table(const BenchReport& r) {
     row("Decode external bandwidth", fmt::format("{:.0f} GB/s", b.decode_ext_bw_gbps),
         fmt::format("{:.0f} GB/s", t.decode_ext_bw_gbps));
     row("  of peak", fmt::format("{:.1f} %", 100 * b.decode_ext_bw_util), fmt::format("{:.1f} %", 100 * t.decode_ext_bw_util));
+    auto names = [](const std::vector<std::string>& v) {
+        std::string out;
+        for (const std::string& n : v) out += (out.empty() ? "" : ",") + n;
+        return out;
+    };
+    row("Devices used", names(devices_used(b)), names(devices_used(t)));
     row("PIM busy in decode", fmt::format("{:.1f} %", 100 * b.pim_util), fmt::format("{:.1f} %", 100 * t.pim_util));
     row("PIM internal bandwidth used", fmt::format("{:.1f} %", 100 * b.pim_internal_bw_util),
         fmt::format("{:.1f} %", 100 * t.pim_internal_bw_util));

@@ -14,6 +14,7 @@
 #include "hw/memory_presets.h"
 #include "hw/npu/npu_device.h"
 #include "hw/npu/npu_preset.h"
+#include "hw/pim/pim_device.h"
 #include "layout/pim_layout.h"
 #include "model/arch_presets.h"
 #include "model/hparams.h"
@@ -28,8 +29,9 @@ namespace {
 // What makes two rigs differ: every settings/config value the rig reads, the overrides and
 // the presets folder.
 std::string rig_key(const config::Settings& st, const config::CoopConfig& cfg, const std::string& pim,
-                    const std::string& dispatch) {
+                    const std::string& dispatch, bool host_cpu) {
     std::string key = st.ascend.soc_version + "|" + pim + "|" + dispatch + "|" + hw::config_dir();
+    if (host_cpu) key += "|cpu0";
     for (const auto& f : config::coop_config_fields()) key += "|" + f.show(cfg);
     for (const auto& [k, v] : st.runtime.knobs) key += "|" + k + "=" + v;  // the rig reads the runtime knobs
     for (const auto& [k, v] : config::runtime_knob_env()) key += "|env " + k + "=" + v;
@@ -51,15 +53,15 @@ RigCache& rig_cache() {
 
 std::shared_ptr<const sim::HardwareRig> cached_hardware_rig(const config::Settings& st, const config::CoopConfig& cfg,
                                                             const std::string& pim_preset,
-                                                            const std::string& npu_dispatch) {
-    const std::string key = rig_key(st, cfg, pim_preset, npu_dispatch);
+                                                            const std::string& npu_dispatch, bool host_cpu) {
+    const std::string key = rig_key(st, cfg, pim_preset, npu_dispatch, host_cpu);
     RigCache& c = rig_cache();
     {
         std::lock_guard<std::mutex> lock(c.mu);
         auto it = c.rigs.find(key);
         if (it != c.rigs.end()) return it->second;
     }
-    std::shared_ptr<const sim::HardwareRig> rig = sim::make_hardware_rig(st, cfg, pim_preset, npu_dispatch);
+    std::shared_ptr<const sim::HardwareRig> rig = sim::make_hardware_rig(st, cfg, pim_preset, npu_dispatch, host_cpu);
     std::lock_guard<std::mutex> lock(c.mu);
     auto [it, inserted] = c.rigs.emplace(key, rig);
     if (inserted) {
@@ -151,6 +153,33 @@ nlohmann::json topology_json(const sim::SimHardware& hw) {
 // The NPUs of the simulated machine ([topology] npus; settings ascend.device_id indexes them).
 int64_t modelled_npu_count(const config::CoopConfig& cfg) { return cfg.topology.npus; }
 
+PimPrecisionChoice choose_pim_precision(config::PimPrecision configured, const std::string& runtime_dtype,
+                                        const hw::Device* pim0, const std::string& pim_preset) {
+    const auto* pim = dynamic_cast<const hw::pim::PimDevice*>(pim0);
+    const bool fp16 = pim && pim->spec().supports(DType::F16), bf16 = pim && pim->spec().supports(DType::BF16);
+    PimPrecisionChoice c;
+    c.precision = configured;
+    if (configured == config::PimPrecision::AUTO) {
+        c.precision = runtime_dtype == "bfloat16" ? config::PimPrecision::BF16 : config::PimPrecision::FP16;
+        if (c.precision == config::PimPrecision::FP16 && !fp16 && bf16) {
+            c.precision = config::PimPrecision::BF16;
+            c.automatic = true;
+            c.note = fmt::format("bf16 chosen automatically: PIM preset '{}' has bf16 MACs only (config.toml [pim] "
+                                 "precision = \"auto\"; settings runtime.dtype = \"{}\" stays on the NPU)",
+                                 pim_preset, runtime_dtype);
+        }
+    }
+    if (!pim || c.precision == config::PimPrecision::INT8) return c;  // int8: widened where no int8 MACs (PimDevice)
+    const bool want_bf16 = c.precision == config::PimPrecision::BF16;
+    c.supported = want_bf16 ? bf16 : fp16;
+    if (!c.supported)
+        c.note = fmt::format("PIM preset '{}' has no {} MACs: the PIM runs no operator (config.toml [pim] "
+                             "precision = \"{}\"; allowed for this preset: {}auto)",
+                             pim_preset, want_bf16 ? "bf16" : "fp16", config::pim_precision_name(configured),
+                             std::string(fp16 ? "fp16, " : "") + (bf16 ? "bf16, " : ""));
+    return c;
+}
+
 BenchSetup prepare_bench(const config::Settings& st, const config::CoopConfig& cfg, const TraceBenchInputs& in,
                          bool file_mode) {
     {
@@ -164,23 +193,37 @@ BenchSetup prepare_bench(const config::Settings& st, const config::CoopConfig& c
         fail("settings ascend.enable_pim_coop = false but --target = \"{}\" uses the PIM (allowed: set enable_pim_coop "
              "to true, or --target npu_only)", in.target);
     const graph::ModelShape shape = bench_model_shape(in.model, st.runtime.dtype);
-    s.rig = cached_hardware_rig(st, cfg, in.pim, in.dispatch);
+    // pim_only runs what the PIM does not on the host CPU (cpu0), as CENT does
+    // (one rank only: with --tp/--pp each rank's machine keeps its NPU, sim/scale_out.h)
+    const bool pim_only = s.pb == sim::Policy::PIM_ONLY || s.pt == sim::Policy::PIM_ONLY;
+    s.rig = cached_hardware_rig(st, cfg, in.pim, in.dispatch, pim_only && in.tp * in.pp == 1);
     for (sim::Policy p : {s.pb, s.pt})
         if (p != sim::Policy::NPU_ONLY && !s.rig->pim)
             fail("policy {} needs a PIM model, but PIM preset '{}' is unavailable: {}", sim::policy_name(p),
                  s.rig->pim_preset, s.rig->pim_unavailable);
-    const bool bf16 = cfg.pim.precision == config::PimPrecision::BF16;
     const bool pim_used = s.pb != sim::Policy::NPU_ONLY || s.pt != sim::Policy::NPU_ONLY;
     if (!file_mode && pim_used && cfg.pim.precision == config::PimPrecision::INT8)
         fail("config.toml [pim] precision = \"int8\" needs a Q8_0 model file (duet bench --model FILE.gguf): the "
              "architecture preset '{}' is modelled with settings runtime.dtype = \"{}\" weights (allowed with a "
-             "preset: [pim] precision = fp16 with float16, bf16 with bfloat16)",
+             "preset: [pim] precision = auto, fp16 with float16, bf16 with bfloat16)",
              in.model, st.runtime.dtype);
-    const std::string want = bf16 ? "bfloat16" : "float16";
-    if (!file_mode && (s.pb != sim::Policy::NPU_ONLY || s.pt != sim::Policy::NPU_ONLY) && st.runtime.dtype != want)
+    const PimPrecisionChoice choice = choose_pim_precision(cfg.pim.precision, st.runtime.dtype,
+                                                           s.rig->pim.get(), s.rig->pim_preset);
+    const bool bf16 = choice.precision == config::PimPrecision::BF16;
+    const std::string want = bf16 && !choice.automatic ? "bfloat16" : "float16";
+    if (!file_mode && pim_used && st.runtime.dtype != want)
         fail("settings runtime.dtype = \"{}\" but config.toml pim.precision = \"{}\": the baseline and the PIM base "
-             "would hold different weights (allowed: runtime.dtype float16 with pim.precision fp16, bfloat16 with bf16)",
+             "would hold different weights (allowed: runtime.dtype float16 with pim.precision fp16 or auto, bfloat16 "
+             "with bf16 or auto)",
              st.runtime.dtype, config::pim_precision_name(cfg.pim.precision));
+    if (pim_used && !file_mode) {
+        s.pim_precision = {{"configured", config::pim_precision_name(cfg.pim.precision)},
+                           {"precision", config::pim_precision_name(choice.precision)},
+                           {"chosen_automatically", choice.automatic},
+                           {"pim_supports", choice.supported},
+                           {"note", choice.note}};
+        if (!choice.supported) s.pim_idle_warning = choice.note;
+    }
     // [pim] precision: the weight base holds the model in the PIM's operand type
     auto shape_for = [&](sim::Policy p) {
         graph::ModelShape m = shape;
@@ -246,6 +289,8 @@ sim::BenchReport finish_bench(const config::Settings& st, const config::CoopConf
     if (s.pt != sim::Policy::NPU_ONLY && r.target.memory.block_index_bytes > 0)
         layout::check_index_ratio(r.target.memory.block_index_bytes, r.target.memory.weights_bytes,
                                   rig.layout->params());
+    if (!s.pim_idle_warning.empty()) r.target.warnings.push_back(s.pim_idle_warning);
+    r.pim_precision = s.pim_precision;
     r.verdicts = sim::judge(r.baseline, r.target, in.thresholds, rig.hw);
     r.config = config_json(st, cfg);
     r.topology = topology_json(rig.hw);

@@ -40,11 +40,32 @@ struct TraceBenchInputs {
 // (1 without pipeline parallelism).
 int micro_batches_for(int32_t batch, int pp);
 
+// The PIM weight base's operand type for config.toml [pim] precision. `configured` AUTO: bf16
+// for runtime_dtype bfloat16; else fp16, or bf16 (automatic = true) when pim0 (a
+// hw::pim::PimDevice of preset `pim_preset`) has bf16 MACs and no fp16 MACs. `supported` is false
+// when pim0 has no MACs of the chosen type (int8 is always supported: widened by the PIM model);
+// `note` then names the knob, else states an automatic choice ("" when neither).
+struct PimPrecisionChoice {
+    config::PimPrecision precision = config::PimPrecision::FP16;
+    bool automatic = false;
+    bool supported = true;
+    std::string note;
+};
+PimPrecisionChoice choose_pim_precision(config::PimPrecision configured, const std::string& runtime_dtype,
+                                        const hw::Device* pim0, const std::string& pim_preset);
+
 // The parts of a comparison that FILE mode and trace-only mode share.
 struct BenchSetup {
     sim::Policy pb = sim::Policy::NPU_ONLY, pt = sim::Policy::NPU_PIM_COOP;
     graph::ModelShape shape_b, shape_t;  // weights per policy (the PIM base holds [pim] precision)
     std::shared_ptr<const sim::HardwareRig> rig;  // shared with the rig cache: immutable
+    // The PIM weight base's operand type when a policy uses the PIM (report "pim_precision",
+    // docs/report-schema.md; null otherwise): config.toml [pim] precision = "auto" takes
+    // runtime.dtype, and bf16 for float16 when pim0's preset has bf16 MACs but no fp16 MACs.
+    nlohmann::json pim_precision;
+    // Set when the chosen operand type is one pim0 has no MACs for: the PIM runs no operator.
+    // Names the knob (config.toml [pim] precision); added to the target run's warnings.
+    std::string pim_idle_warning;
 };
 // Validates the policies against the settings and the available devices and builds the rig.
 BenchSetup prepare_bench(const config::Settings& st, const config::CoopConfig& cfg, const TraceBenchInputs& in,
@@ -76,10 +97,10 @@ std::vector<std::string> known_soc_names();
 // The hardware rig for these settings, config (its [topology] included) and overrides, built
 // once per process and configuration and then shared (a bench, every sweep point and every
 // served request reuse it instead of re-reading the presets). Thread safe; at most 16 rigs are
-// kept (the oldest configuration is dropped first).
+// kept (the oldest configuration is dropped first). `host_cpu`: the machine has cpu0 (pim_only).
 std::shared_ptr<const sim::HardwareRig> cached_hardware_rig(const config::Settings& st, const config::CoopConfig& cfg,
                                                             const std::string& pim_preset,
-                                                            const std::string& npu_dispatch);
+                                                            const std::string& npu_dispatch, bool host_cpu = false);
 // How many rigs cached_hardware_rig has built so far in this process (for tests).
 int64_t hardware_rigs_built();
 

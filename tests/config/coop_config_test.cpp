@@ -72,7 +72,7 @@ TEST(CoopConfig, CollectAll) {
     EXPECT_EQ(d.errors()[0],
               p + ": unknown key 'memory.foo' (allowed here: weight_base_shared, index_granularity, cache_limit_mb)");
     EXPECT_EQ(d.errors()[1], p + ": key 'pim.alignment' = 3 is out of range (allowed: 128 to 256)");
-    EXPECT_EQ(d.errors()[2], p + ": key 'pim.precision' = \"fp8\" is not allowed (allowed: fp16, bf16, int8)");
+    EXPECT_EQ(d.errors()[2], p + ": key 'pim.precision' = \"fp8\" is not allowed (allowed: fp16, bf16, int8, auto)");
     EXPECT_EQ(d.errors()[3],
               "environment variable DUET_MEMORY_CACHE_LIMIT_MB: key 'memory.cache_limit_mb' = 0 is out of range "
               "(allowed: 1 to 1048576)");

@@ -132,11 +132,82 @@ TEST(BenchCli, AlignmentAndPrecision) {
     Result bf16 = run("DUET_PIM_PRECISION=bf16 DUET_DTYPE=bfloat16", kBench);  // FIMDRAM has fp16 units only
     ASSERT_EQ(bf16.code, 0) << bf16.out;
     EXPECT_EQ(pim_ops(bf16), 0);
+    // an idle PIM is never silent: the warning names the knob
+    EXPECT_NE(bf16.out.find("  warning: PIM preset 'pim_hbm2_fimdram' has no bf16 MACs: the PIM runs no operator "
+                            "(config.toml [pim] precision = \"bf16\"; allowed for this preset: fp16, auto)\n"),
+              std::string::npos)
+        << bf16.out;
+    EXPECT_FALSE(bf16.report["pim_precision"]["pim_supports"].get<bool>());
     Result mixed = run("DUET_DTYPE=float32", kBench, false);
     EXPECT_EQ(mixed.code, 2);
-    EXPECT_NE(mixed.out.find("duet: error: settings runtime.dtype = \"float32\" but config.toml pim.precision = \"fp16\""),
+    EXPECT_NE(mixed.out.find("duet: error: settings runtime.dtype = \"float32\" but config.toml pim.precision = \"auto\""),
               std::string::npos)
         << mixed.out;
+}
+
+// GDDR6-AiM has bf16 MACs only: with the default settings (runtime.dtype float16, [pim]
+// precision auto) the PIM base is held in bf16, the PIM runs, and the report says so.
+TEST(BenchCli, Bf16IsChosenAutomaticallyForABf16OnlyPim) {
+    for (const std::string preset : {"pim_gddr6_aim", "pim_cxl_aim"}) {
+        SCOPED_TRACE(preset);
+        Result r = run("", std::string(kBench) + " --pim " + preset);
+        ASSERT_EQ(r.code, 0) << r.out;
+        EXPECT_GT(pim_ops(r), 0);
+        EXPECT_GT(r.report["target"]["timeline"]["decode"]["pim"]["busy_ns"].get<double>(), 0);
+        EXPECT_NE(r.out.find("PIM precision: bf16 (bf16 chosen automatically: PIM preset '" + preset +
+                             "' has bf16 MACs only (config.toml [pim] precision = \"auto\"; settings runtime.dtype = "
+                             "\"float16\" stays on the NPU))\n"),
+                  std::string::npos)
+            << r.out;
+        const auto& p = r.report["pim_precision"];
+        EXPECT_EQ(p["configured"], "auto");
+        EXPECT_EQ(p["precision"], "bf16");
+        EXPECT_TRUE(p["chosen_automatically"].get<bool>());
+        EXPECT_TRUE(p["pim_supports"].get<bool>());
+        EXPECT_EQ(r.out.find("warning: PIM preset"), std::string::npos) << r.out;
+    }
+    // FIMDRAM has fp16 MACs: auto keeps fp16 and states nothing more
+    Result fim = run("", kBench);
+    EXPECT_EQ(fim.report["pim_precision"]["precision"], "fp16");
+    EXPECT_FALSE(fim.report["pim_precision"]["chosen_automatically"].get<bool>());
+    EXPECT_NE(fim.out.find("PIM precision: fp16\n"), std::string::npos) << fim.out;
+    // fp16 forced on the bf16-only AiM: nothing runs on the PIM, and the warning names the knob
+    Result forced = run("DUET_PIM_PRECISION=fp16", std::string(kBench) + " --pim pim_gddr6_aim");
+    ASSERT_EQ(forced.code, 0) << forced.out;
+    EXPECT_EQ(pim_ops(forced), 0);
+    EXPECT_NE(forced.out.find("  warning: PIM preset 'pim_gddr6_aim' has no fp16 MACs: the PIM runs no operator "
+                              "(config.toml [pim] precision = \"fp16\"; allowed for this preset: bf16, auto)\n"),
+              std::string::npos)
+        << forced.out;
+}
+
+// pim_only as CENT runs it: the PIM takes every operator it supports, the host CPU (cpu0) the
+// rest; npu0 runs nothing, and the report lists the devices each run used.
+TEST(BenchCli, PimOnlyRunsNothingOnTheNpu) {
+    Result r = run("", std::string(kBench) + " --target pim_only");
+    ASSERT_EQ(r.code, 0) << r.out;
+    for (const char* phase : {"prefill", "decode"}) {
+        SCOPED_TRACE(phase);
+        const auto& devs = r.report["target"]["timeline"][phase]["devices"];
+        ASSERT_EQ(devs.size(), 3u);  // npu0 (the baseline's), pim0, cpu0
+        EXPECT_EQ(devs[0]["name"], "npu0");
+        EXPECT_EQ(devs[0]["ops"].get<int64_t>(), 0);
+        EXPECT_EQ(devs[0]["busy_ns"].get<double>(), 0);
+        EXPECT_EQ(devs[2]["name"], "cpu0");
+        EXPECT_EQ(devs[2]["kind"], "cpu");
+        EXPECT_GT(devs[2]["ops"].get<int64_t>(), 0);  // norms, RoPE, residual adds, ...
+        EXPECT_EQ(r.report["target"]["timeline"][phase]["npu"]["ops"].get<int64_t>(), 0);
+        EXPECT_GT(r.report["target"]["timeline"][phase]["cpu"]["busy_ns"].get<double>(), 0);
+    }
+    EXPECT_GT(pim_ops(r), 0);
+    EXPECT_EQ(r.report["target"]["devices_used"], nlohmann::json::array({"pim0", "cpu0"}));
+    EXPECT_EQ(r.report["baseline"]["devices_used"], nlohmann::json::array({"npu0"}));
+    EXPECT_EQ(r.report["topology"]["devices"][2]["model"], "host CPU (xeon_8380)");
+    EXPECT_NE(r.out.find("Devices used"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("pim0,cpu0"), std::string::npos) << r.out;
+    // without pim_only the machine has no host CPU device
+    Result coop = run("", kBench);
+    EXPECT_EQ(coop.report["topology"]["devices"].size(), 2u);
 }
 
 TEST(BenchCli, AllPoliciesRun) {
@@ -345,14 +416,14 @@ TEST(BenchCli, Int8PrecisionHoldsQ8_0AsInt8WithScales) {
     EXPECT_EQ(preset.code, 2);
     EXPECT_NE(preset.out.find("duet: error: config.toml [pim] precision = \"int8\" needs a Q8_0 model file (duet bench "
                               "--model FILE.gguf): the architecture preset 'llama2-7b' is modelled with settings "
-                              "runtime.dtype = \"float16\" weights (allowed with a preset: [pim] precision = fp16 with "
+                              "runtime.dtype = \"float16\" weights (allowed with a preset: [pim] precision = auto, fp16 with "
                               "float16, bf16 with bfloat16)"),
               std::string::npos)
         << preset.out;
     Result bad = run("DUET_PIM_PRECISION=int4", kBench, false);
     EXPECT_EQ(bad.code, 2);
     EXPECT_NE(bad.out.find("pim.precision"), std::string::npos) << bad.out;
-    EXPECT_NE(bad.out.find("(allowed: fp16, bf16, int8)"), std::string::npos) << bad.out;
+    EXPECT_NE(bad.out.find("(allowed: fp16, bf16, int8, auto)"), std::string::npos) << bad.out;
 }
 
 // Batched decode with a shared weight base (issue 9 item 3): a decode GEMM of B vectors stays on
