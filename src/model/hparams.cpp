@@ -14,11 +14,42 @@ const char* arch_name(Arch a) {
             return "llama";
         case Arch::QWEN2:
             return "qwen2";
+        case Arch::QWEN2MOE:
+            return "qwen2moe";
+        case Arch::QWEN3MOE:
+            return "qwen3moe";
+        case Arch::DEEPSEEK2:
+            return "deepseek2";
     }
     return "?";
 }
 
+const char* expert_gating_name(ExpertGating g) { return g == ExpertGating::SIGMOID ? "sigmoid" : "softmax"; }
+
 std::string supported_arch_names() { return "llama, qwen2"; }
+
+namespace {
+
+// Attention weights of one MLA layer (Hparams comment): q_a, q_a_norm, q_b (or q), kv_a_mqa,
+// kv_a_norm, k_b, v_b, attn_output.
+int64_t mla_layer_params(const Hparams& h) {
+    const int64_t qk = h.qk_nope_head_dim + h.qk_rope_head_dim;
+    int64_t p = h.q_lora_rank > 0 ? h.n_embd * h.q_lora_rank + h.q_lora_rank + h.q_lora_rank * h.n_head * qk
+                                  : h.n_embd * h.n_head * qk;
+    p += h.n_embd * (h.kv_lora_rank + h.qk_rope_head_dim) + h.kv_lora_rank;
+    p += h.n_head * h.kv_lora_rank * (h.qk_nope_head_dim + h.v_head_dim);
+    p += h.n_head * h.v_head_dim * h.n_embd;
+    return p;
+}
+
+// FFN weights of one MoE layer: router, routed experts, shared experts (and qwen2moe's shared gate).
+int64_t moe_layer_params(const Hparams& h) {
+    int64_t p = h.n_embd * h.n_expert + h.n_expert * 3 * h.n_embd * h.n_ff_exp + 3 * h.n_embd * h.n_ff_shexp;
+    if (h.shared_expert_gate) p += h.n_embd;
+    return p;
+}
+
+}  // namespace
 
 int64_t Hparams::n_params() const {
     int64_t per_layer = 2 * n_embd                  // attn_norm, ffn_norm
@@ -27,7 +58,9 @@ int64_t Hparams::n_params() const {
                         + n_embd_q() * n_embd       // attn_output
                         + 3 * n_embd * n_ff;        // ffn_gate, ffn_up, ffn_down
     if (qkv_bias) per_layer += n_embd_q() + 2 * n_embd_kv();
+    if (is_mla()) per_layer += mla_layer_params(*this) - (2 * n_embd * n_embd_q() + 2 * n_embd * n_embd_kv());
     int64_t total = n_vocab * n_embd + n_layer * per_layer + n_embd;  // + output_norm
+    if (is_moe()) total += (n_layer - n_layer_dense_lead) * (moe_layer_params(*this) - 3 * n_embd * n_ff);
     if (!tied_output) total += n_vocab * n_embd;
     if (has_rope_freqs) total += n_rot / 2;
     return total;
@@ -62,6 +95,32 @@ void Hparams::validate(std::string_view source) const {
     if (!(rope_freq_scale > 0.0f) || !std::isfinite(rope_freq_scale))
         fail("{}: rope_freq_scale = {} must be a positive finite number", source, rope_freq_scale);
     if (arch == Arch::QWEN2 && !rope_neox) fail("{}: qwen2 uses NEOX-order RoPE (rope_neox must be true)", source);
+    if (is_moe()) {
+        check_range(source, "n_expert", n_expert, 1, 4096);
+        check_range(source, "n_expert_used", n_expert_used, 1, n_expert);
+        check_range(source, "n_ff_exp", n_ff_exp, 1, int64_t(1) << 22);
+        check_range(source, "n_expert_shared", n_expert_shared, 0, 4096);
+        check_range(source, "n_ff_shexp", n_ff_shexp, n_expert_shared > 0 ? 1 : 0,
+                    n_expert_shared > 0 ? int64_t(1) << 22 : 0);
+        check_range(source, "n_layer_dense_lead", n_layer_dense_lead, 0, n_layer);
+        if (!(expert_weights_scale > 0.0f) || !std::isfinite(expert_weights_scale))
+            fail("{}: expert_weights_scale = {} must be a positive finite number", source, expert_weights_scale);
+    } else if (n_expert_used != 0 || n_ff_exp != 0 || n_expert_shared != 0 || n_layer_dense_lead != 0) {
+        fail("{}: expert fields are set but n_expert = 0 (a dense model has none)", source);
+    }
+    if (is_mla()) {
+        check_range(source, "kv_lora_rank", kv_lora_rank, 1, int64_t(1) << 16);
+        check_range(source, "q_lora_rank", q_lora_rank, 0, int64_t(1) << 16);
+        check_range(source, "qk_rope_head_dim", qk_rope_head_dim, 2, 4096);
+        check_range(source, "qk_nope_head_dim", qk_nope_head_dim, 1, 4096);
+        check_range(source, "v_head_dim", v_head_dim, 1, 4096);
+        if (qk_rope_head_dim % 2 != 0)
+            fail("{}: qk_rope_head_dim = {} must be even (RoPE rotates pairs)", source, qk_rope_head_dim);
+        if (head_dim != qk_nope_head_dim + qk_rope_head_dim || n_rot != qk_rope_head_dim)
+            fail("{}: latent attention needs head_dim = qk_nope_head_dim + qk_rope_head_dim ({} + {}) and n_rot = "
+                 "qk_rope_head_dim (got head_dim = {}, n_rot = {})",
+                 source, qk_nope_head_dim, qk_rope_head_dim, head_dim, n_rot);
+    }
 }
 
 bool operator==(const Hparams& a, const Hparams& b) {
@@ -70,7 +129,13 @@ bool operator==(const Hparams& a, const Hparams& b) {
            a.n_ff == b.n_ff && a.head_dim == b.head_dim && a.n_rot == b.n_rot && a.norm_eps == b.norm_eps &&
            a.rope_freq_base == b.rope_freq_base && a.rope_freq_scale == b.rope_freq_scale &&
            a.rope_neox == b.rope_neox && a.qkv_bias == b.qkv_bias && a.tied_output == b.tied_output &&
-           a.has_rope_freqs == b.has_rope_freqs;
+           a.has_rope_freqs == b.has_rope_freqs && a.n_expert == b.n_expert && a.n_expert_used == b.n_expert_used &&
+           a.n_ff_exp == b.n_ff_exp && a.n_expert_shared == b.n_expert_shared && a.n_ff_shexp == b.n_ff_shexp &&
+           a.n_layer_dense_lead == b.n_layer_dense_lead && a.expert_gating == b.expert_gating &&
+           a.expert_weights_norm == b.expert_weights_norm && a.expert_weights_scale == b.expert_weights_scale &&
+           a.shared_expert_gate == b.shared_expert_gate && a.q_lora_rank == b.q_lora_rank &&
+           a.kv_lora_rank == b.kv_lora_rank && a.qk_rope_head_dim == b.qk_rope_head_dim &&
+           a.qk_nope_head_dim == b.qk_nope_head_dim && a.v_head_dim == b.v_head_dim;
 }
 
 Hparams hparams_from_gguf(const format::GgufFile& f) {
