@@ -19,6 +19,7 @@
 #include "core/log.h"
 #include "hw/pim/pim_device.h"
 #include "model/arch_presets.h"
+#include "model/hf_config.h"
 #include "sim/collective.h"
 #include "sim/hw_rig.h"
 #include "sim/planner.h"
@@ -98,7 +99,7 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
     in.record_events = !a.trace.empty();
     in.fuse = a.fuse;
     in.trace_steps = a.trace_steps;
-    const bool file_mode = model::find_arch_preset(in.model) == nullptr;
+    const bool file_mode = !model::is_trace_only_model(in.model);  // a preset or config.json: trace-only
     if (file_mode && in.tp * in.pp > 1)
         fail("--tp {} --pp {} with a model file: bench models tensor and pipeline parallelism trace-only (allowed: an "
              "architecture preset, or mpirun -np N duet run --tp N for the real engine)", in.tp, in.pp);

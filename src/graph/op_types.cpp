@@ -19,6 +19,11 @@ const char* op_kind_name(OpKind k) {
         case OpKind::ALL_GATHER: return "all_gather";
         case OpKind::SEND: return "send";
         case OpKind::RECV: return "recv";
+        case OpKind::MOE_ROUTE: return "moe_route";
+        case OpKind::MOE_MATMUL: return "moe_matmul";
+        case OpKind::MOE_COMBINE: return "moe_combine";
+        case OpKind::HEAD_MATMUL: return "head_matmul";
+        case OpKind::MLA_ATTENTION: return "mla_attention";
     }
     return "?";
 }
@@ -40,6 +45,21 @@ const char* weight_role_name(WeightRole r) {
         case WeightRole::ATTN_NORM: return "attn_norm";
         case WeightRole::FFN_NORM: return "ffn_norm";
         case WeightRole::OUTPUT_NORM: return "output_norm";
+        case WeightRole::FFN_GATE_INP: return "ffn_gate_inp";
+        case WeightRole::FFN_GATE_EXPS: return "ffn_gate_exps";
+        case WeightRole::FFN_UP_EXPS: return "ffn_up_exps";
+        case WeightRole::FFN_DOWN_EXPS: return "ffn_down_exps";
+        case WeightRole::FFN_GATE_SHEXP: return "ffn_gate_shexp";
+        case WeightRole::FFN_UP_SHEXP: return "ffn_up_shexp";
+        case WeightRole::FFN_DOWN_SHEXP: return "ffn_down_shexp";
+        case WeightRole::FFN_GATE_INP_SHEXP: return "ffn_gate_inp_shexp";
+        case WeightRole::ATTN_Q_A: return "attn_q_a";
+        case WeightRole::ATTN_Q_B: return "attn_q_b";
+        case WeightRole::ATTN_KV_A_MQA: return "attn_kv_a_mqa";
+        case WeightRole::ATTN_K_B: return "attn_k_b";
+        case WeightRole::ATTN_V_B: return "attn_v_b";
+        case WeightRole::ATTN_Q_A_NORM: return "attn_q_a_norm";
+        case WeightRole::ATTN_KV_A_NORM: return "attn_kv_a_norm";
     }
     return "?";
 }

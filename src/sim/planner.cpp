@@ -1,5 +1,8 @@
 #include "sim/planner.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/error.h"
 
 namespace duet::sim {
@@ -16,7 +19,75 @@ struct Lowering {
         return g.tensors[size_t(tensor)].rows == graph::Rows::TOKENS ? int64_t(n_seq) * n_new : n_seq;
     }
     OpRecord lower(const graph::Node& node) const;
+    void lower_moe_mla(const graph::Node& node, OpRecord& r) const;
 };
+
+// Expected distinct experts `tokens` tokens choose when each picks k of n uniformly (without
+// repetition): n * (1 - (1 - k/n)^tokens), rounded up to whole experts.
+int64_t expected_active_experts(int64_t n, int64_t k, int64_t tokens) {
+    const double a = double(n) * (1.0 - std::pow(1.0 - double(k) / double(n), double(tokens)));
+    return std::clamp<int64_t>(int64_t(std::ceil(a - 1e-9)), std::min(k, n), n);
+}
+
+// The records of graph/moe_builder.h and graph/mla_builder.h (sim/op_trace.h has the formulas).
+void Lowering::lower_moe_mla(const graph::Node& nd, OpRecord& r) const {
+    const graph::ModelShape& s = g.shape;
+    const uint64_t m = uint64_t(r.m);
+    switch (nd.kind) {
+        case OpKind::MOE_ROUTE:
+            r.k = nd.k;
+            r.in_bytes = 4 * m * uint64_t(nd.n);
+            r.out_bytes = 8 * m * uint64_t(nd.k);
+            r.flops = 4.0 * double(m) * double(nd.n);
+            break;
+        case OpKind::MOE_MATMUL: {
+            const uint64_t routed = m * uint64_t(s.n_expert_used);
+            r.m = int64_t(routed);
+            r.role = nd.role;
+            r.k = nd.k;
+            r.weight_dtype = nd.dtype;
+            r.n_expert_active = expected_active_experts(s.n_expert, s.n_expert_used, int64_t(m));
+            r.weight_bytes = uint64_t(r.n_expert_active) * uint64_t(nd.n) * row_bytes(nd.dtype, nd.k);
+            r.in_bytes = 4 * routed * uint64_t(nd.k);
+            r.out_bytes = 4 * routed * uint64_t(nd.n);
+            r.flops = 2.0 * double(routed) * double(nd.n) * double(nd.k);
+            break;
+        }
+        case OpKind::MOE_COMBINE:
+            r.k = nd.k;
+            for (int32_t t : nd.in) r.in_bytes += 4 * m * uint64_t(g.tensors[size_t(t)].width);
+            r.out_bytes = 4 * m * uint64_t(nd.n);
+            r.flops = 2.0 * double(m) * double(nd.n) * double(nd.k) + (nd.in.size() > 2 ? 2.0 * double(m) * double(nd.n) : 0.0);
+            break;
+        case OpKind::HEAD_MATMUL: {
+            const uint64_t heads = uint64_t(s.n_head);
+            r.role = nd.role;
+            r.k = nd.k;
+            r.n_head = s.n_head;
+            r.weight_dtype = nd.dtype;
+            r.weight_bytes = heads * uint64_t(nd.n) * row_bytes(nd.dtype, nd.k);
+            r.in_bytes = 4 * m * heads * uint64_t(nd.k);
+            r.out_bytes = 4 * m * heads * uint64_t(nd.n);
+            r.flops = 2.0 * double(m) * double(heads) * double(nd.n) * double(nd.k);
+            break;
+        }
+        case OpKind::MLA_ATTENTION: {
+            const int64_t C = s.kv_lora_rank, P = s.qk_rope_head_dim;
+            r.n = n_past + n_new;
+            r.k = nd.k;
+            r.n_head = s.n_head;
+            r.n_head_kv = 1;
+            r.weight_dtype = nd.dtype;
+            r.weight_bytes = uint64_t(n_seq) * uint64_t(n_past + n_new) * row_bytes(nd.dtype, C + P);
+            r.in_bytes = 4 * m * uint64_t(s.n_head * (C + P));
+            r.out_bytes = 4 * m * uint64_t(s.n_head * C);
+            const double pairs = double(n_new) * double(n_past) + double(n_new) * double(n_new + 1) / 2;
+            r.flops = 2.0 * double(s.n_head) * double(2 * C + P) * double(n_seq) * pairs;
+            break;
+        }
+        default: DUET_CHECK(false, "planner: {} is not a MoE/MLA operator", op_kind_name(nd.kind));
+    }
+}
 
 OpRecord Lowering::lower(const graph::Node& nd) const {
     const graph::ModelShape& s = g.shape;
@@ -80,8 +151,14 @@ OpRecord Lowering::lower(const graph::Node& nd) const {
         case OpKind::KV_WRITE:
             r.weight_dtype = nd.dtype;
             r.in_bytes = 4 * mn;
-            r.out_bytes = uint64_t(m) * 2 * row_bytes(nd.dtype, nd.n / 2);
+            r.out_bytes = s.is_mla() ? uint64_t(m) * row_bytes(nd.dtype, nd.n)  // the latent row
+                                     : uint64_t(m) * 2 * row_bytes(nd.dtype, nd.n / 2);
             break;
+        case OpKind::MOE_ROUTE:
+        case OpKind::MOE_MATMUL:
+        case OpKind::MOE_COMBINE:
+        case OpKind::HEAD_MATMUL:
+        case OpKind::MLA_ATTENTION: lower_moe_mla(nd, r); break;
         case OpKind::ATTENTION: {
             r.n = n_past + n_new;
             r.k = nd.k;
