@@ -227,7 +227,7 @@ void register_bench(CLI::App& app) {
     number(c, "--gen-len", a->gen_len, "Generated tokens (first from prefill)", int64_t(1), int64_t(65536));
     number(c, "--batch", a->batch, "Concurrent sequences", int64_t(1), int64_t(4096),
            DefaultFrom{"settings runtime.batch_size"});
-    text(c, "--model,-m", a->model, "Architecture preset or GGUF file", DefaultFrom{"settings api.model"});
+    text(c, "--model,-m", a->model, "Architecture preset, Hugging Face config.json (or its directory) or GGUF file", DefaultFrom{"settings api.model"});
     text(c, "--settings", a->settings_path, "settings.json");
     text(c, "--config", a->config_path, "config.toml");
     text(c, "--pim", a->pim, "PIM preset", DefaultFrom{"pim_hbm2_fimdram"});

@@ -150,6 +150,10 @@ Hparams hparams_from_gguf(const format::GgufFile& f) {
         fail("{}: architecture '{}' is not supported (supported: {})", path, hp.arch_name, supported_arch_names());
     }
     const std::string a = hp.arch_name + ".";
+    if (auto ne = f.find_int(a + "expert_count"); ne && *ne > 0)
+        fail("{}: metadata key '{}expert_count' = {}: Mixture-of-Experts files are modelled trace-only (duet bench "
+             "--model with a preset or the model's config.json); the engine runs dense {} files",
+             path, a, *ne, supported_arch_names());
     hp.n_ctx_train = f.get_int(a + "context_length");
     hp.n_embd = f.get_int(a + "embedding_length");
     hp.n_layer = f.get_int(a + "block_count");

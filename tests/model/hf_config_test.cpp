@@ -8,6 +8,8 @@
 #include "model/arch_presets.h"
 #include "model/hf_config.h"
 #include "model/synthetic_writer.h"
+#include "format/gguf.h"
+#include "format/gguf_writer.h"
 
 using namespace duet;
 using namespace duet::model;
@@ -253,5 +255,25 @@ TEST(HfPresets, GenModelRefusesTraceOnlyPresets) {
     } catch (const Error& e) {
         EXPECT_EQ(std::string(e.what()), "--arch qwen3-30b-a3b: qwen3moe is modelled trace-only (duet bench --model "
                                          "qwen3-30b-a3b); gen-model writes the dense presets (allowed: llama, qwen2)");
+    }
+}
+
+// A Mixtral GGUF as llama.cpp writes it (arch llama with llama.expert_count) is refused by the
+// engine's reader with the way to model it, not read as a dense llama with missing tensors.
+TEST(HfPresets, MixtralGgufIsRefusedByTheEngineReader) {
+    const std::string path = std::string(DUET_BINARY_DIR) + "/hf_config_test_mixtral.gguf";
+    format::GgufWriter w(path);
+    write_hparams(w, *find_arch_preset("tiny-llama"));
+    w.set_u32("llama.expert_count", 8);
+    w.set_u32("llama.expert_used_count", 2);
+    w.add_tensor_f32("token_embd.weight", DType::F32, {4}, std::vector<float>(4));
+    w.write();
+    try {
+        hparams_from_gguf(format::GgufFile::open(path));
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()), path + ": metadata key 'llama.expert_count' = 8: Mixture-of-Experts files are "
+                                                "modelled trace-only (duet bench --model with a preset or the model's "
+                                                "config.json); the engine runs dense llama, qwen2 files");
     }
 }
