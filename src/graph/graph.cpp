@@ -98,9 +98,11 @@ Graph fuse_all(const Graph& g, bool int8_acts) {
 }
 
 Graph build_graph(const ModelShape& s, const GraphOptions& opts) {
-    if ((s.is_moe() || s.is_mla()) && (opts.tp != 1 || opts.pp != 1 || opts.fuse))
-        fail("model '{}' ({}{}): tensor/pipeline parallelism and fusion are not modelled for experts or latent "
-             "attention yet (allowed: --tp 1 --pp 1 without --fuse)",
+    // Pipeline stages split at layer boundaries and need nothing of the block; tensor parallelism
+    // (heads and experts across ranks) and the fusion passes know the dense block only.
+    if ((s.is_moe() || s.is_mla()) && (opts.tp != 1 || opts.fuse))
+        fail("model '{}' ({}{}): tensor parallelism and fusion are not modelled for experts or latent attention yet "
+             "(allowed: --tp 1 without --fuse; --pp splits the layers)",
              s.name, s.is_moe() ? "experts" : "", s.is_mla() ? (s.is_moe() ? ", latent attention" : "latent attention") : "");
     Graph g = build_graph(s);
     if (opts.tp != 1) g = ShardTensorParallel(opts.tp, opts.tp_rank, opts.flashcomm, opts.ff_align).run(g);

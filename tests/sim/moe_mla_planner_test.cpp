@@ -98,9 +98,9 @@ TEST(MoeMlaGraph, ParallelismAndFusionAreRefused) {
         graph::build_graph(mla_moe_shape(), go);
         FAIL();
     } catch (const Error& e) {
-        EXPECT_STREQ(e.what(), "model 'toy-deepseek' (experts, latent attention): tensor/pipeline parallelism and "
-                               "fusion are not modelled for experts or latent attention yet (allowed: --tp 1 --pp 1 "
-                               "without --fuse)");
+        EXPECT_STREQ(e.what(), "model 'toy-deepseek' (experts, latent attention): tensor parallelism and fusion are "
+                               "not modelled for experts or latent attention yet (allowed: --tp 1 without --fuse; --pp "
+                               "splits the layers)");
     }
 }
 
