@@ -23,6 +23,13 @@ struct BlockBuilder {
         g.add_node({OpKind::RMSNORM, role, layer, {x}, {out}, g.tensors[size_t(out)].width, 0, DType::F32});
         return out;
     }
+    // RMSNorm of each head_dim slice of x, in place (Qwen3's q/k norms): n = x's width, k = head_dim
+    // (the weight vector's length).
+    int32_t head_norm(int32_t layer, WeightRole role, int32_t x, const char* what) {
+        const int32_t y = g.alias(x, name(layer, what));
+        g.add_node({OpKind::RMSNORM, role, layer, {x}, {y}, g.tensors[size_t(x)].width, s.head_dim, DType::F32});
+        return y;
+    }
     int32_t matmul(int32_t layer, WeightRole role, int32_t x, int64_t n, const char* what, bool bias = false,
                    Rows rows = Rows::TOKENS) {
         const int32_t y = tensor(layer, what, n, rows);

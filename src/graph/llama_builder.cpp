@@ -21,9 +21,13 @@ Graph build_llama(const ModelShape& s) {
         if (s.is_mla()) {
             x = b.residual(l, x, b.matmul(l, WeightRole::ATTN_OUT, add_mla_attention(b, l, xn), E, "attn_out"));
         } else {
-            const int32_t q = b.matmul(l, WeightRole::ATTN_Q, xn, q_dim, "q", s.qkv_bias);
-            const int32_t k = b.matmul(l, WeightRole::ATTN_K, xn, kv_dim, "k", s.qkv_bias);
+            int32_t q = b.matmul(l, WeightRole::ATTN_Q, xn, q_dim, "q", s.qkv_bias);
+            int32_t k = b.matmul(l, WeightRole::ATTN_K, xn, kv_dim, "k", s.qkv_bias);
             const int32_t v = b.matmul(l, WeightRole::ATTN_V, xn, kv_dim, "v", s.qkv_bias);
+            if (s.qk_norm) {  // per head, in place: k = head_dim values per norm weight
+                q = b.head_norm(l, WeightRole::ATTN_Q_NORM, q, "q_norm");
+                k = b.head_norm(l, WeightRole::ATTN_K_NORM, k, "k_norm");
+            }
             const int32_t qr = g.alias(q, b.name(l, "q_rope")), kr = g.alias(k, b.name(l, "k_rope"));
             g.add_node({OpKind::ROPE, WeightRole::NONE, l, {q, k}, {qr, kr}, q_dim + kv_dim, s.head_dim, DType::F32});
             g.add_node({OpKind::KV_WRITE, WeightRole::NONE, l, {kr, v}, {}, 2 * kv_dim, 0, s.kv_dtype});

@@ -38,6 +38,7 @@ struct ModelShape {
     int64_t n_ff_shexp = 0;          // intermediate size of the shared experts together (0: none)
     int64_t n_layer_dense_lead = 0;  // leading layers with the dense FFN of n_ff
     bool shared_expert_gate = false; // qwen2moe: a [1][n_embd] gate scales the shared expert
+    bool qk_norm = false;            // qwen3: q and k RMS-normed per head before RoPE (trace-only)
     // Multi-head Latent Attention (kv_lora_rank 0: standard attention). head_dim is then
     // qk_nope_head_dim + qk_rope_head_dim. Trace-only.
     int64_t q_lora_rank = 0;  // 0: q is one n_embd -> n_head * head_dim matrix

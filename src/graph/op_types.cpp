@@ -60,6 +60,8 @@ const char* weight_role_name(WeightRole r) {
         case WeightRole::ATTN_V_B: return "attn_v_b";
         case WeightRole::ATTN_Q_A_NORM: return "attn_q_a_norm";
         case WeightRole::ATTN_KV_A_NORM: return "attn_kv_a_norm";
+        case WeightRole::ATTN_Q_NORM: return "attn_q_norm";
+        case WeightRole::ATTN_K_NORM: return "attn_k_norm";
     }
     return "?";
 }

@@ -78,6 +78,9 @@ enum class WeightRole {
     ATTN_V_B,
     ATTN_Q_A_NORM,
     ATTN_KV_A_NORM,
+    // Qwen3's per-head query/key norms (attn_q_norm, attn_k_norm: [head_dim] each).
+    ATTN_Q_NORM,
+    ATTN_K_NORM,
 };
 
 enum class Phase { PREFILL, DECODE };

@@ -253,6 +253,7 @@ HfConfig parse_hf_config(std::string_view text, const std::string& source) {
     hp.rope_freq_base = float(r.opt_num("rope_theta").value_or(10000.0));
     hp.tied_output = r.opt_bool("tie_word_embeddings").value_or(false);
     hp.rope_neox = hp.arch == Arch::QWEN2 || hp.arch == Arch::QWEN2MOE || hp.arch == Arch::QWEN3MOE;
+    hp.qk_norm = hp.arch == Arch::QWEN3MOE;  // Qwen3's attention norms q and k per head (no config field)
     hp.qkv_bias = hp.arch == Arch::QWEN2 || hp.arch == Arch::QWEN2MOE || r.opt_bool("attention_bias").value_or(false);
     if (hp.arch == Arch::DEEPSEEK2) hp.qkv_bias = false;  // DeepSeek's attention_bias names no q/k/v bias we model
     if (const json* rs = r.find("rope_scaling"); rs && rs->is_object()) {

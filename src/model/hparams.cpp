@@ -61,6 +61,7 @@ int64_t Hparams::n_params() const {
     if (is_mla()) per_layer += mla_layer_params(*this) - (2 * n_embd * n_embd_q() + 2 * n_embd * n_embd_kv());
     int64_t total = n_vocab * n_embd + n_layer * per_layer + n_embd;  // + output_norm
     if (is_moe()) total += (n_layer - n_layer_dense_lead) * (moe_layer_params(*this) - 3 * n_embd * n_ff);
+    if (qk_norm) total += n_layer * 2 * head_dim;  // attn_q_norm, attn_k_norm
     if (!tied_output) total += n_vocab * n_embd;
     if (has_rope_freqs) total += n_rot / 2;
     return total;
@@ -135,7 +136,7 @@ bool operator==(const Hparams& a, const Hparams& b) {
            a.expert_weights_norm == b.expert_weights_norm && a.expert_weights_scale == b.expert_weights_scale &&
            a.shared_expert_gate == b.shared_expert_gate && a.q_lora_rank == b.q_lora_rank &&
            a.kv_lora_rank == b.kv_lora_rank && a.qk_rope_head_dim == b.qk_rope_head_dim &&
-           a.qk_nope_head_dim == b.qk_nope_head_dim && a.v_head_dim == b.v_head_dim;
+           a.qk_nope_head_dim == b.qk_nope_head_dim && a.v_head_dim == b.v_head_dim && a.qk_norm == b.qk_norm;
 }
 
 Hparams hparams_from_gguf(const format::GgufFile& f) {

@@ -68,6 +68,7 @@ struct Hparams {
     bool qkv_bias = false;   // qwen2: true
     bool tied_output = false;
     bool has_rope_freqs = false;
+    bool qk_norm = false;  // qwen3: q and k RMS-normed per head (weights [head_dim] each) before RoPE
 
     // --- Mixture-of-Experts FFN (n_expert == 0: every layer has the dense SwiGLU FFN of n_ff) ---
     // Layers [n_layer_dense_lead, n_layer) replace the dense FFN by: router logits = x · W_gate_inp

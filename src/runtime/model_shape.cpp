@@ -21,6 +21,7 @@ sim::ModelShape model_shape(const model::Hparams& hp, DType weight_dtype, DType 
     s.n_ff_shexp = hp.n_ff_shexp;
     s.n_layer_dense_lead = hp.n_layer_dense_lead;
     s.shared_expert_gate = hp.shared_expert_gate;
+    s.qk_norm = hp.qk_norm;
     s.q_lora_rank = hp.q_lora_rank;
     s.kv_lora_rank = hp.kv_lora_rank;
     s.qk_rope_head_dim = hp.qk_rope_head_dim;

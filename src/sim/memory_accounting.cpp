@@ -36,7 +36,7 @@ MemoryBreakdown account_memory(const ModelShape& s, const Plan& plan, int64_t co
     for (const graph::Node& n : g->nodes) {
         // the table is the lm-head's matrix when tied (counted above)
         if (n.kind == OpKind::EMBED && !s.tied_output) mb.weights_bytes += uint64_t(s.n_vocab) * row_bytes(n.dtype, n.n);
-        if (n.kind == OpKind::RMSNORM) mb.weights_bytes += 4 * uint64_t(n.n);  // RMSNorm weights, f32
+        if (n.kind == OpKind::RMSNORM) mb.weights_bytes += 4 * uint64_t(n.k > 0 ? n.k : n.n);  // RMSNorm weights, f32
         if (n.kind == OpKind::MATMUL && n.norm != graph::WeightRole::NONE)
             mb.weights_bytes += 4 * uint64_t(n.k);  // an RMSNorm fused into the matmul: its weights
     }

@@ -13,7 +13,8 @@
 // T = tokens in the forward (sum over sequences), E = n_embd, f32 activations on the host
 // (4 bytes), wb(n) = row bytes of n elements in weight_dtype, kvb(n) the same in the KV dtype.
 //   EMBED     layer -1; m=T, n=E; weight_bytes = T*wb(E) (rows gathered); in = 4*T (ids); out = 4*T*E
-//   RMSNORM   m=T (n_seq rows for the final norm, layer -1), n=E; weight_bytes = 4*E;
+//   RMSNORM   m=T (n_seq rows for the final norm, layer -1), n=E; weight_bytes = 4*E (Qwen3's
+//             per-head q/k norms, trace-only: n = the q or k row, weight_bytes = 4*head_dim);
 //             in = out = 4*m*E; flops = 4*m*E
 //   MATMUL    m rows, n = output features, k = input features; weight_bytes = whole matrix;
 //             in = 4*m*k; out = 4*m*n; flops = 2*m*n*k. LM_HEAD (layer -1) has m = n_seq

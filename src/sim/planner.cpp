@@ -109,8 +109,8 @@ OpRecord Lowering::lower(const graph::Node& nd) const {
             r.in_bytes = 4 * uint64_t(m);
             r.out_bytes = 4 * mn;
             break;
-        case OpKind::RMSNORM:
-            r.weight_bytes = 4 * uint64_t(nd.n);
+        case OpKind::RMSNORM:  // k > 0: one weight vector of k shared by every k-slice of the row (per head)
+            r.weight_bytes = 4 * uint64_t(nd.k > 0 ? nd.k : nd.n);
             r.in_bytes = r.out_bytes = 4 * mn;
             r.flops = 4.0 * double(mn);
             break;

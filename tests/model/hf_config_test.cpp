@@ -229,6 +229,8 @@ TEST(HfPresets, ShapesAndParameterCounts) {
     EXPECT_EQ(q30.n_ff_exp, 768);
     EXPECT_EQ(q30.head_dim, 128);
     EXPECT_EQ(q30.n_embd, 2048);
+    EXPECT_TRUE(q30.qk_norm);
+    EXPECT_FALSE(mx.qk_norm);
     EXPECT_NEAR(double(q30.n_params()) / 1e9, 30.53, 0.01);
 
     const Hparams& q235 = *find_arch_preset("qwen3-235b-a22b");

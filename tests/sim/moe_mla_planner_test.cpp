@@ -231,3 +231,20 @@ TEST(MoeMlaPresets, Qwen3ActivatedParameters) {
         EXPECT_NEAR(active / 1e9, want, 0.05 * want) << name;
     }
 }
+
+TEST(MoeMlaPresets, Qwen3NormsQueriesAndKeysPerHead) {
+    const ModelShape s = runtime::model_shape(*model::find_arch_preset("qwen3-30b-a3b"), DType::BF16, DType::BF16);
+    const Plan p = plan_generation(s, 8, 2, 1);
+    const OpRecord& qn = find(p, Phase::DECODE, 5, OpKind::RMSNORM, WeightRole::NONE);  // the layer's first: attn_norm
+    EXPECT_EQ(qn.n, 2048);
+    int norms = 0;
+    for (const auto& r : p.ops) {
+        if (r.phase != Phase::DECODE || r.layer != 5 || r.kind != OpKind::RMSNORM) continue;
+        ++norms;
+        if (r.n == 32 * 128) {  // the query heads' norm: one [128] weight for all 32 heads
+            EXPECT_EQ(r.weight_bytes, uint64_t(4 * 128));
+            EXPECT_DOUBLE_EQ(r.flops, 4.0 * 32 * 128);
+        }
+    }
+    EXPECT_EQ(norms, 4);  // attn_norm, q_norm, k_norm, ffn_norm
+}
