@@ -42,7 +42,8 @@ inline bool is_matmul_kind(OpKind k) {
 
 // Which weight an operator reads. Matrices first (the values records carry), then the fused
 // matrices a graph pass creates, then the vectors/tables only the graph names (norm weights
-// and the embedding table: records of those ops keep role NONE).
+// and the embedding table: records of those ops keep role NONE). Each role's tensors (GGUF
+// name, shape, split, fusion) are its rows of the tensor catalogue (graph/tensor_catalogue.h).
 enum class WeightRole {
     NONE,
     ATTN_Q,
@@ -59,6 +60,7 @@ enum class WeightRole {
     ATTN_NORM,    // per-layer RMSNorm weights
     FFN_NORM,
     OUTPUT_NORM,
+    ROPE_FREQS,   // Llama-3.1 RoPE frequency factors
     // Mixture-of-Experts matrices (llama.cpp names: blk.N.ffn_gate_inp, ffn_{gate,up,down}_exps
     // [n_expert][n][k], ffn_{gate,up,down}_shexp, ffn_gate_inp_shexp).
     FFN_GATE_INP,

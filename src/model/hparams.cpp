@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
+#include "graph/tensor_catalogue.h"
 
 namespace duet::model {
 
@@ -30,8 +31,7 @@ std::string supported_arch_names() { return "llama, qwen2"; }
 
 namespace {
 
-// Attention weights of one MLA layer (Hparams comment): q_a, q_a_norm, q_b (or q), kv_a_mqa,
-// kv_a_norm, k_b, v_b, attn_output.
+// Attention weights of one MLA layer (the Hparams comment's data flow).
 int64_t mla_layer_params(const Hparams& h) {
     const int64_t qk = h.qk_nope_head_dim + h.qk_rope_head_dim;
     int64_t p = h.q_lora_rank > 0 ? h.n_embd * h.q_lora_rank + h.q_lora_rank + h.q_lora_rank * h.n_head * qk
@@ -42,29 +42,62 @@ int64_t mla_layer_params(const Hparams& h) {
     return p;
 }
 
-// FFN weights of one MoE layer: router, routed experts, shared experts (and qwen2moe's shared gate).
+// FFN weights of one MoE layer: the router, the routed and shared experts, qwen2moe's shared gate.
 int64_t moe_layer_params(const Hparams& h) {
     int64_t p = h.n_embd * h.n_expert + h.n_expert * 3 * h.n_embd * h.n_ff_exp + 3 * h.n_embd * h.n_ff_shexp;
     if (h.shared_expert_gate) p += h.n_embd;
     return p;
 }
 
+// The trace-only families (experts, latent attention, Qwen3 q/k norms) have catalogue rows but no
+// per-layer presence column yet (dense-first layers): their parameters are counted here, from the
+// dense block's count (graph::count_params) with its attention and FFN matrices replaced.
+int64_t trace_only_params(const Hparams& h) {
+    int64_t total = graph::count_params(model_shape(h));
+    const int64_t dense_attn = 2 * h.n_embd * h.n_embd_q() + 2 * h.n_embd * h.n_embd_kv();  // q, out; k, v
+    if (h.is_mla()) total += h.n_layer * (mla_layer_params(h) - dense_attn);
+    if (h.is_moe()) total += (h.n_layer - h.n_layer_dense_lead) * (moe_layer_params(h) - 3 * h.n_embd * h.n_ff);
+    if (h.qk_norm) total += h.n_layer * 2 * h.head_dim;  // one head_dim vector each for q and k
+    return total;
+}
+
 }  // namespace
 
 int64_t Hparams::n_params() const {
-    int64_t per_layer = 2 * n_embd                  // attn_norm, ffn_norm
-                        + n_embd * n_embd_q()       // attn_q
-                        + 2 * n_embd * n_embd_kv()  // attn_k, attn_v
-                        + n_embd_q() * n_embd       // attn_output
-                        + 3 * n_embd * n_ff;        // ffn_gate, ffn_up, ffn_down
-    if (qkv_bias) per_layer += n_embd_q() + 2 * n_embd_kv();
-    if (is_mla()) per_layer += mla_layer_params(*this) - (2 * n_embd * n_embd_q() + 2 * n_embd * n_embd_kv());
-    int64_t total = n_vocab * n_embd + n_layer * per_layer + n_embd;  // + output_norm
-    if (is_moe()) total += (n_layer - n_layer_dense_lead) * (moe_layer_params(*this) - 3 * n_embd * n_ff);
-    if (qk_norm) total += n_layer * 2 * head_dim;  // attn_q_norm, attn_k_norm
-    if (!tied_output) total += n_vocab * n_embd;
-    if (has_rope_freqs) total += n_rot / 2;
-    return total;
+    if (is_moe() || is_mla() || qk_norm) return trace_only_params(*this);
+    return graph::count_params(model_shape(*this));
+}
+
+graph::ModelShape model_shape(const Hparams& hp, DType weight_dtype, DType kv_dtype, std::string name) {
+    graph::ModelShape s;
+    s.name = std::move(name);
+    s.n_vocab = hp.n_vocab;
+    s.n_embd = hp.n_embd;
+    s.n_layer = hp.n_layer;
+    s.n_head = hp.n_head;
+    s.n_head_kv = hp.n_head_kv;
+    s.n_ff = hp.n_ff;
+    s.head_dim = hp.head_dim;
+    s.tied_output = hp.tied_output;
+    s.qkv_bias = hp.qkv_bias;
+    s.rope_neox = hp.rope_neox;
+    s.weight_dtype = weight_dtype;
+    s.kv_dtype = kv_dtype;
+    s.n_rot = hp.n_rot;
+    s.has_rope_freqs = hp.has_rope_freqs;
+    s.n_expert = hp.n_expert;
+    s.n_expert_used = hp.n_expert_used;
+    s.n_ff_exp = hp.n_ff_exp;
+    s.n_ff_shexp = hp.n_ff_shexp;
+    s.n_layer_dense_lead = hp.n_layer_dense_lead;
+    s.shared_expert_gate = hp.shared_expert_gate;
+    s.qk_norm = hp.qk_norm;
+    s.q_lora_rank = hp.q_lora_rank;
+    s.kv_lora_rank = hp.kv_lora_rank;
+    s.qk_rope_head_dim = hp.qk_rope_head_dim;
+    s.qk_nope_head_dim = hp.qk_nope_head_dim;
+    s.v_head_dim = hp.v_head_dim;
+    return s;
 }
 
 namespace {
@@ -197,7 +230,7 @@ Hparams hparams_from_gguf(const format::GgufFile& f) {
     hp.rope_neox = hp.arch == Arch::QWEN2;
     hp.tied_output = f.find_tensor("output.weight") == nullptr;
     hp.has_rope_freqs = f.find_tensor("rope_freqs.weight") != nullptr;
-    hp.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
+    hp.qkv_bias = f.find_tensor(graph::gguf_name(*graph::bias_spec(graph::WeightRole::ATTN_Q), 0)) != nullptr;
 
     if (auto nv = f.find_int(a + "vocab_size")) {
         hp.n_vocab = *nv;

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "graph/memory_plan.h"
+#include "graph/tensor_catalogue.h"
 
 namespace duet::sim {
 
@@ -29,8 +30,7 @@ MemoryBreakdown account_memory(const ModelShape& s, const Plan& plan, int64_t co
             bytes = cnt * nz;
         }
         mb.weights_bytes += bytes;
-        const bool expert = m.role == graph::WeightRole::FFN_GATE_EXPS || m.role == graph::WeightRole::FFN_UP_EXPS ||
-                            m.role == graph::WeightRole::FFN_DOWN_EXPS;
+        const bool expert = graph::weight_spec(m.role).expert == graph::Expert::ROUTED;
         if (expert) mb.weights_experts_bytes += bytes;
     }
     for (const graph::Node& n : g->nodes) {

@@ -24,7 +24,7 @@
 #include <string>
 
 #include "sim/hardware.h"
-#include "sim/model_shape.h"
+#include "graph/model_shape.h"
 #include "sim/planner.h"
 #include "sim/run_options.h"
 

@@ -18,7 +18,7 @@
 #include "model/arch_presets.h"
 #include "model/hf_config.h"
 #include "model/hparams.h"
-#include "runtime/model_shape.h"
+#include "model/hparams.h"
 #include "sim/scale_out.h"
 #include "sim/topology.h"
 
@@ -99,7 +99,7 @@ config::TopologySection topology_from_flags(const config::TopologySection& base,
 }
 
 // --model PRESET|CONFIG.JSON|FILE -> the shape the planner needs. Shared with doctor.
-sim::ModelShape bench_model_shape(const std::string& model, const std::string& dtype) {
+graph::ModelShape bench_model_shape(const std::string& model, const std::string& dtype) {
     model::Hparams hp;
     if (model::is_trace_only_model(model)) {
         hp = model::trace_only_hparams(model);
@@ -110,7 +110,7 @@ sim::ModelShape bench_model_shape(const std::string& model, const std::string& d
              model, model::arch_preset_list());
     }
     const DType w = dtype == "bfloat16" ? DType::BF16 : dtype == "float32" ? DType::F32 : DType::F16;
-    return runtime::model_shape(hp, w, w, model);
+    return model::model_shape(hp, w, w, model);
 }
 
 // NPU preset names soc_version may take (aliases included, without their "(alias of ...)" note).
@@ -164,7 +164,7 @@ BenchSetup prepare_bench(const config::Settings& st, const config::CoopConfig& c
     if (!st.ascend.enable_pim_coop && s.pt != sim::Policy::NPU_ONLY)
         fail("settings ascend.enable_pim_coop = false but --target = \"{}\" uses the PIM (allowed: set enable_pim_coop "
              "to true, or --target npu_only)", in.target);
-    const sim::ModelShape shape = bench_model_shape(in.model, st.runtime.dtype);
+    const graph::ModelShape shape = bench_model_shape(in.model, st.runtime.dtype);
     s.rig = cached_hardware_rig(st, cfg, in.pim, in.dispatch);
     for (sim::Policy p : {s.pb, s.pt})
         if (p != sim::Policy::NPU_ONLY && !s.rig->pim)
@@ -184,7 +184,7 @@ BenchSetup prepare_bench(const config::Settings& st, const config::CoopConfig& c
              st.runtime.dtype, config::pim_precision_name(cfg.pim.precision));
     // [pim] precision: the weight base holds the model in the PIM's operand type
     auto shape_for = [&](sim::Policy p) {
-        sim::ModelShape m = shape;
+        graph::ModelShape m = shape;
         if (p != sim::Policy::NPU_ONLY) m.weight_dtype = bf16 ? DType::BF16 : DType::F16;
         return m;
     };
@@ -205,7 +205,7 @@ void plan_generations(const BenchSetup& s, const TraceBenchInputs& in, sim::Plan
     go.tp = in.tp;
     go.flashcomm = in.flashcomm;
     go.pp = in.pp;
-    const auto plan = [&](const sim::ModelShape& shape) {
+    const auto plan = [&](const graph::ModelShape& shape) {
         if (in.tp * in.pp == 1) return sim::plan_generation(shape, in.seq_len, in.gen_len, in.batch, go);
         return sim::plan_parallel_generation(shape, in.seq_len, in.gen_len, in.batch, go,
                                              micro_batches_for(in.batch, in.pp));

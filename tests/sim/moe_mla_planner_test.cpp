@@ -10,7 +10,7 @@
 #include "fake_hw.h"
 #include "graph/graph.h"
 #include "model/arch_presets.h"
-#include "runtime/model_shape.h"
+#include "model/hparams.h"
 #include "sim/op_shape.h"
 #include "sim/planner.h"
 #include "sim/report.h"
@@ -198,7 +198,7 @@ TEST(MoeMlaMemory, ExpertsSharedAndLatentKv) {
 TEST(MoeMlaPresets, DeepSeekV3LatentKvIs70KBPerToken) {
     // DeepSeek-V3 caches 70.272 KB per token in BF16 (Zhao et al., "Insights into DeepSeek-V3",
     // ISCA 2025, table 1): 61 layers x (512 + 64) values x 2 bytes.
-    const ModelShape s = runtime::model_shape(*model::find_arch_preset("deepseek-v3"), DType::BF16, DType::BF16);
+    const ModelShape s = model::model_shape(*model::find_arch_preset("deepseek-v3"), DType::BF16, DType::BF16);
     EXPECT_EQ(s.n_layer * int64_t(row_bytes(s.kv_dtype, s.kv_values_per_token_layer())), 70272);
     // the same model with a K/V cache per head (128 heads of 192 K + 128 V values) would hold 71x it
     EXPECT_EQ(s.n_layer * 128 * (192 + 128) * 2 / 70272, 71);
@@ -208,7 +208,7 @@ TEST(MoeMlaPresets, DeepSeekV3DecodeReadsItsActivatedParameters) {
     // 36.6B activated parameters per token including the 0.9B output head (DeepSeek-V3 README_WEIGHTS.md,
     // deepseek-ai/DeepSeek-V3); the embedding lookup reads one row. Batch 1 decode in bf16: every matrix
     // record's weight bytes / 2.
-    const ModelShape s = runtime::model_shape(*model::find_arch_preset("deepseek-v3"), DType::BF16, DType::BF16);
+    const ModelShape s = model::model_shape(*model::find_arch_preset("deepseek-v3"), DType::BF16, DType::BF16);
     const Plan p = plan_generation(s, 8, 2, 1);
     double bytes = 0;
     for (const auto& r : p.ops)
@@ -222,7 +222,7 @@ TEST(MoeMlaPresets, Qwen3ActivatedParameters) {
     // plus the one embedding row.
     for (auto [name, want] : {std::pair<const char*, double>{"qwen3-30b-a3b", 3.3}, {"qwen3-235b-a22b", 22.0}}) {
         const model::Hparams& hp = *model::find_arch_preset(name);
-        const ModelShape s = runtime::model_shape(hp, DType::BF16, DType::BF16);
+        const ModelShape s = model::model_shape(hp, DType::BF16, DType::BF16);
         const Plan p = plan_generation(s, 8, 2, 1);
         double bytes = 0;
         for (const auto& r : p.ops)
@@ -233,7 +233,7 @@ TEST(MoeMlaPresets, Qwen3ActivatedParameters) {
 }
 
 TEST(MoeMlaPresets, Qwen3NormsQueriesAndKeysPerHead) {
-    const ModelShape s = runtime::model_shape(*model::find_arch_preset("qwen3-30b-a3b"), DType::BF16, DType::BF16);
+    const ModelShape s = model::model_shape(*model::find_arch_preset("qwen3-30b-a3b"), DType::BF16, DType::BF16);
     const Plan p = plan_generation(s, 8, 2, 1);
     const OpRecord& qn = find(p, Phase::DECODE, 5, OpKind::RMSNORM, WeightRole::NONE);  // the layer's first: attn_norm
     EXPECT_EQ(qn.n, 2048);
