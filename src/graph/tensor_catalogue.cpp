@@ -176,7 +176,7 @@ int64_t spec_elems(const TensorSpec& t, const ModelShape& s) {
     return spec_rows(t, s) * spec_cols(t, s) * dim_value(t.stack, s);
 }
 
-bool present(const TensorSpec& t, const ModelShape& s) {
+bool present(const TensorSpec& t, const ModelShape& s, int64_t /*layer*/) {
     if (t.kind == K::FUSED) return false;
     switch (t.when) {
         case When::ALWAYS: return true;
@@ -198,8 +198,14 @@ std::string gguf_name(const TensorSpec& t, int64_t layer) {
 
 int64_t count_params(const ModelShape& s) {
     int64_t n = 0;
-    for (const TensorSpec& t : kRows)
-        if (present(t, s)) n += spec_elems(t, s) * (t.binding == B::BLOCK ? s.n_layer : 1);
+    for (const TensorSpec& t : kRows) {
+        if (t.binding != B::BLOCK) {
+            if (present(t, s)) n += spec_elems(t, s);
+            continue;
+        }
+        for (int64_t l = 0; l < s.n_layer; ++l)
+            if (present(t, s, l)) n += spec_elems(t, s);
+    }
     return n;
 }
 

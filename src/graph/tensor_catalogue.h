@@ -18,7 +18,8 @@
 //   rows/cols the shape as symbols of the hyperparameters (Dim): rows = ggml ne1 = output
 //             features, cols = ne0 = input features (contiguous); a VECTOR has rows ONE
 //   stack     ggml ne2: ONE, or the number of experts for a per-expert stack (MoE)
-//   when      the model has the tensor: ALWAYS, or only with a hyperparameter flag
+//   when      the model has the tensor: ALWAYS, or only with a hyperparameter flag (a
+//             condition may also depend on the block: present() takes the layer)
 //   tp        how tensor parallelism splits it: REPLICATED; ROWS (column-parallel: each rank
 //             its range of output features; a bias follows its matrix's rows); COLS (row-
 //             parallel: each rank its range of input features, the products are partial sums
@@ -120,12 +121,14 @@ int64_t spec_rows(const TensorSpec& t, const ModelShape& s);
 int64_t spec_cols(const TensorSpec& t, const ModelShape& s);
 // Elements of the tensor (rows * cols * stack; one layer for BLOCK rows).
 int64_t spec_elems(const TensorSpec& t, const ModelShape& s);
-// The model `s` has this tensor (its `when` holds). FUSED rows are never in a file: false.
-bool present(const TensorSpec& t, const ModelShape& s);
+// The model `s` has this tensor in block `layer` (-1 for the rows outside the blocks): its
+// `when` holds. A condition may depend on the layer (a family whose first blocks are dense
+// and the others Mixture-of-Experts adds one). FUSED rows are never in a file: false.
+bool present(const TensorSpec& t, const ModelShape& s, int64_t layer = -1);
 // The GGUF name of the tensor in block `layer` (ignored outside BLOCK rows).
 std::string gguf_name(const TensorSpec& t, int64_t layer);
 
-// Parameters in a model's weights: every present tensor (BLOCK rows once per layer).
+// Parameters in a model's weights: every present tensor (BLOCK rows once per layer that has them).
 int64_t count_params(const ModelShape& s);
 
 // The parts of a fused role in row order (empty for a role that is not fused).

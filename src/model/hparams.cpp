@@ -49,8 +49,8 @@ int64_t moe_layer_params(const Hparams& h) {
     return p;
 }
 
-// The trace-only families (experts, latent attention, Qwen3 q/k norms) have catalogue rows but no
-// per-layer presence column yet (dense-first layers): their parameters are counted here, from the
+// The trace-only families (experts, latent attention, Qwen3 q/k norms) have catalogue rows whose
+// `when` is TRACE_ONLY (no file holds them yet): their parameters are counted here, from the
 // dense block's count (graph::count_params) with its attention and FFN matrices replaced.
 int64_t trace_only_params(const Hparams& h) {
     int64_t total = graph::count_params(model_shape(h));

@@ -111,7 +111,7 @@ std::vector<SyntheticTensor> synthetic_tensor_plan(const Hparams& hp, const std:
     };
     const auto scope = [&](graph::Binding b, int64_t layer) {
         for (const graph::TensorSpec& t : graph::tensor_catalogue())
-            if (t.binding == b && graph::present(t, s)) add(t, layer);
+            if (t.binding == b && graph::present(t, s, layer)) add(t, layer);
     };
     // File order: what the blocks read first, the blocks, then the head.
     scope(graph::Binding::INPUT, -1);

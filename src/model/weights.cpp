@@ -112,7 +112,7 @@ Weights bind_weights(const format::GgufFile& file, const Hparams& hp) {
     }
     for (int64_t i = 0; i < hp.n_layer; ++i)
         for (const graph::TensorSpec& t : graph::tensor_catalogue())
-            if (t.binding == graph::Binding::BLOCK && graph::present(t, s)) bind(t, w.layers[size_t(i)], i);
+            if (t.binding == graph::Binding::BLOCK && graph::present(t, s, i)) bind(t, w.layers[size_t(i)], i);
     return w;
 }
 
