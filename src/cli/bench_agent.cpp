@@ -12,6 +12,7 @@
 #include "format/gguf.h"
 #include "hw/npu/npu_device.h"
 #include "model/arch_presets.h"
+#include "model/hf_config.h"
 #include "model/hparams.h"
 #include "sim/report_files.h"
 #include "workload/ablation.h"
@@ -49,12 +50,12 @@ void run_bench_agent(const AgentBenchArgs& a, const AgentBenchCommon& c) {
     const workload::AgentTrace trace =
         a.workload_file.empty() ? workload::default_agent_trace(a.turns) : workload::load_agent_trace(a.workload_file);
     const std::string model = c.model.empty() ? st.api.model : c.model;
-    const bool file_mode = model::find_arch_preset(model) == nullptr;
+    const bool file_mode = !model::is_trace_only_model(model);  // a preset or config.json: trace-only
     if (file_mode && !std::filesystem::exists(model))
-        fail("--model = \"{}\" is neither an architecture preset nor a file (presets: {})", model,
-             model::arch_preset_list());
+        fail("--model = \"{}\" is neither an architecture preset, a Hugging Face config.json nor a file (presets: {})",
+             model, model::arch_preset_list());
     const model::Hparams hp =
-        file_mode ? model::hparams_from_gguf(format::GgufFile::open(model)) : *model::find_arch_preset(model);
+        file_mode ? model::hparams_from_gguf(format::GgufFile::open(model)) : model::trace_only_hparams(model);
 
     workload::AgentAblation ab;
     ab.workload = trace.source;

@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "hw/pim/pim_device.h"
 #include "model/arch_presets.h"
+#include "model/hf_config.h"
 #include "sim/collective.h"
 #include "sim/hw_rig.h"
 #include "sim/planner.h"
@@ -108,7 +109,7 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
     in.record_events = !a.trace.empty();
     in.fuse = a.fuse;
     in.trace_steps = a.trace_steps;
-    const bool file_mode = model::find_arch_preset(in.model) == nullptr;
+    const bool file_mode = !model::is_trace_only_model(in.model);  // a preset or config.json: trace-only
     if (file_mode && in.tp * in.pp > 1)
         fail("--tp {} --pp {} with a model file: bench models tensor and pipeline parallelism trace-only (allowed: an "
              "architecture preset, or mpirun -np N duet run --tp N for the real engine)", in.tp, in.pp);
@@ -238,7 +239,7 @@ void register_bench(CLI::App& app) {
     number(c, "--gen-len", a->gen_len, "Generated tokens (first from prefill)", int64_t(1), int64_t(65536));
     number(c, "--batch", a->batch, "Concurrent sequences", int64_t(1), int64_t(4096),
            DefaultFrom{"settings runtime.batch_size"});
-    text(c, "--model,-m", a->model, "Architecture preset or GGUF file", DefaultFrom{"settings api.model"});
+    text(c, "--model,-m", a->model, "Architecture preset, Hugging Face config.json (or its directory) or GGUF file", DefaultFrom{"settings api.model"});
     text(c, "--settings", a->settings_path, "settings.json");
     text(c, "--config", a->config_path, "config.toml");
     text(c, "--pim", a->pim, "PIM preset", DefaultFrom{"pim_hbm2_fimdram"});

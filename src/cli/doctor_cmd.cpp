@@ -16,6 +16,7 @@
 #include "hw/npu/npu_preset.h"
 #include "hw/pim/pim_spec.h"
 #include "model/arch_presets.h"
+#include "model/hf_config.h"
 #include "runtime/model.h"
 #include "sim/hw_rig.h"
 #include "graph/model_shape.h"
@@ -162,7 +163,7 @@ void run_doctor(const DoctorArgs& a) {
 
     if (!a.model.empty()) {
         try {
-            if (!model::find_arch_preset(a.model)) {  // a file: open, validate, bind every weight, read the tokenizer
+            if (!model::is_trace_only_model(a.model)) {  // a file: open, validate, bind every weight, read the tokenizer
                 auto m = runtime::Model::load(a.model);
                 std::printf("model %s: loaded in %.1f ms (%s tokenizer)\n", a.model.c_str(), m->load_ms(),
                             m->has_tokenizer() ? "with" : "no");
@@ -195,7 +196,7 @@ void register_doctor(CLI::App& app) {
     a->config_path = default_config_path();
     text(c, "--settings", a->settings_path, "settings.json");
     text(c, "--config", a->config_path, "config.toml");
-    c->add_option("--model,-m", a->model, "Architecture preset or GGUF file to check");
+    c->add_option("--model,-m", a->model, "Architecture preset, Hugging Face config.json or GGUF file to check");
     text(c, "--pim", a->pim, "PIM preset", DefaultFrom{"pim_hbm2_fimdram"});
     c->callback([a]() { run_doctor(*a); });
 }

@@ -173,7 +173,7 @@ void register_tune(CLI::App& app) {
     a->config_path = default_config_path();
     c->add_option("--settings", a->settings_path, "settings.json (the base point)")->capture_default_str();
     c->add_option("--config", a->config_path, "config.toml (the base point)")->capture_default_str();
-    text(c, "--model,-m", a->model, "Architecture preset or GGUF file", DefaultFrom{"settings api.model"});
+    text(c, "--model,-m", a->model, "Architecture preset, Hugging Face config.json (or its directory) or GGUF file", DefaultFrom{"settings api.model"});
     number(c, "--seq-len", a->seq_len, "Prompt tokens", int64_t(1), kMaxTokens, DefaultFrom{"settings runtime.seq_len"});
     number(c, "--gen-len", a->gen_len, "Generated tokens", int64_t(1), int64_t(65536));
     text(c, "--pim", a->pim, "Fix the PIM preset", DefaultFrom{"swept with --hw-pairs, else pim_hbm2_fimdram"});

@@ -99,11 +99,14 @@ public:
     void finalize();
 };
 
-// Every (role, layer) matrix a MATMUL node reads, in node order (each once).
+// Every (role, layer) weight a MATMUL, MOE_MATMUL or HEAD_MATMUL node reads, in node order
+// (each once): `count` matrices of n x k (the experts of a MOE_MATMUL, the heads of a
+// HEAD_MATMUL, else 1).
 struct MatrixUse {
     WeightRole role;
     int32_t layer;
     int64_t n, k;
+    int64_t count = 1;
 };
 std::vector<MatrixUse> matrices(const Graph& g);
 

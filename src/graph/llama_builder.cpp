@@ -1,43 +1,15 @@
 #include "graph/llama_builder.h"
 
-#include <fmt/format.h>
+#include "graph/block_builder.h"
+#include "graph/mla_builder.h"
+#include "graph/moe_builder.h"
 
 namespace duet::graph {
-namespace {
-
-// Small helpers so the block below reads like the model's equations.
-struct Builder {
-    Graph& g;
-    const ModelShape& s;
-
-    std::string name(int32_t layer, const char* what) const { return fmt::format("l{}.{}", layer, what); }
-    int32_t tensor(int32_t layer, const char* what, int64_t width, Rows rows = Rows::TOKENS) {
-        return g.add_tensor(name(layer, what), rows, width);
-    }
-    int32_t norm(int32_t layer, WeightRole role, int32_t x, int32_t out) {
-        g.add_node({OpKind::RMSNORM, role, layer, {x}, {out}, s.n_embd, 0, DType::F32});
-        return out;
-    }
-    int32_t matmul(int32_t layer, WeightRole role, int32_t x, int64_t n, const char* what, bool bias = false,
-                   Rows rows = Rows::TOKENS) {
-        const int32_t y = tensor(layer, what, n, rows);
-        g.add_node({OpKind::MATMUL, role, layer, {x}, {y}, n, g.tensors[size_t(x)].width, s.weight_dtype, bias});
-        return y;
-    }
-    // x += delta, in place: the result is an alias of x.
-    int32_t residual(int32_t layer, int32_t x, int32_t delta) {
-        const int32_t y = g.alias(x, name(layer, "x"));
-        g.add_node({OpKind::ADD, WeightRole::NONE, layer, {x, delta}, {y}, s.n_embd, 0, DType::F32});
-        return y;
-    }
-};
-
-}  // namespace
 
 Graph build_llama(const ModelShape& s) {
     Graph g;
     g.shape = s;
-    Builder b{g, s};
+    BlockBuilder b{g, s};
     const int64_t E = s.n_embd, q_dim = s.n_head * s.head_dim, kv_dim = s.n_head_kv * s.head_dim;
 
     g.token_ids = g.add_tensor("tokens", Rows::TOKENS, 1, TensorKind::TOKEN_IDS);
@@ -46,17 +18,29 @@ Graph build_llama(const ModelShape& s) {
 
     for (int32_t l = 0; l < int32_t(s.n_layer); ++l) {
         const int32_t xn = b.norm(l, WeightRole::ATTN_NORM, x, b.tensor(l, "attn_in", E));
-        const int32_t q = b.matmul(l, WeightRole::ATTN_Q, xn, q_dim, "q", s.qkv_bias);
-        const int32_t k = b.matmul(l, WeightRole::ATTN_K, xn, kv_dim, "k", s.qkv_bias);
-        const int32_t v = b.matmul(l, WeightRole::ATTN_V, xn, kv_dim, "v", s.qkv_bias);
-        const int32_t qr = g.alias(q, b.name(l, "q_rope")), kr = g.alias(k, b.name(l, "k_rope"));
-        g.add_node({OpKind::ROPE, WeightRole::NONE, l, {q, k}, {qr, kr}, q_dim + kv_dim, s.head_dim, DType::F32});
-        g.add_node({OpKind::KV_WRITE, WeightRole::NONE, l, {kr, v}, {}, 2 * kv_dim, 0, s.kv_dtype});
-        const int32_t att = b.tensor(l, "attn", q_dim);
-        g.add_node({OpKind::ATTENTION, WeightRole::NONE, l, {qr}, {att}, q_dim, s.head_dim, s.kv_dtype});
-        x = b.residual(l, x, b.matmul(l, WeightRole::ATTN_OUT, att, E, "attn_out"));
+        if (s.is_mla()) {
+            x = b.residual(l, x, b.matmul(l, WeightRole::ATTN_OUT, add_mla_attention(b, l, xn), E, "attn_out"));
+        } else {
+            int32_t q = b.matmul(l, WeightRole::ATTN_Q, xn, q_dim, "q", s.qkv_bias);
+            int32_t k = b.matmul(l, WeightRole::ATTN_K, xn, kv_dim, "k", s.qkv_bias);
+            const int32_t v = b.matmul(l, WeightRole::ATTN_V, xn, kv_dim, "v", s.qkv_bias);
+            if (s.qk_norm) {  // per head, in place: k = head_dim values per norm weight
+                q = b.head_norm(l, WeightRole::ATTN_Q_NORM, q, "q_norm");
+                k = b.head_norm(l, WeightRole::ATTN_K_NORM, k, "k_norm");
+            }
+            const int32_t qr = g.alias(q, b.name(l, "q_rope")), kr = g.alias(k, b.name(l, "k_rope"));
+            g.add_node({OpKind::ROPE, WeightRole::NONE, l, {q, k}, {qr, kr}, q_dim + kv_dim, s.head_dim, DType::F32});
+            g.add_node({OpKind::KV_WRITE, WeightRole::NONE, l, {kr, v}, {}, 2 * kv_dim, 0, s.kv_dtype});
+            const int32_t att = b.tensor(l, "attn", q_dim);
+            g.add_node({OpKind::ATTENTION, WeightRole::NONE, l, {qr}, {att}, q_dim, s.head_dim, s.kv_dtype});
+            x = b.residual(l, x, b.matmul(l, WeightRole::ATTN_OUT, att, E, "attn_out"));
+        }
 
         const int32_t fn = b.norm(l, WeightRole::FFN_NORM, x, b.tensor(l, "ffn_in", E));
+        if (s.moe_layer(l)) {
+            x = b.residual(l, x, add_moe_ffn(b, l, fn));
+            continue;
+        }
         const int32_t gate = b.matmul(l, WeightRole::FFN_GATE, fn, s.n_ff, "gate");
         const int32_t up = b.matmul(l, WeightRole::FFN_UP, fn, s.n_ff, "up");
         const int32_t act = b.tensor(l, "ffn_act", s.n_ff);

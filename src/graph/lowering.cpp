@@ -26,8 +26,8 @@ OpRecord lower(const Graph& g, const Node& nd, const Batch& b) {
             r.in_bytes = 4 * uint64_t(m);
             r.out_bytes = 4 * mn;
             break;
-        case OpKind::RMSNORM:
-            r.weight_bytes = 4 * uint64_t(nd.n);
+        case OpKind::RMSNORM:  // k > 0: one weight vector of k for every k-slice of the row (per head)
+            r.weight_bytes = 4 * uint64_t(nd.k > 0 ? nd.k : nd.n);
             r.in_bytes = r.out_bytes = 4 * mn;
             r.flops = 4.0 * double(mn);
             break;
@@ -68,8 +68,14 @@ OpRecord lower(const Graph& g, const Node& nd, const Batch& b) {
         case OpKind::KV_WRITE:
             r.weight_dtype = nd.dtype;
             r.in_bytes = 4 * mn;
-            r.out_bytes = uint64_t(m) * 2 * row_bytes(nd.dtype, nd.n / 2);
+            r.out_bytes = s.is_mla() ? uint64_t(m) * row_bytes(nd.dtype, nd.n)  // the latent row
+                                     : uint64_t(m) * 2 * row_bytes(nd.dtype, nd.n / 2);
             break;
+        case OpKind::MOE_ROUTE:
+        case OpKind::MOE_MATMUL:
+        case OpKind::MOE_COMBINE:
+        case OpKind::HEAD_MATMUL:
+        case OpKind::MLA_ATTENTION: lower_moe_mla(g, nd, b, r); break;
         case OpKind::ATTENTION: {
             // every sequence reads its whole context from the cache and scores its new tokens
             // against it (causal: n_q*n_past + n_q*(n_q+1)/2 query-key pairs)

@@ -30,4 +30,12 @@ struct Batch {
 // The record of node `nd` of `g` in forward `b`.
 OpRecord lower(const Graph& g, const Node& nd, const Batch& b);
 
+// The part of `lower` for the Mixture-of-Experts and latent-attention kinds (graph/lowering_moe_mla.cpp):
+// fills `r`, whose common fields (m = rows of the node's output, n, phase, layer) are set.
+void lower_moe_mla(const Graph& g, const Node& nd, const Batch& b, OpRecord& r);
+
+// Expected distinct experts `tokens` tokens choose when each picks k of n uniformly (without
+// repetition): n * (1 - (1 - k/n)^tokens), rounded up to whole experts.
+int64_t expected_active_experts(int64_t n, int64_t k, int64_t tokens);
+
 }  // namespace duet::graph

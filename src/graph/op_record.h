@@ -42,6 +42,26 @@
 //   ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER  m rows of n = n_embd, k = group size; in = out =
 //             4*m*n; flops = m*n (the sums; 0 for ALL_GATHER)
 //   SEND, RECV  m rows of n = n_embd, k = the peer stage; in = out = 4*m*n
+// Mixture-of-Experts and latent attention (graph/moe_builder.h, graph/mla_builder.h; trace-only).
+// K = n_expert_used, R = routed rows = T*K, H = n_head, C = kv_lora_rank, P = qk_rope_head_dim:
+//   RMSNORM     Qwen3's per-head q/k norms: n = the q or k row, weight_bytes = 4*head_dim
+//   MOE_ROUTE   m=T, n=n_expert, k=K; in = 4*m*n (logits); out = 8*m*k (f32 weights, i32 ids);
+//               flops = 4*m*n (gating and top-k selection: about 4 operations per logit, an
+//               estimate without a measured source)
+//   MOE_MATMUL  m=R, n, k per expert, role *_EXPS; n_expert_active = A = the experts whose weights
+//               the forward reads, the expected number of distinct experts T tokens choose under
+//               uniform routing, E*(1 - (1 - K/E)^T), rounded up to whole experts; weight_bytes =
+//               A*n*wb(k) (each expert's weights read once per forward, its rows grouped);
+//               in = 4*m*k; out = 4*m*n; flops = 2*m*n*k
+//   MOE_COMBINE m=T, n=E, k=K; in = 4*(bytes of its inputs); out = 4*m*n;
+//               flops = 2*m*n*k (+ 2*m*n with shared experts)
+//   HEAD_MATMUL m=T, n, k per head, n_head=H; weight_bytes = H*n*wb(k); in = 4*m*H*k;
+//               out = 4*m*H*n; flops = 2*m*H*n*k
+//   KV_WRITE    with MLA: n = C+P; out = m*kvb(C+P) (the latent row, not K and V)
+//   MLA_ATTENTION one record for the batch: m=T, n = longest context, k = C+P, n_head=H,
+//               n_head_kv=1 (every head reads the same latent rows); weight_bytes = KV read = sum
+//               over sequences of ctx*kvb(C+P); in = 4*T*H*(C+P); out = 4*T*H*C;
+//               flops = 2*H*(2C+P)*sum over sequences of (n_q*pos0 + n_q*(n_q+1)/2)
 // Order of one forward: the nodes of the model's graph (graph/graph.h, one record per node; the
 // llama builder's order is in graph/llama_builder.h). n_seq = sequences in the batch on every record;
 // phase = PREFILL when any sequence brings more than one token, else DECODE.
@@ -59,6 +79,7 @@ struct OpRecord {
     int64_t n = 0;          // output features (MATMUL) / context tokens (ATTENTION)
     int64_t k = 0;          // input features (MATMUL) / head_dim (ATTENTION)
     int64_t n_head = 0, n_head_kv = 0;
+    int64_t n_expert_active = 0;      // MOE_MATMUL: experts whose weights are read (see above)
     DType weight_dtype = DType::F32;  // dtype of the weight or KV operand
     uint64_t weight_bytes = 0;        // bytes of weights / KV read
     uint64_t in_bytes = 0;            // activation bytes read (f32 on the host)
@@ -73,5 +94,13 @@ struct OpRecord {
 };
 
 using OpTrace = std::vector<OpRecord>;
+
+// Rows of the weight operand a matrix record reads, as one matrix of k columns: the active
+// experts' rows (MOE_MATMUL), every head's (HEAD_MATMUL), else n.
+inline int64_t weight_rows(const OpRecord& r) {
+    if (r.kind == OpKind::MOE_MATMUL) return r.n * r.n_expert_active;
+    if (r.kind == OpKind::HEAD_MATMUL) return r.n * r.n_head;
+    return r.n;
+}
 
 }  // namespace duet::graph

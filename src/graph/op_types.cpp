@@ -21,6 +21,11 @@ const char* op_kind_name(OpKind k) {
         case OpKind::ALL_GATHER: return "all_gather";
         case OpKind::SEND: return "send";
         case OpKind::RECV: return "recv";
+        case OpKind::MOE_ROUTE: return "moe_route";
+        case OpKind::MOE_MATMUL: return "moe_matmul";
+        case OpKind::MOE_COMBINE: return "moe_combine";
+        case OpKind::HEAD_MATMUL: return "head_matmul";
+        case OpKind::MLA_ATTENTION: return "mla_attention";
     }
     return "?";
 }

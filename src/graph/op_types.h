@@ -25,7 +25,20 @@ enum class OpKind {
     // the next stage's first one.
     SEND,
     RECV,
+    // Mixture-of-Experts FFN (graph/moe_builder.h). R = routed rows = T * n_expert_used.
+    MOE_ROUTE,    // router logits [T][n_expert] -> top-k expert ids and weights [T][n_expert_used]
+    MOE_MATMUL,   // grouped expert matmul: each routed row times its expert's W[n][k]; n, k per expert
+    MOE_COMBINE,  // out[t] = sum of the token's k expert rows, weighted (+ the shared experts' output)
+    // Multi-head Latent Attention (graph/mla_builder.h).
+    HEAD_MATMUL,    // per-head matmul: x[T][n_head][k] · W[n_head][n][k]^T (absorbed W_UK / W_UV)
+    MLA_ATTENTION,  // absorbed attention over the cached latent: n_head query heads of
+                    // kv_lora_rank + qk_rope_head_dim against one shared latent key; values the latent
 };
+
+// A matrix product whose weight is a graph weight (placement and layout treat them alike).
+inline bool is_matmul_kind(OpKind k) {
+    return k == OpKind::MATMUL || k == OpKind::MOE_MATMUL || k == OpKind::HEAD_MATMUL;
+}
 
 // Which weight an operator reads. Matrices first (the values records carry), then the fused
 // matrices a graph pass creates, then the vectors/tables only the graph names (norm weights
@@ -48,6 +61,28 @@ enum class WeightRole {
     FFN_NORM,
     OUTPUT_NORM,
     ROPE_FREQS,   // Llama-3.1 RoPE frequency factors
+    // Mixture-of-Experts matrices (llama.cpp names: blk.N.ffn_gate_inp, ffn_{gate,up,down}_exps
+    // [n_expert][n][k], ffn_{gate,up,down}_shexp, ffn_gate_inp_shexp).
+    FFN_GATE_INP,
+    FFN_GATE_EXPS,
+    FFN_UP_EXPS,
+    FFN_DOWN_EXPS,
+    FFN_GATE_SHEXP,
+    FFN_UP_SHEXP,
+    FFN_DOWN_SHEXP,
+    FFN_GATE_INP_SHEXP,
+    // Latent-attention matrices (llama.cpp deepseek2: attn_q_a, attn_q_b, attn_kv_a_mqa, attn_k_b,
+    // attn_v_b) and their norm vectors (attn_q_a_norm, attn_kv_a_norm).
+    ATTN_Q_A,
+    ATTN_Q_B,
+    ATTN_KV_A_MQA,
+    ATTN_K_B,
+    ATTN_V_B,
+    ATTN_Q_A_NORM,
+    ATTN_KV_A_NORM,
+    // Qwen3's per-head query/key norms (attn_q_norm, attn_k_norm: [head_dim] each).
+    ATTN_Q_NORM,
+    ATTN_K_NORM,
 };
 
 enum class Phase { PREFILL, DECODE };

@@ -51,6 +51,49 @@ constexpr TensorSpec kRows[] = {
     {R::LM_HEAD, P::WEIGHT, "lm_head", "output.weight", B::OUTPUT, K::MATRIX, D::N_VOCAB, D::N_EMBD, D::ONE,
      When::UNTIED_OUTPUT, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::Q6_K, Expert::NONE, R::TOKEN_EMBD},
 
+    // Mixture-of-Experts FFN (graph/moe_builder.h; llama.cpp's LLM_TENSOR_FFN_*_EXPS / _SHEXP):
+    // routed experts are stacks of n_expert matrices in one tensor [n_expert][rows][cols].
+    {R::FFN_GATE_INP, P::WEIGHT, "ffn_gate_inp", "blk.%d.ffn_gate_inp.weight", B::BLOCK, K::MATRIX, D::N_EXPERT,
+     D::N_EMBD, D::ONE, When::TRACE_ONLY},
+    {R::FFN_GATE_EXPS, P::WEIGHT, "ffn_gate_exps", "blk.%d.ffn_gate_exps.weight", B::BLOCK, K::MATRIX, D::N_FF_EXP,
+     D::N_EMBD, D::N_EXPERT, When::TRACE_ONLY, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::BASE, Expert::ROUTED},
+    {R::FFN_UP_EXPS, P::WEIGHT, "ffn_up_exps", "blk.%d.ffn_up_exps.weight", B::BLOCK, K::MATRIX, D::N_FF_EXP,
+     D::N_EMBD, D::N_EXPERT, When::TRACE_ONLY, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::BASE, Expert::ROUTED},
+    {R::FFN_DOWN_EXPS, P::WEIGHT, "ffn_down_exps", "blk.%d.ffn_down_exps.weight", B::BLOCK, K::MATRIX, D::N_EMBD,
+     D::N_FF_EXP, D::N_EXPERT, When::TRACE_ONLY, TpSplit::REPLICATED, R::NONE, true, Q4kmMix::BASE, Expert::ROUTED},
+    {R::FFN_GATE_SHEXP, P::WEIGHT, "ffn_gate_shexp", "blk.%d.ffn_gate_shexp.weight", B::BLOCK, K::MATRIX,
+     D::N_FF_SHEXP, D::N_EMBD, D::ONE, When::TRACE_ONLY, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::BASE,
+     Expert::SHARED},
+    {R::FFN_UP_SHEXP, P::WEIGHT, "ffn_up_shexp", "blk.%d.ffn_up_shexp.weight", B::BLOCK, K::MATRIX, D::N_FF_SHEXP,
+     D::N_EMBD, D::ONE, When::TRACE_ONLY, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::BASE, Expert::SHARED},
+    {R::FFN_DOWN_SHEXP, P::WEIGHT, "ffn_down_shexp", "blk.%d.ffn_down_shexp.weight", B::BLOCK, K::MATRIX, D::N_EMBD,
+     D::N_FF_SHEXP, D::ONE, When::TRACE_ONLY, TpSplit::REPLICATED, R::NONE, true, Q4kmMix::BASE, Expert::SHARED},
+    {R::FFN_GATE_INP_SHEXP, P::WEIGHT, "ffn_gate_inp_shexp", "blk.%d.ffn_gate_inp_shexp.weight", B::BLOCK,
+     K::MATRIX, D::ONE, D::N_EMBD, D::ONE, When::TRACE_ONLY, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::BASE,
+     Expert::SHARED},
+    // Multi-head Latent Attention (graph/mla_builder.h; llama.cpp deepseek2): attn_k_b / attn_v_b
+    // are the two halves of W_kv_b, one matrix per head. With MLA, attn_q is [n_head*head_dim]
+    // rows (q_lora_rank 0) and attn_output reads n_head * v_head_dim features.
+    {R::ATTN_Q_A, P::WEIGHT, "attn_q_a", "blk.%d.attn_q_a.weight", B::BLOCK, K::MATRIX, D::Q_LORA, D::N_EMBD, D::ONE,
+     When::TRACE_ONLY},
+    {R::ATTN_Q_A_NORM, P::WEIGHT, "attn_q_a_norm", "blk.%d.attn_q_a_norm.weight", B::BLOCK, K::VECTOR, D::ONE,
+     D::Q_LORA, D::ONE, When::TRACE_ONLY},
+    {R::ATTN_Q_B, P::WEIGHT, "attn_q_b", "blk.%d.attn_q_b.weight", B::BLOCK, K::MATRIX, D::Q_DIM, D::Q_LORA, D::ONE,
+     When::TRACE_ONLY},
+    {R::ATTN_KV_A_MQA, P::WEIGHT, "attn_kv_a_mqa", "blk.%d.attn_kv_a_mqa.weight", B::BLOCK, K::MATRIX, D::KV_A,
+     D::N_EMBD, D::ONE, When::TRACE_ONLY},
+    {R::ATTN_KV_A_NORM, P::WEIGHT, "attn_kv_a_norm", "blk.%d.attn_kv_a_norm.weight", B::BLOCK, K::VECTOR, D::ONE,
+     D::KV_LORA, D::ONE, When::TRACE_ONLY},
+    {R::ATTN_K_B, P::WEIGHT, "attn_k_b", "blk.%d.attn_k_b.weight", B::BLOCK, K::MATRIX, D::KV_LORA, D::QK_NOPE,
+     D::N_HEAD, When::TRACE_ONLY},
+    {R::ATTN_V_B, P::WEIGHT, "attn_v_b", "blk.%d.attn_v_b.weight", B::BLOCK, K::MATRIX, D::V_HEAD, D::KV_LORA,
+     D::N_HEAD, When::TRACE_ONLY},
+    // Qwen3's per-head q/k norms (llama.cpp LLM_TENSOR_ATTN_Q_NORM / ATTN_K_NORM).
+    {R::ATTN_Q_NORM, P::WEIGHT, "attn_q_norm", "blk.%d.attn_q_norm.weight", B::BLOCK, K::VECTOR, D::ONE, D::HEAD_DIM,
+     D::ONE, When::TRACE_ONLY},
+    {R::ATTN_K_NORM, P::WEIGHT, "attn_k_norm", "blk.%d.attn_k_norm.weight", B::BLOCK, K::VECTOR, D::ONE, D::HEAD_DIM,
+     D::ONE, When::TRACE_ONLY},
+
     // Built by graph/fuse_matmuls.h from the rows that name them in `fused`.
     {R::ATTN_QKV, P::WEIGHT, "attn_qkv", nullptr, B::BLOCK, K::FUSED, D::SUM_OF_PARTS, D::N_EMBD},
     {R::FFN_GATE_UP, P::WEIGHT, "ffn_gate_up", nullptr, B::BLOCK, K::FUSED, D::SUM_OF_PARTS, D::N_EMBD},
@@ -104,6 +147,17 @@ int64_t dim_value(Dim d, const ModelShape& s) {
         case D::N_FF: return s.n_ff;
         case D::ROT_HALF: return (s.n_rot ? s.n_rot : s.head_dim) / 2;
         case D::SUM_OF_PARTS: break;
+        case D::HEAD_DIM: return s.head_dim;
+        case D::N_HEAD: return s.n_head;
+        case D::N_EXPERT: return s.n_expert;
+        case D::N_FF_EXP: return s.n_ff_exp;
+        case D::N_FF_SHEXP: return s.n_ff_shexp;
+        case D::Q_LORA: return s.q_lora_rank;
+        case D::KV_LORA: return s.kv_lora_rank;
+        case D::KV_A: return s.kv_lora_rank + s.qk_rope_head_dim;
+        case D::QK_NOPE: return s.qk_nope_head_dim;
+        case D::V_HEAD: return s.v_head_dim;
+        case D::MLA_OUT: return s.n_head * s.v_head_dim;
     }
     DUET_CHECK(false, "tensor catalogue: dim {} has no single value", int(d));
     __builtin_unreachable();
@@ -129,6 +183,7 @@ bool present(const TensorSpec& t, const ModelShape& s, int64_t /*layer*/) {
         case When::QKV_BIAS: return s.qkv_bias;
         case When::UNTIED_OUTPUT: return !s.tied_output;
         case When::ROPE_FREQS: return s.has_rope_freqs;
+        case When::TRACE_ONLY: return false;
     }
     return false;
 }

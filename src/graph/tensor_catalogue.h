@@ -65,8 +65,24 @@ enum class Dim : uint8_t {
     N_FF,
     ROT_HALF,  // n_rot / 2 (rope frequency factors)
     SUM_OF_PARTS,  // FUSED rows: the sum of the parts' rows
+    // Mixture-of-Experts and latent attention (graph/model_shape.h)
+    HEAD_DIM,      // head_dim
+    N_HEAD,        // n_head (the stack of a per-head matrix)
+    N_EXPERT,      // n_expert (the stack of a per-expert matrix)
+    N_FF_EXP,      // one routed expert's width
+    N_FF_SHEXP,    // the shared experts' width
+    Q_LORA,        // q_lora_rank
+    KV_LORA,       // kv_lora_rank
+    KV_A,          // kv_lora_rank + qk_rope_head_dim (the latent and the shared RoPE key)
+    QK_NOPE,       // qk_nope_head_dim
+    V_HEAD,        // v_head_dim
+    MLA_OUT,       // n_head * v_head_dim (the attention output projection's input)
 };
-enum class When : uint8_t { ALWAYS, QKV_BIAS, UNTIED_OUTPUT, ROPE_FREQS };
+// TRACE_ONLY: a row of a family duet models from its shape only (Mixture-of-Experts, latent
+// attention, Qwen3's q/k norms): no file duet reads or writes holds it yet, so present() is
+// false and the graph's nodes (not the rows) say which layers read it; Hparams::n_params counts
+// those families' parameters.
+enum class When : uint8_t { ALWAYS, QKV_BIAS, UNTIED_OUTPUT, ROPE_FREQS, TRACE_ONLY };
 enum class TpSplit : uint8_t { REPLICATED, ROWS, COLS };
 enum class Q4kmMix : uint8_t { BASE, MORE_BITS_LAYERS, Q6_K };
 enum class Expert : uint8_t { NONE, ROUTED, SHARED };
@@ -132,6 +148,6 @@ Range tp_range(Dim d, const TpShard& sh, const ModelShape& full);
 bool ffn_input_matmul(WeightRole role);
 
 // Number of WeightRole values (for tables indexed by role).
-constexpr int kWeightRoleCount = int(WeightRole::ROPE_FREQS) + 1;
+constexpr int kWeightRoleCount = int(WeightRole::ATTN_K_NORM) + 1;
 
 }  // namespace duet::graph

@@ -1,6 +1,7 @@
 #include "model/arch_presets.h"
 
 #include "core/error.h"
+#include "model/hf_config.h"
 
 namespace duet::model {
 namespace {
@@ -32,6 +33,63 @@ Hparams make(Arch arch, const Shape& s, bool tied, bool rope_freqs) {
     hp.has_rope_freqs = rope_freqs;
     return hp;
 }
+
+// Mixture-of-Experts and latent-attention models, modelled trace-only: each is its public
+// config.json (the fields that shape the model, values as published) read by the same reader
+// as `--model config.json` (model/hf_config.h), so a preset and its file cannot disagree.
+struct HfPreset {
+    const char* name;
+    const char* description;
+    const char* config_json;
+    TokenizerKind tokenizer;
+    const char* tokenizer_pre;
+    const char* chat_template;
+};
+
+constexpr HfPreset kHfPresets[] = {
+    {"mixtral-8x7b",
+     "Mixtral-8x7B (https://huggingface.co/mistralai/Mixtral-8x7B-v0.1/blob/main/config.json): 8 experts, top-2",
+     R"({"architectures": ["MixtralForCausalLM"], "hidden_act": "silu", "hidden_size": 4096,
+         "intermediate_size": 14336, "max_position_embeddings": 32768, "model_type": "mixtral",
+         "num_attention_heads": 32, "num_experts_per_tok": 2, "num_hidden_layers": 32, "num_key_value_heads": 8,
+         "num_local_experts": 8, "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "sliding_window": null,
+         "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 32000})",
+     TokenizerKind::SPM, "", "mistral"},
+    {"qwen3-30b-a3b",
+     "Qwen3-30B-A3B (https://huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json): 128 experts, top-8",
+     R"({"architectures": ["Qwen3MoeForCausalLM"], "attention_bias": false, "decoder_sparse_step": 1,
+         "head_dim": 128, "hidden_act": "silu", "hidden_size": 2048, "intermediate_size": 6144,
+         "max_position_embeddings": 40960, "max_window_layers": 48, "mlp_only_layers": [], "model_type": "qwen3_moe",
+         "moe_intermediate_size": 768, "norm_topk_prob": true, "num_attention_heads": 32, "num_experts": 128,
+         "num_experts_per_tok": 8, "num_hidden_layers": 48, "num_key_value_heads": 4, "rms_norm_eps": 1e-06,
+         "rope_scaling": null, "rope_theta": 1000000.0, "sliding_window": null, "tie_word_embeddings": false,
+         "torch_dtype": "bfloat16", "use_sliding_window": false, "vocab_size": 151936})",
+     TokenizerKind::BPE, "qwen2", "chatml"},
+    {"qwen3-235b-a22b",
+     "Qwen3-235B-A22B (https://huggingface.co/Qwen/Qwen3-235B-A22B/blob/main/config.json): 128 experts, top-8",
+     R"({"architectures": ["Qwen3MoeForCausalLM"], "attention_bias": false, "decoder_sparse_step": 1,
+         "head_dim": 128, "hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 12288,
+         "max_position_embeddings": 40960, "max_window_layers": 94, "mlp_only_layers": [], "model_type": "qwen3_moe",
+         "moe_intermediate_size": 1536, "norm_topk_prob": true, "num_attention_heads": 64, "num_experts": 128,
+         "num_experts_per_tok": 8, "num_hidden_layers": 94, "num_key_value_heads": 4, "rms_norm_eps": 1e-06,
+         "rope_scaling": null, "rope_theta": 1000000.0, "sliding_window": null, "tie_word_embeddings": false,
+         "torch_dtype": "bfloat16", "use_sliding_window": false, "vocab_size": 151936})",
+     TokenizerKind::BPE, "qwen2", "chatml"},
+    {"deepseek-v3",
+     "DeepSeek-V3 671B (https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json): MLA, 256 experts "
+     "top-8 + 1 shared, 3 dense-first layers",
+     R"({"architectures": ["DeepseekV3ForCausalLM"], "attention_bias": false, "first_k_dense_replace": 3,
+         "hidden_act": "silu", "hidden_size": 7168, "intermediate_size": 18432, "kv_lora_rank": 512,
+         "max_position_embeddings": 163840, "model_type": "deepseek_v3", "moe_intermediate_size": 2048,
+         "moe_layer_freq": 1, "n_group": 8, "n_routed_experts": 256, "n_shared_experts": 1, "norm_topk_prob": true,
+         "num_attention_heads": 128, "num_experts_per_tok": 8, "num_hidden_layers": 61, "num_key_value_heads": 128,
+         "num_nextn_predict_layers": 1, "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+         "rms_norm_eps": 1e-06, "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0,
+         "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096, "type": "yarn"}, "rope_theta": 10000,
+         "routed_scaling_factor": 2.5, "scoring_func": "sigmoid", "tie_word_embeddings": false, "topk_group": 4,
+         "topk_method": "noaux_tc", "torch_dtype": "bfloat16", "v_head_dim": 128, "vocab_size": 129280})",
+     TokenizerKind::BPE, "", "chatml"},
+};
 
 std::vector<ArchPreset> build_table() {
     const auto L = Arch::LLAMA, Q = Arch::QWEN2;
@@ -82,6 +140,9 @@ std::vector<ArchPreset> build_table() {
     t.push_back({"bench-1b", "1.1B llama-shaped benchmark model (TinyLlama/TinyLlama-1.1B config.json)",
                  make(L, {32000, 2048, 2048, 22, 32, 4, 5632, 64, 1e-5f, 10000.0f}, false, false), SPM, "", "llama-2",
                  false});
+    for (const HfPreset& h : kHfPresets)
+        t.push_back({h.name, h.description, parse_hf_config(h.config_json, std::string("architecture preset ") + h.name).hparams,
+                     h.tokenizer, h.tokenizer_pre, h.chat_template, false});
     for (const auto& p : t) p.hparams.validate("architecture preset " + p.name);
     return t;
 }

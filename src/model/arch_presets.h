@@ -5,7 +5,10 @@
 // Tiny presets (tiny-llama, tiny-llama3, tiny-mistral, tiny-qwen2, small-llama) are test
 // sizes covering every architecture variant: SPM vs byte-level BPE tokenizer, MHA vs GQA,
 // separate vs tied output, QKV bias, both RoPE orders, Llama-3.1 rope_freqs. The others
-// carry the real shapes of public models (numbers from their Hugging Face config.json).
+// carry the real shapes of public models (numbers from their Hugging Face config.json). The
+// Mixture-of-Experts and latent-attention presets (mixtral-8x7b, qwen3-30b-a3b,
+// qwen3-235b-a22b, deepseek-v3) embed their public config.json and are read through
+// model/hf_config.h; they are trace-only (gen-model refuses them).
 //
 // The table is static and immutable; every function is thread-safe.
 #include <string>

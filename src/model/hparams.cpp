@@ -15,13 +15,58 @@ const char* arch_name(Arch a) {
             return "llama";
         case Arch::QWEN2:
             return "qwen2";
+        case Arch::QWEN2MOE:
+            return "qwen2moe";
+        case Arch::QWEN3MOE:
+            return "qwen3moe";
+        case Arch::DEEPSEEK2:
+            return "deepseek2";
     }
     return "?";
 }
 
+const char* expert_gating_name(ExpertGating g) { return g == ExpertGating::SIGMOID ? "sigmoid" : "softmax"; }
+
 std::string supported_arch_names() { return "llama, qwen2"; }
 
-int64_t Hparams::n_params() const { return graph::count_params(model_shape(*this)); }
+namespace {
+
+// Attention weights of one MLA layer (the Hparams comment's data flow).
+int64_t mla_layer_params(const Hparams& h) {
+    const int64_t qk = h.qk_nope_head_dim + h.qk_rope_head_dim;
+    int64_t p = h.q_lora_rank > 0 ? h.n_embd * h.q_lora_rank + h.q_lora_rank + h.q_lora_rank * h.n_head * qk
+                                  : h.n_embd * h.n_head * qk;
+    p += h.n_embd * (h.kv_lora_rank + h.qk_rope_head_dim) + h.kv_lora_rank;
+    p += h.n_head * h.kv_lora_rank * (h.qk_nope_head_dim + h.v_head_dim);
+    p += h.n_head * h.v_head_dim * h.n_embd;
+    return p;
+}
+
+// FFN weights of one MoE layer: the router, the routed and shared experts, qwen2moe's shared gate.
+int64_t moe_layer_params(const Hparams& h) {
+    int64_t p = h.n_embd * h.n_expert + h.n_expert * 3 * h.n_embd * h.n_ff_exp + 3 * h.n_embd * h.n_ff_shexp;
+    if (h.shared_expert_gate) p += h.n_embd;
+    return p;
+}
+
+// The trace-only families (experts, latent attention, Qwen3 q/k norms) have catalogue rows whose
+// `when` is TRACE_ONLY (no file holds them yet): their parameters are counted here, from the
+// dense block's count (graph::count_params) with its attention and FFN matrices replaced.
+int64_t trace_only_params(const Hparams& h) {
+    int64_t total = graph::count_params(model_shape(h));
+    const int64_t dense_attn = 2 * h.n_embd * h.n_embd_q() + 2 * h.n_embd * h.n_embd_kv();  // q, out; k, v
+    if (h.is_mla()) total += h.n_layer * (mla_layer_params(h) - dense_attn);
+    if (h.is_moe()) total += (h.n_layer - h.n_layer_dense_lead) * (moe_layer_params(h) - 3 * h.n_embd * h.n_ff);
+    if (h.qk_norm) total += h.n_layer * 2 * h.head_dim;  // one head_dim vector each for q and k
+    return total;
+}
+
+}  // namespace
+
+int64_t Hparams::n_params() const {
+    if (is_moe() || is_mla() || qk_norm) return trace_only_params(*this);
+    return graph::count_params(model_shape(*this));
+}
 
 graph::ModelShape model_shape(const Hparams& hp, DType weight_dtype, DType kv_dtype, std::string name) {
     graph::ModelShape s;
@@ -40,6 +85,18 @@ graph::ModelShape model_shape(const Hparams& hp, DType weight_dtype, DType kv_dt
     s.kv_dtype = kv_dtype;
     s.n_rot = hp.n_rot;
     s.has_rope_freqs = hp.has_rope_freqs;
+    s.n_expert = hp.n_expert;
+    s.n_expert_used = hp.n_expert_used;
+    s.n_ff_exp = hp.n_ff_exp;
+    s.n_ff_shexp = hp.n_ff_shexp;
+    s.n_layer_dense_lead = hp.n_layer_dense_lead;
+    s.shared_expert_gate = hp.shared_expert_gate;
+    s.qk_norm = hp.qk_norm;
+    s.q_lora_rank = hp.q_lora_rank;
+    s.kv_lora_rank = hp.kv_lora_rank;
+    s.qk_rope_head_dim = hp.qk_rope_head_dim;
+    s.qk_nope_head_dim = hp.qk_nope_head_dim;
+    s.v_head_dim = hp.v_head_dim;
     return s;
 }
 
@@ -72,6 +129,32 @@ void Hparams::validate(std::string_view source) const {
     if (!(rope_freq_scale > 0.0f) || !std::isfinite(rope_freq_scale))
         fail("{}: rope_freq_scale = {} must be a positive finite number", source, rope_freq_scale);
     if (arch == Arch::QWEN2 && !rope_neox) fail("{}: qwen2 uses NEOX-order RoPE (rope_neox must be true)", source);
+    if (is_moe()) {
+        check_range(source, "n_expert", n_expert, 1, 4096);
+        check_range(source, "n_expert_used", n_expert_used, 1, n_expert);
+        check_range(source, "n_ff_exp", n_ff_exp, 1, int64_t(1) << 22);
+        check_range(source, "n_expert_shared", n_expert_shared, 0, 4096);
+        check_range(source, "n_ff_shexp", n_ff_shexp, n_expert_shared > 0 ? 1 : 0,
+                    n_expert_shared > 0 ? int64_t(1) << 22 : 0);
+        check_range(source, "n_layer_dense_lead", n_layer_dense_lead, 0, n_layer);
+        if (!(expert_weights_scale > 0.0f) || !std::isfinite(expert_weights_scale))
+            fail("{}: expert_weights_scale = {} must be a positive finite number", source, expert_weights_scale);
+    } else if (n_expert_used != 0 || n_ff_exp != 0 || n_expert_shared != 0 || n_layer_dense_lead != 0) {
+        fail("{}: expert fields are set but n_expert = 0 (a dense model has none)", source);
+    }
+    if (is_mla()) {
+        check_range(source, "kv_lora_rank", kv_lora_rank, 1, int64_t(1) << 16);
+        check_range(source, "q_lora_rank", q_lora_rank, 0, int64_t(1) << 16);
+        check_range(source, "qk_rope_head_dim", qk_rope_head_dim, 2, 4096);
+        check_range(source, "qk_nope_head_dim", qk_nope_head_dim, 1, 4096);
+        check_range(source, "v_head_dim", v_head_dim, 1, 4096);
+        if (qk_rope_head_dim % 2 != 0)
+            fail("{}: qk_rope_head_dim = {} must be even (RoPE rotates pairs)", source, qk_rope_head_dim);
+        if (head_dim != qk_nope_head_dim + qk_rope_head_dim || n_rot != qk_rope_head_dim)
+            fail("{}: latent attention needs head_dim = qk_nope_head_dim + qk_rope_head_dim ({} + {}) and n_rot = "
+                 "qk_rope_head_dim (got head_dim = {}, n_rot = {})",
+                 source, qk_nope_head_dim, qk_rope_head_dim, head_dim, n_rot);
+    }
 }
 
 bool operator==(const Hparams& a, const Hparams& b) {
@@ -80,7 +163,13 @@ bool operator==(const Hparams& a, const Hparams& b) {
            a.n_ff == b.n_ff && a.head_dim == b.head_dim && a.n_rot == b.n_rot && a.norm_eps == b.norm_eps &&
            a.rope_freq_base == b.rope_freq_base && a.rope_freq_scale == b.rope_freq_scale &&
            a.rope_neox == b.rope_neox && a.qkv_bias == b.qkv_bias && a.tied_output == b.tied_output &&
-           a.has_rope_freqs == b.has_rope_freqs;
+           a.has_rope_freqs == b.has_rope_freqs && a.n_expert == b.n_expert && a.n_expert_used == b.n_expert_used &&
+           a.n_ff_exp == b.n_ff_exp && a.n_expert_shared == b.n_expert_shared && a.n_ff_shexp == b.n_ff_shexp &&
+           a.n_layer_dense_lead == b.n_layer_dense_lead && a.expert_gating == b.expert_gating &&
+           a.expert_weights_norm == b.expert_weights_norm && a.expert_weights_scale == b.expert_weights_scale &&
+           a.shared_expert_gate == b.shared_expert_gate && a.q_lora_rank == b.q_lora_rank &&
+           a.kv_lora_rank == b.kv_lora_rank && a.qk_rope_head_dim == b.qk_rope_head_dim &&
+           a.qk_nope_head_dim == b.qk_nope_head_dim && a.v_head_dim == b.v_head_dim && a.qk_norm == b.qk_norm;
 }
 
 Hparams hparams_from_gguf(const format::GgufFile& f) {
@@ -95,6 +184,10 @@ Hparams hparams_from_gguf(const format::GgufFile& f) {
         fail("{}: architecture '{}' is not supported (supported: {})", path, hp.arch_name, supported_arch_names());
     }
     const std::string a = hp.arch_name + ".";
+    if (auto ne = f.find_int(a + "expert_count"); ne && *ne > 0)
+        fail("{}: metadata key '{}expert_count' = {}: Mixture-of-Experts files are modelled trace-only (duet bench "
+             "--model with a preset or the model's config.json); the engine runs dense {} files",
+             path, a, *ne, supported_arch_names());
     hp.n_ctx_train = f.get_int(a + "context_length");
     hp.n_embd = f.get_int(a + "embedding_length");
     hp.n_layer = f.get_int(a + "block_count");

@@ -35,10 +35,19 @@ class GgufWriter;
 
 namespace duet::model {
 
-enum class Arch { LLAMA, QWEN2 };
+// LLAMA and QWEN2 run for real (GGUF). The Mixture-of-Experts and latent-attention families
+// are modelled trace-only (from a preset or a Hugging Face config.json, model/hf_config.h);
+// their names are llama.cpp's general.architecture values.
+enum class Arch { LLAMA, QWEN2, QWEN2MOE, QWEN3MOE, DEEPSEEK2 };
 
-const char* arch_name(Arch a);       // "llama", "qwen2": the general.architecture value
-std::string supported_arch_names();  // "llama, qwen2"
+const char* arch_name(Arch a);       // "llama", "qwen2", "qwen2moe", "qwen3moe", "deepseek2"
+std::string supported_arch_names();  // the GGUF architectures the engine runs: "llama, qwen2"
+
+// How a Mixture-of-Experts router turns its logits into expert weights (llama.cpp's
+// expert_gating_func): SOFTMAX over all experts (Mixtral, Qwen-MoE, DeepSeek-V2) or an
+// independent SIGMOID per expert (DeepSeek-V3).
+enum class ExpertGating { SOFTMAX, SIGMOID };
+const char* expert_gating_name(ExpertGating g);  // "softmax", "sigmoid"
 
 struct Hparams {
     Arch arch = Arch::LLAMA;
@@ -62,6 +71,41 @@ struct Hparams {
     bool qkv_bias = false;   // qwen2: true
     bool tied_output = false;
     bool has_rope_freqs = false;
+    bool qk_norm = false;  // qwen3: q and k RMS-normed per head (weights [head_dim] each) before RoPE
+
+    // --- Mixture-of-Experts FFN (n_expert == 0: every layer has the dense SwiGLU FFN of n_ff) ---
+    // Layers [n_layer_dense_lead, n_layer) replace the dense FFN by: router logits = x · W_gate_inp
+    // [n_expert][n_embd]; weights of the top n_expert_used experts (gating, then optional
+    // normalisation to sum 1, then * expert_weights_scale); each chosen expert is a SwiGLU FFN of
+    // n_ff_exp; shared experts (n_ff_shexp wide in total) see every token.
+    int64_t n_expert = 0;            // routed experts per MoE layer
+    int64_t n_expert_used = 0;       // experts per token (top-k)
+    int64_t n_ff_exp = 0;            // intermediate size of one routed expert
+    int64_t n_expert_shared = 0;     // shared experts (0: none)
+    int64_t n_ff_shexp = 0;          // intermediate size of all shared experts together
+    int64_t n_layer_dense_lead = 0;  // leading layers that keep the dense FFN (DeepSeek first_k_dense_replace)
+    ExpertGating expert_gating = ExpertGating::SOFTMAX;
+    bool expert_weights_norm = false;   // top-k weights renormalised to sum 1
+    float expert_weights_scale = 1.0f;  // routed output scale (DeepSeek routed_scaling_factor)
+    bool shared_expert_gate = false;    // qwen2moe: the shared expert is scaled by sigmoid(x · w[n_embd])
+
+    // --- Multi-head Latent Attention (kv_lora_rank == 0: standard attention) ---
+    // q = W_q_b · norm(W_q_a · x) (or W_q · x when q_lora_rank == 0), n_head heads of
+    // qk_nope_head_dim + qk_rope_head_dim; [c_kv | k_pe] = W_kv_a · x with c_kv kv_lora_rank wide
+    // and k_pe qk_rope_head_dim wide (one RoPE key shared by all heads). The cache holds
+    // norm(c_kv) and rope(k_pe): kv_lora_rank + qk_rope_head_dim values per token and layer.
+    // K_nope and V are c_kv up-projected per head (W_k_b, W_v_b: halves of W_kv_b); V heads are
+    // v_head_dim wide. head_dim/n_rot above are the query/key head size and qk_rope_head_dim.
+    int64_t q_lora_rank = 0;
+    int64_t kv_lora_rank = 0;
+    int64_t qk_rope_head_dim = 0;
+    int64_t qk_nope_head_dim = 0;
+    int64_t v_head_dim = 0;
+
+    bool is_moe() const { return n_expert > 0; }
+    bool is_mla() const { return kv_lora_rank > 0; }
+    // Does layer il use the expert FFN?
+    bool moe_layer(int64_t il) const { return is_moe() && il >= n_layer_dense_lead; }
 
     int64_t n_gqa() const { return n_head / n_head_kv; }        // query heads per kv head
     int64_t n_embd_q() const { return n_head * head_dim; }      // query features (the catalogue's Q_DIM)

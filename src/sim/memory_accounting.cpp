@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "graph/memory_plan.h"
+#include "graph/tensor_catalogue.h"
 
 namespace duet::sim {
 
@@ -15,29 +16,38 @@ MemoryBreakdown account_memory(const ModelShape& s, const Plan& plan, int64_t co
     const LayoutModel& lay = *hw.layout;
     uint64_t layer0_nz = 0, largest_nz = 0;
     for (const graph::MatrixUse& m : graph::matrices(*g)) {
-        const uint64_t nz = lay.nz_bytes(m.n, m.k, s.weight_dtype);
+        // `count` matrices of n x k (experts, heads), each in its own layout
+        const uint64_t cnt = uint64_t(m.count), nz = lay.nz_bytes(m.n, m.k, s.weight_dtype);
         largest_nz = std::max(largest_nz, nz);
+        uint64_t bytes = 0;
         if (placer.pim_layout(m.layer)) {
             PimMatrixInfo p = lay.pim(m.n, m.k, s.weight_dtype);
-            mb.weights_bytes += p.base_bytes;
-            mb.weights_pim_base_bytes += p.base_bytes;
-            mb.block_index_bytes += p.index_bytes;
-            if (m.layer == 0) layer0_nz += nz;
+            bytes = cnt * p.base_bytes;
+            mb.weights_pim_base_bytes += cnt * p.base_bytes;
+            mb.block_index_bytes += cnt * p.index_bytes;
+            if (m.layer == 0) layer0_nz += cnt * nz;
         } else {
-            mb.weights_bytes += nz;
+            bytes = cnt * nz;
         }
+        mb.weights_bytes += bytes;
+        const bool expert = graph::weight_spec(m.role).expert == graph::Expert::ROUTED;
+        if (expert) mb.weights_experts_bytes += bytes;
     }
     for (const graph::Node& n : g->nodes) {
         // the table is the lm-head's matrix when tied (counted above)
         if (n.kind == OpKind::EMBED && !s.tied_output) mb.weights_bytes += uint64_t(s.n_vocab) * row_bytes(n.dtype, n.n);
-        if (n.kind == OpKind::RMSNORM) mb.weights_bytes += 4 * uint64_t(n.n);  // RMSNorm weights, f32
+        if (n.kind == OpKind::RMSNORM) mb.weights_bytes += 4 * uint64_t(n.k > 0 ? n.k : n.n);  // RMSNorm weights, f32
         if (n.kind == OpKind::MATMUL && n.norm != graph::WeightRole::NONE)
             mb.weights_bytes += 4 * uint64_t(n.k);  // an RMSNorm fused into the matmul: its weights
     }
 
     const int64_t blocks_per_seq = (context + hw.kv_block_tokens - 1) / hw.kv_block_tokens;
-    mb.kv_cache_bytes = uint64_t(batch) * uint64_t(blocks_per_seq) * uint64_t(hw.kv_block_tokens) * 2 *
-                        uint64_t(s.n_layer) * uint64_t(row_bytes(s.kv_dtype, s.n_head_kv * s.head_dim));  // int8: 34 B / 32
+    // K and V rows of n_head_kv * head_dim each, or one latent row (int8: 34 B / 32 values)
+    const uint64_t token_layer_bytes = s.is_mla() ? row_bytes(s.kv_dtype, s.kv_values_per_token_layer())
+                                                  : 2 * row_bytes(s.kv_dtype, s.n_head_kv * s.head_dim);
+    mb.kv_cache_latent = s.is_mla();
+    mb.kv_cache_bytes = uint64_t(batch) * uint64_t(blocks_per_seq) * uint64_t(hw.kv_block_tokens) *
+                        uint64_t(s.n_layer) * token_layer_bytes;
 
     const graph::MemoryPlan mp = graph::plan_memory(*g);
     int64_t prev_n_tok = -1;
@@ -47,9 +57,10 @@ MemoryBreakdown account_memory(const ModelShape& s, const Plan& plan, int64_t co
         prev_n_tok = n_tok;
         mb.activations_bytes = std::max(mb.activations_bytes, graph::peak_live_bytes(*g, mp, n_tok, batch, 2, opts.multi_stream_memory_reuse == 0));
         for (const graph::Node& n : g->nodes) {
-            if (n.kind != OpKind::MATMUL) continue;
+            if (!is_matmul_kind(n.kind)) continue;
             const int64_t rows = g->tensors[size_t(n.out[0])].rows == graph::Rows::TOKENS ? n_tok : batch;
-            mb.workspace_bytes = std::max(mb.workspace_bytes, uint64_t(rows * n.n) * 4);
+            const int64_t width = g->tensors[size_t(n.out[0])].width;  // routed / per-head outputs: every part
+            mb.workspace_bytes = std::max(mb.workspace_bytes, uint64_t(rows * width) * 4);
         }
     }
 

@@ -6,7 +6,11 @@
 //                with granule padding otherwise) + embedding table and norms in plain form
 //   block_index  the PIM base's block index
 //   kv_cache     paged: batch * ceil(context / kv_block_tokens) blocks of kv_block_tokens
-//                tokens * 2 (K,V) * n_layer * n_head_kv * head_dim * sizeof(KV element)
+//                tokens * n_layer * the values one token keeps per layer in the KV dtype:
+//                2 (K,V) * n_head_kv * head_dim, or with latent attention (MLA) the latent
+//                kv_lora_rank + qk_rope_head_dim (kv_cache_latent says which)
+//   of weights   weights_experts_bytes: the routed experts' matrices (every expert of every MoE
+//                layer, all resident); the rest of weights_bytes is shared by every token
 //   activations  peak of the static memory plan (graph/memory_plan.h): the largest sum of
 //                tensors alive at one node (first write .. last read), device dtype f16,
 //                over every forward of the plan; with opts.multi_stream_memory_reuse = 0 a
@@ -29,8 +33,10 @@ namespace duet::sim {
 struct MemoryBreakdown {
     uint64_t weights_bytes = 0;            // all weights, every layout
     uint64_t weights_pim_base_bytes = 0;   // part of weights_bytes held in the PIM layout (rest: NZ, plain)
+    uint64_t weights_experts_bytes = 0;    // part of weights_bytes that is routed experts (MoE)
     uint64_t block_index_bytes = 0;
     uint64_t kv_cache_bytes = 0;
+    bool kv_cache_latent = false;          // the cache holds MLA latents, not K and V
     uint64_t activations_bytes = 0;
     uint64_t conversion_bytes = 0;
     uint64_t workspace_bytes = 0;

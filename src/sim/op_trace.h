@@ -12,6 +12,8 @@ using graph::OpRecord;
 using graph::OpTrace;
 using graph::Phase;
 using graph::WeightRole;
+using graph::is_matmul_kind;
+using graph::weight_rows;
 using graph::op_kind_name;
 using graph::phase_name;
 using graph::weight_role_name;

@@ -49,7 +49,8 @@ DeviceKind Placer::choose_kind(const OpRecord& rec, const hw::OpShape& shape) co
     if (opts_.policy == Policy::NPU_ONLY || forced_npu(rec.layer) || pims_.empty()) return DeviceKind::NPU;
     // pim_only: what the PIM does not run goes to the host CPU, never to an NPU (when there is one)
     const DeviceKind rest = opts_.policy == Policy::PIM_ONLY && !cpus_.empty() ? DeviceKind::CPU : DeviceKind::NPU;
-    const bool matmul = rec.kind == OpKind::MATMUL, attention = rec.kind == OpKind::ATTENTION;
+    const bool matmul = is_matmul_kind(rec.kind),
+               attention = rec.kind == OpKind::ATTENTION || rec.kind == OpKind::MLA_ATTENTION;
     if (!matmul && !attention) return rest;
     // the first (largest) part is what each PIM device would run
     const int pim_parts = matmul ? int(pims_.size()) : 1;
@@ -74,7 +75,7 @@ DeviceKind Placer::choose_kind(const OpRecord& rec, const hw::OpShape& shape) co
 DeviceKind Placer::faster_kind(const OpRecord& rec, const hw::OpShape& shape, const hw::OpShape& pim_part) const {
     const hw::Device& npu0 = *hw_.devices[0].model;
     const hw::Device& pim0 = *hw_.devices[size_t(pims_[0])].model;
-    const bool matmul = rec.kind == OpKind::MATMUL;
+    const bool matmul = is_matmul_kind(rec.kind);
     const hw::OpShape npu_part = split_rows(shape, 0, matmul && !pim_layout(rec.layer) ? int(npus_.size()) : 1);
     if (!npu0.supports(npu_part)) return DeviceKind::PIM;
     return pim0.estimate(pim_part).t_ns < npu0.estimate(npu_part).t_ns ? DeviceKind::PIM : DeviceKind::NPU;
@@ -94,7 +95,7 @@ OpPlacement Placer::place(const OpRecord& rec, const hw::OpShape& shape) const {
     OpPlacement p;
     p.kind = choose_kind(rec, shape);
     // NPUs other than npu0 hold NZ slices only: a PIM-layout matrix is converted on npu0's load path
-    const bool splittable = rec.kind == OpKind::MATMUL && p.kind != DeviceKind::CPU &&
+    const bool splittable = is_matmul_kind(rec.kind) && p.kind != DeviceKind::CPU &&
                             (p.kind == DeviceKind::PIM || !pim_layout(rec.layer));
     if (splittable) p.devices = split_devices(p.kind, shape);
     else p.devices = {p.kind == DeviceKind::NPU ? npus_[0] : p.kind == DeviceKind::PIM ? pims_[0] : cpus_[0]};
@@ -121,7 +122,18 @@ hw::OpShape to_op_shape(const OpRecord& r, DType act_dtype) {
     s.flops = r.flops;
     switch (r.kind) {
         case OpKind::MATMUL: s.cls = r.m == 1 ? hw::OpClass::GEMV : hw::OpClass::GEMM; break;
-        case OpKind::ATTENTION: s.cls = hw::OpClass::ATTENTION; break;
+        case OpKind::MOE_MATMUL:
+        case OpKind::HEAD_MATMUL: {
+            // The same bytes and FLOPs as one matrix of every expert's (head's) rows read once, each
+            // expert seeing its share of the rows: m = routed rows per active expert (rounded up).
+            const int64_t parts = r.kind == OpKind::MOE_MATMUL ? std::max<int64_t>(1, r.n_expert_active) : 1;
+            s.m = (r.m + parts - 1) / parts;
+            s.n = weight_rows(r);
+            s.cls = s.m == 1 ? hw::OpClass::GEMV : hw::OpClass::GEMM;
+            break;
+        }
+        case OpKind::ATTENTION:
+        case OpKind::MLA_ATTENTION: s.cls = hw::OpClass::ATTENTION; break;
         case OpKind::KV_WRITE: s.cls = hw::OpClass::COPY; break;
         default: s.cls = hw::OpClass::ELEMENTWISE;
     }

@@ -12,11 +12,17 @@ namespace {
 using nlohmann::json;
 
 json memory_json(const MemoryBreakdown& m) {
-    return {{"weights_bytes", m.weights_bytes},       {"weights_pim_base_bytes", m.weights_pim_base_bytes},
-            {"block_index_bytes", m.block_index_bytes},
-            {"kv_cache_bytes", m.kv_cache_bytes},     {"activations_bytes", m.activations_bytes},
-            {"conversion_bytes", m.conversion_bytes}, {"workspace_bytes", m.workspace_bytes},
-            {"total_bytes", m.total_bytes()}};
+    json j = {{"weights_bytes", m.weights_bytes},       {"weights_pim_base_bytes", m.weights_pim_base_bytes},
+              {"block_index_bytes", m.block_index_bytes},
+              {"kv_cache_bytes", m.kv_cache_bytes},     {"activations_bytes", m.activations_bytes},
+              {"conversion_bytes", m.conversion_bytes}, {"workspace_bytes", m.workspace_bytes},
+              {"total_bytes", m.total_bytes()}};
+    if (m.weights_experts_bytes > 0) {  // Mixture-of-Experts: routed experts vs weights every token reads
+        j["weights_experts_bytes"] = m.weights_experts_bytes;
+        j["weights_shared_bytes"] = m.weights_bytes - m.weights_experts_bytes;
+    }
+    if (m.kv_cache_latent) j["kv_cache_latent"] = true;
+    return j;
 }
 
 json device_json(const DeviceStats& u) {
@@ -103,6 +109,8 @@ RunReport run_from(const json& j) {
     r.memory.activations_bytes = m.at("activations_bytes");
     r.memory.conversion_bytes = m.at("conversion_bytes");
     r.memory.workspace_bytes = m.at("workspace_bytes");
+    r.memory.weights_experts_bytes = m.value("weights_experts_bytes", uint64_t(0));
+    r.memory.kv_cache_latent = m.value("kv_cache_latent", false);
     r.tbt_mean_ns = j.at("tbt_mean_ns");
     r.tbt_p50_ns = j.at("tbt_p50_ns");
     r.tbt_p99_ns = j.at("tbt_p99_ns");
@@ -270,8 +278,14 @@ std::string format_table(const BenchReport& r) {
         fmt::format("{:+.2f} %", 100 * (double(t.memory.total_bytes()) / double(b.memory.total_bytes()) - 1)));
     row("  weights", mib(b.memory.weights_bytes), mib(t.memory.weights_bytes));
     row("    of which in the PIM layout", mib(b.memory.weights_pim_base_bytes), mib(t.memory.weights_pim_base_bytes));
+    if (b.memory.weights_experts_bytes > 0 || t.memory.weights_experts_bytes > 0) {
+        row("    of which routed experts", mib(b.memory.weights_experts_bytes), mib(t.memory.weights_experts_bytes));
+        row("    of which shared", mib(b.memory.weights_bytes - b.memory.weights_experts_bytes),
+            mib(t.memory.weights_bytes - t.memory.weights_experts_bytes));
+    }
     row("  block index", mib(b.memory.block_index_bytes), mib(t.memory.block_index_bytes));
-    row("  KV cache (paged)", mib(b.memory.kv_cache_bytes), mib(t.memory.kv_cache_bytes));
+    row(b.memory.kv_cache_latent ? "  KV cache (paged, MLA latent)" : "  KV cache (paged)", mib(b.memory.kv_cache_bytes),
+        mib(t.memory.kv_cache_bytes));
     row("  activations (static plan)", mib(b.memory.activations_bytes), mib(t.memory.activations_bytes));
     row("  conversion cache", mib(b.memory.conversion_bytes), mib(t.memory.conversion_bytes));
     row("  workspace", mib(b.memory.workspace_bytes), mib(t.memory.workspace_bytes));

@@ -316,7 +316,7 @@ private:
     }
 
     bool converts(const OpRecord& r, int device) const {
-        return hw_.devices[size_t(device)].kind == DeviceKind::NPU && r.kind == OpKind::MATMUL &&
+        return hw_.devices[size_t(device)].kind == DeviceKind::NPU && is_matmul_kind(r.kind) &&
                opts_.placement.policy != Policy::NPU_ONLY && placer_.pim_layout(r.layer) &&
                !(opts_.preconvert_first_token && r.layer == 0) && !(r.phase == Phase::PREFILL && !opts_.zero_copy_switch);
     }
@@ -399,7 +399,7 @@ private:
     // The matmul's compute end when its weights are converted PIM->NZ on the load path.
     template <class Label>
     double convert(const OpRecord& r, double T0, double op_ns, int repeat, int dev, Label& label) {
-        const PimMatrixInfo pm = hw_.layout->pim(r.n, r.k, r.weight_dtype);
+        const PimMatrixInfo pm = hw_.layout->pim(weight_rows(r), r.k, r.weight_dtype);
         const ConvertedMatmul cm = convert_on_load_path(T0, op_ns, pm.to_nz_ns, pm.n_blocks, opts_.prefetch_depth,
                                                         conv_[size_t(dev)]);
         const double exposed = cm.end_ns - (T0 + op_ns);

@@ -83,7 +83,7 @@ inline double full_switch_conversion_ns(const ModelShape& shape, const Plan& pla
         double layer_ns = 0;
         for (size_t i = fw.begin; i < fw.end; ++i) {
             const OpRecord& r = plan.ops[i];
-            if (r.kind == OpKind::MATMUL && r.layer == l) layer_ns += layout.nz_to_pim_ns(r.n, r.k, shape.weight_dtype);
+            if (is_matmul_kind(r.kind) && r.layer == l) layer_ns += layout.nz_to_pim_ns(weight_rows(r), r.k, shape.weight_dtype);
         }
         DUET_LOG_DEBUG("convert layer {} NZ->PIM at the switch: {:.2f} us", l, layer_ns / 1e3);
         sw += layer_ns;

@@ -17,6 +17,7 @@
 #include "hw/pim/pim_device.h"
 #include "layout/pim_layout.h"
 #include "model/arch_presets.h"
+#include "model/hf_config.h"
 #include "model/hparams.h"
 #include "model/hparams.h"
 #include "sim/scale_out.h"
@@ -99,16 +100,16 @@ config::TopologySection topology_from_flags(const config::TopologySection& base,
     return t;
 }
 
-// --model PRESET|FILE -> the shape the planner needs. Shared with doctor.
+// --model PRESET|CONFIG.JSON|FILE -> the shape the planner needs. Shared with doctor.
 graph::ModelShape bench_model_shape(const std::string& model, const std::string& dtype) {
     model::Hparams hp;
-    if (const model::Hparams* p = model::find_arch_preset(model)) {
-        hp = *p;
+    if (model::is_trace_only_model(model)) {
+        hp = model::trace_only_hparams(model);
     } else if (std::filesystem::exists(model)) {
         hp = model::hparams_from_gguf(format::GgufFile::open(model));
     } else {
-        fail("--model = \"{}\" is neither an architecture preset nor a file (presets: {})", model,
-             model::arch_preset_list());
+        fail("--model = \"{}\" is neither an architecture preset, a Hugging Face config.json nor a file (presets: {})",
+             model, model::arch_preset_list());
     }
     const DType w = dtype == "bfloat16" ? DType::BF16 : dtype == "float32" ? DType::F32 : DType::F16;
     return model::model_shape(hp, w, w, model);
