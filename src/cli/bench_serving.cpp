@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -264,9 +265,7 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
         if (gguf) tok = model::Tokenizer::from_gguf(*gguf);
         workload::TokenCounter count;
         if (tok)
-            count = [&](const std::string& text) {
-                return int64_t(tok->encode(text, tok->add_bos_default(), false).size());
-            };
+            count = [&](const std::string& text) { return tok->encode(text, tok->add_bos_default(), false); };
         reqs = workload::load_serving_trace(c.workload_file, n_ctx, count, spec, a.requests);
         source = c.workload_file;
     } else {
@@ -291,7 +290,8 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
     so.n_parallel = a.parallel;
     so.step_token_budget = a.step_tokens;
     so.n_ctx = n_ctx;
-    so.prefix_sharing = a.shared_prefix > 0;  // the modelled prefix cache needs token ids (sched/block_pool.h)
+    // The modelled prefix cache needs token ids (sched/block_pool.h): --shared-prefix, or text prompts.
+    so.prefix_sharing = std::any_of(reqs.begin(), reqs.end(), [](const serving::ServingRequest& r) { return r.tokens != nullptr; });
     const sim::SimHardware& hw = setup.rig->hw;
     Side sides[2];
     const std::pair<sim::Policy, const sim::ModelShape*> runs[2] = {{setup.pb, &setup.shape_b},

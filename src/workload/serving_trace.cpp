@@ -80,11 +80,14 @@ int64_t count_field(const nlohmann::json& o, const Where& w, const char* field) 
     return n;
 }
 
-int64_t text_tokens(const std::string& text, const Where& w, const char* field, const TokenCounter& count) {
+std::shared_ptr<const std::vector<int32_t>> text_tokens(const std::string& text, const Where& w, const char* field,
+                                                        const TokenCounter& count) {
     if (!count)
         bad(w, field, "is text, and the model has no tokenizer to count it (allowed: a GGUF --model, or "
                       "\"prompt_tokens\" as a number)");
-    return std::max<int64_t>(1, count(text));
+    auto ids = std::make_shared<std::vector<int32_t>>(count(text));
+    if (ids->empty()) ids->push_back(0);  // an empty text still costs its one position
+    return ids;
 }
 
 void check_context(const Where& w, int64_t prompt, int64_t output, int64_t n_ctx) {
@@ -111,7 +114,8 @@ std::vector<serving::ServingRequest> load_jsonl(const std::string& path, std::is
             r.prompt_tokens = count_field(o, w, "prompt_tokens");
         } else if (o.contains("prompt")) {
             if (!o["prompt"].is_string()) bad(w, "prompt", fmt::format("= {} is not text", shown(o["prompt"])));
-            r.prompt_tokens = text_tokens(o["prompt"].get<std::string>(), w, "prompt", count);
+            r.tokens = text_tokens(o["prompt"].get<std::string>(), w, "prompt", count);
+            r.prompt_tokens = int64_t(r.tokens->size());
         } else {
             bad(w, "prompt_tokens", "is missing (allowed: \"prompt_tokens\": tokens >= 1, or \"prompt\": text)");
         }
@@ -148,10 +152,11 @@ std::vector<serving::ServingRequest> load_sharegpt(const std::string& path, cons
                 return turn["value"].get<std::string>();
             };
             if (!a.is_object() || a.value("from", "") != "human") continue;
-            const int64_t p = text_tokens(text_of(a), w, "value", count);
-            const int64_t o = text_tokens(text_of(b), w, "value", count);
+            auto prompt = text_tokens(text_of(a), w, "value", count);
+            const int64_t p = int64_t(prompt->size());
+            const int64_t o = int64_t(text_tokens(text_of(b), w, "value", count)->size());
             if (p + o > n_ctx) ++skipped;  // vLLM's benchmark filters these too
-            else out.push_back({0, p, o, nullptr});
+            else out.push_back({0, p, o, std::move(prompt)});
             break;
         }
     }

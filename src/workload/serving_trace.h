@@ -48,8 +48,10 @@ std::vector<serving::ServingRequest> synthetic_requests(const ArrivalSpec& spec,
 // prefix. Throws duet::Error when a prompt is not longer than `shared` (--shared-prefix).
 void give_shared_prefix(std::vector<serving::ServingRequest>& reqs, int64_t shared);
 
-// Tokens of a text; empty function: the model has no tokenizer (text prompts are then an error).
-using TokenCounter = std::function<int64_t(const std::string&)>;
+// Token ids of a text; empty function: the model has no tokenizer (text prompts are then an
+// error). A prompt given as text keeps its ids (ServingRequest::tokens: the modelled prefix
+// cache shares what prompts have in common); a reply is only counted.
+using TokenCounter = std::function<std::vector<int32_t>(const std::string&)>;
 
 // True when the file is ShareGPT JSON (its first non-blank character is '['): its arrivals are synthetic.
 bool is_sharegpt_file(const std::string& path);

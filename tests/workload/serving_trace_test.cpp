@@ -32,7 +32,9 @@ TEST(ServingTrace, ReadsJsonlInFileOrderWithTokenCountsOrText) {
                                      "{\"arrival_s\": 0.5, \"prompt_tokens\": 100, \"output_tokens\": 20}\n"
                                      "\n"
                                      "{\"arrival_s\": 0, \"prompt\": \"four words of text\", \"output_tokens\": 1}\n");
-    const TokenCounter words = [](const std::string& t) { return int64_t(std::count(t.begin(), t.end(), ' ') + 1); };
+    const TokenCounter words = [](const std::string& t) {
+        return std::vector<int32_t>(size_t(std::count(t.begin(), t.end(), ' ') + 1), int32_t(t.size()));
+    };
     const auto r = load_serving_trace(p, 4096, words, {});
     ASSERT_EQ(r.size(), 2u);
     EXPECT_EQ(r[0].arrival_ns, 500'000'000);
@@ -40,6 +42,9 @@ TEST(ServingTrace, ReadsJsonlInFileOrderWithTokenCountsOrText) {
     EXPECT_EQ(r[0].output_tokens, 20);
     EXPECT_EQ(r[1].arrival_ns, 0);
     EXPECT_EQ(r[1].prompt_tokens, 4);
+    EXPECT_EQ(r[0].tokens, nullptr);  // a count has no ids
+    ASSERT_NE(r[1].tokens, nullptr);  // a text keeps its ids for the prefix cache
+    EXPECT_EQ(r[1].tokens->size(), 4u);
     EXPECT_EQ(load_serving_trace(p, 4096, words, {}, 1).size(), 1u);  // --requests 1
 }
 
@@ -81,7 +86,9 @@ TEST(ServingTrace, ShareGptTakesTheFirstHumanTurnAndItsReply) {
             {"from": "gpt", "value": "four five"}]},
            {"id": "b", "conversations": [{"from": "human", "value": "only a question"}]},
            {"id": "c", "conversations": [{"from": "human", "value": "w w w w w w w w w w"}, {"from": "gpt", "value": "v"}]}])");
-    const TokenCounter words = [](const std::string& t) { return int64_t(std::count(t.begin(), t.end(), ' ') + 1); };
+    const TokenCounter words = [](const std::string& t) {
+        return std::vector<int32_t>(size_t(std::count(t.begin(), t.end(), ' ') + 1), int32_t(t.size()));
+    };
     const auto r = load_serving_trace(p, 4096, words, {2.0, 1.0, 7});
     ASSERT_EQ(r.size(), 2u);
     EXPECT_EQ(r[0].prompt_tokens, 3);
