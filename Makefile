@@ -26,7 +26,9 @@ build: configure
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900 -LE soak
 
-demo: build
+# Builds only the `duet` binary it runs (not the test suite or the benchmarks).
+demo: configure
+	cmake --build $(BUILD) --target duet -j $(JOBS)
 	bash scripts/demo.sh $(BUILD)
 
 bench: build

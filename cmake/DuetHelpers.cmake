@@ -20,6 +20,12 @@ function(duet_use_test_paths target)
     target_link_libraries(${target} PRIVATE duet_test_paths)
 endfunction()
 
+# Test sources compile at DUET_TEST_OPT (-O1) in Release and RelWithDebInfo builds: the optimiser
+# spends a third of a gtest file's -O3 compile on expanded assertions that run once, while the
+# libraries under test keep the build type's flags (docs/testing.md, "Build time"). Without
+# -march flags and with -std=c++20 (no FP contraction) the test code computes the same bits.
+set(DUET_TEST_OPT "-O1" CACHE STRING "Optimisation flag of the test sources in optimised builds (empty: the build type's)")
+
 # duet_add_test(<name> SOURCES a.cpp ... LIBS lib ... [LABELS unit|model|server|slow])
 # One gtest executable registered with ctest; label defaults to "unit".
 function(duet_add_test name)
@@ -28,6 +34,9 @@ function(duet_add_test name)
         set(T_LABELS unit)
     endif()
     add_executable(${name} ${T_SOURCES})
+    if(DUET_TEST_OPT)
+        target_compile_options(${name} PRIVATE $<$<CONFIG:Release,RelWithDebInfo>:${DUET_TEST_OPT}>)
+    endif()
     target_link_libraries(${name} PRIVATE ${T_LIBS} duet_test_paths GTest::gtest GTest::gtest_main)
     duet_use_test_paths(${name})
     add_test(NAME ${name} COMMAND ${name})

@@ -6,6 +6,10 @@
 #   config_fuzz              settings.json / config.toml with DUET_* environment overrides
 #   tokenizer_fuzz           SPM and BPE tokenizers of generated models: round trip, decode
 #   task_payload_fuzz        POST /v1/tasks bodies through the task service and its store
+#   json_schema_fuzz         JSON Schema -> grammar compilation and a budgeted walk of the grammar
+#   grammar_fuzz             the grammar text parser and a budgeted walk of the matcher
+#   request_json_fuzz        request heads (HTTP front) and deep/large chat bodies through the JSON
+#                            budget, the parser and the tool renderer (depth/size-heavy dictionary)
 # FUZZ_TARGETS="a b" picks targets. Exits non-zero at the first target that finds a crash, a
 # sanitizer report, a leak, an unexpected exception (the targets abort) or a timeout; the input
 # is left in build-fuzz/<target>-crash-* etc. Reproduce with: build-fuzz/<target> <that file>.
@@ -13,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${FUZZ_BUILD:-build-fuzz}
 SECONDS_TO_RUN=${FUZZ_SECONDS:-25}
-TARGETS=${FUZZ_TARGETS:-gguf_fuzz completion_request_fuzz config_fuzz tokenizer_fuzz task_payload_fuzz}
+TARGETS=${FUZZ_TARGETS:-gguf_fuzz completion_request_fuzz config_fuzz tokenizer_fuzz task_payload_fuzz request_json_fuzz json_schema_fuzz grammar_fuzz}
 JOBS=${JOBS:-$(nproc)}
 
 if ! command -v clang++ >/dev/null; then
@@ -49,6 +53,8 @@ for target in $TARGETS; do
     case "$name" in
         gguf) "$BUILD/gguf_fuzz_seeds" "$corpus/seeds"; dict=(-dict=tests/fuzz/gguf.dict) ;;
         completion_request|task_payload) cp tests/fuzz/corpus/"$name"/* "$corpus/seeds/"; dict=(-dict=tests/fuzz/json.dict) ;;
+        json_schema|grammar) cp tests/fuzz/corpus/"$name"/* "$corpus/seeds/"; dict=(-dict=tests/fuzz/"$name".dict) ;;
+        request_json) cp tests/fuzz/corpus/"$name"/* "$corpus/seeds/"; dict=(-dict=tests/fuzz/request_depth.dict) ;;
         *) cp tests/fuzz/corpus/"$name"/* "$corpus/seeds/" ;;
     esac
     echo "fuzz: $target: $(ls "$corpus/seeds" | wc -l) seeds, ${SECONDS_TO_RUN} s"

@@ -10,7 +10,7 @@ PACKAGES=(
     libfmt-dev libspdlog-dev
     libopenblas-dev libsqlite3-dev libpcre2-dev
     clang libclang-rt-14-dev
-    python3 python3-numpy
+    python3 python3-numpy python3-jsonschema
     libopenmpi-dev openmpi-bin
 )
 

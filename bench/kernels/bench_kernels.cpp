@@ -48,7 +48,7 @@ ThreadPool& pool() {
 // Read-bandwidth passes around each GEMV (the engine's paired bound, kernels::ReadProbe): the
 // best-of-5 probe at the start of the run is minutes older than the last GEMV, and on a guest
 // whose bandwidth moves between minutes the GEMV rows of one run read 8-20 points apart from the
-// next run's against it (session 10).
+// next run's against it (measured on the Xeon guest).
 kernels::ReadProbe& read_probe() {
     static kernels::ReadProbe p(pool());
     return p;

@@ -95,10 +95,35 @@ void BM_FastPathTokenCheck(benchmark::State& st) {
     st.SetLabel(kArch[st.range(0)]);
 }
 
+// The closing reserve's per-token check (sampler fast path with max_tokens): the state after
+// the drawn token and its min_bytes_to_end(), instead of token_allowed() alone.
+void BM_ReserveCheck(benchmark::State& st) {
+    auto m = matcher_at(int(st.range(0)), "{\"name\": \"ab");
+    const auto& t = m.tokens();
+    int32_t id = 0;
+    for (auto _ : st) {
+        benchmark::DoNotOptimize(m.min_bytes_after(id));
+        id = (id + 7919) % int32_t(t.n_vocab());
+    }
+    st.SetLabel(kArch[st.range(0)]);
+}
+
+// The budgeted mask (allowed_tokens_within), taken only in the last tokens of the budget when
+// the first draw would leave too little room: an uncached trie walk with one compare per node.
+void BM_MaskWithinBudget(benchmark::State& st) {
+    auto m = matcher_at(int(st.range(0)), "{\"name\": \"ab");
+    std::vector<uint8_t> allowed;
+    int64_t n = 0;
+    for (auto _ : st) benchmark::DoNotOptimize(n = m.allowed_tokens_within(allowed, 12));
+    st.SetLabel(std::string(kArch[st.range(0)]) + ", allowed " + std::to_string(n));
+}
+
 }  // namespace
 
 BENCHMARK(BM_MaskInString)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MaskInStringFirst)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MaskBetweenProperties)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FastPathTokenCheck)->DenseRange(0, 2)->Unit(benchmark::kNanosecond);
+BENCHMARK(BM_ReserveCheck)->DenseRange(0, 2)->Unit(benchmark::kNanosecond);
+BENCHMARK(BM_MaskWithinBudget)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
 BENCHMARK_MAIN();

@@ -23,7 +23,7 @@
 // remainder of the step (argmax, forward() set-up) is "outside ops".
 // --mmap: the model file is mapped (format::LoadMode::MMAP) as `duet run --mmap`; by default it is
 // read into memory, as duet's commands do (decode streamed a q4_0 model 1.2-1.3x faster so on the
-// KVM guest of docs/performance.md, session 14).
+// Xeon KVM guest of docs/performance.md).
 // --fuse: the engine runs the fused graph (EngineOptions::fuse, `duet run --fuse`): Q/K/V and
 // gate/up as one matmul each, RoPE with the KV write, RMSNorm into the quantised matmuls' input.
 #include <time.h>
@@ -68,8 +68,8 @@ struct Peaks {
     const char *int8_name = "", *f32_name = "";
 };
 
-double peak_ns(const sim::OpRecord& rec, const Peaks& p, int threads) {
-    const bool int8 = rec.kind == sim::OpKind::MATMUL && dtype_is_quantized(rec.weight_dtype);
+double peak_ns(const graph::OpRecord& rec, const Peaks& p, int threads) {
+    const bool int8 = rec.kind == graph::OpKind::MATMUL && dtype_is_quantized(rec.weight_dtype);
     const double peak = int8 ? p.int8 : p.f32;
     return peak > 0 ? rec.flops / (peak * threads) * 1e9 : 0.0;
 }
@@ -94,10 +94,10 @@ struct OpTimes {
 
     // Times every op record from here on into its group (the time since the previous record).
     void observe(Engine& e) {
-        e.dispatcher().set_observer([this](const sim::OpRecord& rec) {
+        e.dispatcher().set_observer([this](const graph::OpRecord& rec) {
             const int64_t w = now_ns(), c = cpu_ns();
-            std::string key = sim::op_kind_name(rec.kind);
-            if (rec.kind == sim::OpKind::MATMUL) key += std::string(" ") + sim::weight_role_name(rec.role);
+            std::string key = graph::op_kind_name(rec.kind);
+            if (rec.kind == graph::OpKind::MATMUL) key += std::string(" ") + graph::weight_role_name(rec.role);
             Group& g = groups[key];
             ++g.calls;
             g.wall_ns += w - last_wall;
@@ -147,7 +147,7 @@ Result bench_model(const std::string& path, int threads, int64_t n_prompt, int64
     }
     SequenceKv seq;
     SeqInput in{prompt, &seq, false};
-    sim::OpTrace prefill_trace;
+    graph::OpTrace prefill_trace;
     e.set_trace(&prefill_trace);
     if (op_times) {
         op_times[0].observe(e);
@@ -167,7 +167,7 @@ Result bench_model(const std::string& path, int threads, int64_t n_prompt, int64
     r.prefill_cpu = double(cpu_ns() - c0) / double(now_ns() - t0) / threads;
 
     // Decode: greedy argmax so the tokens are real continuations; trace the first step for bytes.
-    sim::OpTrace trace;
+    graph::OpTrace trace;
     int32_t next = 0;
     OpTimes* decode_times = op_times ? &op_times[1] : nullptr;
     if (decode_times) decode_times->observe(e);

@@ -26,7 +26,7 @@
 #include "graph/fuse_rope_kv.h"
 #include "kernels/kernels.h"
 #include "runtime/engine.h"
-#include "runtime/model_shape.h"
+#include "model/hparams.h"
 
 using namespace duet;
 using namespace duet::runtime;
@@ -47,7 +47,7 @@ double median(std::vector<double> v) {
 // The --fuse graph of the model before (norm = false) or after the RMSNorm pass, with the
 // file's matmul dtypes (what Engine(model, {fuse}) builds).
 graph::Graph fused_graph(const Model& m, bool norm) {
-    graph::Graph g = graph::build_graph(model_shape(m.hparams(), m.weights().layers[0].wq.dtype, DType::F16));
+    graph::Graph g = graph::build_graph(model_shape(m.hparams(), m.weights().matrix_dtype(), DType::F16));
     const PlainWeightSource ws(m.weights());
     for (graph::Node& n : g.nodes)
         if (n.kind == graph::OpKind::MATMUL || n.kind == graph::OpKind::EMBED)

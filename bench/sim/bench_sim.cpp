@@ -46,7 +46,7 @@ struct Layout : sim::LayoutModel {
 };
 
 void BM_TraceOnlyLlama2_7b_2048_256(benchmark::State& state) {
-    sim::ModelShape s{"llama2-7b", 32000, 4096, 32, 32, 32, 11008, 128, false, false, DType::F16, DType::F16};
+    graph::ModelShape s{"llama2-7b", 32000, 4096, 32, 32, 32, 11008, 128, false, false, DType::F16, DType::F16};
     Roofline npu(350e3, 1600, false), pim(1e6, 6400, true);
     Layout lay;
     sim::SimHardware hw = sim::npu_pim_hardware(&npu, &pim, &lay);
@@ -70,7 +70,7 @@ void BM_DuetBenchRealDevices_2048_256(benchmark::State& state) {
     spdlog::set_level(spdlog::level::warn);
     config::Settings st = config::load_settings(std::string(duet::core::default_config_dir()) + "/settings.json", {}, {});
     config::CoopConfig cfg = config::load_coop_config(std::string(duet::core::default_config_dir()) + "/config.toml", {});
-    sim::ModelShape s{"llama2-7b", 32000, 4096, 32, 32, 32, 11008, 128, false, false, DType::F16, DType::F16};
+    graph::ModelShape s{"llama2-7b", 32000, 4096, 32, 32, 32, 11008, 128, false, false, DType::F16, DType::F16};
     for (auto _ : state) {
         auto rig = sim::make_hardware_rig(st, cfg, "");
         sim::Plan plan = sim::plan_generation(s, 2048, 256, 1);

@@ -75,7 +75,7 @@ void run_bench_agent(const AgentBenchArgs& a, const AgentBenchCommon& c) {
                                     "positions{})", model, a.threads > 0 ? std::to_string(a.threads) : "all", max_ctx,
                                     ro.pin_threads ? ", threads pinned (CPU_AFFINITY_CONF)" : "");
     }
-    const sim::ModelShape shape = workload::bench_model_shape(model, st.runtime.dtype);
+    const graph::ModelShape shape = workload::bench_model_shape(model, st.runtime.dtype);
     const auto rig = workload::cached_hardware_rig(st, cfg, "", config::effective_npu_dispatch(c.dispatch, knobs));
     sim::RunOptions base;
     base.prefetch_mlp = knobs.prefetch_mlp;

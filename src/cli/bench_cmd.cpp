@@ -85,6 +85,9 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
     if (a.batch != -1 && (a.batch < 1 || a.batch > 4096)) fail("--batch = {} is not allowed (allowed: 1 to 4096)", a.batch);
     if (in.seq_len < 1) fail("--seq-len = {} is not allowed (allowed: 1 or more)", in.seq_len);
     in.batch = int32_t(a.batch != -1 ? a.batch : st.runtime.batch_size);
+    if (a.model.empty() && root.get_subcommand("bench")->get_option("--model")->count() > 0)
+        fail("--model is empty (allowed: an architecture preset or a GGUF file; leave the flag out to use settings "
+             "api.model)");
     in.model = a.model.empty() ? st.api.model : a.model;
     in.gen_len = a.gen_len;
     in.baseline = a.baseline;
@@ -127,7 +130,7 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
         const bool f32_to_f16 = op_precision_converts_f32(st.ascend.op_precision_mode);
         const bool int8 = cfg.pim.precision == config::PimPrecision::INT8;
         FileRun fb = run_file_engine(in.model, in.seq_len, in.gen_len, pim_b, lp, org, in.fuse, a.warmup, f32_to_f16,
-                                     nullptr, int8);
+                                     nullptr, int8, a.seq_len != -1);
         FileRun ft = run_file_engine(in.model, in.seq_len, in.gen_len, pim_t, lp, org, in.fuse, a.warmup, f32_to_f16,
                                      &fb.tokens, int8);
         // The modelled devices hold what the layout holds: f32 matrices as f16 when the precision mode

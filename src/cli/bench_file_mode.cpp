@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "runtime/pim_weight_source.h"
 
 namespace duet::cli {
@@ -35,11 +36,21 @@ bool op_precision_converts_f32(const std::string& mode) {
 FileRun run_file_engine(const std::string& path, int64_t seq_len, int64_t gen_len, bool pim_layout,
                         const layout::PimLayoutParams& params, const layout::MemoryOrganisation& org, bool fuse,
                         const runtime::WarmupOptions& warmup, bool f32_to_f16, const std::vector<int32_t>* reference,
-                        bool q8_0_as_int8) {
+                        bool q8_0_as_int8, bool seq_len_from_flag) {
     auto model = runtime::load_model(path, warmup);
     const model::Hparams& hp = model->hparams();
     const int64_t ctx = std::max<int64_t>(2, hp.n_ctx_train > 0 ? hp.n_ctx_train : seq_len + gen_len);
     if (gen_len >= ctx) fail("--gen-len = {} does not fit {}'s context of {} tokens", gen_len, path, ctx);
+    // Past the context: refused when --seq-len asked for it, said aloud when it came from settings.
+    if (seq_len + gen_len > ctx) {
+        if (seq_len_from_flag)
+            fail("--seq-len = {} with --gen-len = {} needs {} tokens, more than {}'s context of {} tokens (allowed: "
+                 "--seq-len at most {})",
+                 seq_len, gen_len, seq_len + gen_len, path, ctx, ctx - gen_len);
+        DUET_LOG_WARN("settings runtime.seq_len = {} with --gen-len = {} does not fit {}'s context of {} tokens; the "
+                      "prompt is cut to {} tokens",
+                      seq_len, gen_len, path, ctx, ctx - gen_len);
+    }
     FileRun run;
     const int64_t n_prompt = std::min(seq_len, ctx - gen_len);
     for (int64_t i = 0; i < n_prompt; ++i) run.prompt.push_back(int32_t((7 * i + 3) % hp.n_vocab));

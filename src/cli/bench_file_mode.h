@@ -41,7 +41,8 @@ struct FileRun {
 FileRun run_file_engine(const std::string& path, int64_t seq_len, int64_t gen_len, bool pim_layout,
                         const layout::PimLayoutParams& params, const layout::MemoryOrganisation& org,
                         bool fuse = false, const runtime::WarmupOptions& warmup = {}, bool f32_to_f16 = false,
-                        const std::vector<int32_t>* reference = nullptr, bool q8_0_as_int8 = false);
+                        const std::vector<int32_t>* reference = nullptr, bool q8_0_as_int8 = false,
+                        bool seq_len_from_flag = false);
 
 // Whether settings ascend.op_precision_mode lets a matrix operator run an f32 matrix in f16 — CANN
 // ATC --precision_mode: allow_fp32_to_fp16 (matrix operators use fp16), force_fp16, and

@@ -18,23 +18,23 @@ void register_version(CLI::App& app);  // also `duet --version`
 // `duet pim-sim --version`; call after pim-sim is registered.
 void register_pim_sim_version(CLI::App& app);
 
-// format branch
+// models
 void register_gen_model(CLI::App& app);
 
-// runtime branch
+// generation
 void register_run(CLI::App& app);
 void register_logits(CLI::App& app);
 
-// dram branch
+// device models: pim-sim mem|gemv, calibrate
 // `pim-sim` with `mem` and `gemv`; registered before `pim-sim npu` (which adds itself to it).
 void register_pim_sim(CLI::App& app);
 void register_calibrate(CLI::App& app);  // fidelity: models vs public references
 
-// npu branch
-// `pim-sim npu`; creates the `pim-sim` parent when the dram branch has not (either order works).
+// pim-sim npu
+// `pim-sim npu`; creates the `pim-sim` parent when register_pim_sim has not (either order works).
 void register_pim_sim_npu(CLI::App& app);
 
-// sim branch
+// the co-inference comparison; checks
 void register_bench(CLI::App& app);
 void register_doctor(CLI::App& app);
 

@@ -48,4 +48,15 @@ void check_ctx(const model::Hparams& hp, int64_t n_ctx, int64_t n_seq, DType kv_
                       flag, ctx, hp.n_ctx_train);
 }
 
+void check_kv_blocks(const model::Hparams& hp, int64_t n_blocks, DType kv_type, uint64_t available_bytes) {
+    constexpr int64_t kBlockTokens = 16;  // runtime/kv_cache.h
+    const uint64_t per_block = kv_cache_bytes(hp, kBlockTokens, 1, kv_type);
+    const long double need = (long double)per_block * (long double)n_blocks;
+    if (available_bytes > 0 && need > (long double)available_bytes)
+        fail("--kv-blocks {} needs a KV cache of {} ({} blocks x {} bytes: 16 positions x {} layers x K and V) but {} "
+             "of memory is available (allowed: --kv-blocks at most {})",
+             n_blocks, gib(uint64_t(std::min<long double>(need, 1.8e19L))), n_blocks, per_block, hp.n_layer,
+             gib(available_bytes), available_bytes / std::max<uint64_t>(1, per_block));
+}
+
 }  // namespace duet::cli

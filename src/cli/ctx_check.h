@@ -24,4 +24,8 @@ DType kv_type_from_flag(const std::string& text);
 void check_ctx(const model::Hparams& hp, int64_t n_ctx, int64_t n_seq, DType kv_type, const std::string& flag,
                uint64_t available_bytes);
 
+// --kv-blocks N (blocks of 16 positions): throws duet::Error with the arithmetic when the pool
+// needs more than available_bytes (0: no check).
+void check_kv_blocks(const model::Hparams& hp, int64_t n_blocks, DType kv_type, uint64_t available_bytes);
+
 }  // namespace duet::cli

@@ -18,7 +18,7 @@
 #include "model/arch_presets.h"
 #include "runtime/model.h"
 #include "sim/hw_rig.h"
-#include "sim/model_shape.h"
+#include "graph/model_shape.h"
 #include "workload/bench_runner.h"
 
 namespace duet::cli {
@@ -167,7 +167,7 @@ void run_doctor(const DoctorArgs& a) {
                 std::printf("model %s: loaded in %.1f ms (%s tokenizer)\n", a.model.c_str(), m->load_ms(),
                             m->has_tokenizer() ? "with" : "no");
             }
-            sim::ModelShape s = workload::bench_model_shape(a.model, st.runtime.dtype);
+            graph::ModelShape s = workload::bench_model_shape(a.model, st.runtime.dtype);
             std::printf("model %s: %lld layers, n_embd %lld, %lld heads / %lld kv, n_ff %lld, vocab %lld\n",
                         a.model.c_str(), (long long)s.n_layer, (long long)s.n_embd, (long long)s.n_head,
                         (long long)s.n_head_kv, (long long)s.n_ff, (long long)s.n_vocab);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "core/build_paths.h"
+#include "core/error.h"
 #include "core/log.h"
 
 namespace duet::cli {
@@ -90,5 +91,13 @@ CLI::Validator value_alias(const std::string& flag, const std::map<std::string, 
 
 std::string default_settings_path() { return std::string(core::default_config_dir()) + "/settings.json"; }
 std::string default_config_path() { return std::string(core::default_config_dir()) + "/config.toml"; }
+
+model::ChatTemplate chat_template_flag(const std::string& name) {
+    try {
+        return model::chat_template_from_name(name);
+    } catch (const Error&) {
+        fail("--chat-template = \"{}\" is not known (allowed: llama2, llama3, chatml, mistral)", name);
+    }
+}
 
 }  // namespace duet::cli

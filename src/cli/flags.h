@@ -18,6 +18,8 @@
 #include <string>
 #include <type_traits>
 
+#include "model/chat_template.h"
+
 namespace duet::cli {
 
 // Text of a range bound as the help and errors show it (powers of two >= 2^20 as 2^N).
@@ -69,5 +71,8 @@ inline constexpr int64_t kMaxThreads = 256;  // assumption: more threads than an
 inline constexpr int64_t kMaxCtx = (int64_t(1) << 31) - 1;  // positions are int32 in kernels; memory decides below
 inline constexpr int64_t kMaxTokens = int64_t(1) << 24;  // assumption: 16 M tokens, far past any trained context
 inline constexpr int64_t kMaxSeed = (int64_t(1) << 32) - 1;  // seeds are 32-bit (std::mt19937)
+
+// --chat-template NAME -> the template; duet::Error naming the flag and the allowed names.
+model::ChatTemplate chat_template_flag(const std::string& name);
 
 }  // namespace duet::cli

@@ -1,5 +1,10 @@
 // `duet gen-model`: writes a synthetic GGUF model of a preset architecture.
+#include <sys/statvfs.h>
 #include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+#include <filesystem>
 
 #include <cstdio>
 #include <string>
@@ -15,6 +20,25 @@
 
 namespace duet::cli {
 namespace {
+
+// The temp file being written, removed by SIGINT/SIGTERM before the default action ends the
+// process (unlink is async-signal-safe); the writer itself removes it on errors.
+char g_tmp_path[4096] = {0};
+
+void remove_tmp_and_die(int sig) {
+    if (g_tmp_path[0]) ::unlink(g_tmp_path);
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+}
+
+// Free bytes of the file system that will hold `path`; 0 when unknown.
+uint64_t free_bytes_for(const std::string& path) {
+    std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    if (dir.empty()) dir = ".";
+    struct statvfs v {};
+    if (::statvfs(dir.c_str(), &v) != 0) return 0;
+    return uint64_t(v.f_bavail) * uint64_t(v.f_frsize);
+}
 
 struct GenModelArgs {
     std::string arch;
@@ -67,7 +91,31 @@ void run(const GenModelArgs& a) {
         }
         last_pct = pct;
     };
-    model::SyntheticSummary s = model::write_synthetic_model(a.out, preset, opt, progress);
+    bool space_checked = false;
+    auto checked_progress = [&](uint64_t done, uint64_t total) {
+        if (!space_checked) {  // the first call, after the header and one chunk: total is the data size
+            space_checked = true;
+            const uint64_t free_b = free_bytes_for(a.out);
+            if (free_b > 0 && total > done && total - done > free_b)
+                fail("-o {}: the model needs {:.3f} GB more but its file system has {:.3f} GB free (allowed: a smaller "
+                     "--dtype or --layers, or another -o)",
+                     a.out, double(total - done) / 1e9, double(free_b) / 1e9);
+        }
+        progress(done, total);
+    };
+    const std::string tmp = a.out + ".tmp";  // the writer's temp name (format/gguf_writer.h)
+    if (tmp.size() < sizeof g_tmp_path) std::memcpy(g_tmp_path, tmp.c_str(), tmp.size() + 1);
+    auto old_int = std::signal(SIGINT, remove_tmp_and_die);
+    auto old_term = std::signal(SIGTERM, remove_tmp_and_die);
+    struct Restore {
+        decltype(old_int) i, t;
+        ~Restore() {
+            std::signal(SIGINT, i);
+            std::signal(SIGTERM, t);
+            g_tmp_path[0] = 0;
+        }
+    } restore{old_int, old_term};
+    model::SyntheticSummary s = model::write_synthetic_model(a.out, preset, opt, checked_progress);
     if (tty && last_pct >= 0) std::fprintf(stderr, "\n");
     const auto& h = s.hparams;
     std::printf(

@@ -26,22 +26,22 @@ int main(int argc, char** argv) {
         ->trigger_on_parse();
 
     duet::cli::register_version(app);
-    // format branch
+    // models
     duet::cli::register_gen_model(app);
 
-    // runtime branch
+    // generation
     duet::cli::register_run(app);
     duet::cli::register_logits(app);
 
-    // dram branch
+    // device models: pim-sim mem|gemv, calibrate
     duet::cli::register_pim_sim(app);
     duet::cli::register_calibrate(app);
 
-    // npu branch
+    // pim-sim npu
     duet::cli::register_pim_sim_npu(app);
     duet::cli::register_pim_sim_version(app);
 
-    // sim branch
+    // the co-inference comparison; checks
     duet::cli::register_bench(app);
     duet::cli::register_doctor(app);
     // server

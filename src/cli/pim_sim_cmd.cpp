@@ -12,6 +12,7 @@
 #include "cli/flags.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/memory_info.h"
 #include "hw/dram/mem_workload.h"
 #include "hw/memory_presets.h"
 #include "hw/pim/pim_functional.h"
@@ -45,6 +46,12 @@ int device_channels(const hw::dram::DramOrg& o, int channels, int stacks) {
     return channels;
 }
 
+// Work the command-level simulations can do in well under a minute. Measured, not sourced:
+// `duet pim-sim mem --memory lpddr5 --bytes 67108864` takes 1.3 s of CPU (about 0.8 M bursts/s) and
+// `duet pim-sim gemv --pim pim_hbm2_fimdram --m 262144 --k 262144` 1.5 s, on the 2-core dev machine.
+constexpr uint64_t kMaxCommandMemBytes = uint64_t(1) << 30;     // 16 M bursts of 64 B: ~20 s
+constexpr long double kMaxCommandGemvElems = 1099511627776.0L;  // 2^40 weights: ~25 s
+
 void check_fidelity(const std::string& f) {
     if (f != "command" && f != "analytical")
         fail("--fidelity '{}' is not allowed (allowed: command, analytical)", f);
@@ -52,6 +59,11 @@ void check_fidelity(const std::string& f) {
 
 void run_mem(const MemArgs& a) {
     check_fidelity(a.fidelity);
+    if (a.fidelity == "command" && a.bytes > kMaxCommandMemBytes)
+        fail("--bytes = {} at --fidelity command simulates about {} bursts of 64 B: about {:.0f} s at the ~0.8 M "
+             "bursts/s measured on a 2-core machine (allowed: --bytes at most {} with --fidelity command, or "
+             "--fidelity analytical for any size)",
+             a.bytes, a.bytes / 64, double(a.bytes / 64) / 0.8e6, kMaxCommandMemBytes);
     const auto spec = hw::load_memory_preset(a.memory);
     hw::dram::MemWorkload w;
     w.pattern = hw::dram::pattern_from_name(a.pattern);
@@ -119,6 +131,22 @@ std::vector<uint8_t> random_operands(DType t, int64_t n, std::mt19937_64& rng) {
 
 void run_gemv(const GemvArgs& a) {
     check_fidelity(a.fidelity);
+    if (a.layout != "row_major_128bit" && a.layout != "row_per_unit")  // before any work, --functional or not
+        fail("--layout '{}' is not allowed (allowed: row_major_128bit, row_per_unit)", a.layout);
+    const long double elems = (long double)a.m * (long double)a.k;
+    if (a.fidelity == "command" && elems > kMaxCommandGemvElems)
+        fail("--m {} x --k {} = {:.3g} weights at --fidelity command: about {:.0f} s at the ~4.7e10 weights/s "
+             "measured on a 2-core machine (allowed: --m x --k at most {:.0f} with --fidelity command, or --fidelity "
+             "analytical)",
+             a.m, a.k, double(elems), double(elems / 4.7e10L), double(kMaxCommandGemvElems));
+    if (a.functional) {  // the weights and their PIM-layout copy are held in host memory
+        const long double need = elems * 2.0L * 2.0L;  // 2 bytes per f16/bf16 weight (int8: 1), twice
+        const uint64_t avail = available_memory_bytes();
+        if (avail > 0 && need > (long double)avail)
+            fail("--functional with --m {} x --k {} holds {:.1f} GiB of weights (2 bytes each, twice: plain and PIM "
+                 "layout) but {:.1f} GiB of memory is available (allowed: a smaller --m or --k)",
+                 a.m, a.k, double(need / (1024.0L * 1024 * 1024)), double(avail) / double(1ull << 30));
+    }
     const auto spec = hw::load_pim_preset(a.pim);
     hw::pim::GemvShape g;
     g.m = a.m;
@@ -237,7 +265,7 @@ void register_pim_sim(CLI::App& app) {
         "  duet pim-sim gemv --pim pim_lpddr5x_bank --m 4096 --k 4096 --dtype int8 --alignment 256 --functional\n"
         "  duet pim-sim gemv --pim pim_gddr6_aim --m 1024 --k 1024 --fidelity analytical\n"
         "  duet pim-sim gemv --pim pim_lpddr5x_bank --m 6144 --k 2048 --dtype int8 --batch 2\n"
-        "Presets: pim_hbm2_fimdram, pim_gddr6_aim, pim_lpddr5x_bank, pim_hbm3_bank (configs/hw/<name>.toml).");
+        "Presets: pim_hbm2_fimdram, pim_gddr6_aim, pim_lpddr5x_bank, pim_hbm3_bank, pim_cxl_aim (configs/hw/<name>.toml).");
     gemv->add_option("--pim", ga.pim, "PIM preset")->required();
     number(gemv, "--m", ga.m, "Output rows", int64_t(1), kMaxTokens);
     number(gemv, "--k", ga.k, "Input length", int64_t(1), kMaxTokens);

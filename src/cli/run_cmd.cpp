@@ -14,6 +14,7 @@
 #include "config/runtime_knobs.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/file_read.h"
 #include "model/chat_template.h"
 #include "model/grammar/json_schema.h"
 #include "model/grammar/token_table.h"
@@ -39,31 +40,23 @@ struct RunArgs {
     runtime::WarmupOptions warmup;
 };
 
-std::string read_text_file(const std::string& path, const char* flag) {
-    std::FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f) fail("{} {}: cannot open the file", flag, path);
-    std::string text;
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-    std::fclose(f);
-    return text;
-}
+std::string read_text_file(const std::string& path, const char* flag) { return read_small_file(path, flag); }
 
 // --json-schema / --grammar: the grammar the output must match (nullptr without either).
 std::shared_ptr<const model::grammar::Grammar> output_grammar(const RunArgs& a) {
     if (!a.json_schema.empty() && !a.grammar.empty()) fail("--json-schema and --grammar exclude each other");
     if (!a.grammar.empty()) return model::grammar::Grammar::parse(read_text_file(a.grammar, "--grammar"), a.grammar);
     if (a.json_schema.empty()) return nullptr;
-    const auto schema = nlohmann::ordered_json::parse(read_text_file(a.json_schema, "--json-schema"), nullptr, false);
-    if (schema.is_discarded()) fail("--json-schema {}: the file is not valid JSON", a.json_schema);
+    // linear-time, depth-limited parse (ordered_json::parse is quadratic in depth and keys)
+    const auto schema = model::grammar::parse_json_schema_text(read_text_file(a.json_schema, "--json-schema"),
+                                                               "--json-schema " + a.json_schema);
     return model::grammar::Grammar::parse(model::grammar::json_schema_to_grammar(schema, a.json_schema), a.json_schema);
 }
 
 std::string chat_prompt(const runtime::Model& m, const RunArgs& a) {
     model::ChatTemplate tmpl;
     if (!a.chat_template.empty()) {
-        tmpl = model::chat_template_from_name(a.chat_template);
+        tmpl = chat_template_flag(a.chat_template);
     } else if (m.chat_template()) {
         tmpl = *m.chat_template();
     } else {
@@ -81,6 +74,8 @@ std::string chat_prompt(const runtime::Model& m, const RunArgs& a) {
 }
 
 void run(const RunArgs& a) {
+    if (!(a.sampling.top_p > 0))  // the sampler's own check would not name the flag
+        fail("--top-p = {} is not allowed (allowed: above 0 and at most 1; 1 = off)", a.sampling.top_p);
     if (a.prompt.empty()) fail("-p/--prompt is empty (allowed: any non-empty text)");
     if (!a.chat && (!a.system.empty() || !a.chat_template.empty()))
         fail("--system and --chat-template need --chat");
@@ -97,6 +92,7 @@ void run(const RunArgs& a) {
     if (grammar) {
         sp.grammar = grammar;
         sp.grammar_tokens = model::grammar::TokenTable::from_tokenizer(model->tokenizer());
+        sp.max_tokens = a.n_predict > 0 ? a.n_predict : 0;  // the grammar closes within -n (docs/grammar.md)
     }
     runtime::EngineOptions eo;
     eo.n_threads = a.threads;

@@ -42,7 +42,10 @@ struct ServeArgs {
                                                         chat_template;
     int port = 8080;
     int64_t parallel = 4, ctx = 0, queue = 64, max_body_bytes = 1 << 20, kv_blocks = 0, max_connections = 256;
+    int64_t max_head_bytes = 32768, max_headers = 100, head_timeout_ms = 10000, idle_timeout_ms = 5000,
+            body_timeout_ms = 30000;
     int64_t fault_at_step = -1;
+    int64_t max_stored_responses = 1000;
     int64_t admit_window_ms = 0;  // runtime::BatcherOptions::admit_window_us
     std::string request_log;      // runtime::BatcherOptions::request_log
     int threads = 0, tp = 1, pp = 1;
@@ -68,6 +71,13 @@ void serve(const ServeArgs& a, const CLI::App& root) {
     so.port = a.port;
     so.max_body_bytes = size_t(a.max_body_bytes);
     so.max_connections = size_t(a.max_connections);
+    so.responses_db = a.tasks_db;  // stored /v1/responses live beside the tasks
+    so.max_stored_responses = a.max_stored_responses;
+    so.max_head_bytes = size_t(a.max_head_bytes);
+    so.max_headers = size_t(a.max_headers);
+    so.head_timeout_ms = int(a.head_timeout_ms);
+    so.idle_timeout_ms = int(a.idle_timeout_ms);
+    so.body_timeout_ms = int(a.body_timeout_ms);
     // --api-prefix, else the path of settings api_base (https://host/api -> /api/v1/...)
     so.api_prefix = a.api_prefix ? config::parse_api_base("http://x" + *a.api_prefix).prefix
                                  : config::parse_api_base(st.api.api_base).prefix;
@@ -83,9 +93,11 @@ void serve(const ServeArgs& a, const CLI::App& root) {
     auto model = runtime::load_model(a.model_path, a.warmup, a.tp * a.pp > 1);
     if (a.kv_blocks == 0)  // the pool is --parallel x --ctx: check it fits before allocating
         check_ctx(model->hparams(), a.ctx, a.parallel, kv_type, "--ctx", available_memory_bytes());
+    else
+        check_kv_blocks(model->hparams(), a.kv_blocks, kv_type, available_memory_bytes());
     so.model_id = a.model_id.empty() ? std::filesystem::path(a.model_path).stem().string() : a.model_id;
     if (!a.chat_template.empty())
-        so.chat_template = model::chat_template_from_name(a.chat_template);
+        so.chat_template = chat_template_flag(a.chat_template);
     else if (model->chat_template())
         so.chat_template = *model->chat_template();
     else
@@ -188,8 +200,8 @@ void register_serve(CLI::App& app) {
     auto a = std::make_shared<ServeArgs>();
     CLI::App* c = app.add_subcommand(
         "serve",
-        "Serve a GGUF model over an OpenAI-compatible HTTP API (chat/completions with SSE streaming, models,\n"
-        "tasks, health, Prometheus metrics). The Bearer key comes from the variable named by settings\n"
+        "Serve a GGUF model over an OpenAI-compatible HTTP API (chat/completions and responses with SSE\n"
+        "streaming, models, tasks, health, Prometheus metrics). The Bearer key comes from the variable named by settings\n"
         "api.api_key_env. Examples:\n"
         "  DUET_API_KEY=secret duet serve -m model.gguf --port 8080 --parallel 4\n"
         "  duet serve -m model.gguf --no-auth --port 0      # any free port, printed at start");
@@ -225,15 +237,31 @@ void register_serve(CLI::App& app) {
            "Pipeline stages: run as mpirun -np M duet serve --pp M; rank s runs its layers, rank 0 serves HTTP, n = 1 "
            "only, no prefix cache; not with --tp > 1 (docs/scale-out.md)",
            1, 1024);
-    text(c, "--tasks-db", a->tasks_db, "SQLite file of the tasks API (created 0600)");
+    text(c, "--tasks-db", a->tasks_db, "SQLite file of the tasks API and of stored /v1/responses (created 0600)");
+    number(c, "--max-stored-responses", a->max_stored_responses,
+           "Responses kept for GET /v1/responses/{id} and previous_response_id; storing one more deletes the oldest",
+           int64_t(1), int64_t(1) << 30);
     text(c, "--model-id", a->model_id, "Model name clients use", DefaultFrom{"the file name without .gguf"});
     text(c, "--chat-template", a->chat_template, "llama2, llama3, chatml, mistral", DefaultFrom{"from the file"});
     number(c, "--max-body-bytes", a->max_body_bytes,
            "Larger request bodies get 413 (any Content-Type; counted while reading, chunked bodies too)",
            int64_t(1), int64_t(1) << 30);
     number(c, "--max-connections", a->max_connections,
-           "Open connections at most (served or waiting for a worker); more get 503 and are closed", int64_t(1),
+           "Open connections at most (idle, being read or served); more get 503 and are closed", int64_t(1),
            int64_t(1) << 16);
+    number(c, "--max-head-bytes", a->max_head_bytes, "Request line + headers at most, in bytes; more get 431",
+           int64_t(1024), int64_t(1) << 20);
+    number(c, "--max-headers", a->max_headers, "Header fields per request at most; more get 431", int64_t(8),
+           int64_t(10000));
+    number(c, "--head-timeout-ms", a->head_timeout_ms,
+           "A request's line and headers must arrive within this of its first byte (408 otherwise)", int64_t(100),
+           int64_t(600000));
+    number(c, "--idle-timeout-ms", a->idle_timeout_ms,
+           "A connection that sends no request byte this long (after connecting or between keep-alive requests) is "
+           "closed",
+           int64_t(100), int64_t(600000));
+    number(c, "--body-timeout-ms", a->body_timeout_ms,
+           "A request body must arrive within this of its head (408 otherwise)", int64_t(100), int64_t(3600000));
     c->add_option("--api-prefix", a->api_prefix, "Serve the API at PREFIX/v1/... (e.g. /api)")
         ->default_str("the path of settings api.api_base")
         ->check([](const std::string& p) {

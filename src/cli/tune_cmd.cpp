@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 
 #include "cli/commands.h"
@@ -19,6 +20,17 @@
 
 namespace duet::cli {
 namespace {
+
+// A path as the reproduce line shows it: relative to the working directory when the path is absolute
+// (the default --settings is the build's absolute configs/ folder), so the printed command and
+// best.toml carry no machine's folder layout; a relative path stays as given.
+std::string shown_path(const std::string& p) {
+    const std::filesystem::path path(p);
+    if (!path.is_absolute()) return p;
+    std::error_code ec;
+    const std::filesystem::path cwd = std::filesystem::current_path(ec);
+    return ec ? p : path.lexically_proximate(cwd).string();
+}
 
 struct TuneArgs {
     std::string settings_path, config_path, model, pim, dispatch, objective = "tbt", strategy = "auto";
@@ -88,6 +100,11 @@ void run_tune_cmd(const TuneArgs& a) {
     }
     for (const auto& k : a.only) o.space.only.push_back(k);
     for (const auto& [k, v] : o.space.fixed) tune::set_knob(o.base, k, v, "--fix");  // refuse bad values now
+    for (const auto& [k, vals] : o.space.values)  // each --vary value alone, before the search
+        for (const auto& v : vals) {
+            auto probe = o.base;
+            tune::set_knob(probe, k, v, "--vary");
+        }
 
     const bool bar = a.progress || (!a.quiet && isatty(2));
     tune::TuneResult r = tune::run_tune(o, [&](const tune::TuneProgress& p) {
@@ -128,7 +145,7 @@ void run_tune_cmd(const TuneArgs& a) {
         tune::Point bp;
         space.point_from_json(r.points[size_t(r.best)].values, bp);
         const tune::Candidate best = space.apply(o.base, bp);
-        const std::string cmd = tune::reproduce_command(best, a.out, file_settings, a.settings_path);
+        const std::string cmd = tune::reproduce_command(best, a.out, file_settings, shown_path(a.settings_path));
         sim::write_file_atomic(a.out, tune::best_toml(best, cmd));
         std::printf("best config: %s\nreproduce: %s\n", a.out.c_str(), cmd.c_str());
     }

@@ -77,7 +77,7 @@ std::vector<F> build() {
             parse_layer_list(x.s, "");
             return std::string();
         } catch (const Error&) {
-            return std::string("a list of layers and ranges like \"0-1,31\" or \"\"");
+            return std::string("a list of layers and ranges like \"0-1,31\" or \"\", layers 0 to 4095");
         }
     };
     v.push_back(layers);
@@ -207,6 +207,10 @@ std::vector<int> parse_layer_list(const std::string& text, const std::string& wh
             num(item.substr(dash + 1), b);
         }
         if (b < a) bad();
+        // Checked before the range is expanded: "0-2000000000" allocated until bad_alloc.
+        if (b > kMaxLayerIndex)
+            fail("{}: layer {} in \"{}\" is out of range (allowed: layers 0 to {})",
+                 where, b, text.size() > 64 ? text.substr(0, 64) + "..." : text, kMaxLayerIndex);
         for (int l = a; l <= b; ++l) out.push_back(l);
         pos = end + 1;
         if (end == text.size() - 1) bad();  // trailing comma

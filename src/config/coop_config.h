@@ -1,5 +1,5 @@
 #pragma once
-// config.toml: PIM layout, weight reorder, scheduling and memory knobs (DESIGN.md
+// config.toml: PIM layout, weight reorder, scheduling and memory knobs (docs/design.md
 // "Configuration"; every knob's effect on the report is described in docs/configuration.md).
 //   [pim]        layout, alignment (bits: 128 or 256), compute_unit, precision
 //   [reorder]    block_size_kb (power of two), target_format, index_ratio_limit, prefetch_depth
@@ -105,7 +105,9 @@ CoopConfig load_coop_config(const std::string& path, const EnvMap& env);
 // every source is refused with the same message. `where` names the source.
 void check_coop_config(const CoopConfig& c, const std::string& where, Diagnostics& diag);
 
-// Parses npu_only_layers ("0-1,31") into a sorted list; throws duet::Error naming `where`.
+// Parses npu_only_layers ("0-1,31") into a sorted list; throws duet::Error naming `where`,
+// also for a layer above kMaxLayerIndex (checked before a range is expanded).
+constexpr int kMaxLayerIndex = 4095;  // gen-model's --layers maximum is 4096
 std::vector<int> parse_layer_list(const std::string& text, const std::string& where);
 
 }  // namespace duet::config

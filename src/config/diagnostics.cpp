@@ -5,6 +5,7 @@
 #include "config/env.h"
 #include "config/loader.h"
 #include "core/error.h"
+#include "core/json_budget.h"
 #include "core/log.h"
 
 extern char** environ;
@@ -43,6 +44,12 @@ const char* json_type_name(const nlohmann::json& j) {
 }
 
 nlohmann::json parse_json_checked(const std::string& text, const std::string& file, Diagnostics& diag) {
+    // Depth and keys per object before the parser (core/json_budget.h); the duplicate-key
+    // frames below then stay as shallow.
+    if (const std::string e = json_budget_error(text, {}, file); !e.empty()) {
+        diag.error(e);
+        return nlohmann::json(nlohmann::json::value_t::discarded);
+    }
     struct Frame {
         std::set<std::string> seen;
         std::string key;  // the key being parsed in this object

@@ -13,6 +13,7 @@
 #include "config/coop_config.h"
 #include "config/loader.h"
 #include "config/runtime_knobs.h"
+#include "core/file_read.h"
 
 namespace duet::config {
 namespace {
@@ -92,13 +93,14 @@ Settings load_settings(const std::string& path, const EnvMap& env, const std::ve
     const auto& fields = settings_fields();
     if (!path.empty()) {
         s.source = path;
-        std::ifstream in(path, std::ios::binary);
-        if (!in) {
-            diag.error(fmt::format("{}: cannot open file", path));
-        } else {
-            std::stringstream ss;
-            ss << in.rdbuf();
-            nlohmann::json doc = parse_json_checked(ss.str(), path, diag);
+        std::optional<std::string> text;
+        try {
+            text = read_small_file(path, "");  // a regular file of at most 16 MiB (core/file_read.h)
+        } catch (const Error& e) {
+            diag.error(e.what());
+        }
+        if (text) {
+            nlohmann::json doc = parse_json_checked(*text, path, diag);
             if (doc.is_object() && doc.contains("api") && doc.contains("taotoken"))
                 diag.error(fmt::format("{}: sections 'api' and 'taotoken' are both present: 'taotoken' is another name of "
                                        "'api' (allowed: one of the two)", path));

@@ -1,5 +1,5 @@
 #pragma once
-// settings.json: the runtime and API channel (DESIGN.md "Configuration"). Sections and keys:
+// settings.json: the runtime and API channel (docs/design.md "Configuration"). Sections and keys:
 //   ascend:  device_id (the NPU of the modelled topology: 0 .. NPUs - 1, checked by
 //            check_device_id), soc_version (an NPU preset name), cann_path (where CANN would
 //            be; information only: duet models the NPU and needs no CANN), op_precision_mode,

@@ -1,5 +1,5 @@
 #pragma once
-// Error handling, three tiers (CONVENTIONS.md):
+// Error handling, three tiers (CONTRIBUTING.md):
 //  1. bugs: DUET_CHECK(cond, fmt, ...) prints file:line and aborts;
 //  2. bad input, files, config: throw duet::Error whose message names the file/key/parameter,
 //     the value and what is allowed; the CLI prints it on one line and exits 2, the server

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/file_read.h"
 
 namespace duet {
 namespace {
@@ -28,6 +29,96 @@ const char* node_type_name(const toml::node& n) {
         case toml::node_type::table: return "table";
         case toml::node_type::array: return "array";
         default: return "date/time";
+    }
+}
+
+// Before toml++ sees the text: a key or table header of more than kMaxKeyParts dotted parts,
+// or inline tables / arrays nested deeper than kMaxNesting, is refused. Each part or level is
+// one nested table that toml++ builds and destroys recursively; a 60 KB line of "a.a.a..."
+// overflowed the stack. The scan is linear and follows TOML's strings and comments, so dots
+// and brackets inside them do not count.
+constexpr size_t kMaxKeyParts = 64;
+constexpr size_t kMaxNesting = 64;
+
+// Index just past the string starting at text[i] (a quote), or text.size() when unterminated.
+size_t skip_string(const std::string& text, size_t i, size_t& line) {
+    const char q = text[i];
+    const bool multi = text.compare(i, 3, std::string(3, q)) == 0;
+    const std::string close = multi ? std::string(3, q) : std::string(1, q);
+    for (size_t j = i + close.size(); j < text.size(); ++j) {
+        if (text[j] == '\n') ++line;
+        if (q == '"' && text[j] == '\\') {
+            ++j;
+            continue;
+        }
+        if (text.compare(j, close.size(), close) == 0) {
+            if (multi)  // up to two more quotes may belong to the string
+                while (j + 3 < text.size() && text[j + 3] == q) ++j;
+            return j + close.size();
+        }
+        if (!multi && text[j] == '\n') return j;
+    }
+    return text.size();
+}
+
+void check_toml_budget(const std::string& text, const std::string& name) {
+    std::vector<char> open;  // '{' or '[' of inline tables and arrays
+    bool key_pos = true, header = false;
+    size_t parts = 1, line = 1;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == '"' || c == '\'') {
+            i = skip_string(text, i, line) - 1;
+            continue;
+        }
+        switch (c) {
+            case '#':
+                while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+                break;
+            case '\n':
+                ++line;
+                if (open.empty()) key_pos = true, header = false, parts = 1;
+                break;
+            case '=':
+                if (key_pos && !header) key_pos = false;
+                break;
+            case '.':
+                if ((key_pos || header) && ++parts > kMaxKeyParts)
+                    fail("{}: line {}: a key has more than {} dotted parts (allowed: at most {})", name, line,
+                         kMaxKeyParts, kMaxKeyParts);
+                break;
+            case '[':
+                if (key_pos && open.empty()) {  // a table header
+                    header = true;
+                    parts = 1;
+                    if (i + 1 < text.size() && text[i + 1] == '[') ++i;
+                    break;
+                }
+                [[fallthrough]];
+            case '{':
+                open.push_back(c);
+                if (open.size() > kMaxNesting)
+                    fail("{}: line {}: inline tables and arrays are nested deeper than {} levels (allowed: at most {})",
+                         name, line, kMaxNesting, kMaxNesting);
+                if (c == '{') key_pos = true, parts = 1;
+                break;
+            case ']':
+                if (header && open.empty()) {
+                    header = false, key_pos = false;
+                    if (i + 1 < text.size() && text[i + 1] == ']') ++i;
+                } else if (!open.empty()) {
+                    open.pop_back();
+                }
+                break;
+            case '}':
+                if (!open.empty()) open.pop_back();
+                key_pos = false;
+                break;
+            case ',':
+                if (!open.empty() && open.back() == '{') key_pos = true, parts = 1;
+                break;
+            default: break;
+        }
     }
 }
 
@@ -140,6 +231,7 @@ void TomlSection::finish() const {
 
 TomlDoc TomlDoc::parse_string(const std::string& text, const std::string& name) {
     TomlDoc d;
+    check_toml_budget(text, name);
     try {
         d.table_ = std::make_shared<toml::table>(toml::parse(text, name));
     } catch (const toml::parse_error& e) {
@@ -150,12 +242,6 @@ TomlDoc TomlDoc::parse_string(const std::string& text, const std::string& name) 
     return d;
 }
 
-TomlDoc TomlDoc::parse_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail("{}: cannot open file", path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return parse_string(ss.str(), path);
-}
+TomlDoc TomlDoc::parse_file(const std::string& path) { return parse_string(read_small_file(path, ""), path); }
 
 }  // namespace duet

@@ -44,7 +44,7 @@ void* read_copy(int fd, const std::string& path, size_t n, size_t& alloc, const 
 }  // namespace
 
 std::unique_ptr<MappedFile> MappedFile::open(const std::string& path, LoadMode mode, const Progress& progress) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO: no wait for a writer (refused below)
     if (fd < 0) fail("{}: cannot open: {}", path, std::strerror(errno));
     struct FdCloser {
         int fd;

@@ -19,7 +19,7 @@ namespace duet::format {
 //   READ  the file read into anonymous memory (huge pages advised): a private copy, its pages
 //         resident once open() returns. Decode streamed a q4_0 model's matrices 1.2-1.3x faster
 //         from it than from the mapping on the 2-vCPU KVM guest these docs were measured on
-//         (docs/performance.md, session 14); llama.cpp's --no-mmap.
+//         (docs/performance.md); llama.cpp's --no-mmap.
 enum class LoadMode { MMAP, READ };
 
 class MappedFile {

@@ -1,59 +1,46 @@
 #include "graph/fuse_matmuls.h"
 
-#include <array>
+#include "graph/tensor_catalogue.h"
 
 namespace duet::graph {
 namespace {
 
-struct Fusion {
-    WeightRole fused;
-    std::array<WeightRole, 3> parts;
-    size_t n_parts;
-};
-constexpr Fusion kFusions[] = {
-    {WeightRole::ATTN_QKV, {WeightRole::ATTN_Q, WeightRole::ATTN_K, WeightRole::ATTN_V}, 3},
-    {WeightRole::FFN_GATE_UP, {WeightRole::FFN_GATE, WeightRole::FFN_UP, WeightRole::NONE}, 2},
-};
-
-// The fusion whose parts the nodes starting at i match, or nullptr.
-const Fusion* match(const Graph& g, size_t i) {
-    for (const Fusion& f : kFusions) {
-        if (i + f.n_parts > g.nodes.size()) continue;
+// The fused role (a FUSED row of the tensor catalogue) whose parts the nodes starting at i
+// match in order, or NONE.
+WeightRole match(const Graph& g, size_t i) {
+    for (const TensorSpec& t : tensor_catalogue()) {
+        if (t.kind != WeightKind::FUSED) continue;
+        const std::span<const WeightRole> parts = fused_parts(t.role);
+        if (parts.empty() || i + parts.size() > g.nodes.size()) continue;
         const Node& a = g.nodes[i];
         bool ok = true;
-        for (size_t j = 0; j < f.n_parts && ok; ++j) {
+        for (size_t j = 0; j < parts.size() && ok; ++j) {
             const Node& b = g.nodes[i + j];
-            ok = b.kind == OpKind::MATMUL && b.role == f.parts[j] && b.layer == a.layer && b.in == a.in &&
-                 b.dtype == a.dtype && b.k == a.k && b.out.size() == 1 &&
-                 g.tensors[size_t(b.out[0])].base < 0;
+            ok = b.kind == OpKind::MATMUL && b.role == parts[j] && b.layer == a.layer && b.in == a.in &&
+                 b.dtype == a.dtype && b.k == a.k && b.out.size() == 1 && g.tensors[size_t(b.out[0])].base < 0;
         }
-        if (ok) return &f;
+        if (ok) return t.role;
     }
-    return nullptr;
+    return WeightRole::NONE;
 }
 
 }  // namespace
-
-std::span<const WeightRole> fused_parts(WeightRole fused) {
-    for (const Fusion& f : kFusions)
-        if (f.fused == fused) return {f.parts.data(), f.n_parts};
-    return {};
-}
 
 Graph FuseSiblingMatmuls::run(const Graph& in) const {
     Graph g = in;
     std::vector<Node> nodes;
     nodes.reserve(g.nodes.size());
     for (size_t i = 0; i < g.nodes.size();) {
-        const Fusion* f = match(g, i);
-        if (!f) {
+        const WeightRole role = match(g, i);
+        if (role == WeightRole::NONE) {
             nodes.push_back(g.nodes[i++]);
             continue;
         }
         Node fused = g.nodes[i];
-        fused.role = f->fused;
+        const size_t n_parts = fused_parts(role).size();
+        fused.role = role;
         fused.n = 0;
-        for (size_t j = 0; j < f->n_parts; ++j) {
+        for (size_t j = 0; j < n_parts; ++j) {
             fused.n += g.nodes[i + j].n;
             fused.bias = fused.bias || g.nodes[i + j].bias;
         }
@@ -61,7 +48,7 @@ Graph FuseSiblingMatmuls::run(const Graph& in) const {
         const int32_t y = g.add_tensor(first.name + "_fused", first.rows, fused.n);
         // The parts' outputs become views of y (they were roots: matmul outputs own storage).
         int64_t col = 0;
-        for (size_t j = 0; j < f->n_parts; ++j) {
+        for (size_t j = 0; j < n_parts; ++j) {
             Tensor& part = g.tensors[size_t(g.nodes[i + j].out[0])];
             part.base = y;
             part.col0 = col;
@@ -69,7 +56,7 @@ Graph FuseSiblingMatmuls::run(const Graph& in) const {
         }
         fused.out = {y};
         nodes.push_back(std::move(fused));
-        i += f->n_parts;
+        i += n_parts;
     }
     g.nodes = std::move(nodes);
     // In-place results written over a part (aliases whose base became a view) get storage of

@@ -3,12 +3,14 @@
 //
 // A Graph is built once per model by an architecture builder (graph/builders.h) from a
 // ModelShape, rewritten by passes (graph/pass.h), and then read by
-//   - the engine (runtime/engine.cpp), which walks the nodes in order and calls the dispatch
-//     point once per node,
-//   - the trace-only planner (sim/planner.cpp), which lowers each node to an OpRecord,
+//   - the engine (runtime/engine.cpp), which walks the nodes in order, lowers each to its
+//     OpRecord (graph/lowering.h) and calls the dispatch point once per node,
+//   - the trace-only planner (sim/planner.cpp), which lowers each node with the same function,
 //   - memory accounting (sim/memory_accounting.cpp) and the static memory plan
 //     (graph/memory_plan.h), which derive weights and activation lifetimes from it,
 //   - weight sources and FILE mode, which take the list of (role, layer) matrices from it.
+// What each role's tensors are (GGUF name, shape, TP split, fusion) is the tensor catalogue's
+// (graph/tensor_catalogue.h).
 //
 // Shapes are symbolic in the number of rows: a tensor has `width` features per row and rows
 // that are either every new token of the forward (TOKENS) or only the rows whose logits are
@@ -55,7 +57,7 @@ struct Node {
     WeightRole role = WeightRole::NONE;  // weight read (norm weights and the table included)
     int32_t layer = -1;                  // -1 outside the blocks
     std::vector<int32_t> in, out;        // tensor ids
-    int64_t n = 0;                       // MATMUL output features; others: the record's n (see sim/op_trace.h)
+    int64_t n = 0;                       // MATMUL output features; others: the record's n (see graph/op_record.h)
     int64_t k = 0;                       // MATMUL input features; ROPE/ATTENTION head_dim
     DType dtype = DType::F32;            // weight dtype (MATMUL, EMBED), KV dtype (KV_WRITE, ATTENTION)
     bool bias = false;                   // MATMUL adds the role's f32 bias (epilogue, not a record)

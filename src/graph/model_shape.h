@@ -1,6 +1,8 @@
 #pragma once
-// The architecture shape a graph is built from: a plain struct filled from model::Hparams by
-// runtime/model_shape.h (graph does not depend on model). `family` picks the builder.
+// The architecture shape a graph is built from: the hyperparameters plus the dtypes of the
+// matrices and of the KV cache. A plain struct filled from model::Hparams by model::model_shape
+// (model/hparams.h; graph does not depend on model) and read by the builders, the tensor
+// catalogue, the planner and the simulator. `family` picks the builder.
 #include <cstdint>
 #include <string>
 
@@ -28,6 +30,8 @@ struct ModelShape {
     // After the fields above, so positional initialisers written before the graph keep working.
     bool rope_neox = false;             // RoPE pairs (i, i + n_rot/2) (qwen2) instead of (2i, 2i + 1)
     Family family = Family::LLAMA;
+    int64_t n_rot = 0;                  // rotated dimensions per head (0: head_dim)
+    bool has_rope_freqs = false;        // the model stores RoPE frequency factors (Llama-3.1)
 };
 
 }  // namespace duet::graph

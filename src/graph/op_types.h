@@ -29,7 +29,8 @@ enum class OpKind {
 
 // Which weight an operator reads. Matrices first (the values records carry), then the fused
 // matrices a graph pass creates, then the vectors/tables only the graph names (norm weights
-// and the embedding table: records of those ops keep role NONE).
+// and the embedding table: records of those ops keep role NONE). Each role's tensors (GGUF
+// name, shape, split, fusion) are its rows of the tensor catalogue (graph/tensor_catalogue.h).
 enum class WeightRole {
     NONE,
     ATTN_Q,
@@ -46,6 +47,7 @@ enum class WeightRole {
     ATTN_NORM,    // per-layer RMSNorm weights
     FFN_NORM,
     OUTPUT_NORM,
+    ROPE_FREQS,   // Llama-3.1 RoPE frequency factors
 };
 
 enum class Phase { PREFILL, DECODE };

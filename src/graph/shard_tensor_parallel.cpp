@@ -3,44 +3,42 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "graph/tensor_catalogue.h"
 
 namespace duet::graph {
 namespace {
 
-// The local output width of a node the pass resizes (0: unchanged).
-struct LocalSizes {
-    int64_t q_dim, kv_dim, ff;
+// The rank's width of a split Dim (its range of the full shape).
+struct Local {
+    const TpShard& sh;
+    const ModelShape& full;
+    int64_t operator()(Dim d) const { return tp_range(d, sh, full).count; }
 };
 
-void resize(Node& nd, const LocalSizes& ls) {
+// A MATMUL's weight takes the split of its catalogue row (graph/tensor_catalogue.h): ROWS
+// narrows its output features, COLS its input features; the ops between follow the local
+// heads and FFN range.
+void resize(Node& nd, const Local& local) {
     switch (nd.kind) {
-        case OpKind::MATMUL:
-            switch (nd.role) {
-                case WeightRole::ATTN_Q: nd.n = ls.q_dim; break;
-                case WeightRole::ATTN_K:
-                case WeightRole::ATTN_V: nd.n = ls.kv_dim; break;
-                case WeightRole::ATTN_OUT: nd.k = ls.q_dim; break;
-                case WeightRole::FFN_GATE:
-                case WeightRole::FFN_UP: nd.n = ls.ff; break;
-                case WeightRole::FFN_DOWN: nd.k = ls.ff; break;
-                case WeightRole::ATTN_QKV:
-                case WeightRole::FFN_GATE_UP:
-                    fail("graph pass shard_tensor_parallel: the graph is already fused (run fusion after sharding)");
-                default: break;
-            }
+        case OpKind::MATMUL: {
+            const TensorSpec& t = weight_spec(nd.role);
+            if (t.kind == WeightKind::FUSED)
+                fail("graph pass shard_tensor_parallel: the graph is already fused (run fusion after sharding)");
+            if (t.tp == TpSplit::ROWS) nd.n = local(t.rows);
+            if (t.tp == TpSplit::COLS) nd.k = local(t.cols);
             break;
+        }
         case OpKind::ROPE:
-        case OpKind::ROPE_KV_WRITE: nd.n = ls.q_dim + ls.kv_dim; break;
-        case OpKind::KV_WRITE: nd.n = 2 * ls.kv_dim; break;
-        case OpKind::ATTENTION: nd.n = ls.q_dim; break;
-        case OpKind::SWIGLU: nd.n = ls.ff; break;
+        case OpKind::ROPE_KV_WRITE: nd.n = local(Dim::Q_DIM) + local(Dim::KV_DIM); break;
+        case OpKind::KV_WRITE: nd.n = 2 * local(Dim::KV_DIM); break;
+        case OpKind::ATTENTION: nd.n = local(Dim::Q_DIM); break;
+        case OpKind::SWIGLU: nd.n = local(Dim::N_FF); break;
         default: break;
     }
 }
 
-bool row_parallel(const Node& nd) {
-    return nd.kind == OpKind::MATMUL && (nd.role == WeightRole::ATTN_OUT || nd.role == WeightRole::FFN_DOWN);
-}
+// A row-parallel matmul (COLS split) leaves partial sums.
+bool row_parallel(const Node& nd) { return nd.kind == OpKind::MATMUL && weight_spec(nd.role).tp == TpSplit::COLS; }
 
 bool has_output_width(const Node& nd) {
     return (nd.kind == OpKind::MATMUL && !row_parallel(nd)) || nd.kind == OpKind::ATTENTION ||
@@ -58,7 +56,7 @@ Graph ShardTensorParallel::run(const Graph& in) const {
     g.shape.n_head = sh.q_heads.count;
     g.shape.n_head_kv = sh.kv_heads.count;
     g.shape.n_ff = sh.ff.count;
-    const LocalSizes ls{sh.q_heads.count * in.shape.head_dim, sh.kv_heads.count * in.shape.head_dim, sh.ff.count};
+    const Local local{sh, in.shape};
 
     std::vector<int32_t> renamed(g.tensors.size());  // reads of t go to renamed[t]
     for (size_t t = 0; t < renamed.size(); ++t) renamed[t] = int32_t(t);
@@ -66,7 +64,7 @@ Graph ShardTensorParallel::run(const Graph& in) const {
     nodes.reserve(g.nodes.size() + 4 * size_t(g.shape.n_layer));
     for (Node nd : in.nodes) {
         for (int32_t& t : nd.in) t = renamed[size_t(t)];
-        resize(nd, ls);
+        resize(nd, local);
         if (has_output_width(nd)) g.tensors[size_t(nd.out[0])].width = nd.n;
         nodes.push_back(nd);
         if (!row_parallel(nd)) continue;

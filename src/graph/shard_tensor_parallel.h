@@ -2,18 +2,19 @@
 // The tensor-parallel pass: rewrites a model's graph into the graph one rank of `tp` runs
 // (split from graph/parallel.h).
 //
-// Per layer, on rank r (heads and FFN ranges from tp_shard):
-//   Q, K, V      column-parallel: n = local heads · head_dim (rows of the global matrix)
-//   ROPE, KV_WRITE, ATTENTION over the local heads only (the rank's KV cache holds its KV heads)
-//   ATTN_OUT     row-parallel: k = local q heads · head_dim (columns of the global matrix),
+// Per layer, on rank r (heads and FFN ranges from tp_shard), every MATMUL takes the split of
+// its weight's row in the tensor catalogue (graph/tensor_catalogue.h, column `tp`):
+//   ROWS (column-parallel: the attention projections, gate, up): n = the rank's range of the
+//                row Dim (local heads · head_dim, or local FFN features);
+//   COLS (row-parallel: attention output, down): k = the rank's range of the column Dim,
 //                giving a partial sum of the full n_embd output,
 //   then the partial sums are combined before the residual ADD:
 //     ALL_REDUCE (sum over ranks, in place)                       — default
 //     REDUCE_SCATTER then ALL_GATHER (in place, same result)      — flashcomm (vllm-ascend's
 //                VLLM_ASCEND_ENABLE_FLASHCOMM replaces the all-reduce with this pair)
-//   gate, up     column-parallel: n = local FFN features; SWIGLU over them
-//   down         row-parallel: k = local FFN features, then the same collective(s).
-// Embedding, norms and the lm-head are replicated: every rank holds the whole residual stream
+//   ROPE, KV_WRITE, ATTENTION run over the local heads only (the rank's KV cache holds its KV
+//   heads), SWIGLU over the local FFN features.
+// REPLICATED rows (embedding, norms, lm-head) are whole on every rank: every rank holds the whole residual stream
 // and computes the same logits. Collective nodes: in = out = the partial-sum tensor (the output
 // is an in-place alias), n = n_embd, k = tp (the group size).
 // The rewritten graph's `shape` holds the rank's local n_head, n_head_kv and n_ff, and

@@ -34,7 +34,7 @@ const std::vector<std::string>& memory_preset_names() {
 
 const std::vector<std::string>& pim_preset_names() {
     static const std::vector<std::string> names = {"pim_hbm2_fimdram", "pim_gddr6_aim", "pim_lpddr5x_bank",
-                                                   "pim_hbm3_bank"};
+                                                   "pim_hbm3_bank", "pim_cxl_aim"};
     return names;
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// The PIM weight layout `row_major_128bit` and its block index (DESIGN.md: one weight base
+// The PIM weight layout `row_major_128bit` and its block index (docs/design.md: one weight base
 // in the PIM layout, a small index lets the NPU gather its tiles from it).
 //
 // Contract (every step is exact and invertible; docs/npu-and-layout-model.md has figures):

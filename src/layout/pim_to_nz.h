@@ -1,5 +1,5 @@
 #pragma once
-// The NPU's prefill path over the shared weight base (DESIGN.md): a tile of W[n_rows][k] is
+// The NPU's prefill path over the shared weight base (docs/design.md): a tile of W[n_rows][k] is
 // gathered from the PIM base through the block index and lands in L1 as FRACTAL_NZ, without an
 // ND copy in between (what the GM->L1 DMA does; conversion_cost.h prices it). The result is the
 // NZ form of the [rows][cols] tile as W stores it (the cube consumes it with transpose_b).

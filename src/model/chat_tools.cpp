@@ -1,6 +1,7 @@
 #include "model/chat_tools.h"
 
 #include "core/error.h"
+#include "core/json_budget.h"
 #include "model/grammar/json_schema.h"
 
 namespace duet::model {
@@ -16,20 +17,27 @@ std::string_view trim(std::string_view s) {
     return s.substr(b, s.find_last_not_of(kWhitespace) - b + 1);
 }
 
+// Deeper values are refused before they get here (core/json_budget.h: 64 levels in request
+// bodies); this bound keeps the recursion finite whatever a caller passes.
+constexpr size_t kMaxPyJsonDepth = 256;
+
 // Python json.dumps separators (", " and ": "), as the families' Jinja `tojson` writes.
-std::string py_json(const ojson& j) {
+std::string py_json(const ojson& j, size_t depth = 0) {
+    if ((j.is_object() || j.is_array()) && depth >= kMaxPyJsonDepth)
+        fail("a tool definition or tool call is nested deeper than {} levels (allowed: at most {})", kMaxPyJsonDepth,
+             kMaxPyJsonDepth);
     if (j.is_object()) {
         std::string out = "{";
         bool first = true;
         for (const auto& [k, v] : j.items()) {
-            out += (first ? "" : ", ") + ojson(k).dump() + ": " + py_json(v);
+            out += (first ? "" : ", ") + ojson(k).dump() + ": " + py_json(v, depth + 1);
             first = false;
         }
         return out + "}";
     }
     if (j.is_array()) {
         std::string out = "[";
-        for (size_t i = 0; i < j.size(); ++i) out += (i ? ", " : "") + py_json(j[i]);
+        for (size_t i = 0; i < j.size(); ++i) out += (i ? ", " : "") + py_json(j[i], depth + 1);
         return out + "]";
     }
     return j.dump(-1, ' ', false, ojson::error_handler_t::replace);
@@ -44,6 +52,7 @@ ojson tool_json(const ToolFunction& f) {
 
 // Arguments text as the template writes it back (a JSON object; invalid text verbatim).
 std::string args_json(const std::string& arguments) {
+    if (!json_budget_error(arguments, {}, "arguments").empty()) return arguments;  // never parsed
     const ojson a = ojson::parse(arguments, nullptr, false);
     return a.is_discarded() ? arguments : py_json(a);
 }
@@ -238,6 +247,7 @@ std::string tool_call_grammar(ChatTemplate t, const std::vector<ToolFunction>& t
 
 std::optional<ParsedToolCalls> parse_tool_calls(ChatTemplate t, std::string_view text) {
     const std::string_view s = trim(text);
+    if (!json_budget_error(s, {}, "model output").empty()) return std::nullopt;  // text, not a call
     ParsedToolCalls out;
     if (t == ChatTemplate::CHATML) {
         size_t at = s.find("<tool_call>");

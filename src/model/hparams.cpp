@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
+#include "graph/tensor_catalogue.h"
 
 namespace duet::model {
 
@@ -20,17 +21,26 @@ const char* arch_name(Arch a) {
 
 std::string supported_arch_names() { return "llama, qwen2"; }
 
-int64_t Hparams::n_params() const {
-    int64_t per_layer = 2 * n_embd                  // attn_norm, ffn_norm
-                        + n_embd * n_embd_q()       // attn_q
-                        + 2 * n_embd * n_embd_kv()  // attn_k, attn_v
-                        + n_embd_q() * n_embd       // attn_output
-                        + 3 * n_embd * n_ff;        // ffn_gate, ffn_up, ffn_down
-    if (qkv_bias) per_layer += n_embd_q() + 2 * n_embd_kv();
-    int64_t total = n_vocab * n_embd + n_layer * per_layer + n_embd;  // + output_norm
-    if (!tied_output) total += n_vocab * n_embd;
-    if (has_rope_freqs) total += n_rot / 2;
-    return total;
+int64_t Hparams::n_params() const { return graph::count_params(model_shape(*this)); }
+
+graph::ModelShape model_shape(const Hparams& hp, DType weight_dtype, DType kv_dtype, std::string name) {
+    graph::ModelShape s;
+    s.name = std::move(name);
+    s.n_vocab = hp.n_vocab;
+    s.n_embd = hp.n_embd;
+    s.n_layer = hp.n_layer;
+    s.n_head = hp.n_head;
+    s.n_head_kv = hp.n_head_kv;
+    s.n_ff = hp.n_ff;
+    s.head_dim = hp.head_dim;
+    s.tied_output = hp.tied_output;
+    s.qkv_bias = hp.qkv_bias;
+    s.rope_neox = hp.rope_neox;
+    s.weight_dtype = weight_dtype;
+    s.kv_dtype = kv_dtype;
+    s.n_rot = hp.n_rot;
+    s.has_rope_freqs = hp.has_rope_freqs;
+    return s;
 }
 
 namespace {
@@ -127,7 +137,7 @@ Hparams hparams_from_gguf(const format::GgufFile& f) {
     hp.rope_neox = hp.arch == Arch::QWEN2;
     hp.tied_output = f.find_tensor("output.weight") == nullptr;
     hp.has_rope_freqs = f.find_tensor("rope_freqs.weight") != nullptr;
-    hp.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
+    hp.qkv_bias = f.find_tensor(graph::gguf_name(*graph::bias_spec(graph::WeightRole::ATTN_Q), 0)) != nullptr;
 
     if (auto nv = f.find_int(a + "vocab_size")) {
         hp.n_vocab = *nv;

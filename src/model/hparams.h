@@ -25,6 +25,9 @@
 #include <string>
 #include <string_view>
 
+#include "core/dtype.h"
+#include "graph/model_shape.h"
+
 namespace duet::format {
 class GgufFile;
 class GgufWriter;
@@ -61,9 +64,9 @@ struct Hparams {
     bool has_rope_freqs = false;
 
     int64_t n_gqa() const { return n_head / n_head_kv; }        // query heads per kv head
-    int64_t n_embd_q() const { return n_head * head_dim; }      // rows of attn_q
-    int64_t n_embd_kv() const { return n_head_kv * head_dim; }  // rows of attn_k / attn_v
-    // Parameters in the weights (all tensors, including norms, biases and rope_freqs).
+    int64_t n_embd_q() const { return n_head * head_dim; }      // query features (the catalogue's Q_DIM)
+    int64_t n_embd_kv() const { return n_head_kv * head_dim; }  // key or value features (KV_DIM)
+    // Parameters in the weights: every tensor of the catalogue the model has (graph/tensor_catalogue.h).
     int64_t n_params() const;
 
     // Throws duet::Error "<source>: <problem>" when the numbers are inconsistent or out of
@@ -72,6 +75,12 @@ struct Hparams {
 };
 
 bool operator==(const Hparams& a, const Hparams& b);
+
+// The shape the graph, the tensor catalogue and the simulator work from: these hparams plus
+// the dtypes of the matrices and of the KV cache (graph does not depend on model; this is
+// the one translation).
+graph::ModelShape model_shape(const Hparams& hp, DType weight_dtype = DType::F16, DType kv_dtype = DType::F16,
+                              std::string name = "");
 
 // Reads general.architecture and the <arch>.* keys (context_length, embedding_length,
 // block_count, feed_forward_length, attention.head_count, attention.head_count_kv,

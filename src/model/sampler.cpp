@@ -48,12 +48,16 @@ void Sampler::reset() {
     rng_.seed(params_.seed);
     if (matcher_) matcher_->reset();
     last_sampled_ = -1;
+    n_generated_ = 0;
 }
 
 void Sampler::accept(int32_t token) {
     if (token < 0 || token >= n_vocab_)
         fail("sampler: accepted token {} is out of range (allowed: 0 to {})", token, n_vocab_ - 1);
-    if (matcher_ && token == last_sampled_ && !matcher_->tokens().is_eog(token)) matcher_->accept_token(token);
+    if (matcher_ && token == last_sampled_) {
+        ++n_generated_;
+        if (!matcher_->tokens().is_eog(token)) matcher_->accept_token(token);
+    }
     last_sampled_ = -1;
     if (params_.repeat_last_n == 0) return;
     history_.push_back(token);
@@ -83,14 +87,32 @@ int32_t Sampler::sample(const float* logits) {
 int32_t Sampler::sample_constrained(std::vector<float>& l) {
     const auto& eog = matcher_->tokens().eog_tokens();
     if (matcher_->must_end() && !eog.empty()) return eog[0];
+    const int64_t left = params_.max_tokens > 0 ? params_.max_tokens - n_generated_ : 0;  // this one included
     const int32_t first = draw(l);
-    if (matcher_->token_allowed(first)) return first;
+    if (left <= 0) {
+        if (matcher_->token_allowed(first)) return first;
+    } else {
+        // keep the first draw when the grammar can still close after it, leaving a token for EOG
+        const uint32_t close = matcher_->min_bytes_after(first);
+        if (close != grammar::Grammar::kNoEnd && (matcher_->tokens().is_eog(first) || int64_t(close) <= left - 2))
+            return first;
+        // the cached mask already is the budgeted one while the budget holds its worst token
+        if (int64_t(matcher_->max_close_after_allowed()) <= left - 2 && matcher_->allowed_tokens(allowed_) > 0)
+            return mask_and_draw(l, allowed_);
+        for (const int64_t room : {left - 2, left - 1})
+            if (room >= 0 && matcher_->allowed_tokens_within(allowed_, uint32_t(std::min<int64_t>(room, UINT32_MAX - 1))) > 0)
+                return mask_and_draw(l, allowed_);
+    }
     if (matcher_->allowed_tokens(allowed_) == 0) {
         if (!eog.empty()) return eog[0];
         fail("grammar: no token of the vocabulary can continue the text");
     }
+    return mask_and_draw(l, allowed_);
+}
+
+int32_t Sampler::mask_and_draw(std::vector<float>& l, const std::vector<uint8_t>& allowed) {
     for (size_t i = 0; i < l.size(); ++i)
-        if (!allowed_[i]) l[i] = -std::numeric_limits<float>::infinity();
+        if (!allowed[i]) l[i] = -std::numeric_limits<float>::infinity();
     return draw(l);
 }
 

@@ -19,6 +19,14 @@
 // first draw lands on allowed token t with p(t), else the redraw picks t with p(t) / p(allowed).
 // Most steps then cost one token check instead of a full vocabulary mask.
 //
+// Closing within the budget (SamplerParams::max_tokens > 0): with R tokens left (this one
+// included) a token is kept only when the grammar can still be completed after it in R - 2
+// bytes, leaving one token for end-of-generation; if no token qualifies, in R - 1 bytes (the text
+// completes exactly at the limit); if none does either, the plain grammar mask applies (the budget
+// never could hold the shortest completion). A byte of the shortest completion is at most one
+// token when the vocabulary has a token for each byte (byte-fallback SPM, byte-level BPE), so the
+// output then always closes whenever max_tokens >= the grammar's min_bytes_to_end() + 1 at the start.
+//
 // Thread safety: a Sampler is per-sequence state; use it from one thread at a time.
 #include <cstdint>
 #include <deque>
@@ -42,6 +50,7 @@ struct SamplerParams {
     uint64_t seed = 0;
     std::shared_ptr<const grammar::Grammar> grammar;           // optional output constraint
     std::shared_ptr<const grammar::TokenTable> grammar_tokens; // required with grammar (same vocabulary)
+    int64_t max_tokens = 0;  // with a grammar: the tokens the generation may produce (0 = no closing reserve)
 };
 
 // Throws duet::Error "sampler: <name> = <value> is out of range (allowed: ...)".
@@ -71,10 +80,12 @@ private:
     std::deque<int32_t> history_;
     std::unique_ptr<grammar::Matcher> matcher_;
     int32_t last_sampled_ = -1;  // the token sample() returned, until accept() takes it
+    int64_t n_generated_ = 0;    // sampled tokens accepted since reset (counts toward max_tokens)
     std::vector<uint8_t> allowed_;
     double uniform01();
     int32_t draw(const std::vector<float>& logits);
     int32_t sample_constrained(std::vector<float>& logits);
+    int32_t mask_and_draw(std::vector<float>& logits, const std::vector<uint8_t>& allowed);
 };
 
 }  // namespace duet::model

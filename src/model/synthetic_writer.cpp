@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/quant.h"
 #include "core/thread_pool.h"
+#include "graph/tensor_catalogue.h"
 #include "model/synthetic_vocab.h"
 
 namespace duet::model {
@@ -82,43 +83,41 @@ std::vector<SyntheticTensor> synthetic_tensor_plan(const Hparams& hp, const std:
     const DtypeChoice& choice = dtype_choice(dtype);
     const bool q4k_mix = choice.base == DType::Q4_K;
     using K = SyntheticTensor::Kind;
-    std::vector<SyntheticTensor> plan;
+    using graph::WeightKind;
+    const graph::ModelShape s = model_shape(hp);
     const float embd_scale = 2.0f / std::sqrt(float(hp.n_embd));
     const float out_proj = 1.0f / std::sqrt(2.0f * float(hp.n_layer));
-    auto weight = [&](std::string name, int64_t in, int64_t out, float extra, DType want) {
-        plan.push_back({std::move(name), fit(want, in), {in, out}, K::WEIGHT, extra / std::sqrt(float(in))});
-    };
-    auto vec = [&](std::string name, int64_t n, K kind, float scale) {
-        plan.push_back({std::move(name), DType::F32, {n}, kind, scale});
-    };
-    plan.push_back(
-        {"token_embd.weight", fit(choice.base, hp.n_embd), {hp.n_embd, hp.n_vocab}, K::EMBEDDING, embd_scale});
-    if (hp.has_rope_freqs) vec("rope_freqs.weight", hp.n_rot / 2, K::ROPE_FREQS, 0.0f);
-    for (int64_t l = 0; l < hp.n_layer; ++l) {
-        const std::string b = "blk." + std::to_string(l) + ".";
-        const DType more = q4k_mix && use_more_bits(l, hp.n_layer) ? DType::Q6_K : choice.base;
-        vec(b + "attn_norm.weight", hp.n_embd, K::NORM, 0.1f);
-        weight(b + "attn_q.weight", hp.n_embd, hp.n_embd_q(), 1.0f, choice.base);
-        weight(b + "attn_k.weight", hp.n_embd, hp.n_embd_kv(), 1.0f, choice.base);
-        weight(b + "attn_v.weight", hp.n_embd, hp.n_embd_kv(), 1.0f, more);
-        if (hp.qkv_bias) {
-            vec(b + "attn_q.bias", hp.n_embd_q(), K::BIAS, 0.1f);
-            vec(b + "attn_k.bias", hp.n_embd_kv(), K::BIAS, 0.1f);
-            vec(b + "attn_v.bias", hp.n_embd_kv(), K::BIAS, 0.1f);
+    std::vector<SyntheticTensor> plan;
+    // One tensor of the catalogue (graph/tensor_catalogue.h) in block `layer`.
+    const auto add = [&](const graph::TensorSpec& t, int64_t layer) {
+        const std::string name = graph::gguf_name(t, layer);
+        const int64_t cols = graph::spec_cols(t, s);
+        if (t.kind == WeightKind::VECTOR) {
+            const K kind = t.part == graph::Part::BIAS                ? K::BIAS
+                           : t.role == graph::WeightRole::ROPE_FREQS ? K::ROPE_FREQS
+                                                                     : K::NORM;
+            plan.push_back({name, DType::F32, {cols}, kind, kind == K::ROPE_FREQS ? 0.0f : 0.1f});
+            return;
         }
-        weight(b + "attn_output.weight", hp.n_embd_q(), hp.n_embd, out_proj, choice.base);
-        vec(b + "ffn_norm.weight", hp.n_embd, K::NORM, 0.1f);
-        weight(b + "ffn_gate.weight", hp.n_embd, hp.n_ff, 1.0f, choice.base);
-        weight(b + "ffn_up.weight", hp.n_embd, hp.n_ff, 1.0f, choice.base);
-        weight(b + "ffn_down.weight", hp.n_ff, hp.n_embd, out_proj, more);
-    }
-    vec("output_norm.weight", hp.n_embd, K::NORM, 0.1f);
-    if (!hp.tied_output)
-        plan.push_back({"output.weight",
-                        fit(q4k_mix ? DType::Q6_K : choice.base, hp.n_embd),
-                        {hp.n_embd, hp.n_vocab},
-                        K::EMBEDDING,
-                        embd_scale});
+        DType want = choice.base;
+        if (q4k_mix && t.q4km == graph::Q4kmMix::Q6_K) want = DType::Q6_K;
+        if (q4k_mix && t.q4km == graph::Q4kmMix::MORE_BITS_LAYERS && use_more_bits(layer, hp.n_layer))
+            want = DType::Q6_K;
+        // the table, and the lm-head that may stand in for it, give logits a spread of ~2
+        const bool embedding = t.kind == WeightKind::TABLE || t.falls_back_to != graph::WeightRole::NONE;
+        const float scale = embedding ? embd_scale : (t.residual ? out_proj : 1.0f) / std::sqrt(float(cols));
+        plan.push_back({name, fit(want, cols), {cols, graph::spec_rows(t, s)}, embedding ? K::EMBEDDING : K::WEIGHT,
+                        scale});
+    };
+    const auto scope = [&](graph::Binding b, int64_t layer) {
+        for (const graph::TensorSpec& t : graph::tensor_catalogue())
+            if (t.binding == b && graph::present(t, s)) add(t, layer);
+    };
+    // File order: what the blocks read first, the blocks, then the head.
+    scope(graph::Binding::INPUT, -1);
+    scope(graph::Binding::SHARED, -1);
+    for (int64_t l = 0; l < hp.n_layer; ++l) scope(graph::Binding::BLOCK, l);
+    scope(graph::Binding::OUTPUT, -1);
     return plan;
 }
 

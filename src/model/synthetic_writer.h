@@ -3,15 +3,17 @@
 // seeded random weights and a working tokenizer (model/synthetic_vocab.h). Used by
 // `duet gen-model`, the tests (every architecture variant x every dtype) and `make bench`.
 //
-// Tensors carry llama.cpp's standard names and shapes (ggml order, shape[0] = input
-// features). Weights are ~N(0,1)/sqrt(fan_in) (an Irwin-Hall approximation of the normal),
-// with attn_output / ffn_down further scaled by 1/sqrt(2 n_layer) so the residual stream
-// stays O(1) through every layer; token_embd and output use 2/sqrt(n_embd) so logits have a
+// The tensors are the rows of the tensor catalogue the hparams call for (graph/
+// tensor_catalogue.h), in its file order, with llama.cpp's names and shapes (ggml order,
+// shape[0] = input features). Weights are ~N(0,1)/sqrt(fan_in) (an Irwin-Hall approximation
+// of the normal), the matrices that write the residual stream (catalogue column `residual`)
+// further scaled by 1/sqrt(2 n_layer) so the residual stream stays O(1) through every layer;
+// token_embd and output use 2/sqrt(n_embd) so logits have a
 // standard deviation of about 2; norm weights are 1 + 0.1 u; biases 0.1 u; rope_freqs holds
 // Llama-3.1's scaling factors (factor 8, low/high 1/4, original context 8192).
 // 1-D tensors are always F32; 2-D weights take the requested dtype. "q4_k" writes a
-// Q4_K_M-style mix (Q6_K for output.weight and for attn_v / ffn_down in llama.cpp's
-// "more bits" layers). A row length that the chosen block size does not divide falls back
+// Q4_K_M-style mix (catalogue column `q4km`: Q6_K for output.weight, and for the value and
+// FFN-down projections in llama.cpp's "more bits" layers). A row length that the chosen block size does not divide falls back
 // to Q8_0 (then F16), as llama.cpp's quantizer does.
 //
 // Every value is a function of (seed, tensor name, row): the same seed gives a

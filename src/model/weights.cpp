@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-
 #include "core/error.h"
 #include "format/gguf.h"
 
@@ -56,47 +55,64 @@ private:
 
 }  // namespace
 
+const TensorRef& Weights::at(graph::WeightRole r, int32_t layer) const {
+    if (graph::weight_spec(r).binding != graph::Binding::BLOCK) return global[r];
+    DUET_CHECK(layer >= 0 && size_t(layer) < layers.size(), "weight layer {} out of range", layer);
+    return layers[size_t(layer)][r];
+}
+
+DType Weights::matrix_dtype() const {
+    for (const RoleTensors& l : layers)
+        for (const graph::TensorSpec& t : graph::tensor_catalogue())
+            if (t.kind == graph::WeightKind::MATRIX && t.part == graph::Part::WEIGHT && l[t.role].present())
+                return l[t.role].dtype;
+    return global[graph::WeightRole::LM_HEAD].dtype;
+}
+
+void Weights::for_each(const std::function<void(const TensorRef&)>& f) const {
+    const auto scope = [&](const RoleTensors& ts, bool block) {
+        for (const graph::TensorSpec& t : graph::tensor_catalogue()) {
+            if ((t.binding == graph::Binding::BLOCK) != block || t.kind == graph::WeightKind::FUSED) continue;
+            const TensorRef& r = t.part == graph::Part::WEIGHT ? ts[t.role] : ts.bias_of(t.role);
+            // a role that falls back to another (the tied lm-head) is that tensor: counted once
+            if (!r.present() || (t.falls_back_to != graph::WeightRole::NONE && r.data == ts[t.falls_back_to].data))
+                continue;
+            f(r);
+        }
+    };
+    scope(global, false);
+    for (const RoleTensors& l : layers) scope(l, true);
+}
+
 uint64_t Weights::total_bytes() const {
-    uint64_t n = token_embd.n_bytes() + output_norm.n_bytes() + rope_freqs.n_bytes();
-    if (output.data != token_embd.data) n += output.n_bytes();
-    for (const auto& l : layers)
-        for (const TensorRef* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk, &l.bv, &l.ffn_norm,
-                                   &l.ffn_gate, &l.ffn_up, &l.ffn_down})
-            n += t->n_bytes();
+    uint64_t n = 0;
+    for_each([&](const TensorRef& t) { n += t.n_bytes(); });
     return n;
 }
 
 Weights bind_weights(const format::GgufFile& file, const Hparams& hp) {
     Binder b(file);
     Weights w;
-    const int64_t n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
-    w.token_embd = b.bind("token_embd.weight", hp.n_embd, hp.n_vocab, true);
-    w.output_norm = b.bind("output_norm.weight", hp.n_embd, 0, false);
-    if (hp.tied_output) {
-        w.output = w.token_embd;
-    } else {
-        w.output = b.bind("output.weight", hp.n_embd, hp.n_vocab, true);
-    }
-    if (hp.has_rope_freqs) w.rope_freqs = b.bind("rope_freqs.weight", hp.n_rot / 2, 0, false);
+    const graph::ModelShape s = model_shape(hp);
     w.layers.resize(size_t(hp.n_layer));
-    for (int64_t i = 0; i < hp.n_layer; ++i) {
-        const std::string p = fmt::format("blk.{}.", i);
-        LayerWeights& l = w.layers[size_t(i)];
-        l.attn_norm = b.bind(p + "attn_norm.weight", hp.n_embd, 0, false);
-        l.wq = b.bind(p + "attn_q.weight", hp.n_embd, n_q, true);
-        l.wk = b.bind(p + "attn_k.weight", hp.n_embd, n_kv, true);
-        l.wv = b.bind(p + "attn_v.weight", hp.n_embd, n_kv, true);
-        l.wo = b.bind(p + "attn_output.weight", n_q, hp.n_embd, true);
-        if (hp.qkv_bias) {
-            l.bq = b.bind(p + "attn_q.bias", n_q, 0, false);
-            l.bk = b.bind(p + "attn_k.bias", n_kv, 0, false);
-            l.bv = b.bind(p + "attn_v.bias", n_kv, 0, false);
+    const auto bind = [&](const graph::TensorSpec& t, RoleTensors& into, int64_t layer) {
+        const bool vector = t.kind == graph::WeightKind::VECTOR;
+        TensorRef r = b.bind(graph::gguf_name(t, layer), graph::spec_cols(t, s), vector ? 0 : graph::spec_rows(t, s),
+                             !vector);
+        (t.part == graph::Part::WEIGHT ? into[t.role] : into.bias_of(t.role)) = std::move(r);
+    };
+    // Globals first (so a role that falls back to another finds it bound), then block by block.
+    for (const graph::TensorSpec& t : graph::tensor_catalogue()) {
+        if (t.binding == graph::Binding::BLOCK || t.kind == graph::WeightKind::FUSED) continue;
+        if (graph::present(t, s)) {
+            bind(t, w.global, -1);
+        } else if (t.falls_back_to != graph::WeightRole::NONE) {
+            w.global[t.role] = w.global[t.falls_back_to];
         }
-        l.ffn_norm = b.bind(p + "ffn_norm.weight", hp.n_embd, 0, false);
-        l.ffn_gate = b.bind(p + "ffn_gate.weight", hp.n_embd, hp.n_ff, true);
-        l.ffn_up = b.bind(p + "ffn_up.weight", hp.n_embd, hp.n_ff, true);
-        l.ffn_down = b.bind(p + "ffn_down.weight", hp.n_ff, hp.n_embd, true);
     }
+    for (int64_t i = 0; i < hp.n_layer; ++i)
+        for (const graph::TensorSpec& t : graph::tensor_catalogue())
+            if (t.binding == graph::Binding::BLOCK && graph::present(t, s)) bind(t, w.layers[size_t(i)], i);
     return w;
 }
 

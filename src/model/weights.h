@@ -1,5 +1,6 @@
 #pragma once
-// Binds the tensors of a GGUF file to the weights of a decoder-only transformer, zero copy:
+// Binds the tensors of a GGUF file to the weights of a decoder-only transformer, zero copy,
+// walking the tensor catalogue (graph/tensor_catalogue.h):
 // every field points into the GgufFile's read-only mapping, so the GgufFile must outlive
 // the Weights (runtime::Model holds both).
 //
@@ -9,12 +10,15 @@
 // hparams; any mismatch throws duet::Error "<file>: tensor '<name>' ...".
 //
 // Thread safety: immutable after binding; read from any thread.
+#include <array>
 #include <cstddef>
+#include <functional>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/dtype.h"
+#include "graph/tensor_catalogue.h"
 #include "model/hparams.h"
 
 namespace duet::format {
@@ -38,34 +42,44 @@ struct TensorRef {
     const float* f32() const { return static_cast<const float*>(data); }
 };
 
-struct LayerWeights {
-    TensorRef attn_norm;  // [n_embd] f32
-    TensorRef wq;         // [n_embd][n_head * head_dim]     rows: q features
-    TensorRef wk;         // [n_embd][n_head_kv * head_dim]  rows: k features
-    TensorRef wv;         // [n_embd][n_head_kv * head_dim]  rows: v features
-    TensorRef wo;         // [n_head * head_dim][n_embd]     rows: model features
-    TensorRef bq;         // [n_head * head_dim] f32, only when hparams.qkv_bias
-    TensorRef bk;         // [n_head_kv * head_dim] f32, only when hparams.qkv_bias
-    TensorRef bv;         // [n_head_kv * head_dim] f32, only when hparams.qkv_bias
-    TensorRef ffn_norm;   // [n_embd] f32
-    TensorRef ffn_gate;   // [n_embd][n_ff]  rows: n_ff
-    TensorRef ffn_up;     // [n_embd][n_ff]  rows: n_ff
-    TensorRef ffn_down;   // [n_ff][n_embd]  rows: n_embd
+// The tensors of one binding scope (the model's globals, or one block), indexed by weight
+// role: the rows of the tensor catalogue (graph/tensor_catalogue.h) give each role's GGUF
+// name, shape and dtype rule. A role the model does not have is absent (!present()). Shapes
+// as the catalogue writes them: a matrix of rows = output features, cols = input features
+// (e.g. ATTN_Q: [n_embd][n_head * head_dim], rows n_head * head_dim).
+struct RoleTensors {
+    std::array<TensorRef, graph::kWeightRoleCount> weight;  // by role
+    std::array<TensorRef, graph::kWeightRoleCount> bias;    // f32, only for roles with a BIAS row the model has
+
+    const TensorRef& operator[](graph::WeightRole r) const { return weight[size_t(r)]; }
+    TensorRef& operator[](graph::WeightRole r) { return weight[size_t(r)]; }
+    const TensorRef& bias_of(graph::WeightRole r) const { return bias[size_t(r)]; }
+    TensorRef& bias_of(graph::WeightRole r) { return bias[size_t(r)]; }
 };
 
 struct Weights {
-    TensorRef token_embd;   // [n_embd][n_vocab]  one row per token
-    TensorRef output_norm;  // [n_embd] f32
-    TensorRef output;       // [n_embd][n_vocab]  == token_embd when hparams.tied_output
-    TensorRef rope_freqs;   // [n_rot / 2] f32, only when hparams.has_rope_freqs
-    std::vector<LayerWeights> layers;  // [n_layer]
+    // INPUT, SHARED and OUTPUT rows: TOKEN_EMBD [n_embd][n_vocab], ROPE_FREQS [n_rot / 2] f32
+    // (only when hparams.has_rope_freqs), OUTPUT_NORM [n_embd] f32, LM_HEAD [n_embd][n_vocab]
+    // (== TOKEN_EMBD when hparams.tied_output).
+    RoleTensors global;
+    std::vector<RoleTensors> layers;  // [n_layer]: the BLOCK rows
 
+    const TensorRef& operator[](graph::WeightRole r) const { return global[r]; }
+    TensorRef& operator[](graph::WeightRole r) { return global[r]; }
+    // The tensor of (role, layer): the global one for a non-BLOCK role (layer ignored).
+    const TensorRef& at(graph::WeightRole r, int32_t layer) const;
+    // The dtype of the block matrices (the first block's first present matrix; the lm-head's
+    // without blocks): what a model's shape records as its weight dtype.
+    DType matrix_dtype() const;
+
+    // Calls f(tensor) for every distinct present tensor (the tied lm-head once), biases included.
+    void for_each(const std::function<void(const TensorRef&)>& f) const;
     // Bytes of all distinct weight tensors (the tied output counted once).
     uint64_t total_bytes() const;
 };
 
-// Matmul weights may be F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q6_K (K-quants need cols % 256 == 0);
-// norms, biases and rope_freqs must be F32.
+// Matmul weights and tables (MATRIX, TABLE rows) may be F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K,
+// Q6_K (K-quants need cols % 256 == 0); VECTOR rows (norms, biases, rope factors) must be F32.
 Weights bind_weights(const format::GgufFile& file, const Hparams& hp);
 
 }  // namespace duet::model

@@ -8,11 +8,11 @@
 #include "core/error.h"
 #include "core/quant.h"
 #include "graph/fuse_matmuls.h"
-#include "runtime/model_shape.h"
+#include "model/hparams.h"
 
 namespace duet::runtime {
 
-using sim::WeightRole;
+using graph::WeightRole;
 
 namespace {
 
@@ -41,16 +41,21 @@ void store_row(const float* src, uint8_t* dst, int64_t n, DType type) {
 
 // The family's graph of the model's shape.
 graph::Graph default_graph(const model::Hparams& hp, const model::Weights& w) {
-    return graph::build_graph(model_shape(hp, w.layers.empty() ? w.output.dtype : w.layers[0].wq.dtype, DType::F16));
+    return graph::build_graph(model::model_shape(hp, w.matrix_dtype(), DType::F16));
 }
 
 // Node dtypes from the file's tensors (a file may mix them: K-quant fallbacks), before any
 // pass, so fusion only joins matrices of one dtype (a graph fused by the caller keeps its
-// fused nodes' dtypes: they are bound after this).
-graph::Graph with_file_dtypes(graph::Graph g, const PlainWeightSource& w) {
-    for (graph::Node& n : g.nodes)
+// fused nodes' dtypes: they are bound after this); the KV nodes' from the cache, so their
+// records (graph::lower) carry the KV element the engine stores.
+graph::Graph with_file_dtypes(graph::Graph g, const PlainWeightSource& w, DType kv_type) {
+    for (graph::Node& n : g.nodes) {
         if ((n.kind == graph::OpKind::MATMUL || n.kind == graph::OpKind::EMBED) && graph::fused_parts(n.role).empty())
             n.dtype = w.tensor(n.role, n.layer).dtype;
+        if (n.kind == graph::OpKind::KV_WRITE || n.kind == graph::OpKind::ROPE_KV_WRITE ||
+            n.kind == graph::OpKind::ATTENTION)
+            n.dtype = kv_type;
+    }
     return g;
 }
 
@@ -68,7 +73,7 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts, gr
       opts_(resolve(model_->hparams(), opts)),
       pool_(opts_.n_threads),
       plain_(weights),
-      graph_(with_file_dtypes(std::move(g), plain_)),
+      graph_(with_file_dtypes(std::move(g), plain_, opts_.kv_type)),
       dispatch_(pool_, &plain_),
       rope_order_(model_->hparams().rope_neox ? kernels::RopeOrder::NEOX : kernels::RopeOrder::NORM) {
     const model::Hparams& hp = model_->hparams();
@@ -170,10 +175,11 @@ ForwardStatus Engine::forward(std::span<const SeqInput> batch, ForwardOutput& ou
     ptr_[size_t(graph_.logits)] = out.logits.data();
 
     if (tp_) tp_->begin_step(batch);
-    dispatch_.set_context(any_prefill ? sim::Phase::PREFILL : sim::Phase::DECODE, -1, int32_t(batch.size()));
-    const Step st{batch, tokens_.data(), n_tok, n_rows};
+    seq_spans_.clear();
+    for (const SeqInput& in : batch) seq_spans_.push_back({in.kv->n_tokens(), int64_t(in.tokens.size())});
+    const Step st{batch, tokens_.data(), n_tok, n_rows,
+                  graph::Batch{seq_spans_, n_tok, n_rows, any_prefill ? graph::Phase::PREFILL : graph::Phase::DECODE}};
     for (const graph::Node& node : graph_.nodes) run_node(node, st);
-    dispatch_.set_node(-1, false);
     if (tp_) tp_->end_step(out);
 
     for (const SeqInput& in : batch) in.kv->commit(int64_t(in.tokens.size()));
@@ -192,7 +198,7 @@ void Engine::run_node(const graph::Node& nd, const Step& st) {
     };
     const size_t node_index = size_t(&nd - graph_.nodes.data());
     const float* vec = node_vec_[node_index];
-    dispatch_.set_node(nd.layer, nd.sibling_of_prev);
+    dispatch_.set_record(graph::lower(graph_, nd, st.lowering));
     switch (nd.kind) {
         case OpKind::EMBED: {
             const model::TensorRef& t = plain_.tensor(nd.role, nd.layer);
@@ -258,7 +264,7 @@ void Engine::run_node(const graph::Node& nd, const Step& st) {
             dispatch_.add(y, ptr(nd.in[1]), m, nd.n);
             break;
         }
-        case OpKind::OUTPUT: dispatch_.output(int64_t(st.batch.size()), nd.n); break;
+        case OpKind::OUTPUT: dispatch_.output(); break;
         case OpKind::ALL_REDUCE:
             if (tp_) {
                 DUET_CHECK(ptr(nd.in[0]) == ptr(nd.out[0]), "engine: ALL_REDUCE of layer {} is not in place", nd.layer);
@@ -291,7 +297,7 @@ void Engine::write_kv(const graph::Node& nd, const Step& st) {
     const size_t rb = cache.row_bytes();
     const float *k = ptr(nd.in[0]), *v = ptr(nd.in[1]);
     const int64_t ks = stride(nd.in[0]), vs = stride(nd.in[1]);
-    dispatch_.kv_write(st.n_tok, n_kv, kv_type, [&] {
+    dispatch_.kv_write([&] {
         int64_t t = 0;
         for (const SeqInput& in : st.batch) {
             const auto& blocks = in.kv->blocks();
@@ -307,7 +313,8 @@ void Engine::write_kv(const graph::Node& nd, const Step& st) {
 
 Dispatcher::RopeParams Engine::rope_params() const {
     const model::Hparams& hp = model_->hparams();
-    const float* factors = model_->weights().rope_freqs.present() ? model_->weights().rope_freqs.f32() : nullptr;
+    const model::TensorRef& rf = model_->weights()[graph::WeightRole::ROPE_FREQS];
+    const float* factors = rf.present() ? rf.f32() : nullptr;
     // The graph's head counts: this rank's under tensor parallelism.
     return {graph_.shape.n_head, graph_.shape.n_head_kv, hp.head_dim, hp.n_rot, hp.rope_freq_base,
             hp.rope_freq_scale, factors, rope_order_};

@@ -11,7 +11,7 @@
 //
 // The forward is the model's graph (graph/graph.h, built once at construction from the
 // hparams, optionally rewritten by the fusion pass): the engine walks its nodes in order and
-// calls the Dispatcher (runtime/dispatch.h) once per node, which records a sim::OpRecord per
+// calls the Dispatcher (runtime/dispatch.h) once per node, which records a graph::OpRecord per
 // operator when a trace is set; every weight matmul goes through the WeightSource
 // (runtime/weight_source.h), replaceable for another weight layout. Scratch activations live
 // in one arena laid out by the graph's static memory plan (graph/memory_plan.h).
@@ -36,7 +36,8 @@
 #include "runtime/model.h"
 #include "runtime/tp_hook.h"
 #include "runtime/weight_source.h"
-#include "sim/op_trace.h"
+#include "graph/lowering.h"
+#include "graph/op_record.h"
 
 namespace duet::runtime {
 
@@ -122,7 +123,7 @@ public:
 
     // Tracing: records of every operator of every following forward are appended to `trace`
     // (nullptr: off). The trace must outlive its use.
-    void set_trace(sim::OpTrace* trace) { dispatch_.set_trace(trace); }
+    void set_trace(graph::OpTrace* trace) { dispatch_.set_trace(trace); }
     Dispatcher& dispatcher() { return dispatch_; }
     // The graph this engine executes (after passes).
     const graph::Graph& graph() const { return graph_; }
@@ -140,7 +141,7 @@ public:
     uint64_t scratch_bytes() const { return uint64_t(arena_.size()) * sizeof(float); }
     // Allocates (and zeroes) the scratch for forwards of up to n_tok tokens now, so the first
     // forward that large does not pay for it: growing it took 8.5 ms at 152 tokens of a 4-layer
-    // bench-1b (page faults and zeroing, docs/performance.md session 13). Never shrinks it.
+    // bench-1b (page faults and zeroing; measured on the Xeon KVM guest of docs/performance.md). Never shrinks it.
     void reserve_tokens(int64_t n_tok) { ensure_scratch(n_tok); }
     const graph::MemoryPlan& memory_plan() const { return mem_; }
 
@@ -150,6 +151,7 @@ private:
         std::span<const SeqInput> batch;
         const int32_t* tokens;
         int64_t n_tok, n_rows;
+        graph::Batch lowering;  // the forward the nodes' records are lowered for (graph/lowering.h)
     };
     void run_node(const graph::Node& node, const Step& st);
     void write_kv(const graph::Node& node, const Step& st);
@@ -183,6 +185,7 @@ private:
     int64_t n_forwards_ = 0;
     std::vector<int32_t> tokens_;
     std::vector<int64_t> pos_;
+    std::vector<graph::SeqSpan> seq_spans_;  // the forward's sequences, for the lowering
     std::vector<const void*> kptr_, vptr_;
     std::vector<uint8_t*> kdst_, vdst_;  // per token: its K and V cache rows (rope_write_kv)
     std::vector<Dispatcher::AttentionSeq> attn_seqs_;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "graph/tensor_catalogue.h"
+
 namespace duet::runtime {
 
 namespace {
@@ -12,10 +14,9 @@ constexpr uint64_t kLineBytes = 64;  // x86-64 and AArch64 cache line
 
 MlpPrefetch::MlpPrefetch(const graph::Graph& g, const PlainWeightSource& w, uint64_t budget_bytes)
     : budget_(budget_bytes) {
-    using graph::WeightRole;
     for (const graph::Node& n : g.nodes) {
         if (n.kind != graph::OpKind::MATMUL || n.layer < 0) continue;
-        if (n.role != WeightRole::FFN_GATE && n.role != WeightRole::FFN_UP && n.role != WeightRole::FFN_GATE_UP) continue;
+        if (!graph::ffn_input_matmul(n.role)) continue;
         if (size_t(n.layer) >= layers_.size()) layers_.resize(size_t(n.layer) + 1);
         const model::TensorRef& t = w.tensor(n.role, n.layer);
         layers_[size_t(n.layer)].push_back({static_cast<const uint8_t*>(t.data), t.n_bytes()});

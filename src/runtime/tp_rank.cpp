@@ -8,7 +8,7 @@
 #include "core/timer.h"
 #include "graph/shard_pipeline_parallel.h"
 #include "graph/shard_tensor_parallel.h"
-#include "runtime/model_shape.h"
+#include "model/hparams.h"
 #include "runtime/tp_weights.h"
 
 namespace duet::runtime {
@@ -40,7 +40,7 @@ T get(const std::vector<uint8_t>& m, size_t& at) {
 }
 
 graph::TpShard shard_of(const Model& m, int tp, int rank) {
-    const graph::ModelShape shape = model_shape(m.hparams(), m.weights().layers.at(0).wq.dtype, DType::F16, m.path());
+    const graph::ModelShape shape = model::model_shape(m.hparams(), m.weights().matrix_dtype(), DType::F16, m.path());
     return graph::tp_shard(shape, tp, rank, tp_ff_align(m.weights()));
 }
 
@@ -49,8 +49,9 @@ model::Weights stage_weights(const model::Weights& full, const graph::PpStage& s
     model::Weights w = full;
     for (int64_t l = 0; l < int64_t(w.layers.size()); ++l)
         if (l < st.layers.begin || l >= st.layers.end()) w.layers[size_t(l)] = {};
-    if (!st.first()) w.token_embd = {};
-    if (!st.last()) w.output_norm = w.output = {};
+    for (const graph::TensorSpec& t : graph::tensor_catalogue())
+        if ((t.binding == graph::Binding::INPUT && !st.first()) || (t.binding == graph::Binding::OUTPUT && !st.last()))
+            w[t.role] = {};
     return w;
 }
 
@@ -89,7 +90,7 @@ TpRank::TpRank(std::shared_ptr<const Model> model, parallel::Communicator& comm,
     weights_ = shard_weights(model_->weights(), model_->hparams(), shard_);
     own_ = weights_;
     if (pp > 1) {
-        const graph::ModelShape shape = model_shape(model_->hparams(), model_->weights().layers.at(0).wq.dtype,
+        const graph::ModelShape shape = model::model_shape(model_->hparams(), model_->weights().matrix_dtype(),
                                                     DType::F16, model_->path());
         own_ = stage_weights(weights_, {pp, comm.rank(), graph::pp_stage_layers(shape, pp, comm.rank())});
     }
@@ -106,7 +107,7 @@ uint64_t TpRank::shard_bytes() const { return runtime::shard_bytes(own_); }
 
 std::unique_ptr<Engine> TpRank::make_engine(const EngineOptions& opts) {
     const model::Hparams& hp = model_->hparams();
-    graph::Graph g = graph::build_graph(model_shape(hp, model_->weights().layers.at(0).wq.dtype, DType::F16));
+    graph::Graph g = graph::build_graph(model::model_shape(hp, model_->weights().matrix_dtype(), DType::F16));
     g = graph::ShardTensorParallel(shard_.tp, shard_.rank, false, tp_ff_align(model_->weights())).run(g);
     g = graph::ShardPipelineParallel(pp_, pp_ > 1 ? comm_.rank() : 0).run(g);
     auto e = std::make_unique<Engine>(model_, opts, std::move(g), weights_);

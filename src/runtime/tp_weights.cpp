@@ -31,6 +31,7 @@ model::TensorRef row_slice(const model::TensorRef& t, int64_t begin, int64_t cou
 // Columns [begin, begin + count) of a matrix: same rows and row stride, data moved by the
 // bytes of `begin` elements. Both ends must fall on a block of a quantised type.
 model::TensorRef col_slice(const model::TensorRef& t, int64_t begin, int64_t count, int tp, const char* what) {
+    if (!t.present()) return t;
     const int64_t block = dtype_info(t.dtype).block_elems;
     if (begin % block != 0 || count % block != 0)
         fail("--tp = {}: the {} columns [{}, {}) of {} cut its {}-element {} blocks (allowed: a --tp whose slices are "
@@ -51,17 +52,6 @@ uint64_t slice_bytes(const model::TensorRef& t) {
     return t.present() ? uint64_t(slice_rows(t)) * slice_row_bytes(t) : 0;
 }
 
-// Every distinct tensor of w (the tied output once).
-template <typename F>
-void for_each_tensor(const model::Weights& w, F&& f) {
-    for (const model::TensorRef* t : {&w.token_embd, &w.output_norm, &w.rope_freqs}) f(*t);
-    if (w.output.data != w.token_embd.data) f(w.output);
-    for (const model::LayerWeights& l : w.layers)
-        for (const model::TensorRef* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk, &l.bv, &l.ffn_norm,
-                                          &l.ffn_gate, &l.ffn_up, &l.ffn_down})
-            f(*t);
-}
-
 // Reads one byte of every page of [p, p + n).
 uint64_t touch(const uint8_t* p, uint64_t n, uint64_t page) {
     volatile uint8_t sink = 0;
@@ -70,46 +60,54 @@ uint64_t touch(const uint8_t* p, uint64_t n, uint64_t page) {
     return n;
 }
 
+// A column-parallel slice along the FFN: the rows that split their columns by N_FF.
+bool ff_columns(const graph::TensorSpec& t) {
+    return t.tp == graph::TpSplit::COLS && graph::tp_split_dim(t) == graph::Dim::N_FF;
+}
+
 }  // namespace
 
 int64_t tp_ff_align(const model::Weights& w) {
     int64_t a = 1;
-    for (const model::LayerWeights& l : w.layers) a = std::max<int64_t>(a, dtype_info(l.ffn_down.dtype).block_elems);
+    for (const model::RoleTensors& l : w.layers)
+        for (const graph::TensorSpec& t : graph::tensor_catalogue())
+            if (t.binding == graph::Binding::BLOCK && t.part == graph::Part::WEIGHT && ff_columns(t) &&
+                l[t.role].present())
+                a = std::max<int64_t>(a, dtype_info(l[t.role].dtype).block_elems);
     return a;
 }
 
 model::Weights shard_weights(const model::Weights& full, const model::Hparams& hp, const graph::TpShard& sh) {
     model::Weights w = full;
     if (sh.tp == 1) return w;
-    const int64_t hd = hp.head_dim;
-    const int64_t q0 = sh.q_heads.begin * hd, qn = sh.q_heads.count * hd;
-    const int64_t k0 = sh.kv_heads.begin * hd, kn = sh.kv_heads.count * hd;
-    for (model::LayerWeights& l : w.layers) {
-        l.wq = row_slice(l.wq, q0, qn);
-        l.bq = vec_slice(l.bq, q0, qn);
-        l.wk = row_slice(l.wk, k0, kn);
-        l.bk = vec_slice(l.bk, k0, kn);
-        l.wv = row_slice(l.wv, k0, kn);
-        l.bv = vec_slice(l.bv, k0, kn);
-        l.wo = col_slice(l.wo, q0, qn, sh.tp, "attention-output");
-        l.ffn_gate = row_slice(l.ffn_gate, sh.ff.begin, sh.ff.count);
-        l.ffn_up = row_slice(l.ffn_up, sh.ff.begin, sh.ff.count);
-        l.ffn_down = col_slice(l.ffn_down, sh.ff.begin, sh.ff.count, sh.tp, "FFN-down");
+    const graph::ModelShape shape = model::model_shape(hp);
+    for (model::RoleTensors& l : w.layers) {
+        for (const graph::TensorSpec& t : graph::tensor_catalogue()) {
+            if (t.binding != graph::Binding::BLOCK || t.tp == graph::TpSplit::REPLICATED || t.kind == graph::WeightKind::FUSED)
+                continue;
+            const graph::Range r = graph::tp_range(graph::tp_split_dim(t), sh, shape);
+            model::TensorRef& ref = t.part == graph::Part::WEIGHT ? l[t.role] : l.bias_of(t.role);
+            if (t.kind == graph::WeightKind::VECTOR)
+                ref = vec_slice(ref, r.begin, r.count);
+            else if (t.tp == graph::TpSplit::ROWS)
+                ref = row_slice(ref, r.begin, r.count);
+            else
+                ref = col_slice(ref, r.begin, r.count, sh.tp, t.title ? t.title : t.name);
+        }
     }
     return w;
 }
 
 uint64_t shard_bytes(const model::Weights& w) {
     uint64_t b = 0;
-    for_each_tensor(w, [&](const model::TensorRef& t) { b += slice_bytes(t); });
+    w.for_each([&](const model::TensorRef& t) { b += slice_bytes(t); });
     return b;
 }
 
 uint64_t prefault_slices(const model::Weights& w) {
     const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
     uint64_t b = 0;
-    for_each_tensor(w, [&](const model::TensorRef& t) {
-        if (!t.present()) return;
+    w.for_each([&](const model::TensorRef& t) {
         const auto* base = static_cast<const uint8_t*>(t.data);
         const uint64_t rb = slice_row_bytes(t);
         if (rb == t.row_stride_bytes) {  // whole rows: one range

@@ -4,14 +4,12 @@
 // rank's page faults touch only its slices (plus the replicated tensors; a column slice of
 // rows shorter than a few pages shares those pages with the neighbouring ranks' slices).
 //
-// Rank r of tp (split from graph/parallel.h's tp_shard, the same one the TP graph pass uses):
-//   wq / bq          rows of its query heads            [q_heads · head_dim]
-//   wk, wv / bk, bv  rows of its KV heads               [kv_heads · head_dim] (replicated on
-//                    tp / n_head_kv ranks when tp > n_head_kv, GQA)
-//   wo               columns of its query heads         (row-parallel: a partial sum)
-//   ffn_gate/up      rows of its FFN range              [ff]
-//   ffn_down         columns of its FFN range           (row-parallel: a partial sum)
-//   embeddings, norms, output, rope_freqs: the whole tensor.
+// Rank r of tp (split from graph/parallel.h's tp_shard, the same one the TP graph pass uses)
+// slices every BLOCK tensor as its row of the tensor catalogue says (graph/tensor_catalogue.h,
+// column `tp`): ROWS takes the rank's range of the row Dim (its query heads, its KV heads —
+// replicated on tp / n_head_kv ranks when tp > n_head_kv, GQA — or its FFN range; a bias
+// follows its matrix), COLS the range of the column Dim (row-parallel: a partial sum);
+// REPLICATED tensors (embeddings, norms, the lm-head, rope factors) stay whole.
 // A column slice of a quantised matrix must start and end on a block (32 elements for
 // Q8_0/Q4_0/Q5_0, 256 for K-quants): the FFN split is made in blocks (ff_align); the heads'
 // split cannot be moved, so a split that cuts a block of the attention output is refused.
@@ -23,7 +21,8 @@
 
 namespace duet::runtime {
 
-// The FFN split unit of `w`: the largest block of any layer's ffn_down (1 for f32/f16/bf16).
+// The FFN split unit of `w`: the largest block of any matrix whose columns split by the FFN
+// range (1 for f32/f16/bf16).
 int64_t tp_ff_align(const model::Weights& w);
 
 // Rank sh.rank's slices of `full` (which must outlive the result). Throws duet::Error naming

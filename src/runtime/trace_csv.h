@@ -6,10 +6,10 @@
 // duet::Error naming the path.
 #include <string>
 
-#include "sim/op_trace.h"
+#include "graph/op_record.h"
 
 namespace duet::runtime {
 
-void write_op_trace_csv(const sim::OpTrace& trace, const std::string& path);
+void write_op_trace_csv(const graph::OpTrace& trace, const std::string& path);
 
 }  // namespace duet::runtime

@@ -61,7 +61,7 @@ void warm_forwards(Engine& engine, int64_t n_rounds, WarmupStats& st, int64_t st
 // The dummy rounds `duet serve` runs on its batcher's engine thread: --warmup N, and at least
 // kServeWarmRounds while the warm-up is on (not --no-warmup). Pre-faulting alone left the first
 // request's TTFT 3x a warm one's on a 2.2 GB f16 model, one round 1.5x, three rounds within
-// 10 % (measured, docs/performance.md "Server latency, session 6"): the engine thread's kernel
+// 10 % (measured with bench_server on the 2-vCPU KVM guest, bench/results/): the engine thread's kernel
 // scratch, the arena and, on this (shadow-paged) VM, the first CPU accesses of each weight page
 // are paid by the first forwards. Three rounds cost ~0.4 s at start on that model.
 inline constexpr int64_t kServeWarmRounds = 3;

@@ -51,35 +51,13 @@ void PlainWeightSource::bind_fused_one(WeightRole role, int32_t layer) {
     fused_.emplace(std::make_pair(int(role), layer), std::move(f));
 }
 
-// The GGUF tensor-name mapping of model/weights.h, by role.
 const model::TensorRef& PlainWeightSource::tensor(WeightRole role, int32_t layer) const {
-    switch (role) {
-        case WeightRole::LM_HEAD: return w_.output;
-        case WeightRole::TOKEN_EMBD: return w_.token_embd;
-        case WeightRole::OUTPUT_NORM: return w_.output_norm;
-        default: break;
-    }
     if (!graph::fused_parts(role).empty()) {
         auto it = fused_.find({int(role), layer});
         DUET_CHECK(it != fused_.end(), "fused weight {} of layer {} was not bound", graph::weight_role_name(role), layer);
         return it->second.t;
     }
-    DUET_CHECK(layer >= 0 && size_t(layer) < w_.layers.size(), "weight layer {} out of range", layer);
-    const model::LayerWeights& l = w_.layers[size_t(layer)];
-    switch (role) {
-        case WeightRole::ATTN_NORM: return l.attn_norm;
-        case WeightRole::ATTN_Q: return l.wq;
-        case WeightRole::ATTN_K: return l.wk;
-        case WeightRole::ATTN_V: return l.wv;
-        case WeightRole::ATTN_OUT: return l.wo;
-        case WeightRole::FFN_NORM: return l.ffn_norm;
-        case WeightRole::FFN_GATE: return l.ffn_gate;
-        case WeightRole::FFN_UP: return l.ffn_up;
-        case WeightRole::FFN_DOWN: return l.ffn_down;
-        default: break;
-    }
-    DUET_CHECK(false, "no weight for role {}", graph::weight_role_name(role));
-    __builtin_unreachable();
+    return w_.at(role, layer);  // DUET_CHECKs the layer of a block role
 }
 
 const float* PlainWeightSource::bias(WeightRole role, int32_t layer) const {
@@ -88,12 +66,8 @@ const float* PlainWeightSource::bias(WeightRole role, int32_t layer) const {
         return it == fused_.end() || it->second.bias.empty() ? nullptr : it->second.bias.data();
     }
     if (layer < 0 || size_t(layer) >= w_.layers.size()) return nullptr;
-    const model::LayerWeights& l = w_.layers[size_t(layer)];
-    const model::TensorRef* b = role == WeightRole::ATTN_Q   ? &l.bq
-                                : role == WeightRole::ATTN_K ? &l.bk
-                                : role == WeightRole::ATTN_V ? &l.bv
-                                                             : nullptr;
-    return b && b->present() ? b->f32() : nullptr;
+    const model::TensorRef& b = w_.layers[size_t(layer)].bias_of(role);
+    return b.present() ? b.f32() : nullptr;
 }
 
 WeightInfo PlainWeightSource::info(WeightRole role, int32_t layer) const {

@@ -66,7 +66,8 @@ public:
     void matmul_quantized(WeightRole role, int32_t layer, const void* xq, kernels::ActFormat f, int64_t m, float* y,
                           int64_t y_stride, ThreadPool& pool) const override;
     // The tensor behind (role, layer): matrices, fused matrices, norm vectors, the embedding
-    // table. DUET_CHECKs that it exists.
+    // table (model::Weights::at; absent when the model has no such tensor). DUET_CHECKs the
+    // layer of a block role and that a fused one was bound.
     const model::TensorRef& tensor(WeightRole role, int32_t layer) const;
     // The f32 bias of a matmul role (fused: concatenated), nullptr when the model has none.
     const float* bias(WeightRole role, int32_t layer) const;

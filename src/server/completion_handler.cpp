@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <chrono>
 #include <ctime>
 #include <random>
 
@@ -10,10 +11,13 @@
 #include "model/tokenizer/tokenizer.h"
 #include "server/api_error.h"
 #include "server/completion_exchange.h"
+#include "server/http_front.h"
 
 namespace duet::server {
 
 using nlohmann::json;
+
+constexpr int kGonePollMs = 50;  // how often a non-streamed request looks for its client
 
 CompletionHandler::CompletionHandler(CompletionSettings settings, runtime::Batcher& batcher, Metrics& metrics,
                                      ModelledTimings timings)
@@ -45,29 +49,77 @@ std::shared_ptr<const model::grammar::TokenTable> CompletionHandler::token_table
     return table_;
 }
 
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+// Every string and key of j defused (Tokenizer::defuse_special); depth is bounded by the
+// request body's JSON budget.
+ojson defuse_json(const model::Tokenizer& tok, const ojson& j) {
+    if (j.is_string()) return tok.defuse_special(j.get<std::string>());
+    if (j.is_array()) {
+        ojson out = ojson::array();
+        for (const auto& v : j) out.push_back(defuse_json(tok, v));
+        return out;
+    }
+    if (j.is_object()) {
+        ojson out = ojson::object();
+        for (const auto& [k, v] : j.items()) out[tok.defuse_special(k)] = defuse_json(tok, v);
+        return out;
+    }
+    return j;
+}
+
+// Tool-call arguments are JSON text that the template parses and writes back: defuse the
+// strings inside (an escaped "\u003c|im_end|>" is a control token's text once re-written).
+std::string defuse_arguments(const model::Tokenizer& tok, const std::string& args) {
+    const ojson a = ojson::parse(args, nullptr, false);  // within the body's JSON budget
+    return a.is_discarded() ? tok.defuse_special(args) : defuse_json(tok, a).dump();
+}
+
+}  // namespace
+
+// Control tokens come only from the template (docs/server.md, "Special tokens"): the prompt is
+// rendered twice, from the request's strings and from the same strings defused, and only the
+// control-token texts both renderings have at one offset become control tokens.
 std::vector<int32_t> CompletionHandler::prompt_tokens(const CompletionRequest& r,
                                                       const std::vector<model::ToolFunction>& shown) {
     const auto& tok = batcher_.model().tokenizer();
-    if (!r.chat) return tok.encode(r.prompt, tok.add_bos_default(), false);
-    std::vector<model::ChatMessage> msgs;
-    std::vector<model::ToolChatMessage> tool_msgs;
+    if (!r.chat) return tok.encode(r.prompt, tok.add_bos_default(), r.parse_special);
+    std::vector<model::ToolChatMessage> tool_msgs, tool_msgs_defused;
     bool tool_messages = false;
     for (const auto& m : r.messages) {
-        msgs.push_back({m.role, m.content});
         tool_msgs.push_back({m.role, m.content, m.tool_calls, m.tool_call_id});
         tool_messages = tool_messages || m.role == "tool" || !m.tool_calls.empty();
+        model::ToolChatMessage d{m.role, tok.defuse_special(m.content), m.tool_calls, m.tool_call_id};
+        for (auto& c : d.tool_calls) {
+            c.name = tok.defuse_special(c.name);
+            c.arguments = defuse_arguments(tok, c.arguments);
+        }
+        tool_msgs_defused.push_back(std::move(d));
     }
+    std::vector<model::ToolFunction> shown_defused;
+    for (const auto& f : shown)
+        shown_defused.push_back(
+            {tok.defuse_special(f.name), tok.defuse_special(f.description), defuse_json(tok, f.parameters)});
     const std::string bos = tok.bos() >= 0 ? tok.token_to_piece(tok.bos(), true) : "";
     const std::string eos = tok.eos() >= 0 ? tok.token_to_piece(tok.eos(), true) : "";
-    std::string text;
+    auto render = [&](const std::vector<model::ToolChatMessage>& tm, const std::vector<model::ToolFunction>& tools) {
+        if (!tools.empty() || tool_messages)
+            return model::render_chat_tools(settings_.chat_template, tm, tools, true, bos, eos);
+        std::vector<model::ChatMessage> msgs;
+        for (const auto& m : tm) msgs.push_back({m.role, m.content});
+        return model::render_chat(settings_.chat_template, msgs, true, bos, eos);
+    };
     try {
-        text = shown.empty() && !tool_messages
-                   ? model::render_chat(settings_.chat_template, msgs, true, bos, eos)
-                   : model::render_chat_tools(settings_.chat_template, tool_msgs, shown, true, bos, eos);
+        const std::string text = render(tool_msgs, shown);
+        if (r.parse_special) return tok.encode(text, false, true);
+        const std::string shape = render(tool_msgs_defused, shown_defused);
+        // Same length unless defusing merged two keys of one object: then the defused text is the prompt.
+        return shape.size() == text.size() ? tok.encode_chat(text, shape, false) : tok.encode(shape, false, true);
     } catch (const Error& e) {
         throw ApiError::bad_request(e.what(), shown.empty() ? "messages" : "tools");
     }
-    return tok.encode(text, false, true);
 }
 
 // The grammar the output must match: a forced tool call, a JSON schema or any JSON object.
@@ -146,6 +198,8 @@ std::shared_ptr<CompletionHandler::Exchange> CompletionHandler::schedule(const C
     if (p.grammar) {
         sp.grammar = p.grammar;
         sp.grammar_tokens = token_table();
+        // the budget the grammar must close within (docs/grammar.md): max_tokens, else the context
+        sp.max_tokens = r.max_tokens > 0 ? r.max_tokens : batcher_.n_ctx() - int64_t(p.prompt.size());
     }
     const uint64_t seed = r.seed ? *r.seed : std::random_device{}();
     const model::Tokenizer& tok = batcher_.model().tokenizer();
@@ -230,7 +284,15 @@ json CompletionHandler::duet_json(const std::vector<runtime::GenResult>& results
 void CompletionHandler::render_json(const CompletionRequest& r, const Prepared& p, Exchange& ex,
                                     httplib::Response& res) {
     std::unique_lock<std::mutex> lock(ex.mu);
-    ex.cv.wait(lock, [&] { return ex.all_done(); });
+    // A client that leaves is noticed within kGonePollMs: its request is cancelled, and the
+    // batcher drops it at its next step (nobody reads the result).
+    while (!ex.cv.wait_for(lock, std::chrono::milliseconds(kGonePollMs), [&] { return ex.all_done(); })) {
+        if (client_gone()) {
+            ex.cancelled->store(true);
+            metrics_.inc("duet_requests_abandoned_total");
+            throw ApiError(499, "invalid_request_error", "the client closed the connection before the response");
+        }
+    }
     json choices = json::array();
     std::vector<runtime::GenResult> results;
     for (size_t i = 0; i < ex.choices.size(); ++i) {

@@ -49,6 +49,8 @@ public:
     struct Exchange;  // per-choice text, logprobs and results, shared with the batcher thread
 
 private:
+    friend class ResponsesHandler;  // POST /v1/responses runs the same prepare and schedule
+
     Prepared prepare(const CompletionRequest& r);
     std::shared_ptr<Exchange> schedule(const CompletionRequest& r, const Prepared& p);
     void render_json(const CompletionRequest& r, const Prepared& p, Exchange& ex, httplib::Response& res);

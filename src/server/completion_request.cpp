@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/json_budget.h"
 #include "server/api_error.h"
 #include "server/request_json.h"
 
@@ -138,6 +139,8 @@ const std::vector<std::string>& refused_fields() {
 }
 
 CompletionRequest parse_completion_request(const std::string& body_text, bool chat) {
+    // Depth and keys per object are checked on the text, before the parser (core/json_budget.h).
+    if (const std::string e = json_budget_error(body_text, {}, "request body"); !e.empty()) throw ApiError::bad_request(e);
     json body = json::parse(body_text, nullptr, false);
     if (body.is_discarded()) throw ApiError::bad_request("request body is not valid JSON");
     if (!body.is_object()) throw ApiError::bad_request("request body must be a JSON object");
@@ -174,6 +177,7 @@ CompletionRequest parse_completion_request(const std::string& body_text, bool ch
     parse_stream(body, r);
     r.ignore_eos = bool_in(body, "ignore_eos", false);
     r.return_token_ids = bool_in(body, "return_token_ids", false);
+    r.parse_special = bool_in(body, "parse_special", false);
     return r;
 }
 

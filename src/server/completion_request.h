@@ -43,6 +43,9 @@ struct CompletionRequest {
     bool logprobs = false;
     int top_logprobs = 0;           // 0..20 alternatives per token (completions: logprobs = 0..5)
     bool return_token_ids = false;  // extension (as in vLLM): token ids in the response
+    // extension: control-token text inside messages / the prompt becomes control tokens
+    // (default: only the chat template writes them; docs/server.md "Special tokens")
+    bool parse_special = false;
     // chat only
     std::vector<model::ToolFunction> tools;
     ToolChoice tool_choice = ToolChoice::NONE;  // AUTO by default when tools are given

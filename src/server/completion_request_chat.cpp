@@ -2,6 +2,7 @@
 // tools, tool_choice and response_format.
 #include <fmt/format.h>
 
+#include "core/json_budget.h"
 #include "server/api_error.h"
 #include "server/completion_request.h"
 #include "server/request_json.h"
@@ -51,6 +52,8 @@ std::vector<model::ChatToolCall> tool_calls_of(const json& m, const std::string&
         call.id = detail::string_in(c, "id", q + ".id");
         call.name = detail::string_in(*fn, "name", q + ".function.name");
         call.arguments = detail::string_in(*fn, "arguments", q + ".function.arguments");
+        if (const std::string e = json_budget_error(call.arguments, {}, "'" + q + ".function.arguments'"); !e.empty())
+            throw ApiError::bad_request(e, q + ".function.arguments");
         if (call.name.empty())
             throw ApiError::bad_request(fmt::format("'{}.function.name' is required", q), q + ".function.name");
         calls.push_back(call);

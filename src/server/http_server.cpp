@@ -1,15 +1,30 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
-#include <sys/socket.h>
+
+#include <limits>
 
 #include "core/error.h"
+#include "core/json_budget.h"
 #include "core/log.h"
 #include "server/api_error.h"
 #include "server/completion_handler.h"
+#include "server/http_front.h"
 #include "server/http_transport.h"
+#include "server/responses_handler.h"
 
 namespace duet::server {
+
+// httplib's router and handlers, run by HttpFront's workers on one complete request at a time.
+class RoutedServer : public httplib::Server {
+public:
+    using httplib::Server::process_request;
+    // httplib ends content-provider responses (SSE) while svr_sock_ is INVALID_SOCKET, its sign of
+    // "shutting down", which its own listen loop would clear. HttpFront owns the listening socket,
+    // so this marks serving (any value but INVALID_SOCKET; httplib never closes it unless listening).
+    void set_serving(bool on) { svr_sock_ = on ? std::numeric_limits<int>::max() : INVALID_SOCKET; }
+};
+
 namespace {
 
 using nlohmann::json;
@@ -24,6 +39,12 @@ void send_json(httplib::Response& res, int status, const json& body) {
 }
 
 void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.status(), e.to_json()); }
+
+// Keys in the order the object was built (the Responses API's objects).
+void send_ordered_json(httplib::Response& res, const nlohmann::ordered_json& body) {
+    res.status = 200;
+    res.set_content(body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace), "application/json");
+}
 
 }  // namespace
 
@@ -50,6 +71,8 @@ void register_server_metrics(Metrics& m) {
     m.add_gauge("duet_prefix_cache_hit_rate", "hit_tokens / lookup_tokens of the prefix cache");
     m.add_counter("duet_batch_preemptions_total", "Requests preempted for recomputation because the KV pool was full");
     m.add_counter("duet_engine_step_failures_total", "Engine steps that threw (their requests got 500)");
+    m.add_counter("duet_requests_abandoned_total",
+                  "Non-streamed completions cancelled because their client closed the connection");
     const std::vector<double> latency = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
     m.add_histogram("duet_ttft_seconds", "Time to first token (host)", latency);
     m.add_histogram("duet_tbt_seconds", "Mean time between tokens of a request (host)", latency);
@@ -59,53 +82,53 @@ void register_server_metrics(Metrics& m) {
 HttpServer::HttpServer(ServerOptions opts, runtime::Batcher& batcher, TaskService& tasks, Metrics& metrics,
                        ModelledTimings timings)
     : opts_(std::move(opts)), batcher_(batcher), tasks_(tasks), metrics_(metrics), timings_(std::move(timings)),
-      http_(std::make_unique<httplib::Server>()),
+      http_(std::make_unique<RoutedServer>()),
       completions_(std::make_unique<CompletionHandler>(CompletionSettings{opts_.model_id, opts_.chat_template}, batcher,
-                                                       metrics, timings_)) {
-    const size_t threads = size_t(std::max(1, opts_.http_threads));
-    const size_t cap = std::max<size_t>(1, opts_.max_connections);
-    http_->new_task_queue = [this, threads, cap]() -> httplib::TaskQueue* {
-        if (!workers_) workers_ = std::make_unique<ConnectionLimiter>(threads, cap);
-        return workers_.release();  // httplib owns the queue from listen on
-    };
-    http_->set_payload_max_length(opts_.max_body_bytes);
-    // The library listens with a backlog of 5 (compiled in): a burst of more simultaneous
-    // connects overflows it and the kernel drops SYNs, which clients retry only after 1 s.
-    // Keep the socket to raise the backlog once it is bound (listen() again updates it).
-    http_->set_socket_options([this](int sock) {
-        int yes = 1;
-        ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-        listen_fd_ = sock;
-    });
-    http_->set_keep_alive_max_count(1000);
+                                                       metrics, timings_)),
+      responses_store_(std::make_unique<ResponsesStore>(opts_.responses_db, opts_.max_stored_responses)),
+      responses_(std::make_unique<ResponsesHandler>(*completions_, *responses_store_)) {
+    http_->set_payload_max_length(opts_.max_body_bytes);  // chunked bodies (the front checks Content-Length)
+    FrontLimits fl;
+    fl.head.max_head_bytes = opts_.max_head_bytes;
+    fl.head.max_headers = opts_.max_headers;
+    fl.max_body_bytes = opts_.max_body_bytes;
+    fl.max_connections = std::max<size_t>(1, opts_.max_connections);
+    fl.head_timeout_ms = opts_.head_timeout_ms;
+    fl.idle_timeout_ms = opts_.idle_timeout_ms;
+    fl.body_timeout_ms = opts_.body_timeout_ms;
+    fl.worker_threads = size_t(std::max(1, opts_.http_threads));
+    front_ = std::make_unique<HttpFront>(
+        fl,
+        [this](httplib::Stream& strm, bool close_connection, bool& connection_closed) {
+            return http_->process_request(strm, close_connection, connection_closed, {});
+        },
+        [this](int) {  // a response the front wrote itself (408, 413, 431, 503, 400)
+            metrics_.inc("duet_http_requests_total");
+            metrics_.inc("duet_http_errors_total");
+        });
     routes();
 }
 
-HttpServer::~HttpServer() {
-    if (workers_) workers_->shutdown();  // bound but never run: join the started workers
-}
+HttpServer::~HttpServer() = default;
 
 void HttpServer::bind() {
-    if (opts_.port == 0) {
-        port_ = http_->bind_to_any_port(opts_.host);
-        if (port_ <= 0) fail("cannot listen on {}: no free port", opts_.host);
-    } else {
-        if (!http_->bind_to_port(opts_.host, opts_.port))
-            fail("cannot listen on {}:{} (address in use or not available; try another --port)", opts_.host,
-                 opts_.port);
-        port_ = opts_.port;
-    }
-    if (listen_fd_ >= 0) ::listen(listen_fd_, kListenBacklog);
-    workers_ = std::make_unique<ConnectionLimiter>(size_t(std::max(1, opts_.http_threads)),
-                                                   std::max<size_t>(1, opts_.max_connections));
+    port_ = front_->bind(opts_.host, opts_.port);
+    http_->set_serving(true);
+}
+void HttpServer::run() { front_->run(); }
+void HttpServer::stop() {  // async-signal-safe: an atomic store and an eventfd write
+    http_->set_serving(false);  // running SSE streams end, as httplib's own stop() makes them
+    front_->stop();
 }
 
-void HttpServer::run() { http_->listen_after_bind(); }
-void HttpServer::stop() { http_->stop(); }
-
-void HttpServer::check_auth(const std::string& header) const {
+// The raw Authorization field as received (request_head.h): no percent-decoding, no cut at NUL.
+void HttpServer::check_auth() const {
     if (!opts_.api_key) return;
     static const std::string kBearer = "Bearer ";
+    const RequestHead* head = current_request().head;
+    if (head && head->n_authorization > 1)
+        throw ApiError::unauthorized("The request has more than one Authorization header; send one");
+    const std::string header = head && head->authorization ? *head->authorization : std::string();
     if (header.empty())
         throw ApiError::unauthorized(
             "You didn't provide an API key. Provide it in an Authorization header: 'Authorization: Bearer YOUR_KEY'");
@@ -119,16 +142,9 @@ void HttpServer::routes() {
     auto& s = *http_;
     s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         metrics_.inc("duet_http_requests_total");
-        if (over_connection_cap()) {
-            res.set_header("Connection", "close");
-            send_error(res, ApiError::unavailable(fmt::format(
-                                "The server has {} connections open, its limit (--max-connections); retry later",
-                                opts_.max_connections)));
-            return httplib::Server::HandlerResponse::Handled;
-        }
         if (req.path.rfind(opts_.api_prefix + "/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
         try {
-            check_auth(req.get_header_value("Authorization"));
+            check_auth();
         } catch (const ApiError& e) {
             send_error(res, e);
             return httplib::Server::HandlerResponse::Handled;
@@ -204,17 +220,45 @@ void HttpServer::routes() {
         HttpExchange ex{req, res};
         handle_completion(read_body(req, res, rd, opts_.max_body_bytes), false, ex);
     });
+    s.Post(opts_.api_prefix + "/v1/responses", [this](const httplib::Request& req, httplib::Response& res, const Reader& rd) {
+        responses_->create(read_body(req, res, rd, opts_.max_body_bytes), res);
+    });
+    s.Get(opts_.api_prefix + R"(/v1/responses/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+        send_ordered_json(res, responses_->get(req.matches[1]));
+    });
+    s.Delete(opts_.api_prefix + R"(/v1/responses/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+        send_ordered_json(res, responses_->remove(req.matches[1]));
+    });
 
     s.Post(opts_.api_prefix + "/v1/tasks", [this](const httplib::Request& req, httplib::Response& res, const Reader& rd) {
-        json body = json::parse(read_body(req, res, rd, opts_.max_body_bytes), nullptr, false);
+        const std::string text = read_body(req, res, rd, opts_.max_body_bytes);
+        if (const std::string e = json_budget_error(text, {}, "request body"); !e.empty()) throw ApiError::bad_request(e);
+        json body = json::parse(text, nullptr, false);
         if (body.is_discarded()) throw ApiError::bad_request("request body is not valid JSON");
         const std::string id = tasks_.submit(body);
         send_json(res, 200, TaskService::to_json(*tasks_.store().get(id)));
     });
-    s.Get(opts_.api_prefix + "/v1/tasks", [this](const httplib::Request&, httplib::Response& res) {
+    // Paginated as OpenAI's lists: ?limit=1..100 (default 20) and ?after=<id of the last task seen>.
+    s.Get(opts_.api_prefix + "/v1/tasks", [this](const httplib::Request& req, httplib::Response& res) {
+        size_t limit = 20;
+        if (req.has_param("limit")) {
+            const std::string v = req.get_param_value("limit");
+            const bool digits = !v.empty() && v.size() <= 3 && v.find_first_not_of("0123456789") == std::string::npos;
+            if (!digits || std::stoul(v) < 1 || std::stoul(v) > 100)
+                throw ApiError::bad_request(fmt::format("'limit' = \"{}\" is not allowed (allowed: 1 to 100)", v.substr(0, 20)),
+                                            "limit");
+            limit = std::stoul(v);
+        }
+        const std::string after = req.get_param_value("after");
+        if (!after.empty() && !tasks_.store().get(after))
+            throw ApiError::not_found(fmt::format("No task with id '{}' (the 'after' parameter)", after), "after");
+        bool has_more = false;
         json data = json::array();
-        for (const auto& t : tasks_.store().list()) data.push_back(TaskService::to_json(t));
-        send_json(res, 200, {{"object", "list"}, {"data", data}});
+        for (const auto& t : tasks_.store().list_page(limit, after, has_more)) data.push_back(TaskService::to_json(t));
+        json body = {{"object", "list"}, {"data", data}, {"has_more", has_more}};
+        body["first_id"] = data.empty() ? json(nullptr) : data.front()["id"];
+        body["last_id"] = data.empty() ? json(nullptr) : data.back()["id"];
+        send_json(res, 200, body);
     });
     s.Get(opts_.api_prefix + R"(/v1/tasks/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
         auto t = tasks_.store().get(req.matches[1]);

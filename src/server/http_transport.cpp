@@ -7,15 +7,6 @@
 #include "server/api_error.h"
 
 namespace duet::server {
-namespace {
-
-thread_local bool t_over_cap = false;
-
-// assumption: 2 threads answer connections over the cap; each holds a socket only until its
-// headers are read (httplib's read timeout) and a short 503 is written.
-constexpr size_t kOverflowThreads = 2;
-
-}  // namespace
 
 std::string body_too_large_message(size_t max_bytes) {
     return fmt::format("Request body is larger than the server's limit of {} bytes (--max-body-bytes)", max_bytes);
@@ -50,32 +41,6 @@ std::string read_body(const httplib::Request& req, httplib::Response& res, const
     }
     return body;
 }
-
-ConnectionLimiter::ConnectionLimiter(size_t worker_threads, size_t max_connections)
-    : workers_(worker_threads), overflow_(kOverflowThreads), max_connections_(max_connections) {}
-
-void ConnectionLimiter::enqueue(std::function<void()> fn) {
-    if (open_.fetch_add(1) >= max_connections_) {
-        open_.fetch_sub(1);
-        overflow_.enqueue([fn = std::move(fn)] {
-            t_over_cap = true;
-            fn();
-            t_over_cap = false;
-        });
-        return;
-    }
-    workers_.enqueue([this, fn = std::move(fn)] {
-        fn();
-        open_.fetch_sub(1);
-    });
-}
-
-void ConnectionLimiter::shutdown() {
-    workers_.shutdown();
-    overflow_.shutdown();
-}
-
-bool over_connection_cap() { return t_over_cap; }
 
 bool keys_equal(const std::string& given, const std::string& want) {
     // Every byte of `given` is compared (against want's bytes cycled, or 0 when want is empty);

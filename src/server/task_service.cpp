@@ -9,6 +9,7 @@
 namespace duet::server {
 
 TaskService::TaskService(TaskStore& store) : store_(store) {
+    store_.purge(TaskStore::kMaxFinished, TaskStore::kMaxFinishedAgeMs);
     worker_ = std::thread([this] { loop(); });
 }
 
@@ -52,6 +53,11 @@ std::string TaskService::submit(const nlohmann::json& body) {
     nlohmann::json params = body;
     params.erase("task");
     params = k.validate ? k.validate(params) : params;
+    if (store_.count_unfinished() >= kMaxUnfinished)
+        throw ApiError::rate_limited(fmt::format("The server has {} unfinished tasks, its limit; wait for one to finish "
+                                                 "or cancel one (DELETE /v1/tasks/ID)",
+                                                 kMaxUnfinished));
+    store_.purge(TaskStore::kMaxFinished, TaskStore::kMaxFinishedAgeMs);
     const std::string id = store_.create(kind, params);
     {
         std::lock_guard<std::mutex> lock(mu_);

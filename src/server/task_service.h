@@ -41,7 +41,11 @@ public:
     void register_kind(const std::string& name, TaskKind kind);
     std::vector<std::string> kinds() const;
 
-    // body: {"task": "<kind>", ...params}. Returns the new id; ApiError 400 for a bad body.
+    // Unfinished (queued + running) tasks at most; more get 429.
+    static constexpr size_t kMaxUnfinished = 64;
+
+    // body: {"task": "<kind>", ...params}. Returns the new id; ApiError 400 for a bad body,
+    // 429 when kMaxUnfinished tasks are unfinished. Finished tasks are purged (TaskStore::purge).
     std::string submit(const nlohmann::json& body);
     TaskStore& store() { return store_; }
 

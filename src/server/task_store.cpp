@@ -2,9 +2,12 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <random>
 
 #include "core/error.h"
@@ -66,14 +69,48 @@ TaskRecord read_row(const Stmt& s) {
 
 }  // namespace
 
+// Owner-only: a file found with group/other bits loses them (the store holds task parameters).
+void tighten_mode(int fd, const std::string& path) {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && (st.st_mode & 077) != 0 && ::fchmod(fd, st.st_mode & 0700) != 0)
+        duet::fail("{}: task store is readable by others (mode {:o}) and cannot be made owner-only: {}", path,
+                   st.st_mode & 0777, std::strerror(errno));
+}
+
 TaskStore::TaskStore(const std::string& path) : path_(path) {
     // Created owner-only (0600) before SQLite opens it; its journal files copy this mode.
-    if (const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600); fd >= 0) ::close(fd);
+    lock_fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (lock_fd_ < 0) duet::fail("{}: cannot open task store: {}", path, std::strerror(errno));
+    struct stat st {};
+    if (::fstat(lock_fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(lock_fd_);
+        duet::fail("{}: the task store is not a regular file", path);
+    }
+    // flock is independent of SQLite's own (fcntl) locks: it marks the file as this server's.
+    if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+        ::close(lock_fd_);
+        duet::fail("{}: the task store is in use by another duet serve (each server needs its own --tasks-db)",
+                   path);
+    }
+    try {
+        tighten_mode(lock_fd_, path);
+        for (const char* suffix : {"-wal", "-shm"}) {
+            const std::string side = path + suffix;
+            if (const int fd = ::open(side.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW); fd >= 0) {
+                tighten_mode(fd, side);
+                ::close(fd);
+            }
+        }
+    } catch (...) {
+        ::close(lock_fd_);
+        throw;
+    }
     if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                         nullptr) != SQLITE_OK) {
         std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
         sqlite3_close(db_);
         db_ = nullptr;
+        ::close(lock_fd_);
         duet::fail("{}: cannot open task store: {}", path, msg);
     }
     sqlite3_busy_timeout(db_, 5000);
@@ -93,11 +130,15 @@ TaskStore::TaskStore(const std::string& path) : path_(path) {
     } catch (...) {
         sqlite3_close(db_);
         db_ = nullptr;
+        ::close(lock_fd_);
         throw;
     }
 }
 
-TaskStore::~TaskStore() { sqlite3_close(db_); }
+TaskStore::~TaskStore() {
+    sqlite3_close(db_);
+    ::close(lock_fd_);  // releases the flock
+}
 
 void TaskStore::exec(const char* sql) {
     char* err = nullptr;
@@ -139,6 +180,48 @@ std::vector<TaskRecord> TaskStore::list() const {
         if (auto it = details_.find(out.back().id); it != details_.end()) out.back().progress_detail = it->second;
     }
     return out;
+}
+
+std::vector<TaskRecord> TaskStore::list_page(size_t limit, const std::string& after_id, bool& has_more) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Order: created_ms DESC, rowid DESC; "after" is the position of after_id in that order.
+    const std::string where =
+        after_id.empty() ? ""
+                         : "WHERE (created_ms, rowid) < (SELECT created_ms, rowid FROM duet_tasks WHERE id=?2)";
+    Stmt s(db_,
+           fmt::format("SELECT {} FROM duet_tasks {} ORDER BY created_ms DESC, rowid DESC LIMIT ?1", kColumns, where)
+               .c_str(),
+           path_);
+    s.bind(1, int64_t(limit) + 1);
+    if (!after_id.empty()) s.bind(2, after_id);
+    std::vector<TaskRecord> out;
+    while (s.step() == SQLITE_ROW) {
+        out.push_back(read_row(s));
+        if (auto it = details_.find(out.back().id); it != details_.end()) out.back().progress_detail = it->second;
+    }
+    has_more = out.size() > limit;
+    if (has_more) out.pop_back();
+    return out;
+}
+
+size_t TaskStore::count_unfinished() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    Stmt s(db_, "SELECT COUNT(*) FROM duet_tasks WHERE status IN ('queued','running')", path_);
+    return s.step() == SQLITE_ROW ? size_t(s.i64(0)) : 0;
+}
+
+int TaskStore::purge(size_t keep_finished, int64_t max_age_ms) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Stmt s(db_,
+           "DELETE FROM duet_tasks WHERE status NOT IN ('queued','running') AND (updated_ms < ?1 OR id NOT IN "
+           "(SELECT id FROM duet_tasks WHERE status NOT IN ('queued','running') ORDER BY created_ms DESC, rowid DESC "
+           "LIMIT ?2))",
+           path_);
+    s.bind(1, now_ms() - max_age_ms);
+    s.bind(2, int64_t(keep_finished));
+    if (s.step() != SQLITE_DONE) duet::fail("{}: cannot purge finished tasks: {}", path_, sqlite3_errmsg(db_));
+    const int n = sqlite3_changes(db_);
+    return n;
 }
 
 void TaskStore::set_progress_detail(const std::string& id, const nlohmann::json& detail) {

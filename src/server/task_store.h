@@ -4,6 +4,10 @@
 //   queued -> running -> done | failed | cancelled
 // and, when the server restarts, every task found queued or running becomes `interrupted`
 // (its work was lost with the process; the record is kept, not dropped).
+// One server per store: the file is locked (flock, exclusive) for the store's lifetime, and a
+// second TaskStore on it, in this process or another, throws naming the file. The file and
+// its -wal/-shm companions are owner-only (0600), tightened when found wider.
+// Finished tasks are purged beyond the newest kMaxFinished and after kMaxFinishedAgeMs.
 // Thread-safe: one connection guarded by a mutex; SQLite in WAL mode with synchronous=NORMAL.
 #include <sqlite3.h>
 
@@ -43,6 +47,17 @@ public:
     std::string create(const std::string& kind, const nlohmann::json& params);
     std::optional<TaskRecord> get(const std::string& id) const;
     std::vector<TaskRecord> list() const;  // newest first
+    // At most `limit` tasks, newest first, starting after the task `after_id` ("" = from the
+    // newest); has_more tells whether older ones follow. Throws ApiError-free duet::Error only
+    // on a database failure; an unknown after_id gives an empty page.
+    std::vector<TaskRecord> list_page(size_t limit, const std::string& after_id, bool& has_more) const;
+    size_t count_unfinished() const;  // queued + running
+    // Deletes finished tasks (done, failed, cancelled, interrupted) beyond the newest
+    // keep_finished and those last updated before now - max_age_ms; returns how many.
+    int purge(size_t keep_finished, int64_t max_age_ms);
+
+    static constexpr size_t kMaxFinished = 1000;
+    static constexpr int64_t kMaxFinishedAgeMs = 7LL * 24 * 3600 * 1000;  // a week
     int interrupted_at_open() const { return interrupted_at_open_; }
 
     // Transitions; each returns false when the task is missing or already finished
@@ -60,6 +75,7 @@ private:
     void exec(const char* sql);
 
     std::string path_;
+    int lock_fd_ = -1;  // the store file, flock'ed exclusively while this store lives
     sqlite3* db_ = nullptr;
     mutable std::mutex mu_;
     int interrupted_at_open_ = 0;

@@ -83,10 +83,14 @@ std::vector<json> ToolCallStream::finish() {
             buf_.clear();
             return out;
         }
-        // Cut short (max_tokens): what was generated goes out as unfinished arguments.
+        // Cut short (max_tokens, even the shortest completion did not fit): what was generated
+        // goes out as unfinished arguments to a stream that already sent the call's start, but a
+        // whole response never presents it as a call (finish_reason says "length").
         calls_.back().arguments += buf_;
         if (!buf_.empty()) out.push_back(args_delta(0, buf_));
         buf_.clear();
+        called_ = false;
+        content_ = all_;
         return out;
     }
     if (state_ == State::CALL_ARGS || state_ == State::UNDECIDED) {  // AUTO: a call, or text after all

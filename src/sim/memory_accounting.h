@@ -1,5 +1,5 @@
 #pragma once
-// Device memory of one run (DESIGN.md "Memory accounting"), in bytes:
+// Device memory of one run (docs/design.md "Memory accounting"), in bytes:
 // Everything model-shaped comes from the plan's graph (graph/graph.h): its MATMUL nodes are the
 // matrices, its RMSNORM nodes the norm vectors, its tensor lifetimes the activations.
 //   weights      every matrix in its layout (NZ fractals for NPU-only layers, the PIM base
@@ -20,7 +20,7 @@
 #include <string>
 
 #include "sim/hardware.h"
-#include "sim/model_shape.h"
+#include "graph/model_shape.h"
 #include "sim/planner.h"
 #include "sim/run_options.h"
 

@@ -1,5 +1,5 @@
 #pragma once
-// Placement: which device runs each operator (DESIGN.md "Scheduler/placement", docs/topology.md).
+// Placement: which device runs each operator (docs/design.md "Placement", docs/topology.md).
 // First a device kind per policy:
 //   npu_only      baseline: weights in NZ, every op on the NPU
 //   pim_only      every MATMUL and ATTENTION the PIM supports runs on PIM; the rest on the NPU

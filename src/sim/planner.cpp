@@ -1,137 +1,14 @@
 #include "sim/planner.h"
 
 #include "core/error.h"
+#include "graph/lowering.h"
 
 namespace duet::sim {
-namespace {
-
-// One forward's lowering context: rows of a TOKENS tensor (T) and of an OUT_ROWS tensor (n_seq).
-struct Lowering {
-    const graph::Graph& g;
-    int32_t n_seq;
-    int64_t n_past, n_new;
-    Phase phase;
-
-    int64_t rows(int32_t tensor) const {
-        return g.tensors[size_t(tensor)].rows == graph::Rows::TOKENS ? int64_t(n_seq) * n_new : n_seq;
-    }
-    OpRecord lower(const graph::Node& node) const;
-};
-
-OpRecord Lowering::lower(const graph::Node& nd) const {
-    const graph::ModelShape& s = g.shape;
-    OpRecord r;
-    r.kind = nd.kind;
-    r.phase = phase;
-    r.layer = nd.layer;
-    r.n_seq = n_seq;
-    r.n = nd.n;
-    r.weight_dtype = DType::F32;
-    r.sibling_of_prev = nd.sibling_of_prev;
-    const int64_t m = nd.out.empty() ? rows(nd.in[0]) : rows(nd.out[0]);
-    r.m = m;
-    const uint64_t mn = uint64_t(m * nd.n);
-    switch (nd.kind) {
-        case OpKind::EMBED:
-            r.weight_dtype = nd.dtype;
-            r.weight_bytes = uint64_t(m) * row_bytes(nd.dtype, nd.n);
-            r.in_bytes = 4 * uint64_t(m);
-            r.out_bytes = 4 * mn;
-            break;
-        case OpKind::RMSNORM:
-            r.weight_bytes = 4 * uint64_t(nd.n);
-            r.in_bytes = r.out_bytes = 4 * mn;
-            r.flops = 4.0 * double(mn);
-            break;
-        case OpKind::MATMUL:
-            r.role = nd.role;
-            r.k = nd.k;
-            r.weight_dtype = nd.dtype;
-            r.weight_bytes = uint64_t(nd.n) * row_bytes(nd.dtype, nd.k);
-            r.in_bytes = 4 * uint64_t(m * nd.k);
-            r.out_bytes = 4 * mn;
-            r.flops = 2.0 * double(mn) * double(nd.k);
-            if (nd.norm != WeightRole::NONE) {  // RMSNORM's record joined, less xn's write and read
-                r.rmsnorm_fused = true;
-                r.weight_bytes += 4 * uint64_t(nd.k);
-                r.flops += 4.0 * double(m) * double(nd.k);
-            }
-            break;
-        case OpKind::ROPE:
-            r.k = nd.k;
-            r.n_head = s.n_head;
-            r.n_head_kv = s.n_head_kv;
-            r.in_bytes = r.out_bytes = 4 * mn;
-            r.flops = 3.0 * double(mn);
-            break;
-        case OpKind::ROPE_KV_WRITE: {
-            // ROPE's record plus KV_WRITE's, less k_rope's f32 write and its read (graph/fuse_rope_kv.h):
-            // reads q, k, v; writes q_rope and the cache rows.
-            const uint64_t kv = uint64_t(m * s.n_head_kv * nd.k);
-            r.k = nd.k;
-            r.n_head = s.n_head;
-            r.n_head_kv = s.n_head_kv;
-            r.weight_dtype = nd.dtype;
-            r.in_bytes = 4 * (mn + kv);
-            r.out_bytes = 4 * (mn - kv) + uint64_t(m) * 2 * row_bytes(nd.dtype, s.n_head_kv * nd.k);
-            r.flops = 3.0 * double(mn);
-            break;
-        }
-        case OpKind::KV_WRITE:
-            r.weight_dtype = nd.dtype;
-            r.in_bytes = 4 * mn;
-            r.out_bytes = uint64_t(m) * 2 * row_bytes(nd.dtype, nd.n / 2);
-            break;
-        case OpKind::ATTENTION: {
-            r.n = n_past + n_new;
-            r.k = nd.k;
-            r.n_head = s.n_head;
-            r.n_head_kv = s.n_head_kv;
-            r.weight_dtype = nd.dtype;
-            r.weight_bytes = uint64_t(n_seq) * 2 * uint64_t(n_past + n_new) * row_bytes(nd.dtype, s.n_head_kv * nd.k);
-            r.in_bytes = r.out_bytes = 4 * mn;
-            const double pairs = double(n_new) * double(n_past) + double(n_new) * double(n_new + 1) / 2;
-            r.flops = 4.0 * double(s.n_head) * double(nd.k) * double(n_seq) * pairs;
-            break;
-        }
-        case OpKind::SWIGLU:
-            r.in_bytes = 8 * mn;
-            r.out_bytes = 4 * mn;
-            r.flops = 4.0 * double(mn);
-            break;
-        case OpKind::ADD:
-            r.in_bytes = 8 * mn;
-            r.out_bytes = 4 * mn;
-            r.flops = double(mn);
-            break;
-        case OpKind::OUTPUT:
-            r.in_bytes = 4 * mn;
-            r.out_bytes = 4 * uint64_t(m);
-            r.flops = double(mn);
-            break;
-        case OpKind::ALL_REDUCE:
-        case OpKind::REDUCE_SCATTER:
-        case OpKind::ALL_GATHER:
-            // k = group size; the bytes are the local tensor's (the link model prices the transfer).
-            r.k = nd.k;
-            r.in_bytes = r.out_bytes = 4 * mn;
-            r.flops = nd.kind == OpKind::ALL_GATHER ? 0.0 : double(mn);
-            break;
-        case OpKind::SEND:
-        case OpKind::RECV:
-            // k = the peer stage; the boundary activations cross the link (the link model prices them).
-            r.k = nd.k;
-            r.in_bytes = r.out_bytes = 4 * mn;
-            break;
-    }
-    return r;
-}
-
-}  // namespace
 
 void plan_forward(const graph::Graph& g, int32_t n_seq, int64_t n_past, int64_t n_new, Phase phase, OpTrace& out) {
-    const Lowering low{g, n_seq, n_past, n_new, phase};
-    for (const graph::Node& nd : g.nodes) out.push_back(low.lower(nd));
+    const std::vector<graph::SeqSpan> seqs(size_t(n_seq), graph::SeqSpan{n_past, n_new});
+    const graph::Batch b{seqs, int64_t(n_seq) * n_new, n_seq, phase};
+    for (const graph::Node& nd : g.nodes) out.push_back(graph::lower(g, nd, b));
 }
 
 namespace {

@@ -1,8 +1,8 @@
 #pragma once
 // Trace-only planner: the OpRecords the engine's dispatch point emits for a generation,
 // lowered from the model's graph (graph/graph.h) alone, without weights: one record per node,
-// with the field semantics documented in sim/op_trace.h; tests compare planner and engine on
-// generated models.
+// by graph::lower (graph/lowering.h), the same lowering the engine's dispatch point uses;
+// tests compare planner and engine on generated models.
 //
 // A generation of `batch` equal sequences: one PREFILL forward of seq_len tokens each, then
 // gen_len - 1 DECODE forwards of one token each (the prefill's logits give the first
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "graph/graph.h"
-#include "sim/model_shape.h"
+#include "graph/model_shape.h"
 #include "sim/op_trace.h"
 
 namespace duet::sim {

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "graph/tensor_catalogue.h"
 #include "sim/op_shape.h"
 #include "sim/scale_out.h"
 #include "sim/timeline_conversion.h"
@@ -336,7 +337,7 @@ private:
             prefetch_layer_[size_t(dev)] = r.layer;
             return c;
         }
-        const bool gate_up = r.role == WeightRole::FFN_GATE || r.role == WeightRole::FFN_UP || r.role == WeightRole::FFN_GATE_UP;
+        const bool gate_up = graph::ffn_input_matmul(r.role);
         if (r.kind != OpKind::MATMUL || !gate_up || repeat != 1 || r.layer != prefetch_layer_[size_t(dev)]) return c;
         const uint64_t pre = std::min<uint64_t>(uint64_t(prefetch_left_[size_t(dev)]), s.weight_bytes);
         if (pre == 0) return c;

@@ -17,6 +17,11 @@ ResultsFile::ResultsFile(const std::string& path, const nlohmann::json& header, 
         while (std::getline(in, line)) {
             const bool complete = !in.eof();
             nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+            // Line 1 must be the header: a file that is not a results file is never overwritten.
+            if (n == 0 && (j.is_discarded() || !j.is_object()))
+                fail("{}: --resume: line 1 is not a duet.tune/1 header (the file is not a duet tune results file; "
+                     "allowed: a file written by --results, or a path that does not exist yet)",
+                     path);
             if (j.is_discarded() || !complete) break;  // a torn last line: redo that point
             if (n++ == 0) {
                 if (j.value("schema", "") != "duet.tune/1")

@@ -31,7 +31,7 @@ const char* strategy_name(Strategy s) {
 }
 
 Space make_space(const TuneOptions& opt) {
-    const sim::ModelShape shape = workload::bench_model_shape(opt.base.in.model, opt.base.st.runtime.dtype);
+    const graph::ModelShape shape = workload::bench_model_shape(opt.base.in.model, opt.base.st.runtime.dtype);
     return Space(opt.space, shape.n_layer);
 }
 

@@ -132,7 +132,7 @@ AblationSide ablate_real(const std::string& model_path, const AgentTrace& trace,
     return side;
 }
 
-AblationSide ablate_modelled(const sim::ModelShape& shape, const AgentTrace& trace, const sim::SimHardware& hw,
+AblationSide ablate_modelled(const graph::ModelShape& shape, const AgentTrace& trace, const sim::SimHardware& hw,
                              int64_t max_ctx, const std::string& what, const Targets& targets,
                              const sim::RunOptions& base) {
     AblationSide side;

@@ -63,7 +63,7 @@ AblationSide ablate_real(const std::string& model_path, const AgentTrace& trace,
                          const Targets& targets, int64_t head_dim);
 // Modelled side on the simulated machine (NPU only).
 // `base`: the run options every replay starts from (runtime knobs: MLP prefetch, multi-stream reuse).
-AblationSide ablate_modelled(const sim::ModelShape& shape, const AgentTrace& trace, const sim::SimHardware& hw,
+AblationSide ablate_modelled(const graph::ModelShape& shape, const AgentTrace& trace, const sim::SimHardware& hw,
                              int64_t max_ctx, const std::string& what, const Targets& targets,
                              const sim::RunOptions& base = {});
 

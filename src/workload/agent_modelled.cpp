@@ -33,11 +33,11 @@ uint64_t per_op_activation_bytes(const graph::Graph& g, int64_t n_tok) {
 
 }  // namespace
 
-ModelledRun replay_modelled(const sim::ModelShape& shape, const AgentTrace& trace, const ModelledSwitches& sw,
+ModelledRun replay_modelled(const graph::ModelShape& shape, const AgentTrace& trace, const ModelledSwitches& sw,
                             const sim::SimHardware& hw, int64_t max_ctx, const sim::RunOptions& base) {
     sim::RunOptions ro = base;
     ro.placement.policy = sim::Policy::NPU_ONLY;
-    sim::ModelShape qshape = shape;
+    graph::ModelShape qshape = shape;
     if (sw.weight_quant != ModelledSwitches::WeightQuant::NONE) qshape.weight_dtype = DType::I8;
     if (sw.kv_int8) qshape.kv_dtype = DType::Q8_0;
     ro.int8_matmul_act_dtype = sw.weight_quant == ModelledSwitches::WeightQuant::W8A8 ? DType::I8 : DType::F16;

@@ -10,7 +10,7 @@
 
 #include "sim/hardware.h"
 #include "sim/memory_accounting.h"
-#include "sim/model_shape.h"
+#include "graph/model_shape.h"
 #include "sim/run_options.h"
 #include "workload/agent_trace.h"
 
@@ -46,7 +46,7 @@ struct ModelledRun {
 // `shape`: the architecture and the weight dtype on the device; `max_ctx`: the per-sequence
 // reservation without paged KV (the model's trained context, at least the session).
 // `base`: run options besides the placement (NPU only is forced), e.g. the runtime knobs.
-ModelledRun replay_modelled(const sim::ModelShape& shape, const AgentTrace& trace, const ModelledSwitches& sw,
+ModelledRun replay_modelled(const graph::ModelShape& shape, const AgentTrace& trace, const ModelledSwitches& sw,
                             const sim::SimHardware& hw, int64_t max_ctx, const sim::RunOptions& base = {});
 
 }  // namespace duet::workload

@@ -17,7 +17,7 @@
 #include "layout/pim_layout.h"
 #include "model/arch_presets.h"
 #include "model/hparams.h"
-#include "runtime/model_shape.h"
+#include "model/hparams.h"
 #include "sim/scale_out.h"
 #include "sim/topology.h"
 
@@ -98,7 +98,7 @@ config::TopologySection topology_from_flags(const config::TopologySection& base,
 }
 
 // --model PRESET|FILE -> the shape the planner needs. Shared with doctor.
-sim::ModelShape bench_model_shape(const std::string& model, const std::string& dtype) {
+graph::ModelShape bench_model_shape(const std::string& model, const std::string& dtype) {
     model::Hparams hp;
     if (const model::Hparams* p = model::find_arch_preset(model)) {
         hp = *p;
@@ -109,7 +109,7 @@ sim::ModelShape bench_model_shape(const std::string& model, const std::string& d
              model::arch_preset_list());
     }
     const DType w = dtype == "bfloat16" ? DType::BF16 : dtype == "float32" ? DType::F32 : DType::F16;
-    return runtime::model_shape(hp, w, w, model);
+    return model::model_shape(hp, w, w, model);
 }
 
 // NPU preset names soc_version may take (aliases included, without their "(alias of ...)" note).
@@ -163,7 +163,7 @@ BenchSetup prepare_bench(const config::Settings& st, const config::CoopConfig& c
     if (!st.ascend.enable_pim_coop && s.pt != sim::Policy::NPU_ONLY)
         fail("settings ascend.enable_pim_coop = false but --target = \"{}\" uses the PIM (allowed: set enable_pim_coop "
              "to true, or --target npu_only)", in.target);
-    const sim::ModelShape shape = bench_model_shape(in.model, st.runtime.dtype);
+    const graph::ModelShape shape = bench_model_shape(in.model, st.runtime.dtype);
     s.rig = cached_hardware_rig(st, cfg, in.pim, in.dispatch);
     for (sim::Policy p : {s.pb, s.pt})
         if (p != sim::Policy::NPU_ONLY && !s.rig->pim)
@@ -183,7 +183,7 @@ BenchSetup prepare_bench(const config::Settings& st, const config::CoopConfig& c
              st.runtime.dtype, config::pim_precision_name(cfg.pim.precision));
     // [pim] precision: the weight base holds the model in the PIM's operand type
     auto shape_for = [&](sim::Policy p) {
-        sim::ModelShape m = shape;
+        graph::ModelShape m = shape;
         if (p != sim::Policy::NPU_ONLY) m.weight_dtype = bf16 ? DType::BF16 : DType::F16;
         return m;
     };
@@ -204,7 +204,7 @@ void plan_generations(const BenchSetup& s, const TraceBenchInputs& in, sim::Plan
     go.tp = in.tp;
     go.flashcomm = in.flashcomm;
     go.pp = in.pp;
-    const auto plan = [&](const sim::ModelShape& shape) {
+    const auto plan = [&](const graph::ModelShape& shape) {
         if (in.tp * in.pp == 1) return sim::plan_generation(shape, in.seq_len, in.gen_len, in.batch, go);
         return sim::plan_parallel_generation(shape, in.seq_len, in.gen_len, in.batch, go,
                                              micro_batches_for(in.batch, in.pp));

@@ -9,7 +9,7 @@
 #include "config/coop_config.h"
 #include "config/settings.h"
 #include "sim/hw_rig.h"
-#include "sim/model_shape.h"
+#include "graph/model_shape.h"
 #include "sim/planner.h"
 #include "sim/report.h"
 
@@ -43,7 +43,7 @@ int micro_batches_for(int32_t batch, int pp);
 // The parts of a comparison that FILE mode and trace-only mode share.
 struct BenchSetup {
     sim::Policy pb = sim::Policy::NPU_ONLY, pt = sim::Policy::NPU_PIM_COOP;
-    sim::ModelShape shape_b, shape_t;  // weights per policy (the PIM base holds [pim] precision)
+    graph::ModelShape shape_b, shape_t;  // weights per policy (the PIM base holds [pim] precision)
     std::shared_ptr<const sim::HardwareRig> rig;  // shared with the rig cache: immutable
 };
 // Validates the policies against the settings and the available devices and builds the rig.
@@ -66,7 +66,7 @@ nlohmann::json config_json(const config::Settings& st, const config::CoopConfig&
 nlohmann::json topology_json(const sim::SimHardware& hw);
 
 // --model PRESET|FILE -> the shape the planner needs (weights in `dtype`, settings' names).
-sim::ModelShape bench_model_shape(const std::string& model, const std::string& dtype);
+graph::ModelShape bench_model_shape(const std::string& model, const std::string& dtype);
 // NPUs of the modelled topology: settings ascend.device_id must be below it. 1 until the
 // topology work ([topology] in config.toml) models more.
 int64_t modelled_npu_count(const config::CoopConfig& cfg);

@@ -68,7 +68,7 @@ TEST(Settings, ParseErrorNamesFile) {
     EXPECT_EQ(error_of("/nonexistent/settings.json"), "/nonexistent/settings.json: cannot open file");
 }
 
-// Found by config_fuzz (CI, session 5): a number past double's range escaped as nlohmann's
+// Found by config_fuzz: a number past double's range escaped as nlohmann's
 // out_of_range instead of an error naming the file.
 TEST(Settings, NumberOutOfRangeNamesFile) {
     auto p = write_test_file("huge.json", R"({"runtime": {"seq_len": 4E444}})");

@@ -47,4 +47,27 @@ TEST(TomlReader, ParseErrorNamesLine) {
 }
 
 }  // namespace
+// A dotted key of 200 000 parts overflowed the stack (one nested table per part, built and
+// destroyed recursively). Now more than 64 parts, or 64 levels of inline tables/arrays, are
+// refused before toml++ sees the text; dots in strings, comments and values do not count.
+TEST(TomlReader, DottedKeysAndNestingHaveABudget) {
+    std::string key = "a";
+    for (int i = 0; i < 200000; ++i) key += ".a";
+    EXPECT_EQ(error_of([&] { TomlDoc::parse_string("x = 1\n" + key + " = 1\n", "c.toml"); }),
+              "c.toml: line 2: a key has more than 64 dotted parts (allowed: at most 64)");
+    EXPECT_EQ(error_of([&] { TomlDoc::parse_string("[" + key + "]\n", "c.toml"); }),
+              "c.toml: line 1: a key has more than 64 dotted parts (allowed: at most 64)");
+    EXPECT_EQ(error_of([&] { TomlDoc::parse_string("x = {" + key + " = 1}\n", "c.toml"); }),
+              "c.toml: line 1: a key has more than 64 dotted parts (allowed: at most 64)");
+    EXPECT_EQ(error_of([&] { TomlDoc::parse_string("x = " + std::string(100, '[') + std::string(100, ']') + "\n", "c.toml"); }),
+              "c.toml: line 1: inline tables and arrays are nested deeper than 64 levels (allowed: at most 64)");
+    // Not keys: dots in values, strings and comments.
+    std::string floats = "v = [";
+    for (int i = 0; i < 500; ++i) floats += "1.5, ";
+    floats += "2.5]\n";
+    const std::string ok = "# a.b.c.d " + std::string(200, '.') + "\n[t]\ns = \"" + std::string(200, '.') + "\"\n" +
+                           floats + "\"q.u.o.t.e.d\" = 1\n[a.b.c]\nx = 1.25\n";
+    EXPECT_EQ(error_of([&] { TomlDoc::parse_string(ok, "c.toml"); }), "(no error)");
+}
+
 }  // namespace duet

@@ -46,6 +46,25 @@ TEST(CalibrateCli, PrintsEveryPointWithItsSource) {
         EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
 }
 
+// Points are grouped by device; each group ends with its pass count and residual spread, and the
+// harness's reference runs name their repository, commit and table.
+TEST(CalibrateCli, GroupsByDeviceWithResidualSpread) {
+    if (!have_binary()) GTEST_SKIP() << "duet binary not built";
+    const CliRun r = run("calibrate");
+    EXPECT_EQ(r.code, 0) << r.out;
+    for (const char* line :
+         {"[HBM2-PIM (pim_hbm2_fimdram)]\n", "[DRAM hbm3]\n", "[Ascend NPU (whole model, duet bench)]\n",
+          "  == HBM2-PIM (pim_hbm2_fimdram): ", "  == DRAM hbm3: 3 PASS, 0 FAIL, 0 missing; residuals -9.4 to -9.4 % (mean |e| 9.4 %, 1 pts); residuals -0.9 to +0.0 pt (mean |e| 0.5 pt, 2 pts)\n",
+          "HBM2-PIM fp16 GEMV 8192x8192 B=1 PIM time (PIMSimulator run)",
+          "source: SAITPublic/PIMSimulator @b464dde (tools/references/pimsimulator.sh <checkout>, run ",
+          "hbm3 random share of peak (64 B requests, Ramulator 2.1 run)",
+          "source: CMU-SAFARI/ramulator2 @c5b1c3a (tools/references/ramulator2.sh <checkout>, run "})
+        EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+    // every group comes before the total line, which counts all points
+    EXPECT_NE(r.out.find(" points: "), std::string::npos);
+    EXPECT_LT(r.out.rfind("  == "), r.out.find(" points: "));
+}
+
 TEST(CalibrateCli, NotesExplainTheSetUps) {
     if (!have_binary()) GTEST_SKIP() << "duet binary not built";
     const CliRun r = run("calibrate --notes");

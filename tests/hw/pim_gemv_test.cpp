@@ -82,9 +82,9 @@ TEST(PimGemv, OperandsAndBytesAreConserved) {
         // Every weight operand passes a lane exactly once.
         EXPECT_EQ(r.n_mac * uint64_t(p.units_per_channel) * uint64_t(p.elems_per_col), uint64_t(4096) * 4096);
         // The input vector reaches every channel once (GRF chunks), results leave once.
-        // (plus one CRF-program burst per channel).
-        EXPECT_EQ(r.n_wr * 32, uint64_t(p.channels) * (4096 * 2 + 32));
-        EXPECT_EQ(r.n_rd * 32, uint64_t(4096) * 16 * 2);  // 16 fp16 lane partials per row
+        // (plus per channel one CRF-program burst, 4 + 1 + 1 + 2 mode-change writes, 2 x 16 park reads).
+        EXPECT_EQ(r.n_wr * 32, uint64_t(p.channels) * (4096 * 2 + 32 + 8 * 32));
+        EXPECT_EQ(r.n_rd * 32, uint64_t(4096) * 16 * 2 + uint64_t(p.channels) * 32 * 32);  // 16 fp16 lane partials per row
         EXPECT_DOUBLE_EQ(r.external_bytes, double(r.n_wr + r.n_rd) * 32);
         EXPECT_DOUBLE_EQ(r.internal_bytes * p.lane_utilisation, 4096.0 * 4096 * 2);
     }
@@ -125,7 +125,13 @@ TEST(PimGemv, BatchedGemvOnEveryPreset) {
             SCOPED_TRACE(name + " batch " + std::to_string(b));
             g.batch = b;
             const GemvResult cmd = simulate_gemv(s, g), ana = estimate_gemv(s, g);
-            EXPECT_LT(std::fabs(ana.t_ns - cmd.t_ns) / cmd.t_ns, 0.03) << ana.t_ns << " vs " << cmd.t_ns;
+            // A run of a few tREFI can see one refresh per channel more at the command level than
+            // the closed form's fixed point (section 2.3): allow that one refresh (tRFC + tRP +
+            // tRCD) on top of the 3 %.
+            const auto& mt = s.mem.timing;
+            const double one_refresh_ns =
+                cmd.n_ref != ana.n_ref ? (mt.nRFC + mt.nRP + mt.nRCD) * mt.tCK_ns : 0.0;
+            EXPECT_LT(std::fabs(ana.t_ns - cmd.t_ns), 0.03 * cmd.t_ns + one_refresh_ns) << ana.t_ns << " vs " << cmd.t_ns;
             EXPECT_EQ(ana.n_mac, cmd.n_mac);
             EXPECT_EQ(ana.n_wr, cmd.n_wr);
             EXPECT_EQ(ana.n_rd, cmd.n_rd);
@@ -166,7 +172,13 @@ TEST(PimGemv, AnalyticalAgreesWithCommandLevel) {
             SCOPED_TRACE(name + " " + std::to_string(c.m) + "x" + std::to_string(c.k));
             const GemvShape g = shape(c.m, c.k, c.align, t);
             const GemvResult cmd = simulate_gemv(s, g), ana = estimate_gemv(s, g);
-            EXPECT_LT(std::fabs(ana.t_ns - cmd.t_ns) / cmd.t_ns, 0.03) << ana.t_ns << " vs " << cmd.t_ns;
+            // A run of a few tREFI can see one refresh per channel more at the command level than
+            // the closed form's fixed point (section 2.3): allow that one refresh (tRFC + tRP +
+            // tRCD) on top of the 3 %.
+            const auto& mt = s.mem.timing;
+            const double one_refresh_ns =
+                cmd.n_ref != ana.n_ref ? (mt.nRFC + mt.nRP + mt.nRCD) * mt.tCK_ns : 0.0;
+            EXPECT_LT(std::fabs(ana.t_ns - cmd.t_ns), 0.03 * cmd.t_ns + one_refresh_ns) << ana.t_ns << " vs " << cmd.t_ns;
             EXPECT_EQ(ana.n_mac, cmd.n_mac);
             EXPECT_EQ(ana.n_wr, cmd.n_wr);
             EXPECT_EQ(ana.n_rd, cmd.n_rd);
@@ -198,7 +210,7 @@ TEST(PimGemv, ErrorsNameTheParameter) {
     } catch (const Error& e) {
         EXPECT_STREQ(e.what(),
                      "unknown PIM preset 'pim_magic' (known: pim_hbm2_fimdram, pim_gddr6_aim, pim_lpddr5x_bank, "
-                     "pim_hbm3_bank)");
+                     "pim_hbm3_bank, pim_cxl_aim)");
     }
     const PimSpec s = load_pim_preset("pim_hbm2_fimdram");
     try {

@@ -81,7 +81,7 @@ TEST(PimSimCli, BadInputExitsTwoWithOneLine) {
     EXPECT_EQ(r.code, 2);
     EXPECT_EQ(r.out,
               "duet: error: unknown PIM preset 'pim_nope' (known: pim_hbm2_fimdram, pim_gddr6_aim, pim_lpddr5x_bank, "
-              "pim_hbm3_bank)\n");
+              "pim_hbm3_bank, pim_cxl_aim)\n");
     r = run("pim-sim mem --memory lpddr5 --pattern zigzag");
     EXPECT_EQ(r.code, 2);
     EXPECT_EQ(r.out, "duet: error: --pattern 'zigzag' is not known (allowed: stream, random, strided)\n");

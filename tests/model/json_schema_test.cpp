@@ -174,17 +174,19 @@ std::string error_of(const char* schema) {
 }
 
 TEST(JsonSchema, UnsupportedKeywordsAreRefusedWithTheirPath) {
-    EXPECT_EQ(error_of(R"({"type":"object","properties":{"n":{"type":"integer","minimum":0}}})"),
-              "schema.json: /properties/n: keyword 'minimum' is not supported (supported: type, properties, required, "
-              "additionalProperties, items, minItems, maxItems, minLength, maxLength, enum, const, anyOf, oneOf, $ref; "
-              "annotations are ignored)");
+    EXPECT_EQ(error_of(R"({"type":"object","properties":{"n":{"not":{"type":"integer"}}}})"),
+              "schema.json: /properties/n: keyword 'not' is not supported (supported: type, properties, required, "
+              "additionalProperties, unevaluatedProperties: false, minProperties, maxProperties, items, prefixItems, "
+              "additionalItems, minItems, maxItems, uniqueItems (false or with maxItems <= 1), minLength, maxLength, "
+              "pattern, format, minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf 1, enum, const, "
+              "anyOf, oneOf, allOf, $ref, nullable; annotations are ignored)");
     EXPECT_EQ(error_of(R"({"type":"strin"})"),
               "schema.json: /type: 'strin' is not a JSON Schema type (allowed: object, array, string, number, "
               "integer, boolean, null)");
-    EXPECT_EQ(error_of(R"({"type":"object","properties":{"a":{}},"required":["b"]})"),
-              "schema.json: /required: 'b' is not in properties");
+    EXPECT_EQ(error_of(R"({"type":"object","properties":{"a":{}},"required":["b"],"additionalProperties":false})"),
+              "schema.json: /required: 'b' is not in properties and additionalProperties is false");
     EXPECT_EQ(error_of(R"({"$ref":"#/$defs/x"})"),
-              "schema.json: /$ref: '#/$defs/x' does not name an entry of #/$defs or #/definitions");
+              "schema.json: /$ref: '#/$defs/x' does not name an entry of this schema (e.g. #/$defs or #/definitions)");
 }
 
 }  // namespace

@@ -14,6 +14,8 @@
 #include "model/arch_presets.h"
 #include "model/synthetic_writer.h"
 
+using WR = duet::graph::WeightRole;
+
 using namespace duet;
 using namespace duet::model;
 
@@ -90,17 +92,17 @@ TEST(Weights, BindsEveryTensorInPlace) {
     const Hparams hp = hparams_from_gguf(f);
     const Weights w = bind_weights(f, hp);
     ASSERT_EQ(w.layers.size(), size_t(hp.n_layer));
-    EXPECT_EQ(w.token_embd.data, f.tensor("token_embd.weight").data);  // zero copy
-    EXPECT_EQ(w.layers[1].ffn_down.data, f.tensor("blk.1.ffn_down.weight").data);
-    EXPECT_EQ(w.layers[0].wq.rows, hp.n_embd_q());
-    EXPECT_EQ(w.layers[0].wq.cols, hp.n_embd);
-    EXPECT_EQ(w.layers[0].wk.rows, hp.n_embd_kv());
-    EXPECT_EQ(w.layers[0].ffn_down.rows, hp.n_embd);
-    EXPECT_EQ(w.layers[0].ffn_down.cols, hp.n_ff);
-    EXPECT_EQ(w.layers[0].wq.dtype, DType::Q8_0);
-    EXPECT_EQ(w.layers[0].wq.row_stride_bytes, size_t(hp.n_embd / 32 * 34));
-    EXPECT_FALSE(w.layers[0].bq.present());
-    EXPECT_NE(w.output.data, w.token_embd.data);
+    EXPECT_EQ(w[WR::TOKEN_EMBD].data, f.tensor("token_embd.weight").data);  // zero copy
+    EXPECT_EQ(w.layers[1][WR::FFN_DOWN].data, f.tensor("blk.1.ffn_down.weight").data);
+    EXPECT_EQ(w.layers[0][WR::ATTN_Q].rows, hp.n_embd_q());
+    EXPECT_EQ(w.layers[0][WR::ATTN_Q].cols, hp.n_embd);
+    EXPECT_EQ(w.layers[0][WR::ATTN_K].rows, hp.n_embd_kv());
+    EXPECT_EQ(w.layers[0][WR::FFN_DOWN].rows, hp.n_embd);
+    EXPECT_EQ(w.layers[0][WR::FFN_DOWN].cols, hp.n_ff);
+    EXPECT_EQ(w.layers[0][WR::ATTN_Q].dtype, DType::Q8_0);
+    EXPECT_EQ(w.layers[0][WR::ATTN_Q].row_stride_bytes, size_t(hp.n_embd / 32 * 34));
+    EXPECT_FALSE(w.layers[0].bias_of(WR::ATTN_Q).present());
+    EXPECT_NE(w[WR::LM_HEAD].data, w[WR::TOKEN_EMBD].data);
     uint64_t sum = 0;
     for (const auto& t : f.tensors()) sum += t.n_bytes;
     EXPECT_EQ(w.total_bytes(), sum);
@@ -113,9 +115,9 @@ TEST(Weights, TiedOutputBiasesAndRopeFreqs) {
         const Hparams hp = hparams_from_gguf(f);
         ASSERT_TRUE(hp.tied_output && hp.qkv_bias);
         const Weights w = bind_weights(f, hp);
-        EXPECT_EQ(w.output.data, w.token_embd.data);
-        EXPECT_EQ(w.layers[1].bk.data, f.tensor("blk.1.attn_k.bias").data);
-        EXPECT_EQ(w.layers[1].bk.cols, hp.n_embd_kv());
+        EXPECT_EQ(w[WR::LM_HEAD].data, w[WR::TOKEN_EMBD].data);
+        EXPECT_EQ(w.layers[1].bias_of(WR::ATTN_K).data, f.tensor("blk.1.attn_k.bias").data);
+        EXPECT_EQ(w.layers[1].bias_of(WR::ATTN_K).cols, hp.n_embd_kv());
         uint64_t sum = 0;
         for (const auto& t : f.tensors()) sum += t.n_bytes;
         EXPECT_EQ(w.total_bytes(), sum);  // the tied matrix counted once
@@ -126,8 +128,8 @@ TEST(Weights, TiedOutputBiasesAndRopeFreqs) {
         const Hparams hp = hparams_from_gguf(f);
         ASSERT_TRUE(hp.has_rope_freqs);
         const Weights w = bind_weights(f, hp);
-        EXPECT_EQ(w.rope_freqs.cols, hp.n_rot / 2);
-        EXPECT_EQ(w.rope_freqs.data, f.tensor("rope_freqs.weight").data);
+        EXPECT_EQ(w[WR::ROPE_FREQS].cols, hp.n_rot / 2);
+        EXPECT_EQ(w[WR::ROPE_FREQS].data, f.tensor("rope_freqs.weight").data);
     }
 }
 

@@ -18,6 +18,8 @@
 #include "parallel/communicator.h"
 #include "runtime/tp_rank.h"
 
+using WR = duet::graph::WeightRole;
+
 using namespace duet;
 using namespace duet::runtime;
 
@@ -192,7 +194,7 @@ TEST(PpEngine, AStageHoldsAndReadsOnlyItsLayers) {
     EXPECT_EQ(kv_layers[0], n_layer / 2);
     EXPECT_EQ(kv_layers[1], n_layer - n_layer / 2);
     const model::Weights& w = m->weights();
-    const uint64_t tied = w.output.data == w.token_embd.data ? w.token_embd.n_bytes() : 0;  // on both ends
+    const uint64_t tied = w[WR::LM_HEAD].data == w[WR::TOKEN_EMBD].data ? w[WR::TOKEN_EMBD].n_bytes() : 0;  // on both ends
     EXPECT_EQ(bytes[0] + bytes[1], w.total_bytes() + tied);
     EXPECT_LT(bytes[0], w.total_bytes());
     EXPECT_LT(bytes[1], w.total_bytes());

@@ -11,8 +11,10 @@
 #include "graph/parallel.h"
 #include "kernels/kernels.h"
 #include "runtime/model.h"
-#include "runtime/model_shape.h"
+#include "model/hparams.h"
 #include "runtime/tp_weights.h"
+
+using WR = duet::graph::WeightRole;
 
 using namespace duet;
 using namespace duet::runtime;
@@ -42,8 +44,8 @@ std::vector<float> random_rows(int64_t m, int64_t k) {
 // Rank partial sums of a row-parallel matrix (wo, ffn_down) against the full product.
 void expect_row_parallel_sums(const Model& m, int tp, bool down) {
     ThreadPool pool(1);
-    const model::LayerWeights& full = m.weights().layers[0];
-    const model::TensorRef& w = down ? full.ffn_down : full.wo;
+    const model::RoleTensors& full = m.weights().layers[0];
+    const model::TensorRef& w = down ? full[WR::FFN_DOWN] : full[WR::ATTN_OUT];
     const int64_t rows = 3, k = w.cols;
     const std::vector<float> x = random_rows(rows, k);
     const std::vector<float> want = product(x, rows, k, k, w, pool);
@@ -51,7 +53,7 @@ void expect_row_parallel_sums(const Model& m, int tp, bool down) {
     for (int r = 0; r < tp; ++r) {
         const graph::TpShard sh = shard(m, tp, r);
         const model::Weights part = shard_weights(m.weights(), m.hparams(), sh);
-        const model::TensorRef& wp = down ? part.layers[0].ffn_down : part.layers[0].wo;
+        const model::TensorRef& wp = down ? part.layers[0][WR::FFN_DOWN] : part.layers[0][WR::ATTN_OUT];
         const int64_t c0 = down ? sh.ff.begin : sh.q_heads.begin * m.hparams().head_dim;
         std::vector<float> xr(size_t(rows * wp.cols));
         for (int64_t i = 0; i < rows; ++i)
@@ -73,13 +75,13 @@ TEST(TpWeights, RowParallelPartialSumsAddUpToTheFullProduct) {
 TEST(TpWeights, ColumnParallelOutputsAreRowsOfTheFullProduct) {
     const auto m = Model::load(test::generated_model("small-llama", "q8_0"));
     ThreadPool pool(1);
-    const model::TensorRef& w = m->weights().layers[1].ffn_gate;
+    const model::TensorRef& w = m->weights().layers[1][WR::FFN_GATE];
     const std::vector<float> x = random_rows(2, w.cols);
     const std::vector<float> want = product(x, 2, w.cols, w.cols, w, pool);
     for (int r = 0; r < 2; ++r) {
         const graph::TpShard sh = shard(*m, 2, r);
         const model::Weights part = shard_weights(m->weights(), m->hparams(), sh);  // wp refers into it
-        const model::TensorRef& wp = part.layers[1].ffn_gate;
+        const model::TensorRef& wp = part.layers[1][WR::FFN_GATE];
         ASSERT_EQ(wp.rows, sh.ff.count);
         const std::vector<float> y = product(x, 2, w.cols, w.cols, wp, pool);
         for (int64_t i = 0; i < 2; ++i)
@@ -92,8 +94,8 @@ TEST(TpWeights, RanksPartitionTheLayersAndShareTheRest) {
     const auto m = Model::load(test::generated_model("small-llama", "f16"));  // GQA 2:1, untied
     const model::Weights& w = m->weights();
     const auto vec_bytes = [](const model::TensorRef& t) { return uint64_t(t.cols) * 4; };  // f32 vectors
-    const uint64_t rep = uint64_t(w.token_embd.n_bytes() + w.output.n_bytes()) + vec_bytes(w.output_norm) +
-                         uint64_t(w.layers.size()) * (vec_bytes(w.layers[0].attn_norm) + vec_bytes(w.layers[0].ffn_norm));
+    const uint64_t rep = uint64_t(w[WR::TOKEN_EMBD].n_bytes() + w[WR::LM_HEAD].n_bytes()) + vec_bytes(w[WR::OUTPUT_NORM]) +
+                         uint64_t(w.layers.size()) * (vec_bytes(w.layers[0][WR::ATTN_NORM]) + vec_bytes(w.layers[0][WR::FFN_NORM]));
     uint64_t sum = 0;
     for (int r = 0; r < 2; ++r) sum += shard_bytes(shard_weights(w, m->hparams(), shard(*m, 2, r)));
     EXPECT_EQ(sum, shard_bytes(w) + rep);  // every layer matrix once, the replicated tensors twice
@@ -102,9 +104,9 @@ TEST(TpWeights, RanksPartitionTheLayersAndShareTheRest) {
 
 TEST(TpWeights, MoreRanksThanKvHeadsShareTheirHead) {
     const auto m = Model::load(test::generated_model("tiny-mistral", "f32"));  // 8 heads, 2 KV heads of 16
-    const model::TensorRef& wk = m->weights().layers[0].wk;
+    const model::TensorRef& wk = m->weights().layers[0][WR::ATTN_K];
     for (int r = 0; r < 4; ++r) {
-        const model::TensorRef k = shard_weights(m->weights(), m->hparams(), shard(*m, 4, r)).layers[0].wk;  // a copy
+        const model::TensorRef k = shard_weights(m->weights(), m->hparams(), shard(*m, 4, r)).layers[0][WR::ATTN_K];  // a copy
         EXPECT_EQ(k.rows, 16);
         EXPECT_EQ(k.data, static_cast<const uint8_t*>(wk.data) + (r / 2) * 16 * wk.row_stride_bytes) << r;
     }

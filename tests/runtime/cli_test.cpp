@@ -226,13 +226,38 @@ TEST(CliRun, JsonSchemaConstrainsTheOutput) {
     }
     {
         std::ofstream f(schema);
-        f << R"({"type":"object","properties":{"n":{"type":"integer","minimum":1}}})";
+        f << R"({"type":"object","properties":{"n":{"not":{"type":"integer"}}}})";
     }
     const Result bad = run_duet(fmt::format("run -m '{}' -p hi --json-schema '{}'", model, schema));
     EXPECT_EQ(bad.rc, 2);
-    EXPECT_NE(bad.err.find("duet: error: " + schema + ": /properties/n: keyword 'minimum' is not supported"),
+    EXPECT_NE(bad.err.find("duet: error: " + schema + ": /properties/n: keyword 'not' is not supported"),
               std::string::npos)
         << bad.err;
+    std::remove(schema.c_str());
+}
+
+// -n just above the schema's shortest output: the tiny random model's text still closes (the
+// sampler's closing reserve), parses and keeps the bounds; the shortest output here is
+// {"note":"","n":1,"when":"1000-01-01"} (37 bytes) plus the end token.
+TEST(CliRun, JsonSchemaOutputClosesWithinNPredict) {
+    const std::string model = test::generated_model("tiny-llama");
+    ASSERT_FALSE(model.empty());
+    const std::string schema = std::string(DUET_BINARY_DIR) + "/test-models/cli_run_budget_schema.json";
+    {
+        std::ofstream f(schema);
+        f << R"({"type":"object","properties":{"note":{"type":"string"},"n":{"type":"integer","minimum":1,)"
+             R"("maximum":9},"when":{"type":"string","format":"date"}},"required":["note","n","when"]})";
+    }
+    for (int n : {38, 40, 45, 60}) {
+        const Result r = run_duet(fmt::format("run -m '{}' -p 'Note:' -n {} --seed {} --no-timings --json-schema '{}'",
+                                              model, n, n, schema));
+        ASSERT_EQ(r.rc, 0) << r.err;
+        const auto v = nlohmann::json::parse(r.out, nullptr, false);
+        ASSERT_FALSE(v.is_discarded()) << "-n " << n << ": " << r.out;
+        EXPECT_TRUE(v["note"].is_string()) << r.out;
+        EXPECT_TRUE(v["n"].is_number_integer() && v["n"] >= 1 && v["n"] <= 9) << r.out;
+        EXPECT_TRUE(v["when"].is_string() && v["when"].get<std::string>().size() == 10) << r.out;
+    }
     std::remove(schema.c_str());
 }
 

@@ -17,6 +17,8 @@
 #include "runtime/engine.h"
 #include "test_models.h"
 
+using WR = duet::graph::WeightRole;
+
 using namespace duet;
 using namespace duet::runtime;
 
@@ -61,8 +63,8 @@ TEST(EngineKnobs, PrefetchMlpHintsEachLayersGateUpAndChangesNoNumber) {
     const std::vector<int32_t> p = prompt_of(*m);
     EXPECT_EQ(prompt_logits(pre, p), prompt_logits(plain, p));
     uint64_t per_forward = 0;
-    for (const model::LayerWeights& l : m->weights().layers) {
-        const uint64_t gate_up = l.ffn_gate.n_bytes() + l.ffn_up.n_bytes();
+    for (const model::RoleTensors& l : m->weights().layers) {
+        const uint64_t gate_up = l[WR::FFN_GATE].n_bytes() + l[WR::FFN_UP].n_bytes();
         ASSERT_GT(gate_up, budget);
         per_forward += std::min(gate_up, budget);
     }
@@ -71,7 +73,7 @@ TEST(EngineKnobs, PrefetchMlpHintsEachLayersGateUpAndChangesNoNumber) {
     Engine all(m, o);
     prompt_logits(all, p);
     uint64_t whole = 0;
-    for (const model::LayerWeights& l : m->weights().layers) whole += l.ffn_gate.n_bytes() + l.ffn_up.n_bytes();
+    for (const model::RoleTensors& l : m->weights().layers) whole += l[WR::FFN_GATE].n_bytes() + l[WR::FFN_UP].n_bytes();
     EXPECT_EQ(all.mlp_prefetch()->bytes_issued(), whole);
 }
 

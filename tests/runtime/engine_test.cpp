@@ -163,8 +163,8 @@ INSTANTIATE_TEST_SUITE_P(Presets, EngineOnPreset,
 class CountingSource : public WeightSource {
 public:
     explicit CountingSource(const WeightSource& w) : plain_(w) {}
-    WeightInfo info(sim::WeightRole r, int32_t l) const override { return plain_.info(r, l); }
-    void matmul(sim::WeightRole r, int32_t l, const float* x, int64_t m, int64_t xs, float* y, int64_t ys,
+    WeightInfo info(graph::WeightRole r, int32_t l) const override { return plain_.info(r, l); }
+    void matmul(graph::WeightRole r, int32_t l, const float* x, int64_t m, int64_t xs, float* y, int64_t ys,
                 ThreadPool& p) const override {
         ++calls;
         plain_.matmul(r, l, x, m, xs, y, ys, p);

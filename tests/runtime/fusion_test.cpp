@@ -14,9 +14,11 @@
 #include "graph/fuse_rmsnorm_matmul.h"
 #include "graph/fuse_rope_kv.h"
 #include "runtime/generator.h"
-#include "runtime/model_shape.h"
+#include "model/hparams.h"
 #include "runtime/weight_source.h"
 #include "test_models.h"
+
+using WR = duet::graph::WeightRole;
 
 using namespace duet;
 using namespace duet::runtime;
@@ -26,7 +28,7 @@ namespace {
 struct Result {
     std::vector<int32_t> tokens;
     std::vector<float> logits;  // of the prompt's forward, every position
-    sim::OpTrace trace;
+    graph::OpTrace trace;
     int64_t in_place = 0, copied = 0;
 };
 
@@ -34,7 +36,7 @@ struct Result {
 // Engine(model, opts) builds).
 graph::Graph graph_of(const Model& m, bool siblings, bool rope_kv, bool norm = false) {
     const model::Weights& w = m.weights();
-    graph::Graph g = graph::build_graph(model_shape(m.hparams(), w.layers[0].wq.dtype, DType::F16));
+    graph::Graph g = graph::build_graph(model_shape(m.hparams(), w.layers[0][WR::ATTN_Q].dtype, DType::F16));
     const PlainWeightSource ws(w);
     for (graph::Node& n : g.nodes)
         if (n.kind == graph::OpKind::MATMUL || n.kind == graph::OpKind::EMBED) n.dtype = ws.tensor(n.role, n.layer).dtype;
@@ -76,15 +78,15 @@ Result run(const std::shared_ptr<const Model>& m, bool fuse, int64_t n_predict, 
     return r;
 }
 
-int count(const sim::OpTrace& t, sim::OpKind kind) {
+int count(const graph::OpTrace& t, graph::OpKind kind) {
     int n = 0;
-    for (const sim::OpRecord& r : t) n += r.kind == kind;
+    for (const graph::OpRecord& r : t) n += r.kind == kind;
     return n;
 }
 
-int count(const sim::OpTrace& t, sim::WeightRole role) {
+int count(const graph::OpTrace& t, graph::WeightRole role) {
     int n = 0;
-    for (const sim::OpRecord& r : t) n += r.kind == sim::OpKind::MATMUL && r.role == role;
+    for (const graph::OpRecord& r : t) n += r.kind == graph::OpKind::MATMUL && r.role == role;
     return n;
 }
 
@@ -96,9 +98,9 @@ int joined_norms(const Model& m, bool siblings) {
     const auto quantised = [](DType t) { return graph::quantises_activations(t, false); };
     int n = quantised(PlainWeightSource(m.weights()).tensor(graph::WeightRole::LM_HEAD, -1).dtype);
     if (!siblings) return n;
-    for (const model::LayerWeights& l : m.weights().layers) {
-        n += l.wq.dtype == l.wk.dtype && l.wk.dtype == l.wv.dtype && quantised(l.wq.dtype);
-        n += l.ffn_gate.dtype == l.ffn_up.dtype && quantised(l.ffn_gate.dtype);
+    for (const model::RoleTensors& l : m.weights().layers) {
+        n += l[WR::ATTN_Q].dtype == l[WR::ATTN_K].dtype && l[WR::ATTN_K].dtype == l[WR::ATTN_V].dtype && quantised(l[WR::ATTN_Q].dtype);
+        n += l[WR::FFN_GATE].dtype == l[WR::FFN_UP].dtype && quantised(l[WR::FFN_GATE].dtype);
     }
     return n;
 }
@@ -116,24 +118,24 @@ void expect_same_tokens(const std::shared_ptr<const Model>& m, const std::string
     // Every Q/K/V and gate/up group whose matrices share a dtype ran as one matmul (a K-quant
     // file may keep some matrices in another dtype: those stay unfused).
     int qkv = 0, gate_up = 0;
-    for (const model::LayerWeights& l : m->weights().layers) {
-        qkv += l.wq.dtype == l.wk.dtype && l.wk.dtype == l.wv.dtype;
-        gate_up += l.ffn_gate.dtype == l.ffn_up.dtype;
+    for (const model::RoleTensors& l : m->weights().layers) {
+        qkv += l[WR::ATTN_Q].dtype == l[WR::ATTN_K].dtype && l[WR::ATTN_K].dtype == l[WR::ATTN_V].dtype;
+        gate_up += l[WR::FFN_GATE].dtype == l[WR::FFN_UP].dtype;
     }
     const int norms = joined_norms(*m, true);
-    const int forwards = count(a.trace, sim::WeightRole::LM_HEAD);
-    EXPECT_EQ(count(b.trace, sim::WeightRole::ATTN_QKV), qkv * forwards) << what;
-    EXPECT_EQ(count(b.trace, sim::WeightRole::FFN_GATE_UP), gate_up * forwards) << what;
+    const int forwards = count(a.trace, graph::WeightRole::LM_HEAD);
+    EXPECT_EQ(count(b.trace, graph::WeightRole::ATTN_QKV), qkv * forwards) << what;
+    EXPECT_EQ(count(b.trace, graph::WeightRole::FFN_GATE_UP), gate_up * forwards) << what;
     const int n_layer = int(m->hparams().n_layer);
-    EXPECT_EQ(count(b.trace, sim::OpKind::ROPE_KV_WRITE), n_layer * forwards) << what;
-    EXPECT_EQ(count(b.trace, sim::OpKind::ROPE) + count(b.trace, sim::OpKind::KV_WRITE), 0) << what;
-    EXPECT_EQ(count(b.trace, sim::OpKind::RMSNORM), (2 * n_layer + 1 - norms) * forwards) << what;
+    EXPECT_EQ(count(b.trace, graph::OpKind::ROPE_KV_WRITE), n_layer * forwards) << what;
+    EXPECT_EQ(count(b.trace, graph::OpKind::ROPE) + count(b.trace, graph::OpKind::KV_WRITE), 0) << what;
+    EXPECT_EQ(count(b.trace, graph::OpKind::RMSNORM), (2 * n_layer + 1 - norms) * forwards) << what;
     EXPECT_EQ(a.trace.size() - b.trace.size(), size_t((2 * qkv + gate_up + n_layer + norms) * forwards)) << what;
 }
 
-int fused_norms(const sim::OpTrace& t) {
+int fused_norms(const graph::OpTrace& t) {
     int n = 0;
-    for (const sim::OpRecord& r : t) n += r.rmsnorm_fused;
+    for (const graph::OpRecord& r : t) n += r.rmsnorm_fused;
     return n;
 }
 
@@ -153,11 +155,11 @@ void expect_norm_fusion_bit_exact(const std::shared_ptr<const Model>& m, const s
         for (size_t i = 0; i < a.logits.size(); ++i)
             differ += std::memcmp(&a.logits[i], &b.logits[i], sizeof(float)) != 0;
         EXPECT_EQ(differ, 0u) << w << ": logits not bit-identical";
-        const int forwards = count(a.trace, sim::WeightRole::LM_HEAD);
+        const int forwards = count(a.trace, graph::WeightRole::LM_HEAD);
         const int per_forward = joined_norms(*m, siblings);
         EXPECT_EQ(a.trace.size() - b.trace.size(), size_t(per_forward * forwards)) << w;
         EXPECT_EQ(fused_norms(b.trace), per_forward * forwards) << w;
-        EXPECT_EQ(count(a.trace, sim::OpKind::RMSNORM) - count(b.trace, sim::OpKind::RMSNORM), per_forward * forwards)
+        EXPECT_EQ(count(a.trace, graph::OpKind::RMSNORM) - count(b.trace, graph::OpKind::RMSNORM), per_forward * forwards)
             << w;
     }
     // --fuse (every pass) against --fuse without this one: the same bits
@@ -169,7 +171,7 @@ void expect_norm_fusion_bit_exact(const std::shared_ptr<const Model>& m, const s
     ASSERT_EQ(on.logits.size(), off.logits.size());
     EXPECT_EQ(std::memcmp(on.logits.data(), off.logits.data(), on.logits.size() * sizeof(float)), 0)
         << what << ": --fuse logits differ from the graph without the norm fusion";
-    EXPECT_EQ(fused_norms(on.trace), joined_norms(*m, true) * count(on.trace, sim::WeightRole::LM_HEAD)) << what;
+    EXPECT_EQ(fused_norms(on.trace), joined_norms(*m, true) * count(on.trace, graph::WeightRole::LM_HEAD)) << what;
 }
 
 // RoPE + KV write fused changes no numerics: the same kernels on the same values, bit for bit —
@@ -184,9 +186,9 @@ void expect_rope_kv_bit_exact(const std::shared_ptr<const Model>& m, const std::
         size_t differ = 0;
         for (size_t i = 0; i < a.logits.size(); ++i) differ += std::memcmp(&a.logits[i], &b.logits[i], sizeof(float)) != 0;
         EXPECT_EQ(differ, 0u) << w << ": logits not bit-identical";
-        const int forwards = count(a.trace, sim::WeightRole::LM_HEAD);
+        const int forwards = count(a.trace, graph::WeightRole::LM_HEAD);
         EXPECT_EQ(a.trace.size() - b.trace.size(), size_t(m->hparams().n_layer * forwards)) << w;
-        EXPECT_EQ(count(b.trace, sim::OpKind::ROPE_KV_WRITE), int(m->hparams().n_layer) * forwards) << w;
+        EXPECT_EQ(count(b.trace, graph::OpKind::ROPE_KV_WRITE), int(m->hparams().n_layer) * forwards) << w;
     }
 }
 

@@ -9,6 +9,8 @@
 #include "runtime/engine.h"
 #include "test_models.h"
 
+using WR = duet::graph::WeightRole;
+
 using namespace duet;
 using namespace duet::runtime;
 
@@ -74,20 +76,20 @@ std::vector<Vec> oracle(const Model& m, const std::vector<int32_t>& toks) {
     std::vector<std::vector<Vec>> K(size_t(hp.n_layer)), V(size_t(hp.n_layer));
     std::vector<Mat> mats;
     for (const auto& l : w.layers)
-        for (const auto* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) mats.emplace_back(*t);
-    const Mat out_m(w.output);
-    const float* factors = w.rope_freqs.present() ? w.rope_freqs.f32() : nullptr;
+        for (const auto* t : {&l[WR::ATTN_Q], &l[WR::ATTN_K], &l[WR::ATTN_V], &l[WR::ATTN_OUT], &l[WR::FFN_GATE], &l[WR::FFN_UP], &l[WR::FFN_DOWN]}) mats.emplace_back(*t);
+    const Mat out_m(w[WR::LM_HEAD]);
+    const float* factors = w[WR::ROPE_FREQS].present() ? w[WR::ROPE_FREQS].f32() : nullptr;
     std::vector<Vec> logits;
     for (size_t p = 0; p < toks.size(); ++p) {
-        Vec x = row_of(w.token_embd, toks[p]);
+        Vec x = row_of(w[WR::TOKEN_EMBD], toks[p]);
         for (int64_t il = 0; il < hp.n_layer; ++il) {
             const auto& lw = w.layers[size_t(il)];
             const Mat* M = &mats[size_t(il * 7)];
-            Vec xn = rmsnorm(x, lw.attn_norm, hp.norm_eps);
+            Vec xn = rmsnorm(x, lw[WR::ATTN_NORM], hp.norm_eps);
             Vec q = M[0].mul(xn), k = M[1].mul(xn), v = M[2].mul(xn);
             if (hp.qkv_bias) {
-                for (size_t i = 0; i < q.size(); ++i) q[i] += lw.bq.f32()[i];
-                for (size_t i = 0; i < k.size(); ++i) k[i] += lw.bk.f32()[i], v[i] += lw.bv.f32()[i];
+                for (size_t i = 0; i < q.size(); ++i) q[i] += lw.bias_of(WR::ATTN_Q).f32()[i];
+                for (size_t i = 0; i < k.size(); ++i) k[i] += lw.bias_of(WR::ATTN_K).f32()[i], v[i] += lw.bias_of(WR::ATTN_V).f32()[i];
             }
             rope(q, hp.n_head, hd, hp.n_rot, int64_t(p), hp, factors);
             rope(k, hp.n_head_kv, hd, hp.n_rot, int64_t(p), hp, factors);
@@ -111,14 +113,14 @@ std::vector<Vec> oracle(const Model& m, const std::vector<int32_t>& toks) {
             }
             Vec o = M[3].mul(att);
             for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
-            xn = rmsnorm(x, lw.ffn_norm, hp.norm_eps);
+            xn = rmsnorm(x, lw[WR::FFN_NORM], hp.norm_eps);
             Vec gt = M[4].mul(xn), up = M[5].mul(xn);
             for (size_t i = 0; i < gt.size(); ++i) gt[i] = gt[i] / (1.0 + std::exp(-gt[i])) * up[i];
             Vec d = M[6].mul(gt);
             for (size_t i = 0; i < x.size(); ++i) x[i] += d[i];
         }
         (void)nkv;
-        logits.push_back(out_m.mul(rmsnorm(x, w.output_norm, hp.norm_eps)));
+        logits.push_back(out_m.mul(rmsnorm(x, w[WR::OUTPUT_NORM], hp.norm_eps)));
     }
     return logits;
 }

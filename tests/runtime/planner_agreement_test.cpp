@@ -5,7 +5,7 @@
 #include <tuple>
 
 #include "runtime/engine.h"
-#include "runtime/model_shape.h"
+#include "model/hparams.h"
 #include "sim/planner.h"
 #include "test_models.h"
 
@@ -14,7 +14,7 @@ using namespace duet::runtime;
 
 namespace {
 
-sim::ModelShape shape_of(const model::Hparams& hp, DType weights, DType kv) {
+graph::ModelShape shape_of(const model::Hparams& hp, DType weights, DType kv) {
     return model_shape(hp, weights, kv, "test");
 }
 

@@ -10,9 +10,11 @@
 
 #include "graph/graph.h"
 #include "runtime/engine.h"
-#include "runtime/model_shape.h"
+#include "model/hparams.h"
 #include "sim/planner.h"
 #include "test_models.h"
+
+using WR = duet::graph::WeightRole;
 
 using namespace duet;
 
@@ -92,30 +94,30 @@ std::vector<double> scalar_parallel_block(const runtime::Model& m, int32_t token
         return y;
     };
     std::vector<double> x(size_t(hp.n_embd));
-    for (int64_t i = 0; i < hp.n_embd; ++i) x[size_t(i)] = row(w.token_embd, token)[i];
-    for (const model::LayerWeights& lw : w.layers) {
-        const std::vector<double> xn = norm(x, lw.attn_norm);
-        const std::vector<double> v = matvec(lw.wv, xn);
+    for (int64_t i = 0; i < hp.n_embd; ++i) x[size_t(i)] = row(w[WR::TOKEN_EMBD], token)[i];
+    for (const model::RoleTensors& lw : w.layers) {
+        const std::vector<double> xn = norm(x, lw[WR::ATTN_NORM]);
+        const std::vector<double> v = matvec(lw[WR::ATTN_V], xn);
         std::vector<double> att(size_t(hp.n_head * hp.head_dim));
         const int64_t group = hp.n_head / hp.n_head_kv;
         for (int64_t h = 0; h < hp.n_head; ++h)
             for (int64_t d = 0; d < hp.head_dim; ++d)
                 att[size_t(h * hp.head_dim + d)] = v[size_t((h / group) * hp.head_dim + d)];
-        const std::vector<double> ao = matvec(lw.wo, att);
-        const std::vector<double> gate = matvec(lw.ffn_gate, xn), up = matvec(lw.ffn_up, xn);
+        const std::vector<double> ao = matvec(lw[WR::ATTN_OUT], att);
+        const std::vector<double> gate = matvec(lw[WR::FFN_GATE], xn), up = matvec(lw[WR::FFN_UP], xn);
         std::vector<double> act(gate.size());
         for (size_t i = 0; i < act.size(); ++i) act[i] = gate[i] / (1.0 + std::exp(-gate[i])) * up[i];
-        const std::vector<double> fo = matvec(lw.ffn_down, act);
+        const std::vector<double> fo = matvec(lw[WR::FFN_DOWN], act);
         for (size_t i = 0; i < x.size(); ++i) x[i] += ao[i] + fo[i];
     }
-    return matvec(w.output, norm(x, w.output_norm));
+    return matvec(w[WR::LM_HEAD], norm(x, w[WR::OUTPUT_NORM]));
 }
 
 TEST(ToyArchitecture, ParallelBlockRunsOnTheEngineAndThePlanner) {
     const std::string path = test::generated_model("tiny-llama", "f32");
     ASSERT_FALSE(path.empty());
     auto m = runtime::Model::load(path);
-    const graph::ModelShape shape = runtime::model_shape(m->hparams(), DType::F32, DType::F32);
+    const graph::ModelShape shape = model::model_shape(m->hparams(), DType::F32, DType::F32);
     const std::vector<double> want = scalar_parallel_block(*m, 5);
     for (bool fuse : {false, true}) {
         runtime::EngineOptions o;

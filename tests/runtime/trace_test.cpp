@@ -9,12 +9,12 @@
 
 using namespace duet;
 using namespace duet::runtime;
-using sim::OpKind;
-using sim::WeightRole;
+using graph::OpKind;
+using graph::WeightRole;
 
 namespace {
 
-std::map<OpKind, int> count_kinds(const sim::OpTrace& t) {
+std::map<OpKind, int> count_kinds(const graph::OpTrace& t) {
     std::map<OpKind, int> c;
     for (const auto& r : t) ++c[r.kind];
     return c;
@@ -40,7 +40,7 @@ TEST(OpTrace, OneRecordPerOperatorOfARaggedBatch) {
         ASSERT_TRUE(m) << preset;
         const auto& hp = m->hparams();
         Engine e = make_engine(m);
-        sim::OpTrace trace;
+        graph::OpTrace trace;
         e.set_trace(&trace);
         SequenceKv a, b;
         const std::vector<int32_t> ta = {1, 2, 3, 4, 5}, tb = {6, 7};
@@ -71,7 +71,7 @@ TEST(OpTrace, OneRecordPerOperatorOfARaggedBatch) {
                 EXPECT_EQ(trace[size_t(1 + 15 * l + i)].layer, l);
             }
         // Ragged attention: 5 + 2 queries, contexts 5 and 2 -> pairs 15 + 3.
-        const sim::OpRecord& at = trace[7];
+        const graph::OpRecord& at = trace[7];
         ASSERT_EQ(at.kind, OpKind::ATTENTION);
         EXPECT_EQ(at.m, 7);
         EXPECT_EQ(at.n, 5);
@@ -81,7 +81,7 @@ TEST(OpTrace, OneRecordPerOperatorOfARaggedBatch) {
         EXPECT_EQ(trace[6].n, 2 * hp.n_embd_kv());              // KV_WRITE
         EXPECT_EQ(trace[6].out_bytes, uint64_t(7 * 2 * hp.n_embd_kv() * 2));
         // Layers in order, LM head last with layer -1, everything of this batch is prefill.
-        const sim::OpRecord& head = trace[trace.size() - 2];
+        const graph::OpRecord& head = trace[trace.size() - 2];
         EXPECT_EQ(head.role, WeightRole::LM_HEAD);
         EXPECT_EQ(head.layer, -1);
         EXPECT_EQ(head.m, 1 + 2);  // last row of a, all rows of b
@@ -89,7 +89,7 @@ TEST(OpTrace, OneRecordPerOperatorOfARaggedBatch) {
         EXPECT_EQ(trace.back().m, 2);
         EXPECT_EQ(trace.back().n, hp.n_vocab);
         for (const auto& r : trace) {
-            EXPECT_EQ(r.phase, sim::Phase::PREFILL);
+            EXPECT_EQ(r.phase, graph::Phase::PREFILL);
             EXPECT_EQ(r.n_seq, 2);
         }
         // A decode step of one sequence: everything is DECODE with m == 1.
@@ -98,7 +98,7 @@ TEST(OpTrace, OneRecordPerOperatorOfARaggedBatch) {
         SeqInput step{one, &a, false};
         ASSERT_EQ(e.forward({&step, 1}, out), ForwardStatus::OK);
         for (const auto& r : trace) {
-            EXPECT_EQ(r.phase, sim::Phase::DECODE);
+            EXPECT_EQ(r.phase, graph::Phase::DECODE);
             EXPECT_EQ(r.n_seq, 1);
             if (r.kind == OpKind::MATMUL || r.kind == OpKind::ATTENTION) {
                 EXPECT_EQ(r.m, 1);
@@ -114,7 +114,7 @@ TEST(OpTrace, MatmulAndAttentionRecordsAreClosedForm) {
     ASSERT_TRUE(m);
     const auto& hp = m->hparams();
     Engine e = make_engine(m);
-    sim::OpTrace trace;
+    graph::OpTrace trace;
     e.set_trace(&trace);
     SequenceKv s;
     const std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6};
@@ -161,7 +161,7 @@ TEST(OpTrace, PrefillAttentionCountsCausalPairs) {
     ASSERT_TRUE(m);
     const auto& hp = m->hparams();
     Engine e = make_engine(m);
-    sim::OpTrace trace;
+    graph::OpTrace trace;
     e.set_trace(&trace);
     SequenceKv s;
     const std::vector<int32_t> prompt = {1, 2, 3, 4};

@@ -174,6 +174,18 @@ TEST_P(ToolFormat, StreamedDeltasReassembleTheCall) {
     EXPECT_FALSE(text.called());
 }
 
+// A forced call cut short (max_tokens below even the shortest completion): the stream has sent
+// the call's start, but the whole message never presents half an object as a call.
+TEST_P(ToolFormat, ACallCutShortIsNotPresentedAsACall) {
+    const auto t = GetParam();
+    const std::string cut = model::tool_call_prefix(t, "get_weather") + R"({"city": "Os)";
+    ToolCallStream s(ToolCallStream::Mode::FORCED, t, {"get_weather"});
+    s.feed(cut);
+    s.finish();
+    EXPECT_FALSE(s.called());
+    EXPECT_EQ(s.content(), cut);
+}
+
 INSTANTIATE_TEST_SUITE_P(Templates, ToolFormat,
                          ::testing::Values(model::ChatTemplate::LLAMA3, model::ChatTemplate::CHATML,
                                            model::ChatTemplate::MISTRAL));

@@ -7,6 +7,11 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "server/api_error.h"
+#include "server/task_service.h"
+
+#include <atomic>
+#include <thread>
 
 namespace duet::server {
 namespace {
@@ -113,7 +118,103 @@ TEST_F(TaskStoreTest, UnopenablePathIsAClearError) {
         TaskStore store(bad);
         FAIL() << "expected an error";
     } catch (const Error& e) {
-        EXPECT_EQ(std::string(e.what()), bad + ": cannot open task store: unable to open database file");
+        EXPECT_EQ(std::string(e.what()), bad + ": cannot open task store: No such file or directory");
+    }
+}
+
+// Two servers on one store: the second marked the first's running task interrupted and its
+// result was lost. Now the second store on the file is refused, naming it.
+TEST_F(TaskStoreTest, ASecondStoreOnTheSameFileIsRefused) {
+    TaskStore first(path_);
+    const std::string id = first.create("bench", {});
+    first.start(id);
+    try {
+        TaskStore second(path_);
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()),
+                  path_ + ": the task store is in use by another duet serve (each server needs its own --tasks-db)");
+    }
+    EXPECT_EQ(first.get(id)->status, "running");  // untouched
+}
+
+TEST_F(TaskStoreTest, TheLockIsReleasedWithTheStore) {
+    { TaskStore first(path_); }
+    TaskStore again(path_);  // no error
+    EXPECT_TRUE(again.list().empty());
+}
+
+// A store created by an older duet (or by hand) with 0644 stayed 0644.
+TEST_F(TaskStoreTest, AWorldReadableStoreIsTightenedAtOpen) {
+    { TaskStore store(path_); store.create("bench", {}); }
+    fs::permissions(path_, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+    { TaskStore store(path_); }
+    EXPECT_EQ(fs::status(path_).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+}
+
+TEST_F(TaskStoreTest, ListPagesNewestFirst) {
+    TaskStore store(path_);
+    std::vector<std::string> ids;
+    for (int i = 0; i < 5; ++i) ids.push_back(store.create("bench", {{"i", i}}));
+    bool more = false;
+    auto page = store.list_page(2, "", more);
+    ASSERT_EQ(page.size(), 2u);
+    EXPECT_TRUE(more);
+    EXPECT_EQ(page[0].id, ids[4]);
+    EXPECT_EQ(page[1].id, ids[3]);
+    page = store.list_page(2, ids[3], more);
+    ASSERT_EQ(page.size(), 2u);
+    EXPECT_EQ(page[0].id, ids[2]);
+    EXPECT_EQ(page[1].id, ids[1]);
+    EXPECT_TRUE(more);
+    page = store.list_page(2, ids[1], more);
+    ASSERT_EQ(page.size(), 1u);
+    EXPECT_EQ(page[0].id, ids[0]);
+    EXPECT_FALSE(more);
+}
+
+TEST_F(TaskStoreTest, PurgeKeepsUnfinishedAndTheNewestFinished) {
+    TaskStore store(path_);
+    std::vector<std::string> ids;
+    for (int i = 0; i < 6; ++i) {
+        ids.push_back(store.create("bench", {{"i", i}}));
+        if (i < 5) {
+            store.start(ids.back());
+            store.finish(ids.back(), {});
+        }
+    }
+    EXPECT_EQ(store.purge(2, TaskStore::kMaxFinishedAgeMs), 3);  // finished 0, 1, 2 go
+    EXPECT_FALSE(store.get(ids[0]));
+    EXPECT_FALSE(store.get(ids[2]));
+    EXPECT_TRUE(store.get(ids[3]));
+    EXPECT_TRUE(store.get(ids[4]));
+    EXPECT_EQ(store.get(ids[5])->status, "queued");
+    EXPECT_EQ(store.purge(2, -1000), 2);  // max age in the past: every finished one is too old
+    EXPECT_EQ(store.list().size(), 1u);
+}
+
+// Tasks had no limit: each POST queued another. Now the 65th unfinished one is a 429.
+TEST_F(TaskStoreTest, UnfinishedTasksAreLimited) {
+    TaskStore store(path_);
+    std::atomic<bool> release{false};
+    {
+        TaskService svc(store);
+        svc.register_kind("block", {nullptr, [&](const nlohmann::json&, const TaskKind::Progress&,
+                                                  const std::function<bool()>& cancelled) {
+                                        while (!release.load() && !cancelled())
+                                            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                                        return nlohmann::json::object();
+                                    }});
+        for (size_t i = 0; i < TaskService::kMaxUnfinished; ++i) svc.submit({{"task", "block"}});
+        try {
+            svc.submit({{"task", "block"}});
+            FAIL() << "expected a 429";
+        } catch (const ApiError& e) {
+            EXPECT_EQ(e.status(), 429);
+            EXPECT_EQ(std::string(e.what()), "The server has 64 unfinished tasks, its limit; wait for one to finish "
+                                             "or cancel one (DELETE /v1/tasks/ID)");
+        }
+        release = true;
     }
 }
 

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "sim/hardware.h"
-#include "sim/model_shape.h"
+#include "graph/model_shape.h"
 #include "sim/timeline.h"
 
 namespace fake {
@@ -98,8 +98,8 @@ inline void npu_pim_devices(sim::PhaseStats& p) {
 }
 
 // A small llama-like shape: fast to simulate, big enough for steady state.
-inline sim::ModelShape small_shape() {
-    sim::ModelShape s;
+inline graph::ModelShape small_shape() {
+    graph::ModelShape s;
     s.name = "small";
     s.n_vocab = 32000;
     s.n_embd = 1024;

@@ -4,15 +4,15 @@
 
 #include "../runtime/test_models.h"
 #include "runtime/engine.h"
-#include "runtime/model_shape.h"
+#include "model/hparams.h"
 #include "sim/planner.h"
 
 using namespace duet;
 
 namespace {
 
-sim::ModelShape shape_of(const model::Hparams& hp, DType wdt) {
-    return runtime::model_shape(hp, wdt, DType::F16);
+graph::ModelShape shape_of(const model::Hparams& hp, DType wdt) {
+    return model::model_shape(hp, wdt, DType::F16);
 }
 
 void expect_same(const sim::OpRecord& a, const sim::OpRecord& b, size_t i) {

@@ -45,6 +45,7 @@ TEST(TuneCli, BestTomlReproducesExactlyInBench) {
     const size_t at = out.find("reproduce: duet ");
     ASSERT_NE(at, std::string::npos) << out;
     std::string cmd = out.substr(at + 16, out.find('\n', at) - at - 16);
+    EXPECT_EQ(cmd.find("--settings /"), std::string::npos) << cmd;  // the default shown relative to the cwd
     auto [brc, bout] = run(cmd + " --report " + report);
     EXPECT_EQ(brc, rc) << bout;  // same verdicts, same exit code (0 all met, 3 not)
     const auto rep = nlohmann::json::parse(slurp(report));

@@ -12,7 +12,7 @@
 #include "config/coop_config.h"
 #include "config/settings.h"
 #include "model/arch_presets.h"
-#include "runtime/model_shape.h"
+#include "model/hparams.h"
 #include "sim/hw_rig.h"
 #include "sim/planner.h"
 #include "sim/report.h"
@@ -36,7 +36,7 @@ AgentTrace small_session() {
 TEST(AgentModelled, EachCallIsThePlannersGenerationWithItsCachedPrefix) {
     fake::Rig rig;
     const sim::SimHardware hw = rig.hw();
-    const sim::ModelShape s = fake::small_shape();
+    const graph::ModelShape s = fake::small_shape();
     const AgentTrace t = small_session();
     const ModelledRun on = replay_modelled(s, t, ModelledSwitches{}, hw, 1024);
     ModelledSwitches off_sw;
@@ -65,7 +65,7 @@ TEST(AgentModelled, EachCallIsThePlannersGenerationWithItsCachedPrefix) {
 TEST(AgentModelled, MaxLengthReservationAndNoMemoryReuseCostMemoryOnly) {
     fake::Rig rig;
     const sim::SimHardware hw = rig.hw();
-    const sim::ModelShape s = fake::small_shape();
+    const graph::ModelShape s = fake::small_shape();
     const AgentTrace t = small_session();
     const ModelledRun paged = replay_modelled(s, t, ModelledSwitches{}, hw, 4096);
     ModelledSwitches sw;
@@ -90,7 +90,7 @@ TEST(AgentModelled, MaxLengthReservationAndNoMemoryReuseCostMemoryOnly) {
 TEST(AgentModelled, Int8KvTakes34Of64KvBytes) {
     fake::Rig rig;
     const sim::SimHardware hw = rig.hw();
-    const sim::ModelShape s = fake::small_shape();
+    const graph::ModelShape s = fake::small_shape();
     ModelledSwitches sw;
     const ModelledRun f16 = replay_modelled(s, small_session(), sw, hw, 4096);
     sw.kv_int8 = true;
@@ -134,8 +134,8 @@ TEST(AgentModelled, WeightQuantisationHalvesWeightsAndW8A8UsesTheInt8Cube) {
     config::Settings st;
     st.ascend.soc_version = "Ascend910B2";
     const auto rig = sim::make_hardware_rig(st, config::CoopConfig{}, "");
-    const sim::ModelShape s =
-        runtime::model_shape(*model::find_arch_preset("llama2-7b"), DType::F16, DType::F16, "llama2-7b");
+    const graph::ModelShape s =
+        model::model_shape(*model::find_arch_preset("llama2-7b"), DType::F16, DType::F16, "llama2-7b");
     AgentTrace t;
     t.source = "test";
     t.messages = {{Role::SYSTEM, 1024, ""}, {Role::ASSISTANT, 4, ""}};

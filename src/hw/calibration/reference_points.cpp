@@ -1,5 +1,7 @@
 #include "hw/calibration/reference_points.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <limits>
 
@@ -8,6 +10,7 @@
 #include "hw/memory_presets.h"
 #include "hw/pim/pim_device.h"
 #include "hw/pim/pim_gemv.h"
+#include "hw/calibration/reference_runs.h"
 
 namespace duet::hw::calibration {
 
@@ -48,26 +51,69 @@ pim::GemvResult gemv(const pim::PimSpec& s, int64_t m, int64_t k, DType t, int b
     return pim::estimate_gemv(s, g);
 }
 
-// Samsung HBM2-PIM as PIMSimulator runs it (64 pseudo channels, 8 units per pCH, fp16).
+// Samsung HBM2-PIM as PIMSimulator runs it (64 pseudo channels, 8 units per pCH, fp16): the
+// bound its own benchmark asserts, then every size duet's harness ran on it
+// (tools/references/pimsimulator.sh -> configs/hw/references/pimsimulator.toml).
+constexpr const char* kFimdram = "HBM2-PIM (pim_hbm2_fimdram)";
+
 void fimdram_points(std::vector<Point>& out) {
     const pim::PimSpec s = load_pim_preset("pim_hbm2_fimdram");
-    for (int64_t n : {1024, 2048, 4096, 8192}) {
+    {
         Point p;
-        p.name = fmt::format("HBM2-PIM fp16 GEMV {}x{} speedup over streaming", n, n);
+        p.name = "HBM2-PIM fp16 GEMV 4096x4096 speedup over streaming";
         p.unit = std::string(1, 'x');  // (move-assigned: GCC 12 -Wrestrict false positive on literals)
-        p.duet = gemv(s, n, n, DType::F16).speedup;
-        if (n == 4096) {
-            p.source = "SAITPublic/PIMSimulator src/tests/PIMBenchTestCases.cpp (PIMBenchFixture.gemv: expectPIMBench(2.0))";
-            p.check = Check::LOWER_BOUND;
-            p.reference = 2.0;
-            p.note = "the source asserts speedup > 2.0; its baseline also reads the input and writes the output";
-        } else {
-            p.source = "SAITPublic/PIMSimulator (benchmarks 4096x4096 only)";
-            p.reference = kNone;
-            p.note = "no published value for this size (duet value shown, not checked); also searched: per-size "
-                     "GEMV results of the ISCA 2021 and IEEE Micro 2022 HBM-PIM papers (none in the stored pages)";
-        }
+        p.duet = gemv(s, 4096, 4096, DType::F16).speedup;
+        p.source = "SAITPublic/PIMSimulator src/tests/PIMBenchTestCases.cpp (PIMBenchFixture.gemv: expectPIMBench(2.0))";
+        p.check = Check::LOWER_BOUND;
+        p.reference = 2.0;
+        p.note = "the source asserts speedup > 2.0; its baseline also reads the input and writes the output";
+        p.device = kFimdram;
         out.push_back(p);
+    }
+    const auto ref = calibration::load_reference_file("pimsimulator");
+    if (!ref) {
+        Point p{"HBM2-PIM fp16 GEMV 512x512 to 8192x8192 (PIMSimulator runs)", "SAITPublic/PIMSimulator",
+                Check::MISSING, kNone, kNone, 0.15, "us",
+                "configs/hw/references/pimsimulator.toml is absent: run tools/references/pimsimulator.sh", kFimdram};
+        out.push_back(p);
+        return;
+    }
+    std::vector<ReferenceRun> runs = ref->runs;  // by size, then batch
+    std::sort(runs.begin(), runs.end(), [](const ReferenceRun& a, const ReferenceRun& b) {
+        return std::pair{a.number("m"), a.number("batch")} < std::pair{b.number("m"), b.number("batch")};
+    });
+    for (const ReferenceRun& r : runs) {
+        const auto m = int64_t(r.number("m")), k = int64_t(r.number("k"));
+        const int batch = int(r.number("batch"));
+        const pim::GemvResult d = gemv(s, m, k, DType::F16, batch);
+        const std::string shape = fmt::format("{}x{} B={}", m, k, batch);
+        const std::string src = fmt::format("{} [{}]", ref->cite(), r.name);
+        Point t;
+        t.name = fmt::format("HBM2-PIM fp16 GEMV {} PIM time (PIMSimulator run)", shape);
+        t.source = fmt::format("{}: pim_cycles {} x 1 ns", src, r.number("pim_cycles"));
+        t.check = Check::RELATIVE;
+        t.reference = r.number("pim_cycles") / 1000;  // 1 ns cycles -> us
+        t.duet = d.t_ns / 1000;
+        t.tolerance = 0.15;
+        t.unit = std::string("us");
+        t.note = "both: park-in, SB->HAB, CRF program, per output tile and vector HAB->HAB_PIM, GRF_A fills to a "
+                 "reserved row, 64 MACs per 128 inputs, HAB_PIM->HAB, HAB->SB, park-out; PIMSimulator writes the "
+                 "GRF_B results into the bank (the host reads them later, untimed), duet reads them out";
+        t.device = kFimdram;
+        out.push_back(t);
+        Point v;
+        v.name = fmt::format("HBM2-PIM fp16 GEMV {} speedup over streaming (PIMSimulator run)", shape);
+        v.source = fmt::format("{}: stream_cycles {} / pim_cycles {}", src, r.number("stream_cycles"),
+                               r.number("pim_cycles"));
+        v.check = Check::RELATIVE;
+        v.reference = r.number("speedup");
+        v.duet = d.speedup;
+        v.tolerance = 0.15;
+        v.unit = std::string(1, 'x');
+        v.note = "PIMSimulator's baseline streams the weights, reads the input and writes the output through "
+                 "DRAMSim2's controllers; duet's streams the weights through its analytical DRAM model";
+        v.device = kFimdram;
+        out.push_back(v);
     }
 }
 
@@ -97,6 +143,7 @@ void geniepim_points(std::vector<Point>& out) {
         p.tolerance = 0.15;
         p.unit = std::string(1, 'x');  // (move-assigned: GCC 12 -Wrestrict false positive on literals)
         p.note = "GeniePIM's host reads at 128 GB/s peak (README HOST_TIME); duet's host streams the 8-channel LPDDR5X";
+        p.device = "LPDDR5X-PIM (pim_lpddr5x_bank)";
         out.push_back(p);
     }
 }
@@ -126,6 +173,9 @@ pim::PimSpec attacc_simulated_device(bool power_constrained) {
 }
 
 void attacc_points(std::vector<Point>& out) {
+    // duet's own run of Ramulator-AttAcc (tools/references/attacc.sh), when present, beside the
+    // repository's published ramulator.out row.
+    const std::optional<ReferenceFile> run = load_reference_file("attacc");
     struct Ref {
         int64_t context, heads;
         bool power_constrained;
@@ -147,6 +197,10 @@ void attacc_points(std::vector<Point>& out) {
                              r.power_constrained ? "power limit" : "no power limit");
         p.source = fmt::format("scale-snu/attacc_simulator ramulator.out (row {},{},128,2,BA,{}: {} cycles x 0.769 ns)",
                                r.context, r.heads, r.power_constrained ? "True" : "False", r.cycles);
+        const std::string run_name =
+            fmt::format("attn_L{}_H{}_{}", r.context, r.heads, r.power_constrained ? "pl" : "npl");
+        if (const ReferenceRun* rr = run ? run->find(run_name) : nullptr)
+            p.source += fmt::format("; re-run {} [{}]: {} cycles", run->cite(), run_name, rr->number("cycles"));
         p.check = Check::RELATIVE;
         p.reference = r.cycles * 0.769 / 1000;
         p.duet = dev.estimate(op).t_ns / 1000;
@@ -154,6 +208,49 @@ void attacc_points(std::vector<Point>& out) {
         p.unit = std::string("us");
         p.note = "duet: two GEMVs over all heads' K and V rows, one broadcast input per GEMV, no softmax; AttAcc: "
                  "per head (one per channel) WRGB of q, MACs, MVSB, SFM, MVGB of p, MACs, MVSB";
+        p.device = "HBM3-PIM (pim_hbm3_bank)";
+        out.push_back(p);
+    }
+}
+
+// CENT's Llama2-7B on 8 CXL devices with tensor parallelism 8 (each device: 32 AiM channels,
+// 1/8 of every matrix and 4 of the 32 heads), decode at context L: the PIM latency of one
+// decoder block from its published results. duet runs one device's share on pim_cxl_aim:
+// q, k, v, gate, up split by rows (512 x 4096, 1376 x 4096), o and down by columns
+// (4096 x 512, 4096 x 1376), and attention over 4 heads of d 128 and L positions.
+void cent_tp8_points(std::vector<Point>& out) {
+    const pim::PimDevice dev(load_pim_preset("pim_cxl_aim"));
+    const int64_t d = 4096, ff = 11008, tp = 8;
+    struct Ref {
+        int64_t context;
+        double pim_ms;  // "PIM latency" column
+    };
+    // cent_simulation/simulation_results.csv rows "Llama2-7B,8,1,8,32,32,<L>,512,3584,<PIM latency>,..."
+    const Ref refs[] = {{128, 0.0189785}, {1024, 0.024971}, {2048, 0.032581}, {4096, 0.047729}};
+    for (const Ref& r : refs) {
+        double t_ns = 0;
+        for (auto [rows, k] : {std::pair{d / tp, d}, {d / tp, d}, {d / tp, d}, {d, d / tp}, {ff / tp, d}, {ff / tp, d},
+                               {d, ff / tp}})
+            t_ns += dev.estimate_gemv(rows, k, DType::BF16).t_ns;
+        OpShape att;
+        att.cls = OpClass::ATTENTION;
+        att.m = 1, att.n = r.context, att.k = 128, att.n_head = att.n_head_kv = 32 / tp;
+        att.weight_dtype = att.act_dtype = DType::BF16;  // the AiM takes bf16 only (an f16 op is unsupported)
+        t_ns += dev.estimate(att).t_ns;
+        Point p;
+        p.name = fmt::format("CENT Llama2-7B TP8 on 8 CXL AiM devices, decoder block PIM time, context {}", r.context);
+        p.source = fmt::format("Morteza1814/CENT @40f1550 cent_simulation/simulation_results.csv (row Llama2-7B,8,1,8,"
+                               "32,32,{},512,3584: PIM latency {} ms)",
+                               r.context, r.pim_ms);
+        p.check = Check::RELATIVE;
+        p.reference = r.pim_ms * 1000;
+        p.duet = t_ns / 1000;
+        p.tolerance = 0.30;
+        p.unit = std::string("us");
+        p.note = "one device's share on pim_cxl_aim (32 channels): the seven bf16 GEMVs split 8 ways (Megatron: "
+                 "q, k, v, gate, up by rows; o, down by columns) and attention over 4 heads; CENT's block also has "
+                 "CXL (4.3 us) and accelerator (2.3-16 us) latency, not compared here";
+        p.device = "GDDR6-AiM (pim_gddr6_aim, pim_cxl_aim)";
         out.push_back(p);
     }
 }
@@ -170,6 +267,7 @@ void aim_points(std::vector<Point>& out) {
     OpShape att;
     att.cls = OpClass::ATTENTION;
     att.m = 1, att.n = 1, att.k = 128, att.n_head = att.n_head_kv = 32;
+    att.weight_dtype = att.act_dtype = DType::BF16;  // the AiM takes bf16 only (an f16 op is unsupported)
     t_ns += dev.estimate(att).t_ns;
     Point p;
     p.name = "CENT GDDR6-AiM Llama2-7B decoder block, 8 channels, seq len 1 (PIM time)";
@@ -182,7 +280,9 @@ void aim_points(std::vector<Point>& out) {
     p.unit = std::string("us");
     p.note = "duet: the block's 7 bf16 weight GEMVs (q, k, v, o 4096x4096; gate, up 11008x4096; down 4096x11008) "
              "and its attention on pim_gddr6_aim with 8 channels; CENT adds its own command scheduling";
+    p.device = "GDDR6-AiM (pim_gddr6_aim, pim_cxl_aim)";
     out.push_back(p);
+    cent_tp8_points(out);
     Point g;
     g.name = "GDDR6-AiM bf16 GEMV 4096x4096 speedup";
     g.source = "arkhadem/aim_simulator; Morteza1814/CENT (figure_source_data, simulation_results*.csv)";
@@ -193,6 +293,7 @@ void aim_points(std::vector<Point>& out) {
              "arkhadem/aim_simulator ships command traces (test/*.csv) and no results; SK hynix's ISSCC 2022 "
              "announcement says 'up to 16x' without size or baseline (16 banks x 32 B per tCCD against the 32 B/ns "
              "pins is the same 16x ceiling, which duet stays below)";
+    g.device = "GDDR6-AiM (pim_gddr6_aim, pim_cxl_aim)";
     out.push_back(g);
 }
 
@@ -243,20 +344,43 @@ DramRuns dram_runs(const char* name) {
     return {100 * st.bw_gbps / st.peak_gbps, 100 * rnd.bw_gbps / rnd.peak_gbps, st.unloaded_latency_ns};
 }
 
-Point missing_share(const std::string& name, double duet, const std::string& searched) {
-    return {name, "CMU-SAFARI/ramulator2 (same standard); public measurements", Check::MISSING, kNone, duet, 5, "%",
-            "Ramulator 2 publishes no bandwidth table for this standard (README, examples/, mess/README.md: its one "
-            "figure, 281.1 GB/s, is DDR5-4800 x 16 channels under the Mess mix; the Ramulator 2.0 paper compares "
-            "simulation speed only); also searched: " + searched};
+// A share of peak from duet's Ramulator 2.1 run (tools/references/ramulator2.sh ->
+// configs/hw/references/ramulator2.toml, table <preset>_<pattern>), percentage points, ±5.
+Point ramulator_share(const std::optional<ReferenceFile>& ref, const std::string& preset, const std::string& pattern,
+                      double duet) {
+    const std::string name = fmt::format("{} {} share of peak (64 B requests, Ramulator 2.1 run)", preset, pattern);
+    const ReferenceRun* r = ref ? ref->find(preset + "_" + pattern) : nullptr;
+    if (!r)
+        return {name, "CMU-SAFARI/ramulator2", Check::MISSING, kNone, duet, 5, "%",
+                ref ? fmt::format("{} has no table [{}_{}]: re-run tools/references/ramulator2.sh", ref->path, preset,
+                                  pattern)
+                    : std::string("configs/hw/references/ramulator2.toml is absent: run tools/references/ramulator2.sh"),
+                ""};
+    const auto str = [&](const char* k) { return r->strings.count(k) ? r->strings.at(k) : std::string("?"); };
+    return {name,
+            fmt::format("{} [{}_{}]: {} requests of 64 B, {:.1f} of {:.1f} GB/s on one channel of {}", ref->cite(),
+                        preset, pattern, r->number("requests"), r->number("bandwidth_gbps"), r->number("peak_gbps"),
+                        str("standard")),
+            Check::POINTS,
+            r->number("share_pct"),
+            duet,
+            5,
+            "%",
+            fmt::format("Ramulator: {} (its own latency-throughput testcase's controller); duet: analytical model on "
+                        "the {} preset (its own timings, refresh included), 64 MiB stream / 4 MiB uniform random",
+                        str("controller"), preset),
+            ""};
 }
 
 // A measured share of peak bandwidth (percentage points, ±5).
 Point measured_share(const std::string& name, const std::string& source, double reference, double duet,
                      const std::string& note) {
-    return {name, source, Check::POINTS, reference, duet, 5, "%", note};
+    return {name, source, Check::POINTS, reference, duet, 5, "%", note, ""};
 }
 
 void dram_points(std::vector<Point>& out) {
+    const std::optional<ReferenceFile> ram = load_reference_file("ramulator2");
+    const size_t first = out.size();
     {  // hbm2 (HBM2-2000, pseudo-channel mode)
         const DramRuns d = dram_runs("hbm2");
         // Shuhai (Wang et al., FCCM 2020): up to 425 GB/s measured on the Alveo U280's two HBM2
@@ -268,9 +392,8 @@ void dram_points(std::vector<Point>& out) {
             100.0 * 425 / 460, d.stream_pct,
             "measured through the FPGA's AXI ports and HBM controller at 1.8 Gb/s (900 MHz), 2 stacks x 16 "
             "pseudo channels; duet: HBM2-2000 preset, one stack, 64 MiB sequential read, analytical model"));
-        out.push_back(missing_share("hbm2 random share of peak (64 B requests)", d.random_pct,
-                                    "Shuhai gives its best case in the abstract; its per-pattern figures are not in "
-                                    "the stored text"));
+        out.push_back(ramulator_share(ram, "hbm2", "stream", d.stream_pct));
+        out.push_back(ramulator_share(ram, "hbm2", "random", d.random_pct));
         out.push_back(derived_latency_point(
             "hbm2", {"hbm2.py", "41af822", "HBM2_2000Mbps", 14, 14, 2, 1.0}, d.unloaded_ns,
             "duet's hbm2 preset has the same nRCD, nCL and nBL (PIMSimulator / DRAMsim3), so the point checks the "
@@ -278,10 +401,8 @@ void dram_points(std::vector<Point>& out) {
     }
     {  // hbm3 (HBM3-6400 with AttAcc's Ramulator 2 timings)
         const DramRuns d = dram_runs("hbm3");
-        out.push_back(missing_share("hbm3 stream share of peak", d.stream_pct,
-                                    "only GPU copy-kernel figures in blogs (H100), without controller, ECC or "
-                                    "access-size set-up"));
-        out.push_back(missing_share("hbm3 random share of peak (64 B requests)", d.random_pct, "nothing found"));
+        out.push_back(ramulator_share(ram, "hbm3", "stream", d.stream_pct));
+        out.push_back(ramulator_share(ram, "hbm3", "random", d.random_pct));
         out.push_back(derived_latency_point(
             "hbm3", {"hbm3.py", "300e25f", "HBM3_6400Mbps", 31, 20, 2, 0.625}, d.unloaded_ns,
             "duet's hbm3 preset is AttAcc's Ramulator 2 HBM3_6.4Gbps (nRCDRD 23 + nCL 23 + nBL 2 = 48 tCK) where "
@@ -289,9 +410,8 @@ void dram_points(std::vector<Point>& out) {
     }
     {  // lpddr5 (LPDDR5-6400 x16, BG mode)
         const DramRuns d = dram_runs("lpddr5");
-        out.push_back(missing_share("lpddr5 stream share of peak", d.stream_pct,
-                                    "Steiner et al., 'Unveiling the Real Performance of LPDDR5 Memories' (MEMSYS "
-                                    "2022, DRAMSys): best/worst-case utilisation, figures not in the stored text"));
+        out.push_back(ramulator_share(ram, "lpddr5", "stream", d.stream_pct));
+        out.push_back(ramulator_share(ram, "lpddr5", "random", d.random_pct));
         // AMD WP570: 64-byte aligned random reads on an LPDDR5-6400 x16 interface through the
         // Versal hard memory controller.
         out.push_back(measured_share(
@@ -306,6 +426,8 @@ void dram_points(std::vector<Point>& out) {
             "duet's lpddr5 preset took nCL 20 from Ramulator 2.0's C++ LPDDR5_6400 (2.1 has 17); that 2.0 preset "
             "also counts nBL16 = 4, i.e. 39 tCK = 48.75 ns at its 1.25 ns tCK"));
     }
+    for (size_t i = first; i < out.size(); ++i)  // "hbm2 stream share ..." -> "DRAM hbm2"
+        out[i].device = "DRAM " + out[i].name.substr(0, out[i].name.find(' '));
 }
 
 }  // namespace

@@ -27,13 +27,16 @@ struct Point {
     double tolerance = 0; // fraction (RELATIVE) or points (POINTS)
     std::string unit;     // "x", "%", "ns", "ms"
     std::string note;     // what differs between the two set-ups, or why the reference is missing
+    std::string device;   // group in the table, e.g. "HBM2-PIM (pim_hbm2_fimdram)"; empty: set by the caller
 
     double error() const;       // relative (RELATIVE, LOWER_BOUND) or absolute points (POINTS); 0 for MISSING
     bool passed() const;        // false for MISSING
     const char* status() const; // "PASS", "FAIL" or "missing"
 };
 
-// Every device-level reference point (PIM, DRAM), in table order. The NPU's whole-model points
+// Every device-level reference point (PIM, DRAM), in table order. Points from the reference
+// simulators duet's harness ran (tools/references/) read configs/hw/references/*.toml; when a
+// file is absent its points are MISSING with a note naming the script that writes it. The NPU's whole-model points
 // run the simulator on a model graph and live above hw/ (workload/npu_calibration.h); `duet
 // calibrate` prints both. Throws duet::Error when a preset cannot be read.
 std::vector<Point> run_calibration();

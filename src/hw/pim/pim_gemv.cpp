@@ -42,9 +42,11 @@ GemvPlan plan_gemv(const PimSpec& s, const GemvShape& g) {
     p.useful_bits_per_col = p.elems_per_col * p.operand_bits;
     // Rows are dealt round-robin over units; with fewer rows than units, k is split too.
     p.k_split = 1;
-    if (g.m < p.units) p.k_split = std::max<int64_t>(1, std::min<int64_t>(p.units / g.m, (g.k + p.elems_per_col - 1) / p.elems_per_col));
+    if (g.m < p.units && !s.timing.whole_tiles) p.k_split = std::max<int64_t>(1, std::min<int64_t>(p.units / g.m, (g.k + p.elems_per_col - 1) / p.elems_per_col));
     p.k_slice = (g.k + p.k_split - 1) / p.k_split;
     p.tasks_per_unit = (g.m * p.k_split + p.units - 1) / p.units;
+    if (s.timing.whole_tiles)  // the program runs whole tiles of acc_registers rows on every unit
+        p.tasks_per_unit = (p.tasks_per_unit + s.unit.acc_registers - 1) / s.unit.acc_registers * s.unit.acc_registers;
     p.cols_per_task = (p.k_slice + p.elems_per_col - 1) / p.elems_per_col;
     {
         const int64_t e_b = p.operand_bits / 8, g_bytes = ab / 8, col_bytes = p.useful_bits_per_col / 8;
@@ -107,8 +109,9 @@ int64_t GemvPlan::scale_cols_for(int64_t elems) const {
 namespace {
 
 // Tasks of the busiest unit in each channel, grouped: {tasks -> number of channels}.
-std::map<int64_t, int> channel_classes(const GemvPlan& p, const GemvShape& g) {
+std::map<int64_t, int> channel_classes(const PimSpec& s, const GemvPlan& p, const GemvShape& g) {
     std::map<int64_t, int> cls;
+    if (s.timing.whole_tiles) return {{p.tasks_per_unit, p.channels}};  // every channel runs the same tiles
     const int64_t total = g.m * p.k_split;
     for (int c = 0; c < p.channels; ++c) {
         const int64_t u = int64_t(c) * p.units_per_channel;  // first unit of the channel: most tasks
@@ -164,7 +167,7 @@ GemvResult run_gemv(const PimSpec& s, const GemvShape& g, bool command_level) {
     GemvResult r;
     r.fidelity = command_level ? "command" : "analytical";
     double end = 0;
-    for (const auto& [tasks, n_ch] : channel_classes(p, g)) {
+    for (const auto& [tasks, n_ch] : channel_classes(s, p, g)) {
         if (tasks == 0) continue;
         const ProgramStats st = run_channel_program(s, p, tasks, command_level);
         end = std::max(end, command_level ? double(int64_t(st.end_cycle)) : double(st.end_cycle));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <vector>
 
 #include "hw/dram/dram_channel.h"
 #include "hw/dram/mem_workload.h"
@@ -25,6 +26,10 @@ class Backend {
 public:
     virtual ~Backend() = default;
     virtual void mode() = 0;
+    // Plain accesses to a reserved row (park reads, FIMDRAM's GRF/CRF fills and mode-change
+    // writes): every bank of `cols` activated in order, then one RD or WR per entry, then PREA.
+    // A mode change made of such writes counts as one mode switch.
+    virtual void reserved(const std::vector<BankAddr>& cols, bool write, bool mode_change = false) = 0;
     virtual void wr_gb(int64_t bursts) = 0;
     virtual void macs(int64_t n) = 0;
     virtual void rd_out(int64_t bursts) = 0;
@@ -49,6 +54,27 @@ public:
         close();
         last_mode_ = issue(DramCmd::MODE);
         ++st_.n_mode;
+    }
+    void reserved(const std::vector<BankAddr>& cols, bool write, bool mode_change) override {
+        if (cols.empty()) return;
+        if (mode_change) ++st_.n_mode;
+        refresh_if_due();
+        close();
+        // The controller opens every bank before the first column is due (PIMSimulator's queue
+        // issues ACTs to other banks ahead of the queued column commands).
+        std::vector<BankAddr> opened;
+        for (const BankAddr& a : cols) {
+            if (std::find_if(opened.begin(), opened.end(), [&](const BankAddr& o) { return same_bank(o, a); }) !=
+                opened.end())
+                continue;
+            issue(DramCmd::ACT, a);
+            opened.push_back(a);
+        }
+        for (const BankAddr& a : cols) issue(write ? DramCmd::WR : DramCmd::RD, a);
+        st_.n_act += opened.size();
+        (write ? st_.n_wr : st_.n_rd) += cols.size();
+        reserved_open_ = true;
+        close();
     }
     void wr_gb(int64_t b) override {
         for (int64_t i = 0; i < b; ++i) {
@@ -83,10 +109,10 @@ public:
         st_.n_rd += uint64_t(b);
     }
     void close() override {
-        if (!open_) return;
+        if (!open_ && !reserved_open_) return;
         issue(DramCmd::PREA);
         ++st_.n_pre;
-        open_ = false;
+        open_ = reserved_open_ = false;
     }
     ProgramStats finish() override {
         int64_t end = now_;
@@ -97,8 +123,11 @@ public:
     }
 
 private:
-    int64_t issue(DramCmd c, int64_t row = 0) {
-        BankAddr a{0, 0, 0, row};
+    static bool same_bank(const BankAddr& x, const BankAddr& y) {
+        return x.rank == y.rank && x.bank_group == y.bank_group && x.bank == y.bank;
+    }
+    int64_t issue(DramCmd c, int64_t row = 0) { return issue(c, BankAddr{0, 0, 0, row}); }
+    int64_t issue(DramCmd c, const BankAddr& a) {
         const int64_t t = std::max(now_, ch_->earliest(c, a));
         ch_->issue(c, a, t);
         now_ = t + 1;
@@ -115,6 +144,7 @@ private:
     dram::DramTiming t_;
     int64_t cpa_, rows_;
     int mode_cycles_;
+    bool reserved_open_ = false;
     std::unique_ptr<dram::DramChannel> ch_;
     ProgramStats st_;
     int64_t now_ = 0, next_ref_ = 0, last_rd_ = -1, last_mode_ = -1;
@@ -143,6 +173,44 @@ public:
         const double t = std::max({bus_ + 1, prea_ + t_.nRP, mode_ + mode_cycles_});
         mode_ = bus_ = t;
         ++st_.n_mode;
+    }
+    // Bank by bank, as the command level issues them: ACTs in order (nRRD_S/L by bank group,
+    // four per nFAW), then the columns (nRCD or nRCDWR after their ACT, nCCD_S/L and nBL apart,
+    // the bus turnaround after earlier reads or writes), then PREA (nRAS after the last ACT,
+    // nRTP after a read or nCWL + nBL + nWR after a write).
+    void reserved(const std::vector<BankAddr>& cols, bool write, bool mode_change) override {
+        if (cols.empty()) return;
+        if (mode_change) ++st_.n_mode;
+        close();
+        std::vector<std::pair<BankAddr, double>> acts;  // bank, ACT cycle
+        double t = std::max({bus_ + 1, prea_ + t_.nRP, mode_ + mode_cycles_});
+        for (const BankAddr& a : cols) {
+            bool seen = false;
+            for (const auto& [o, at] : acts) seen = seen || (o.bank_group == a.bank_group && o.bank == a.bank);
+            if (seen) continue;
+            if (!acts.empty()) {
+                const auto& [prev, pt] = acts.back();
+                t = std::max(t, pt + (prev.bank_group == a.bank_group ? t_.nRRD_L : t_.nRRD_S));
+                if (acts.size() >= 4) t = std::max(t, acts[acts.size() - 4].second + t_.nFAW);
+            }
+            acts.emplace_back(a, t);
+            t += 1;
+        }
+        double col = std::max(t, write ? rd_ + t_mw_ : wr_ + t_wm_);
+        const BankAddr* prev = nullptr;
+        for (const BankAddr& a : cols) {
+            double at = 0;
+            for (const auto& [o, ot] : acts)
+                if (o.bank_group == a.bank_group && o.bank == a.bank) at = ot;
+            if (prev) col += prev->bank_group == a.bank_group ? std::max(sp_, double(t_.nCCD_L)) : sp_;
+            col = std::max(col, at + (write ? t_.nRCDWR : t_.nRCD));
+            prev = &a;
+        }
+        (write ? wr_ : rd_) = col;
+        prea_ = bus_ = std::max(col + (write ? t_.nCWL + t_.nBL + t_.nWR : t_.nRTP), acts.back().second + t_.nRAS);
+        st_.n_act += acts.size();
+        (write ? st_.n_wr : st_.n_rd) += cols.size();
+        ++st_.n_pre;
     }
     void wr_gb(int64_t b) override {
         if (b <= 0) return;
@@ -240,17 +308,40 @@ ProgramStats run_channel_program(const PimSpec& s, const GemvPlan& p, int64_t ta
         return p.macs_for(tile_tasks(t), chunk_cols(c)) + tile_tasks(t) * scale_cols(c);
     };
     auto out_bursts = [&](int64_t t) { return (tile_tasks(t) * p.units_per_channel * p.out_bytes_per_task + burst - 1) / burst; };
-    auto enter = [&] { if (per_tile) b->mode(); };  // AB -> AB-PIM (resets the CRF program counter)
-    auto leave = [&] { if (per_tile) b->mode(); };  // AB-PIM -> AB
-    b->mode();  // SB -> AB
-    b->wr_gb(s.timing.crf_bursts);  // program the command registers (all-bank write)
-    if (!per_tile) b->mode();  // AB -> AB-PIM once for the run
+    // Reserved-row accesses (PIMKernel.cpp: park rows 1 << 12, mode rows 0x17ff/0x1fff/0x3fff,
+    // GRF/CRF at 0x3fff): the model's last row, outside the weights.
+    const auto& org = s.mem.org;
+    const int64_t rrow = org.rows - 1;
+    auto park = [&] {  // one read per bank, bank groups fastest (parkIn/parkOut)
+        std::vector<BankAddr> v;
+        for (int i = 0; i < s.timing.park_reads; ++i)
+            v.push_back({0, i % org.bank_groups, (i / org.bank_groups) % org.banks_per_group, rrow});
+        b->reserved(v, /*write=*/false);
+    };
+    auto fill = [&](int64_t bursts) {  // input (or CRF) bursts into the units' registers
+        if (!s.timing.input_in_row) return b->wr_gb(bursts);
+        b->reserved(std::vector<BankAddr>(size_t(std::max<int64_t>(bursts, 0)), {0, 0, 1 % org.banks_per_group, rrow}),
+                    /*write=*/true);  // computeGemv: bank 1 of bank group 0
+    };
+    auto mode = [&](int writes) {  // changePIMMode: writes to bank 0, 1 of bank groups 0, 2, ...
+        if (writes <= 0) return b->mode();
+        std::vector<BankAddr> v;
+        for (int j = 0; j < writes; ++j) v.push_back({0, (2 * (j / 2)) % org.bank_groups, (j % 2) % org.banks_per_group, rrow});
+        b->reserved(v, /*write=*/true, /*mode_change=*/true);
+    };
+    const auto& tm = s.timing;
+    auto enter = [&] { if (per_tile) mode(tm.mode_writes_ab_pim); };  // AB -> AB-PIM (resets the CRF program counter)
+    auto leave = [&] { if (per_tile) mode(tm.mode_writes_ab_pim); };  // AB-PIM -> AB
+    park();  // park-in: every bank's row buffer to a known state
+    mode(tm.mode_writes_sb_ab);  // SB -> AB
+    fill(s.timing.crf_bursts);  // program the command registers (all-bank write)
+    if (!per_tile) mode(tm.mode_writes_ab_pim);  // AB -> AB-PIM once for the run
     if (p.chunk_outer) {
         // Each input chunk of each vector once; every tile's partial sums for it read out.
         for (int64_t c = 0; c < p.chunks_per_tile; ++c) {
             for (int64_t v = 0; v < p.batch; ++v) {
                 enter();
-                b->wr_gb(chunk_bursts(c));
+                fill(chunk_bursts(c));
                 for (int64_t t = 0; t < tiles; ++t) {
                     b->macs(tile_cols(t, c));
                     b->rd_out(out_bursts(t));
@@ -264,7 +355,7 @@ ProgramStats run_channel_program(const PimSpec& s, const GemvPlan& p, int64_t ta
             for (int64_t v = 0; v < p.batch; ++v) {  // the weights are re-read for every vector
                 enter();
                 for (int64_t c = 0; c < p.chunks_per_tile; ++c) {
-                    if (!p.input_once || !loaded) b->wr_gb(chunk_bursts(c));
+                    if (!p.input_once || !loaded) fill(chunk_bursts(c));
                     b->macs(tile_cols(t, c));
                 }
                 b->rd_out(out_bursts(t));
@@ -274,8 +365,9 @@ ProgramStats run_channel_program(const PimSpec& s, const GemvPlan& p, int64_t ta
         }
     }
     b->close();
-    if (!per_tile) b->mode();  // AB-PIM -> AB
-    b->mode();  // AB -> SB
+    if (!per_tile) mode(tm.mode_writes_ab_pim);  // AB-PIM -> AB
+    mode(tm.mode_writes_ab_sb);  // AB -> SB
+    park();  // park-out
     return b->finish();
 }
 

@@ -80,6 +80,12 @@ PimSpec load_pim_spec_file(const std::string& path, const std::string& name, con
     s.timing.host_sync_ns = t.get_double("host_sync_ns", 0, 1e9);
     s.timing.crf_bursts = int(t.get_int_or("crf_bursts", 0, 0, 64));
     s.timing.mode_switch_per_tile = t.get_bool_or("mode_switch_per_tile", false);
+    s.timing.park_reads = int(t.get_int_or("park_reads", 0, 0, s.mem.org.banks()));
+    s.timing.input_in_row = t.get_enum_or("input_write", "buffer", {"buffer", "row"}) == "row";
+    s.timing.whole_tiles = t.get_bool_or("whole_tiles", false);
+    s.timing.mode_writes_sb_ab = int(t.get_int_or("mode_writes_sb_ab", 0, 0, s.mem.org.banks()));
+    s.timing.mode_writes_ab_pim = int(t.get_int_or("mode_writes_ab_pim", 0, 0, s.mem.org.banks()));
+    s.timing.mode_writes_ab_sb = int(t.get_int_or("mode_writes_ab_sb", 0, 0, s.mem.org.banks()));
     t.finish();
 
     s.pim_normal_overlap = root.get_bool("pim_normal_overlap");

@@ -36,6 +36,18 @@ struct PimTiming {
     double host_sync_ns = 0;     // host/NPU fence before reading results
     int crf_bursts = 0;          // bursts that program the units' command registers per GEMV (FIMDRAM CRF)
     bool mode_switch_per_tile = false;  // AB <-> AB-PIM around every output tile and input vector
+    // Fixed costs of the reference device's kernel (docs/hardware-model.md 3.4). FIMDRAM as
+    // PIMSimulator's PIMKernel runs it: 16 park reads (one ACT + RD per bank to a reserved row)
+    // before the kernel and 16 after it; GRF_A fills that are WRs to a reserved row (the weight
+    // row is closed, the reserved row opened, written and closed, the weight row re-opened);
+    // whole output tiles of acc_registers rows whatever m (the CRF program's loop counts are
+    // fixed), with no split of k over units.
+    int park_reads = 0;          // reads per channel before and after the kernel
+    bool input_in_row = false;   // input fills are WR to a reserved row (else WR_GB to a buffer)
+    bool whole_tiles = false;    // every tile runs acc_registers rows; m is never split over k
+    // Mode changes made of writes to reserved rows (FIMDRAM changePIMMode: SB->HAB 4, HAB<->HAB_PIM
+    // 1, HAB->SB 2), timed by the table's ACT/WR/PREA rows; 0: one lumped MODE (mode_switch_cycles).
+    int mode_writes_sb_ab = 0, mode_writes_ab_pim = 0, mode_writes_ab_sb = 0;
 };
 
 struct PimSpec {

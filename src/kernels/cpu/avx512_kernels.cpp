@@ -48,7 +48,7 @@ inline __m512i dot64_us_scaled_acc(__m512i acc, __m512i u, __m512i s, __m512i sc
 // Nibbles by GFNI affine transforms: the 8x8 bit matrix is one per 64-bit lane, its byte 7 - i
 // selecting output bit i; kLowNibble keeps input bits 0-3, kHighNibble moves bits 4-7 to 0-3.
 // One op where shift + mask take two: q4_0's and q5_0's decode quads 1.07-1.16x per step, q4_k's
-// tile ~1.04x (session 13, same-process A/B in L1, docs/performance.md).
+// tile ~1.04x (same-process A/B in L1 on the Xeon guest, docs/performance.md).
 constexpr long long kLowNibble = 0x0102040800000000LL, kHighNibble = 0x1020408000000000LL;
 // Each byte's high nibble, moved down (the q4_0 / q5_0 quads, gemv_quad_zmm.inc).
 inline __m512i high_nibbles(__m512i q) { return _mm512_gf2p8affine_epi64_epi8(q, _mm512_set1_epi64(kHighNibble), 0); }

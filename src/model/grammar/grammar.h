@@ -22,12 +22,32 @@
 // Ownership / thread safety: a Grammar is immutable after parse(); share it freely.
 #include <bitset>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/error.h"
+
 namespace duet::model::grammar {
+
+// Thrown when a compilation's cancel callback answers true (the client left); a duet::Error,
+// so callers that do not care treat it as any other failure.
+class GrammarCancelled : public Error {
+public:
+    using Error::Error;
+};
+
+// Bounds on what parsing a grammar may build, so hostile text is refused in bounded time and
+// memory with an error naming the limit (defaults: assumptions far above any schema grammar
+// seen in the tests; no source).
+struct GrammarLimits {
+    int max_depth = 128;                   // ( ... ) groups nested inside each other
+    size_t max_rules = size_t(1) << 16;    // rules, helper rules of groups and repeats included
+    size_t max_elements = size_t(1) << 21; // elements of all alternatives (repeats expanded)
+    std::function<bool()> cancelled;       // polled while parsing; true throws GrammarCancelled
+};
 
 struct Element {
     enum Kind : uint8_t { BYTES, RULE, END } kind = END;
@@ -42,10 +62,16 @@ struct Grammar {
     std::vector<Element> elems;
     std::vector<std::bitset<256>> sets;  // byte sets of BYTES elements
     uint32_t root = 0;
+    // [elems]: the fewest bytes that finish the alternative from this element on (its END: 0);
+    // kNoEnd when no finite text can. A matcher stack's sum is the bytes left to close it.
+    std::vector<uint32_t> min_bytes;
+    static constexpr uint32_t kNoEnd = UINT32_MAX;
 
     // Throws duet::Error "<source>: line L: <what>" for a syntax error, an undefined rule, a
-    // missing root rule or left recursion.
+    // missing root rule, left recursion or an exceeded limit; GrammarCancelled when cancelled.
     static std::shared_ptr<const Grammar> parse(std::string_view text, std::string_view source = "grammar");
+    static std::shared_ptr<const Grammar> parse(std::string_view text, std::string_view source,
+                                                const GrammarLimits& limits);
 };
 
 }  // namespace duet::model::grammar

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <queue>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -17,7 +18,8 @@ constexpr int kMaxRepeat = 1000;  // assumption: bound on {m,n} so a typo cannot
 
 class Parser {
 public:
-    Parser(std::string_view text, std::string_view source) : s_(text), source_(source) {}
+    Parser(std::string_view text, std::string_view source, const GrammarLimits& limits)
+        : s_(text), source_(source), limits_(limits) {}
 
     std::shared_ptr<const Grammar> run() {
         skip_space();
@@ -40,6 +42,9 @@ public:
 private:
     std::string_view s_;
     std::string source_;
+    const GrammarLimits& limits_;
+    size_t n_elements_ = 0;  // elements built so far (an over-count: transient copies count too)
+    int depth_ = 0;          // ( ... ) groups open
     size_t pos_ = 0;
     int line_ = 1;
     std::vector<std::string> names_;
@@ -53,9 +58,19 @@ private:
 
     [[noreturn]] void error(const std::string& what) const { fail("{}: line {}: {}", source_, line_, what); }
 
+    // Charges n elements to the budget (and polls the cancel callback).
+    void charge(size_t n) {
+        n_elements_ += n;
+        if (n_elements_ > limits_.max_elements)
+            error(fmt::format("the grammar expands to more than {} elements (the limit on grammar size)",
+                              limits_.max_elements));
+    }
     uint32_t rule_id(const std::string& name) {
         auto [it, fresh] = ids_.try_emplace(name, uint32_t(names_.size()));
         if (fresh) {
+            if (names_.size() >= limits_.max_rules)
+                error(fmt::format("the grammar has more than {} rules (the limit on grammar rules)", limits_.max_rules));
+            if (limits_.cancelled && limits_.cancelled()) throw GrammarCancelled(source_ + ": grammar parsing cancelled");
             names_.push_back(name);
             rules_.emplace_back();
             defined_.push_back(false);
@@ -126,6 +141,7 @@ private:
             }
             Seq item = primary(rule);
             postfix(rule, item);
+            charge(item.size());
             seq.insert(seq.end(), item.begin(), item.end());
         }
         return seq;
@@ -154,10 +170,13 @@ private:
             return class_elements(rule, {{0, kMaxCodePoint}});
         }
         if (c == '(') {
+            if (++depth_ > limits_.max_depth)
+                error(fmt::format("groups nest deeper than {} levels (the limit on grammar nesting)", limits_.max_depth));
             ++pos_;
             Alts alts = alternatives(rule, true);
             if (pos_ >= s_.size() || s_[pos_] != ')') error("missing ')'");
             ++pos_;
+            --depth_;
             if (alts.size() == 1) return alts[0];
             return {{Element::RULE, helper(rule, std::move(alts))}};
         }
@@ -281,6 +300,8 @@ private:
     }
 
     Seq repeat(const std::string& rule, const Seq& x, int lo, int hi) {
+        // lo copies inline, one per helper rule of the optional part (x{m,}: one)
+        charge(x.size() * (size_t(lo) + size_t(hi < 0 ? 1 : hi - lo)));
         Seq out;
         for (int i = 0; i < lo; ++i) out.insert(out.end(), x.begin(), x.end());
         if (hi < 0) {  // R ::= x R | ""
@@ -301,37 +322,83 @@ private:
         return out;
     }
 
-    void check_left_recursion() const {
+    // rule_min: the fewest bytes each rule can match (rule_min_bytes); 0 means nullable.
+    void check_left_recursion(const std::vector<uint64_t>& rule_min) const {
         const size_t n = rules_.size();
         std::vector<bool> nullable(n, false);
-        for (bool changed = true; changed;) {
-            changed = false;
-            for (size_t r = 0; r < n; ++r) {
-                if (nullable[r]) continue;
-                for (const Seq& alt : rules_[r])
-                    if (std::all_of(alt.begin(), alt.end(),
-                                    [&](const Element& e) { return e.kind == Element::RULE && nullable[e.index]; })) {
-                        nullable[r] = changed = true;
-                        break;
-                    }
+        for (size_t r = 0; r < n; ++r) nullable[r] = rule_min[r] == 0;
+        // Depth-first over "may start with" edges, with an explicit stack (a chain of rules as
+        // long as the rule limit must not overflow the call stack).
+        std::vector<int> state(n, 0);  // 0 new, 1 on the DFS path, 2 done
+        struct Frame {
+            size_t rule, alt = 0, elem = 0;
+        };
+        for (size_t start = 0; start < n; ++start) {
+            if (state[start] != 0) continue;
+            std::vector<Frame> stack{{start}};
+            state[start] = 1;
+            while (!stack.empty()) {
+                Frame& f = stack.back();
+                const Alts& alts = rules_[f.rule];
+                if (f.alt >= alts.size()) {
+                    state[f.rule] = 2;
+                    stack.pop_back();
+                    continue;
+                }
+                const Seq& alt = alts[f.alt];
+                // the next element that may start this alternative, if any
+                if (f.elem >= alt.size() || alt[f.elem].kind != Element::RULE ||
+                    (f.elem > 0 && !nullable[alt[f.elem - 1].index])) {
+                    ++f.alt, f.elem = 0;
+                    continue;
+                }
+                const size_t r = alt[f.elem++].index;
+                if (state[r] == 1)
+                    fail("{}: rule '{}' is left-recursive (it can reach itself before matching any byte)", source_,
+                         names_[r]);
+                if (state[r] == 0) {
+                    state[r] = 1;
+                    stack.push_back({r});
+                }
             }
         }
-        std::vector<int> state(n, 0);  // 0 new, 1 on the DFS path, 2 done
-        std::function<void(size_t)> visit = [&](size_t r) {
-            state[r] = 1;
-            for (const Seq& alt : rules_[r])
-                for (const Element& e : alt) {
-                    if (e.kind != Element::RULE) break;
-                    if (state[e.index] == 1)
-                        fail("{}: rule '{}' is left-recursive (it can reach itself before matching any byte)", source_,
-                             names_[e.index]);
-                    if (state[e.index] == 0) visit(e.index);
-                    if (!nullable[e.index]) break;
-                }
-            state[r] = 2;
+    }
+
+    // Fewest bytes to finish each rule: Knuth's generalisation of Dijkstra to grammars (an
+    // alternative's cost is known once every rule it names is final), O(E log E).
+    static std::vector<uint64_t> rule_min_bytes(const Grammar& g) {
+        constexpr uint64_t kInf = Grammar::kNoEnd;
+        struct Alt {
+            uint32_t rule, pending = 0;
+            uint64_t cost = 0;
         };
-        for (size_t r = 0; r < n; ++r)
-            if (state[r] == 0) visit(r);
+        std::vector<Alt> alts;
+        std::vector<std::vector<uint32_t>> uses(g.rules.size());  // rule -> alts naming it (once per use)
+        using Item = std::pair<uint64_t, uint32_t>;               // (cost, rule)
+        std::priority_queue<Item, std::vector<Item>, std::greater<Item>> queue;
+        for (size_t r = 0; r < g.rules.size(); ++r)
+            for (uint32_t start : g.rules[r]) {
+                Alt a{uint32_t(r)};
+                for (const Element* e = &g.elems[start]; e->kind != Element::END; ++e) {
+                    if (e->kind == Element::BYTES) ++a.cost;
+                    else ++a.pending, uses[e->index].push_back(uint32_t(alts.size()));
+                }
+                if (a.pending == 0) queue.push({a.cost, a.rule});
+                alts.push_back(a);
+            }
+        std::vector<uint64_t> best(g.rules.size(), kInf);
+        while (!queue.empty()) {
+            const auto [cost, r] = queue.top();
+            queue.pop();
+            if (best[r] != kInf) continue;
+            best[r] = cost;
+            for (uint32_t ai : uses[r]) {
+                Alt& a = alts[ai];
+                a.cost = std::min(a.cost + cost, kInf);
+                if (--a.pending == 0) queue.push({a.cost, a.rule});
+            }
+        }
+        return best;
     }
 
     std::shared_ptr<const Grammar> finish() {
@@ -339,7 +406,6 @@ private:
             if (!defined_[r]) fail("{}: line {}: rule '{}' is used but not defined", source_, use_line_[r], names_[r]);
         auto root = ids_.find("root");
         if (root == ids_.end()) fail("{}: no rule named 'root' (the start rule)", source_);
-        check_left_recursion();
         auto g = std::make_shared<Grammar>();
         g->rule_names = names_;
         g->sets = sets_;
@@ -351,6 +417,15 @@ private:
                 g->elems.insert(g->elems.end(), alt.begin(), alt.end());
                 g->elems.push_back({Element::END, 0});
             }
+        const std::vector<uint64_t> rule_min = rule_min_bytes(*g);
+        check_left_recursion(rule_min);
+        g->min_bytes.assign(g->elems.size(), 0);
+        for (size_t i = g->elems.size(); i-- > 0;) {
+            const Element& e = g->elems[i];
+            if (e.kind == Element::END) continue;
+            const uint64_t c = uint64_t(g->min_bytes[i + 1]) + (e.kind == Element::BYTES ? 1 : rule_min[e.index]);
+            g->min_bytes[i] = uint32_t(std::min<uint64_t>(c, Grammar::kNoEnd));
+        }
         return g;
     }
 };
@@ -358,7 +433,12 @@ private:
 }  // namespace
 
 std::shared_ptr<const Grammar> Grammar::parse(std::string_view text, std::string_view source) {
-    return Parser(text, source).run();
+    return parse(text, source, GrammarLimits{});
+}
+
+std::shared_ptr<const Grammar> Grammar::parse(std::string_view text, std::string_view source,
+                                              const GrammarLimits& limits) {
+    return Parser(text, source, limits).run();
 }
 
 }  // namespace duet::model::grammar

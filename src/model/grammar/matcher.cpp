@@ -39,19 +39,29 @@ void Matcher::reset() {
 }
 
 // Expands rule references at the top until every stack's top is a byte set (or it is empty).
+// Iterative: a chain of rules as long as the grammar's rule limit must not overflow the call
+// stack. Each expansion copies the stack below the rule, so a chain of n leading rules costs
+// O(n^2) pointer copies once per (state, byte); the transition cache keeps it at that.
 void Matcher::advance(Stack stack, std::vector<Stack>& out) const {
-    if (stack.empty() || stack.back()->kind == Element::BYTES) {
-        out.push_back(std::move(stack));
-        return;
-    }
-    const Element* top = stack.back();
-    stack.pop_back();
-    if ((top + 1)->kind != Element::END) stack.push_back(top + 1);  // continue after the rule
-    for (uint32_t start : grammar_->rules[top->index]) {
-        Stack s = stack;
-        const Element* e = &grammar_->elems[start];
-        if (e->kind != Element::END) s.push_back(e);
-        advance(std::move(s), out);
+    std::vector<Stack> work;
+    work.push_back(std::move(stack));
+    while (!work.empty()) {
+        Stack s = std::move(work.back());
+        work.pop_back();
+        if (s.empty() || s.back()->kind == Element::BYTES) {
+            out.push_back(std::move(s));
+            continue;
+        }
+        const Element* top = s.back();
+        s.pop_back();
+        if ((top + 1)->kind != Element::END) s.push_back(top + 1);  // continue after the rule
+        const auto& alts = grammar_->rules[top->index];
+        for (size_t i = 0; i < alts.size(); ++i) {
+            Stack t = i + 1 < alts.size() ? s : std::move(s);
+            const Element* e = &grammar_->elems[alts[i]];
+            if (e->kind != Element::END) t.push_back(e);
+            work.push_back(std::move(t));
+        }
     }
 }
 
@@ -74,6 +84,7 @@ int32_t Matcher::intern(std::vector<Stack> stacks) const {
     if (stacks.empty()) return kDead;
     auto [it, fresh] = ids_.try_emplace(stacks, int32_t(states_.size()));
     if (fresh) {
+        close_.push_back(close_bytes(stacks));
         states_.push_back(std::move(stacks));
         next_.emplace_back();
         next_.back().fill(kUnknown);
@@ -103,6 +114,7 @@ void Matcher::bound_cache() {
     states_.clear();
     next_.clear();
     ids_.clear();
+    close_.clear();
     masks_.clear();
     next_mask_slot_ = 0;
     state_ = intern(std::move(current));
@@ -141,6 +153,53 @@ bool Matcher::token_allowed_uncached(int32_t id) const {
     return true;
 }
 
+uint32_t Matcher::close_bytes(const std::vector<Stack>& stacks) const {
+    uint64_t best = Grammar::kNoEnd;
+    const Element* base = grammar_->elems.data();
+    for (const Stack& st : stacks) {
+        uint64_t sum = 0;
+        for (const Element* e : st) {
+            sum += grammar_->min_bytes[size_t(e - base)];
+            if (sum >= best) break;
+        }
+        best = std::min(best, sum);
+    }
+    return uint32_t(best);
+}
+
+uint32_t Matcher::min_bytes_after(int32_t id) const {
+    if (tokens_->is_eog(id)) return can_end() ? 0 : Grammar::kNoEnd;
+    const std::string& b = tokens_->bytes(id);
+    const int32_t t = b.empty() ? kDead : run(state_, b);
+    return t == kDead ? Grammar::kNoEnd : close_[size_t(t)];
+}
+
+void Matcher::walk_within(int32_t node, int32_t state, uint32_t max_close, uint8_t* allowed, int64_t& n) const {
+    const auto& trie = tokens_->trie();
+    for (const auto& [byte, child] : trie[size_t(node)].children) {
+        const int32_t t = next_state(state, byte);
+        if (t == kDead) continue;
+        if (close_[size_t(t)] <= max_close)
+            for (int32_t id : trie[size_t(child)].tokens) {
+                allowed[size_t(id)] = 1;
+                ++n;
+            }
+        walk_within(child, t, max_close, allowed, n);
+    }
+}
+
+int64_t Matcher::allowed_tokens_within(std::vector<uint8_t>& allowed, uint32_t max_close_bytes) const {
+    allowed.assign(size_t(tokens_->n_vocab()), 0);
+    int64_t n = 0;
+    walk_within(0, state_, max_close_bytes, allowed.data(), n);
+    if (can_end())
+        for (int32_t id : tokens_->eog_tokens()) {
+            allowed[size_t(id)] = 1;
+            ++n;
+        }
+    return n;
+}
+
 bool Matcher::can_end() const { return any_empty(states_[size_t(state_)]); }
 
 bool Matcher::must_end() const {
@@ -148,38 +207,44 @@ bool Matcher::must_end() const {
     return std::all_of(s.begin(), s.end(), [](const Stack& st) { return st.empty(); });
 }
 
-void Matcher::walk(int32_t node, int32_t state, uint8_t* allowed, int64_t& n) const {
+void Matcher::walk(int32_t node, int32_t state, uint8_t* allowed, int64_t& n, uint32_t& max_close) const {
     const auto& trie = tokens_->trie();
     for (const auto& [byte, child] : trie[size_t(node)].children) {
         const int32_t t = next_state(state, byte);
         if (t == kDead) continue;
-        for (int32_t id : trie[size_t(child)].tokens) allowed[size_t(id)] = 1;
-        n += int64_t(trie[size_t(child)].tokens.size());
-        walk(child, t, allowed, n);
+        const auto& ids = trie[size_t(child)].tokens;
+        for (int32_t id : ids) allowed[size_t(id)] = 1;
+        n += int64_t(ids.size());
+        if (!ids.empty()) max_close = std::max(max_close, close_[size_t(t)]);
+        walk(child, t, allowed, n, max_close);
     }
 }
 
-int64_t Matcher::allowed_tokens(std::vector<uint8_t>& allowed) const {
+const Matcher::CachedMask& Matcher::mask() const {
     for (const CachedMask& c : masks_)
-        if (c.state == state_) {
-            allowed = c.allowed;
-            return c.n_allowed;
-        }
-    allowed.assign(size_t(tokens_->n_vocab()), 0);
-    int64_t n = 0;
-    walk(0, state_, allowed.data(), n);
-    if (can_end())
-        for (int32_t id : tokens_->eog_tokens()) {
-            allowed[size_t(id)] = 1;
-            ++n;
-        }
+        if (c.state == state_) return c;
     if (masks_.size() < kMaxCachedMasks) masks_.emplace_back();
     CachedMask& slot = masks_[next_mask_slot_];
     next_mask_slot_ = (next_mask_slot_ + 1) % kMaxCachedMasks;
+    slot.allowed.assign(size_t(tokens_->n_vocab()), 0);
+    slot.n_allowed = 0;
+    slot.max_close = 0;
+    walk(0, state_, slot.allowed.data(), slot.n_allowed, slot.max_close);
+    if (can_end())
+        for (int32_t id : tokens_->eog_tokens()) {
+            slot.allowed[size_t(id)] = 1;
+            ++slot.n_allowed;
+        }
     slot.state = state_;
-    slot.n_allowed = n;
-    slot.allowed = allowed;
-    return n;
+    return slot;
 }
+
+int64_t Matcher::allowed_tokens(std::vector<uint8_t>& allowed) const {
+    const CachedMask& m = mask();
+    allowed = m.allowed;
+    return m.n_allowed;
+}
+
+uint32_t Matcher::max_close_after_allowed() const { return mask().max_close; }
 
 }  // namespace duet::model::grammar

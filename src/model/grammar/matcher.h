@@ -26,6 +26,12 @@
 // i.e. 4 MiB, and 8 masks are far above what a schema grammar needs between two accepted
 // tokens; no source).
 //
+// Closing reserve: min_bytes_to_end() is the fewest bytes that complete the text from the
+// current state (per stack: the sum of Grammar::min_bytes over its pending elements; per state:
+// the minimum over its stacks), computed once per cached state. allowed_tokens_within() keeps
+// only the tokens after which that reserve fits a budget; the sampler uses it as max_tokens runs
+// down, so a constrained generation can always still close (docs/grammar.md).
+//
 // Ownership: shares the grammar and the token table; owns its cache (copies copy it).
 // Thread safety: per-sequence state; even the const methods fill the cache, so one Matcher
 // must not be used from two threads at once.
@@ -60,6 +66,18 @@ public:
     bool token_allowed_uncached(int32_t id) const;
     // allowed[i] = 1 when token i may come next ([n_vocab]); returns how many are allowed.
     int64_t allowed_tokens(std::vector<uint8_t>& allowed) const;
+    // The fewest bytes that make the text so far a complete sentence (0 when can_end());
+    // Grammar::kNoEnd when none can.
+    uint32_t min_bytes_to_end() const { return close_[size_t(state_)]; }
+    // min_bytes_to_end() after token id; Grammar::kNoEnd when the token is not allowed (an
+    // end-of-generation token: 0 when can_end()).
+    uint32_t min_bytes_after(int32_t id) const;
+    // As allowed_tokens(), keeping only the tokens after which min_bytes_to_end() <= max_close_bytes
+    // (end-of-generation when can_end()). Not cached.
+    int64_t allowed_tokens_within(std::vector<uint8_t>& allowed, uint32_t max_close_bytes) const;
+    // The largest min_bytes_after() over the tokens allowed_tokens() allows (kept with the cached
+    // mask): when a budget holds it, allowed_tokens() is already allowed_tokens_within().
+    uint32_t max_close_after_allowed() const;
 
     bool can_end() const;   // the text so far is a complete sentence
     bool must_end() const;  // ... and nothing may follow it
@@ -82,9 +100,11 @@ private:
     mutable std::vector<std::vector<Stack>> states_;
     mutable std::vector<std::array<int32_t, 256>> next_;
     mutable std::map<std::vector<Stack>, int32_t> ids_;
+    mutable std::vector<uint32_t> close_;  // [states]: min_bytes_to_end() of each state
     struct CachedMask {
         int32_t state = kDead;
         int64_t n_allowed = 0;
+        uint32_t max_close = 0;
         std::vector<uint8_t> allowed;
     };
     mutable std::vector<CachedMask> masks_;  // at most kMaxCachedMasks, replaced round-robin
@@ -100,7 +120,10 @@ private:
     int32_t compute_next(int32_t state, uint8_t byte) const;
     int32_t run(int32_t state, std::string_view bytes) const;  // kDead when rejected
     void bound_cache();
-    void walk(int32_t node, int32_t state, uint8_t* allowed, int64_t& n) const;
+    void walk(int32_t node, int32_t state, uint8_t* allowed, int64_t& n, uint32_t& max_close) const;
+    const CachedMask& mask() const;  // the current state's, computed when absent
+    void walk_within(int32_t node, int32_t state, uint32_t max_close, uint8_t* allowed, int64_t& n) const;
+    uint32_t close_bytes(const std::vector<Stack>& stacks) const;
 };
 
 }  // namespace duet::model::grammar

@@ -79,6 +79,28 @@ std::unique_ptr<Tokenizer> Tokenizer::from_vocab(Vocab vocab) {
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
+    return encode_impl(text, add_bos, parse_special, {});
+}
+
+std::vector<int32_t> Tokenizer::encode_chat(std::string_view text, std::string_view shape, bool add_bos) const {
+    if (text.size() != shape.size())
+        fail("tokenizer: chat prompt and its shape differ in length ({} vs {} bytes)", text.size(), shape.size());
+    return encode_impl(text, add_bos, true, shape);
+}
+
+std::string Tokenizer::defuse_special(std::string_view s) const {
+    std::string out(s);
+    for (int32_t sid : index_->specials) {
+        if (vocab_.types[sid] == TokenType::USER_DEFINED) continue;  // parsed everywhere, as in encode()
+        const std::string& st = vocab_.tokens[sid];
+        for (size_t pos = 0; (pos = out.find(st, pos)) != std::string::npos; pos += st.size())
+            out[pos] = st[0] == '#' ? '@' : '#';
+    }
+    return out;
+}
+
+std::vector<int32_t> Tokenizer::encode_impl(std::string_view text, bool add_bos, bool parse_special,
+                                            std::string_view shape) const {
     // Fragments: raw text (id < 0) or one special token.
     struct Fragment {
         int32_t id;
@@ -97,10 +119,17 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool
                 continue;
             }
             std::string_view rest = f.text;
-            for (size_t pos; (pos = rest.find(st)) != std::string_view::npos;) {
+            for (size_t pos, from = 0; (pos = rest.find(st, from)) != std::string_view::npos;) {
+                // encode_chat: a control token only where the template's shape has it too.
+                const size_t at = size_t(rest.data() - text.data()) + pos;
+                if (!shape.empty() && t != TokenType::USER_DEFINED && shape.compare(at, st.size(), st) != 0) {
+                    from = pos + 1;
+                    continue;
+                }
                 if (pos > 0) next.push_back({-1, rest.substr(0, pos)});
                 next.push_back({sid, {}});
                 rest.remove_prefix(pos + st.size());
+                from = 0;
             }
             if (!rest.empty()) next.push_back({-1, rest});
         }

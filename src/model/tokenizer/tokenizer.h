@@ -67,6 +67,17 @@ public:
     // "<|im_end|>" or "<s>" becomes the control token instead of being spelled out.
     virtual std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const;
 
+    // Chat prompts, where only the template may write control tokens: `text` is the rendered
+    // prompt and `shape` the same rendering made from defuse_special() request strings (same
+    // length). A control token's text in `text` becomes the token only where `shape` has the
+    // same text at the same offset (the template wrote it there); elsewhere it is spelled out
+    // as text, exactly as encode(.., parse_special = false) would. Throws duet::Error when the
+    // lengths differ.
+    std::vector<int32_t> encode_chat(std::string_view text, std::string_view shape, bool add_bos) const;
+    // `s` with the first byte of every control token's text in it replaced by '#' ('@' when
+    // that byte is '#'): same length, and no control token's text left in it.
+    std::string defuse_special(std::string_view s) const;
+
     // Raw bytes of one token: byte tokens -> their byte, ▁ -> space, GPT-2 byte symbols -> bytes.
     // Control tokens give "" unless special is true (then their text); unknown ids throw.
     std::string token_to_piece(int32_t id, bool special = false) const;
@@ -89,6 +100,9 @@ public:
 
 protected:
     explicit Tokenizer(Vocab vocab);
+    // shape non-empty: encode_chat's rule for control tokens.
+    std::vector<int32_t> encode_impl(std::string_view text, bool add_bos, bool parse_special,
+                                     std::string_view shape) const;
     // Encodes one fragment of plain text (no special tokens inside). after_special: the
     // fragment starts the text or follows a special token (SPM adds its space prefix then).
     virtual void encode_text(std::string_view text, bool after_special, std::vector<int32_t>& out) const = 0;

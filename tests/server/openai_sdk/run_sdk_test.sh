@@ -2,14 +2,15 @@
 # ctest driver of the openai SDK test: installs the pinned `openai` package (npm ci from the
 # committed package-lock.json) into WORK_DIR, generates a tiny Qwen2-style model (chatml
 # template, byte-level BPE), starts the real `duet serve` on 127.0.0.1 with a free port,
-# runs sdk_test.mjs against it and stops the server.
-# Usage: run_sdk_test.sh DUET_BINARY WORK_DIR
+# runs SCRIPT (default sdk_test.mjs) against it and stops the server.
+# Usage: run_sdk_test.sh DUET_BINARY WORK_DIR [SCRIPT]
 set -euo pipefail
 DUET=$(realpath "$1")
 WORK=$(realpath -m "$2")
 HERE=$(cd "$(dirname "$0")" && pwd)
+SCRIPT=${3:-sdk_test.mjs}
 mkdir -p "$WORK"
-cp "$HERE/package.json" "$HERE/package-lock.json" "$HERE/sdk_test.mjs" "$WORK/"
+cp "$HERE/package.json" "$HERE/package-lock.json" "$HERE"/*.mjs "$WORK/"
 cd "$WORK"
 if ! cmp -s package-lock.json node_modules/.package-lock.json.copy 2>/dev/null; then
     npm ci --no-audit --no-fund --loglevel=error
@@ -32,4 +33,4 @@ for _ in $(seq 1 300); do
     sleep 0.1
 done
 [ -n "$PORT" ] || { cat "$LOG"; echo "duet serve did not print its address"; exit 1; }
-node sdk_test.mjs "http://127.0.0.1:$PORT" "$DUET" "$MODEL" "$WORK"
+node "$SCRIPT" "http://127.0.0.1:$PORT" "$DUET" "$MODEL" "$WORK"

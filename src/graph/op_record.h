@@ -1,0 +1,77 @@
+#pragma once
+// One record per operator the engine executes (or the trace-only planner predicts), and the
+// one place its bytes and FLOPs are computed: graph::lower (graph/lowering.h) turns a graph
+// node and a batch into its record. The planner (sim/planner.h) lowers every node of a
+// generation; the engine's dispatch point (runtime/dispatch.h) lowers the node it executes and
+// appends that record when tracing is on. The functional path and the timing path therefore
+// see the same list.
+#include <cstdint>
+#include <vector>
+
+#include "core/dtype.h"
+#include "graph/op_types.h"
+
+// Field semantics per kind (graph::lower computes exactly these; tests compare the planner's
+// and the engine's records on generated models).
+// T = tokens in the forward (sum over sequences), E = n_embd, f32 activations on the host
+// (4 bytes), wb(n) = row bytes of n elements in weight_dtype, kvb(n) the same in the KV dtype.
+//   EMBED     layer -1; m=T, n=E; weight_bytes = T*wb(E) (rows gathered); in = 4*T (ids); out = 4*T*E
+//   RMSNORM   m=T (n_seq rows for the final norm, layer -1), n=E; weight_bytes = 4*E;
+//             in = out = 4*m*E; flops = 4*m*E
+//   MATMUL    m rows, n = output features, k = input features; weight_bytes = whole matrix;
+//             in = 4*m*k; out = 4*m*n; flops = 2*m*n*k. LM_HEAD (layer -1) has m = n_seq
+//             (logits of the last token of each sequence). A q/k/v bias is the matmul's
+//             epilogue, not a record. With the RMSNorm fused into its input quantisation
+//             (rmsnorm_fused, graph/fuse_rmsnorm_matmul.h): the RMSNORM record joins it, less
+//             the normed tensor's write and read: weight_bytes += 4*k (norm weights); in = 4*m*k
+//             (the norm's input); flops += 4*m*k
+//   ROPE      q and k together: m=T, n=(n_head+n_head_kv)*head_dim, k=head_dim, heads set;
+//             in = out = 4*m*n; flops = 3*m*n
+//   KV_WRITE  m=T, n=2*n_head_kv*head_dim (K and V), weight_dtype = KV dtype; in = 4*m*n;
+//             out = m*2*kvb(n_head_kv*head_dim); weight_bytes = 0
+//   ATTENTION one record for the batch: m=T, n = longest context after this forward, k=head_dim,
+//             heads set; weight_dtype = KV dtype; weight_bytes = KV read = sum over sequences
+//             of 2*ctx*kvb(n_head_kv*head_dim); in = out = 4*T*n_head*head_dim;
+//             flops = 4*n_head*head_dim*sum over sequences of (n_q*pos0 + n_q*(n_q+1)/2)
+//   SWIGLU    m=T, n=n_ff; in = 8*m*n; out = 4*m*n; flops = 4*m*n
+//   ADD       residual: m=T, n=E; in = 8*m*n; out = 4*m*n; flops = m*n
+//   OUTPUT    layer -1, marks sampling (done by the caller); m=n_seq, n=n_vocab; in = 4*m*n;
+//             out = 4*m; flops = m*n
+//   ROPE_KV_WRITE  ROPE's record plus KV_WRITE's, less k_rope's f32 write and read
+//             (graph/fuse_rope_kv.h); weight_dtype = KV dtype
+//   ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER  m rows of n = n_embd, k = group size; in = out =
+//             4*m*n; flops = m*n (the sums; 0 for ALL_GATHER)
+//   SEND, RECV  m rows of n = n_embd, k = the peer stage; in = out = 4*m*n
+// Order of one forward: the nodes of the model's graph (graph/graph.h, one record per node; the
+// llama builder's order is in graph/llama_builder.h). n_seq = sequences in the batch on every record;
+// phase = PREFILL when any sequence brings more than one token, else DECODE.
+namespace duet::graph {
+
+// Records carry matrix roles only (MATMUL); the other ops keep role NONE.
+
+struct OpRecord {
+    OpKind kind = OpKind::ADD;
+    WeightRole role = WeightRole::NONE;
+    Phase phase = Phase::PREFILL;
+    int32_t layer = -1;     // -1 for ops outside the transformer blocks
+    int32_t n_seq = 1;      // sequences in the batch this op serves
+    int64_t m = 0;          // tokens (rows of activations)
+    int64_t n = 0;          // output features (MATMUL) / context tokens (ATTENTION)
+    int64_t k = 0;          // input features (MATMUL) / head_dim (ATTENTION)
+    int64_t n_head = 0, n_head_kv = 0;
+    DType weight_dtype = DType::F32;  // dtype of the weight or KV operand
+    uint64_t weight_bytes = 0;        // bytes of weights / KV read
+    uint64_t in_bytes = 0;            // activation bytes read (f32 on the host)
+    uint64_t out_bytes = 0;           // bytes written
+    double flops = 0;                 // 2 per multiply-add
+    // Reads an input of the record before it and none of its outputs (graph::Node::
+    // sibling_of_prev: Q, K, V; gate, up): the timeline may start it together with that one.
+    bool sibling_of_prev = false;
+    // MATMUL: the RMSNorm of its input ran in the same kernel (graph::Node::norm).
+    bool rmsnorm_fused = false;
+    bool operator==(const OpRecord&) const = default;
+};
+
+using OpTrace = std::vector<OpRecord>;
+
+}  // namespace duet::graph

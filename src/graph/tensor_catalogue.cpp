@@ -1,0 +1,172 @@
+#include "graph/tensor_catalogue.h"
+
+#include <array>
+#include <cstdio>
+#include <vector>
+
+#include "core/error.h"
+
+namespace duet::graph {
+namespace {
+
+using R = WeightRole;
+using P = Part;
+using B = Binding;
+using K = WeightKind;
+using D = Dim;
+
+// The dense decoder of the llama family (llama, mistral, qwen2), in llama.cpp's GGUF names
+// (gguf-py/gguf/constants.py, MODEL_TENSOR / TENSOR_NAMES). Field order as TensorSpec:
+// role, part, name, gguf, binding, kind, rows, cols, stack, when, tp, fused, residual, q4km,
+// expert, falls_back_to, title.
+constexpr TensorSpec kRows[] = {
+    {R::TOKEN_EMBD, P::WEIGHT, "token_embd", "token_embd.weight", B::INPUT, K::TABLE, D::N_VOCAB, D::N_EMBD},
+    {R::ROPE_FREQS, P::WEIGHT, "rope_freqs", "rope_freqs.weight", B::SHARED, K::VECTOR, D::ONE, D::ROT_HALF, D::ONE,
+     When::ROPE_FREQS},
+
+    {R::ATTN_NORM, P::WEIGHT, "attn_norm", "blk.%d.attn_norm.weight", B::BLOCK, K::VECTOR, D::ONE, D::N_EMBD},
+    {R::ATTN_Q, P::WEIGHT, "attn_q", "blk.%d.attn_q.weight", B::BLOCK, K::MATRIX, D::Q_DIM, D::N_EMBD, D::ONE,
+     When::ALWAYS, TpSplit::ROWS, R::ATTN_QKV},
+    {R::ATTN_K, P::WEIGHT, "attn_k", "blk.%d.attn_k.weight", B::BLOCK, K::MATRIX, D::KV_DIM, D::N_EMBD, D::ONE,
+     When::ALWAYS, TpSplit::ROWS, R::ATTN_QKV},
+    {R::ATTN_V, P::WEIGHT, "attn_v", "blk.%d.attn_v.weight", B::BLOCK, K::MATRIX, D::KV_DIM, D::N_EMBD, D::ONE,
+     When::ALWAYS, TpSplit::ROWS, R::ATTN_QKV, false, Q4kmMix::MORE_BITS_LAYERS},
+    {R::ATTN_Q, P::BIAS, "attn_q", "blk.%d.attn_q.bias", B::BLOCK, K::VECTOR, D::ONE, D::Q_DIM, D::ONE,
+     When::QKV_BIAS, TpSplit::ROWS},
+    {R::ATTN_K, P::BIAS, "attn_k", "blk.%d.attn_k.bias", B::BLOCK, K::VECTOR, D::ONE, D::KV_DIM, D::ONE,
+     When::QKV_BIAS, TpSplit::ROWS},
+    {R::ATTN_V, P::BIAS, "attn_v", "blk.%d.attn_v.bias", B::BLOCK, K::VECTOR, D::ONE, D::KV_DIM, D::ONE,
+     When::QKV_BIAS, TpSplit::ROWS},
+    {R::ATTN_OUT, P::WEIGHT, "attn_out", "blk.%d.attn_output.weight", B::BLOCK, K::MATRIX, D::N_EMBD, D::Q_DIM,
+     D::ONE, When::ALWAYS, TpSplit::COLS, R::NONE, true, Q4kmMix::BASE, Expert::NONE, R::NONE, "attention-output"},
+    {R::FFN_NORM, P::WEIGHT, "ffn_norm", "blk.%d.ffn_norm.weight", B::BLOCK, K::VECTOR, D::ONE, D::N_EMBD},
+    {R::FFN_GATE, P::WEIGHT, "ffn_gate", "blk.%d.ffn_gate.weight", B::BLOCK, K::MATRIX, D::N_FF, D::N_EMBD, D::ONE,
+     When::ALWAYS, TpSplit::ROWS, R::FFN_GATE_UP},
+    {R::FFN_UP, P::WEIGHT, "ffn_up", "blk.%d.ffn_up.weight", B::BLOCK, K::MATRIX, D::N_FF, D::N_EMBD, D::ONE,
+     When::ALWAYS, TpSplit::ROWS, R::FFN_GATE_UP},
+    {R::FFN_DOWN, P::WEIGHT, "ffn_down", "blk.%d.ffn_down.weight", B::BLOCK, K::MATRIX, D::N_EMBD, D::N_FF, D::ONE,
+     When::ALWAYS, TpSplit::COLS, R::NONE, true, Q4kmMix::MORE_BITS_LAYERS, Expert::NONE, R::NONE, "FFN-down"},
+
+    {R::OUTPUT_NORM, P::WEIGHT, "output_norm", "output_norm.weight", B::OUTPUT, K::VECTOR, D::ONE, D::N_EMBD},
+    {R::LM_HEAD, P::WEIGHT, "lm_head", "output.weight", B::OUTPUT, K::MATRIX, D::N_VOCAB, D::N_EMBD, D::ONE,
+     When::UNTIED_OUTPUT, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::Q6_K, Expert::NONE, R::TOKEN_EMBD},
+
+    // Built by graph/fuse_matmuls.h from the rows that name them in `fused`.
+    {R::ATTN_QKV, P::WEIGHT, "attn_qkv", nullptr, B::BLOCK, K::FUSED, D::SUM_OF_PARTS, D::N_EMBD},
+    {R::FFN_GATE_UP, P::WEIGHT, "ffn_gate_up", nullptr, B::BLOCK, K::FUSED, D::SUM_OF_PARTS, D::N_EMBD},
+};
+
+// Per-role lookups built once from kRows.
+struct Index {
+    std::array<const TensorSpec*, kWeightRoleCount> weight{}, bias{};
+    std::array<std::vector<WeightRole>, kWeightRoleCount> parts;
+    std::array<WeightRole, kWeightRoleCount> fused_into{};
+
+    Index() {
+        fused_into.fill(R::NONE);
+        for (const TensorSpec& t : kRows) {
+            auto& slot = (t.part == P::WEIGHT ? weight : bias)[size_t(t.role)];
+            DUET_CHECK(slot == nullptr, "tensor catalogue: two {} rows for role {}",
+                       t.part == P::WEIGHT ? "weight" : "bias", t.name);
+            slot = &t;
+            if (t.part == P::WEIGHT && t.fused != R::NONE) {
+                parts[size_t(t.fused)].push_back(t.role);
+                fused_into[size_t(t.role)] = t.fused;
+            }
+        }
+    }
+};
+
+const Index& index() {
+    static const Index idx;
+    return idx;
+}
+
+}  // namespace
+
+std::span<const TensorSpec> tensor_catalogue() { return kRows; }
+
+const TensorSpec& weight_spec(WeightRole role) {
+    const TensorSpec* t = index().weight[size_t(role)];
+    DUET_CHECK(t != nullptr, "tensor catalogue: no row for weight role {}", int(role));
+    return *t;
+}
+
+const TensorSpec* bias_spec(WeightRole role) { return index().bias[size_t(role)]; }
+
+int64_t dim_value(Dim d, const ModelShape& s) {
+    switch (d) {
+        case D::ONE: return 1;
+        case D::N_VOCAB: return s.n_vocab;
+        case D::N_EMBD: return s.n_embd;
+        case D::Q_DIM: return s.n_head * s.head_dim;
+        case D::KV_DIM: return s.n_head_kv * s.head_dim;
+        case D::N_FF: return s.n_ff;
+        case D::ROT_HALF: return (s.n_rot ? s.n_rot : s.head_dim) / 2;
+        case D::SUM_OF_PARTS: break;
+    }
+    DUET_CHECK(false, "tensor catalogue: dim {} has no single value", int(d));
+    __builtin_unreachable();
+}
+
+int64_t spec_rows(const TensorSpec& t, const ModelShape& s) {
+    if (t.rows != D::SUM_OF_PARTS) return dim_value(t.rows, s);
+    int64_t n = 0;
+    for (WeightRole p : fused_parts(t.role)) n += spec_rows(weight_spec(p), s);
+    return n;
+}
+
+int64_t spec_cols(const TensorSpec& t, const ModelShape& s) { return dim_value(t.cols, s); }
+
+int64_t spec_elems(const TensorSpec& t, const ModelShape& s) {
+    return spec_rows(t, s) * spec_cols(t, s) * dim_value(t.stack, s);
+}
+
+bool present(const TensorSpec& t, const ModelShape& s) {
+    if (t.kind == K::FUSED) return false;
+    switch (t.when) {
+        case When::ALWAYS: return true;
+        case When::QKV_BIAS: return s.qkv_bias;
+        case When::UNTIED_OUTPUT: return !s.tied_output;
+        case When::ROPE_FREQS: return s.has_rope_freqs;
+    }
+    return false;
+}
+
+std::string gguf_name(const TensorSpec& t, int64_t layer) {
+    DUET_CHECK(t.gguf != nullptr, "tensor catalogue: role {} has no GGUF tensor", t.name);
+    if (t.binding != B::BLOCK) return t.gguf;
+    char buf[128];
+    std::snprintf(buf, sizeof buf, t.gguf, int(layer));
+    return buf;
+}
+
+int64_t count_params(const ModelShape& s) {
+    int64_t n = 0;
+    for (const TensorSpec& t : kRows)
+        if (present(t, s)) n += spec_elems(t, s) * (t.binding == B::BLOCK ? s.n_layer : 1);
+    return n;
+}
+
+std::span<const WeightRole> fused_parts(WeightRole fused) { return index().parts[size_t(fused)]; }
+
+WeightRole fused_role_of(WeightRole role) { return index().fused_into[size_t(role)]; }
+
+bool ffn_input_matmul(WeightRole role) {
+    return role == R::FFN_GATE_UP || fused_role_of(role) == R::FFN_GATE_UP;
+}
+
+Dim tp_split_dim(const TensorSpec& t) {
+    return t.tp == TpSplit::ROWS && t.kind != K::VECTOR ? t.rows : t.cols;
+}
+
+Range tp_range(Dim d, const TpShard& sh, const ModelShape& full) {
+    switch (d) {
+        case D::Q_DIM: return {sh.q_heads.begin * full.head_dim, sh.q_heads.count * full.head_dim};
+        case D::KV_DIM: return {sh.kv_heads.begin * full.head_dim, sh.kv_heads.count * full.head_dim};
+        case D::N_FF: return sh.ff;
+        default: return {0, dim_value(d, full)};
+    }
+}
+
+}  // namespace duet::graph

@@ -1,0 +1,134 @@
+#pragma once
+// The tensor catalogue: one row per weight tensor a model family may have, the only place a
+// block's matrices are listed (llama.cpp keeps the same kind of table, LLM_TENSOR_NAMES).
+// Everything that needs "the weights of a model" walks these rows instead of naming them:
+// weight binding and parameter counts (model/weights.h, model/hparams.h), the synthetic
+// writer (model/synthetic_writer.h), the weight sources (runtime/weight_source.h), tensor-
+// parallel slicing (runtime/tp_weights.h, graph/shard_tensor_parallel.h), the sibling-matmul
+// fusion (graph/fuse_matmuls.h) and the role names of reports (graph/op_types.h).
+//
+// A row is one tensor: a weight role (graph/op_types.h) and its part (the weight itself, or
+// the f32 bias of a matrix role). Columns:
+//   gguf      its name in a GGUF file; "%d" stands for the block index in BLOCK rows
+//   binding   INPUT: read before the blocks (pipeline stage 0); SHARED: read by every block
+//             (every stage); BLOCK: one per layer; OUTPUT: read after the blocks (last stage)
+//   kind      MATRIX: a matmul weight (any matmul dtype); TABLE: rows gathered by token id
+//             (matmul dtypes too); VECTOR: f32 (norm weights, biases, rope factors); FUSED: no
+//             tensor of its own, the rows of its parts stacked (built by a graph pass)
+//   rows/cols the shape as symbols of the hyperparameters (Dim): rows = ggml ne1 = output
+//             features, cols = ne0 = input features (contiguous); a VECTOR has rows ONE
+//   stack     ggml ne2: ONE, or the number of experts for a per-expert stack (MoE)
+//   when      the model has the tensor: ALWAYS, or only with a hyperparameter flag
+//   tp        how tensor parallelism splits it: REPLICATED; ROWS (column-parallel: each rank
+//             its range of output features; a bias follows its matrix's rows); COLS (row-
+//             parallel: each rank its range of input features, the products are partial sums
+//             combined by a collective). The range follows the split Dim (graph/parallel.h:
+//             Q_DIM by query heads, KV_DIM by KV heads, N_FF by the FFN range).
+//   fused     the fused role whose matrix stacks this one (ATTN_QKV, FFN_GATE_UP), in row order
+//   residual  the matrix writes into the residual stream (attention output, FFN down): its
+//             synthetic initialisation is scaled down by 1/sqrt(2 n_layer)
+//   q4km      llama.cpp's Q4_K_M mix for the tensor (LLAMA_FTYPE_MOSTLY_Q4_K_M in
+//             llama_tensor_get_type): BASE; MORE_BITS_LAYERS (Q6_K in its use_more_bits
+//             layers: attn_v, ffn_down); Q6_K (always: output.weight)
+//   expert    NONE, ROUTED (one of the router's experts; stack = N_EXPERT), SHARED (the
+//             always-on shared expert of a MoE layer)
+//   falls_back_to  when `when` does not hold, the role reads this role's tensor (the tied
+//             lm-head reads the embedding table)
+//   title     how error messages name the tensor (the TP slicing's "attention-output columns")
+// Row order is file order: the synthetic writer emits INPUT and SHARED rows, then each block's
+// rows, then OUTPUT rows, so Q, K, V (and gate, up) lie back to back and fuse in place.
+//
+// Adding a family: its new roles go into graph/op_types.h and their rows here (new Dims and
+// When conditions in dim_value / present), then its builder (docs/architectures.md).
+// Thread safety: immutable tables, pure functions.
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "graph/model_shape.h"
+#include "graph/op_types.h"
+#include "graph/parallel.h"
+
+namespace duet::graph {
+
+enum class Part : uint8_t { WEIGHT, BIAS };
+enum class Binding : uint8_t { INPUT, SHARED, BLOCK, OUTPUT };
+enum class WeightKind : uint8_t { MATRIX, TABLE, VECTOR, FUSED };
+// Symbols of the hyperparameters a shape is written in (dim_value gives the number).
+enum class Dim : uint8_t {
+    ONE,
+    N_VOCAB,
+    N_EMBD,
+    Q_DIM,     // n_head * head_dim
+    KV_DIM,    // n_head_kv * head_dim
+    N_FF,
+    ROT_HALF,  // n_rot / 2 (rope frequency factors)
+    SUM_OF_PARTS,  // FUSED rows: the sum of the parts' rows
+};
+enum class When : uint8_t { ALWAYS, QKV_BIAS, UNTIED_OUTPUT, ROPE_FREQS };
+enum class TpSplit : uint8_t { REPLICATED, ROWS, COLS };
+enum class Q4kmMix : uint8_t { BASE, MORE_BITS_LAYERS, Q6_K };
+enum class Expert : uint8_t { NONE, ROUTED, SHARED };
+
+struct TensorSpec {
+    WeightRole role;
+    Part part;
+    const char* name;  // the role's name in reports and traces (WEIGHT rows; BIAS rows repeat it)
+    const char* gguf;  // nullptr for FUSED rows
+    Binding binding;
+    WeightKind kind;
+    Dim rows, cols;
+    Dim stack = Dim::ONE;
+    When when = When::ALWAYS;
+    TpSplit tp = TpSplit::REPLICATED;
+    WeightRole fused = WeightRole::NONE;
+    bool residual = false;
+    Q4kmMix q4km = Q4kmMix::BASE;
+    Expert expert = Expert::NONE;
+    WeightRole falls_back_to = WeightRole::NONE;
+    const char* title = nullptr;  // how messages name a split matrix ("attention-output"); nullptr: `name`
+};
+
+// Every row, in file order.
+std::span<const TensorSpec> tensor_catalogue();
+
+// The WEIGHT row of `role` / its BIAS row (nullptr when the role has no bias). DUET_CHECKs
+// that the role has a row (every role but NONE has one).
+const TensorSpec& weight_spec(WeightRole role);
+const TensorSpec* bias_spec(WeightRole role);
+
+// The number a Dim stands for in `s` (SUM_OF_PARTS is resolved by spec_rows).
+int64_t dim_value(Dim d, const ModelShape& s);
+// Rows and columns of the spec's tensor in `s` (FUSED: the parts' rows summed).
+int64_t spec_rows(const TensorSpec& t, const ModelShape& s);
+int64_t spec_cols(const TensorSpec& t, const ModelShape& s);
+// Elements of the tensor (rows * cols * stack; one layer for BLOCK rows).
+int64_t spec_elems(const TensorSpec& t, const ModelShape& s);
+// The model `s` has this tensor (its `when` holds). FUSED rows are never in a file: false.
+bool present(const TensorSpec& t, const ModelShape& s);
+// The GGUF name of the tensor in block `layer` (ignored outside BLOCK rows).
+std::string gguf_name(const TensorSpec& t, int64_t layer);
+
+// Parameters in a model's weights: every present tensor (BLOCK rows once per layer).
+int64_t count_params(const ModelShape& s);
+
+// The parts of a fused role in row order (empty for a role that is not fused).
+std::span<const WeightRole> fused_parts(WeightRole fused);
+// The fused role `role` is a part of (NONE when it is not a part of one).
+WeightRole fused_role_of(WeightRole role);
+
+// The Dim tensor parallelism splits in `t`: ROWS its rows (a bias vector: its elements, the
+// rows of its matrix), COLS its columns; REPLICATED rows: their cols (never split).
+Dim tp_split_dim(const TensorSpec& t);
+// The range of a split Dim that rank sh.rank holds (Q_DIM: its query heads' features, KV_DIM:
+// its KV heads', N_FF: its FFN range); any other Dim is not split: [0, dim_value).
+Range tp_range(Dim d, const TpShard& sh, const ModelShape& full);
+
+// The FFN's input projections (the parts of FFN_GATE_UP, or the fused matrix itself): the
+// matrices read right after attention, which an MLP prefetch warms during it.
+bool ffn_input_matmul(WeightRole role);
+
+// Number of WeightRole values (for tables indexed by role).
+constexpr int kWeightRoleCount = int(WeightRole::ROPE_FREQS) + 1;
+
+}  // namespace duet::graph

@@ -1,0 +1,1 @@
+// fixture: model/ exists so kernels/ including it is an upward include
