@@ -304,7 +304,7 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
     so.prefix_sharing = std::any_of(reqs.begin(), reqs.end(), [](const serving::ServingRequest& r) { return r.tokens != nullptr; });
     const sim::SimHardware& hw = setup.rig->hw;
     Side sides[2];
-    const std::pair<sim::Policy, const sim::ModelShape*> runs[2] = {{setup.pb, &setup.shape_b},
+    const std::pair<sim::Policy, const graph::ModelShape*> runs[2] = {{setup.pb, &setup.shape_b},
                                                                     {setup.pt, &setup.shape_t}};
     sched::SchedulerOptions so_local = so;
     const int64_t trace_cap = c.trace_steps >= 0 ? c.trace_steps : kMaxTraceSteps;

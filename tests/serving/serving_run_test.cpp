@@ -125,7 +125,7 @@ TEST(StepCost, LengthBucketsAreExactBelowSixteenThenEightPerOctave) {
 // A step of decode tokens at one context is exactly the planner's uniform decode forward; a
 // prompt chunk beside them adds its tokens to every matmul and reads each matrix once.
 TEST(StepCost, RaggedStepRecordsMergeThePlannersGroups) {
-    sim::ModelShape shape;
+    graph::ModelShape shape;
     shape.name = "t";
     shape.n_vocab = 256, shape.n_embd = 64, shape.n_layer = 2, shape.n_head = 4, shape.n_head_kv = 2;
     shape.n_ff = 128, shape.head_dim = 16;
