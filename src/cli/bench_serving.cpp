@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -54,6 +55,9 @@ void add_serving_bench_flags(CLI::App* c, ServingBenchArgs& a) {
     number(c, "--step-tokens", a.step_tokens,
            "With --workload serving: tokens per step (chunked prefill budget; the server's default)", int64_t(1),
            int64_t(1) << 20);
+    number(c, "--think-ms", a.think_ms,
+           "With --workload serving and an agent session file: time between a call's answer and the session's next "
+           "call (tool execution, the agent's own work)", 0.0, 1e9);
     number(c, "--shared-prefix", a.shared_prefix,
            "With --workload serving: the first N prompt tokens are the same in every request (a system prompt): the "
            "modelled prefix cache shares their KV blocks", int64_t(0), kMaxTokens);
@@ -231,9 +235,10 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
     const serving::Slo slo{a.slo_ttft_ms, a.slo_tpot_ms};
     if (a.rate_sweep && slo.ttft_ms < 0 && slo.tpot_ms < 0)
         fail("--rate-sweep needs an SLO to meet (allowed: --slo-ttft-ms and/or --slo-tpot-ms)");
-    if (a.rate_sweep && !c.workload_file.empty() && !workload::is_sharegpt_file(c.workload_file))
+    if (a.rate_sweep && !c.workload_file.empty() && !workload::is_sharegpt_file(c.workload_file) &&
+        !workload::is_agent_session_file(c.workload_file))
         fail("--rate-sweep with a JSONL trace: its arrival times are the trace's own (allowed: synthetic arrivals, "
-             "or a ShareGPT file)");
+             "a ShareGPT file or agent sessions)");
 
     workload::TraceBenchInputs in;
     in.model = c.model.empty() ? st.api.model : c.model;
@@ -264,11 +269,15 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
         if (gguf) tok = model::Tokenizer::from_gguf(*gguf);
         workload::TokenCounter count;
         if (tok)
-            count = [&](const std::string& text) {
-                return int64_t(tok->encode(text, tok->add_bos_default(), false).size());
-            };
-        reqs = workload::load_serving_trace(c.workload_file, n_ctx, count, spec, a.requests);
-        source = c.workload_file;
+            count = [&](const std::string& text) { return tok->encode(text, tok->add_bos_default(), false); };
+        if (workload::is_agent_session_file(c.workload_file)) {  // closed loop: --requests sessions
+            reqs = workload::agent_session_requests(workload::load_agent_trace(c.workload_file), a.requests, spec,
+                                                    int64_t(std::llround(a.think_ms * 1e6)), n_ctx);
+            source = fmt::format("{} sessions of ", a.requests);
+        } else {
+            reqs = workload::load_serving_trace(c.workload_file, n_ctx, count, spec, a.requests);
+        }
+        source += c.workload_file;
     } else {
         if (in.seq_len + in.gen_len > n_ctx)
             fail("--seq-len {} + --gen-len {} exceeds the context of {} tokens (allowed: at most {} in all, or --ctx)",
@@ -291,10 +300,11 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
     so.n_parallel = a.parallel;
     so.step_token_budget = a.step_tokens;
     so.n_ctx = n_ctx;
-    so.prefix_sharing = a.shared_prefix > 0;  // the modelled prefix cache needs token ids (sched/block_pool.h)
+    // The modelled prefix cache needs token ids (sched/block_pool.h): --shared-prefix, or text prompts.
+    so.prefix_sharing = std::any_of(reqs.begin(), reqs.end(), [](const serving::ServingRequest& r) { return r.tokens != nullptr; });
     const sim::SimHardware& hw = setup.rig->hw;
     Side sides[2];
-    const std::pair<sim::Policy, const sim::ModelShape*> runs[2] = {{setup.pb, &setup.shape_b},
+    const std::pair<sim::Policy, const graph::ModelShape*> runs[2] = {{setup.pb, &setup.shape_b},
                                                                     {setup.pt, &setup.shape_t}};
     sched::SchedulerOptions so_local = so;
     const int64_t trace_cap = c.trace_steps >= 0 ? c.trace_steps : kMaxTraceSteps;
@@ -359,8 +369,11 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
                 workload::ArrivalSpec sp = spec;
                 sp.rate_rps = rate;
                 std::vector<serving::ServingRequest> rq = reqs;
-                const std::vector<int64_t> t = workload::arrival_times_ns(sp, int64_t(rq.size()));
-                for (size_t k = 0; k < rq.size(); ++k) rq[k].arrival_ns = t[k];
+                std::vector<size_t> open;  // requests arriving on their own (not an agent session's later calls)
+                for (size_t k = 0; k < rq.size(); ++k)
+                    if (rq[k].after < 0) open.push_back(k);
+                const std::vector<int64_t> t = workload::arrival_times_ns(sp, int64_t(open.size()));
+                for (size_t k = 0; k < open.size(); ++k) rq[open[k]].arrival_ns = t[k];
                 return serving::summarize(simulate(rq, false, true), slo);
             };
             s.sweep = serving::rate_sweep(at_rate, std::isinf(spec.rate_rps) ? 1.0 : spec.rate_rps, a.attainment, 4);

@@ -21,6 +21,7 @@ struct ServingBenchArgs {
     int64_t parallel = 256;      // --max-seqs: running sequences at most
     int64_t step_tokens = 512;   // --step-tokens: token budget of a step (chunked prefill)
     int64_t ctx = -1;            // --ctx: context length (-1: the model's trained context)
+    double think_ms = 0;         // --think-ms: an agent session's pause between a call's answer and its next call
     int64_t shared_prefix = 0;   // --shared-prefix: prompt tokens every request shares (prefix cache)
     bool rate_sweep = false;     // --rate-sweep: highest rate within the SLOs per placement
     double attainment = 0.9;     // --slo-attainment: share of requests within the SLOs a rate must reach

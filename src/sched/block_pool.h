@@ -7,7 +7,8 @@
 // sequence's prompt token ids (set_tokens), a released sequence's full prompt blocks are
 // remembered by the hash chain of their tokens (tokens compared on every hit), a new sequence
 // attaches the longest remembered prefix, and blocks only the cache holds are evicted least
-// recently used first. Generated tokens have no ids here, so only prompt blocks are remembered.
+// recently used first. The ids cover what the caller knows: the prompt (and, for an agent
+// session's transcript, the output too); blocks beyond them are not remembered.
 // Without token ids attach_cached and common_prefix find nothing and release forgets the blocks.
 // Thread safety: none (one scheduler).
 #include <cstdint>
@@ -29,7 +30,7 @@ public:
     int64_t n_free() const override { return int64_t(free_.size()); }
     int64_t n_used() const { return n_blocks() - n_free(); }
 
-    // The prompt token ids of a sequence (empty: unknown); enables the prefix cache.
+    // The token ids of a sequence, prompt first (empty: unknown); enables the prefix cache.
     void set_tokens(std::function<std::span<const int32_t>(SeqId)> tokens_of) { tokens_of_ = std::move(tokens_of); }
     int64_t n_cached_blocks() const { return int64_t(cache_.size()); }
 

@@ -7,7 +7,7 @@
 
 namespace duet::serving {
 
-KvCapacity kv_capacity(const sim::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw,
+KvCapacity kv_capacity(const graph::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw,
                        int64_t step_tokens) {
     KvCapacity c;
     c.device_bytes = hw.mem_capacity_bytes;

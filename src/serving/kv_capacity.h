@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "sim/hardware.h"
-#include "sim/op_trace.h"
+#include "graph/model_shape.h"
 #include "sim/run_options.h"
 
 namespace duet::serving {
@@ -21,7 +21,7 @@ struct KvCapacity {
 };
 
 // Throws duet::Error when the device memory is unknown (mem_capacity_bytes = 0).
-KvCapacity kv_capacity(const sim::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw,
+KvCapacity kv_capacity(const graph::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw,
                        int64_t step_tokens);
 
 }  // namespace duet::serving

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <queue>
 
 #include "core/error.h"
 
@@ -11,31 +12,43 @@ ServingResult run_serving(std::span<const ServingRequest> requests, const sched:
                           sched::KvPool& pool, const StepTimer& timer, const StepObserver& observe) {
     ServingResult res;
     res.requests.resize(requests.size());
-    std::vector<size_t> order(requests.size());
-    std::iota(order.begin(), order.end(), size_t(0));
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return requests[a].arrival_ns < requests[b].arrival_ns; });
+    // Arrivals not yet seen: (time, index), earliest first, ties in the order given.
+    using Pending = std::pair<int64_t, size_t>;
+    std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> pending;
+    std::vector<std::vector<size_t>> released(requests.size());  // closed loop: who waits for whom
     for (size_t i = 0; i < requests.size(); ++i) {
         const ServingRequest& q = requests[i];
         DUET_CHECK(q.prompt_tokens > 0 && q.output_tokens > 0 && q.arrival_ns >= 0);
+        DUET_CHECK(q.after < int64_t(i), "request {} waits for a later request {}", i, q.after);
         RequestOutcome& o = res.requests[i];
         o.arrival_ns = q.arrival_ns;
         o.prompt_tokens = q.prompt_tokens;
         o.output_tokens = q.output_tokens;
+        if (q.after >= 0) released[size_t(q.after)].push_back(i);
+        else pending.push({q.arrival_ns, i});
     }
     const int64_t bt = pool.block_tokens();
     auto refused = [&](const ServingRequest& q) {
         return q.prompt_tokens + 1 > opts.n_ctx || (q.prompt_tokens + 1 + bt - 1) / bt > pool.n_blocks();
     };
     sched::Scheduler sch(opts);
-    size_t next = 0;
     int64_t t = 0;
-    while (next < order.size() || sch.n_waiting() + sch.n_running() > 0) {
-        if (sch.n_waiting() + sch.n_running() == 0) t = std::max(t, requests[order[next]].arrival_ns);
+    auto release_after = [&](size_t i, int64_t t_done) {  // request i finished (or was refused) at t_done
+        for (size_t j : released[i]) {
+            res.requests[j].arrival_ns = t_done + requests[j].think_ns;
+            pending.push({res.requests[j].arrival_ns, j});
+        }
+    };
+    while (!pending.empty() || sch.n_waiting() + sch.n_running() > 0) {
+        if (sch.n_waiting() + sch.n_running() == 0) t = std::max(t, pending.top().first);
         std::vector<int64_t> arrived;
-        for (; next < order.size() && requests[order[next]].arrival_ns <= t; ++next) {
-            const size_t i = order[next];
-            if (refused(requests[i])) continue;
+        while (!pending.empty() && pending.top().first <= t) {
+            const size_t i = pending.top().second;
+            pending.pop();
+            if (refused(requests[i])) {
+                release_after(i, t);
+                continue;
+            }
             sch.add(sched::SeqId(i), requests[i].prompt_tokens);
             arrived.push_back(int64_t(i));
         }
@@ -52,12 +65,13 @@ ServingResult run_serving(std::span<const ServingRequest> requests, const sched:
             RequestOutcome& o = res.requests[size_t(id)];
             o.ended_by_context = true;
             o.e2e_ns = t - o.arrival_ns;
+            release_after(size_t(id), t);
         }
         if (st.chunks.empty()) {
             // Nothing can run now: wait for the next arrival (the running set is empty here,
             // as every running sequence is fed each step).
             DUET_CHECK(sch.n_running() == 0, "a step with running sequences but nothing to feed");
-            if (next < order.size()) t = std::max(t, requests[order[next]].arrival_ns);
+            if (!pending.empty()) t = std::max(t, pending.top().first);
             else DUET_CHECK(sch.n_waiting() == 0, "requests wait that can never be admitted");
             continue;
         }
@@ -74,6 +88,7 @@ ServingResult run_serving(std::span<const ServingRequest> requests, const sched:
             if (o.generated == o.output_tokens) {
                 o.e2e_ns = t_end - o.arrival_ns;
                 stopped.push_back(c.id);
+                release_after(size_t(c.id), t_end);
             }
         }
         sch.complete(st, stopped, pool);

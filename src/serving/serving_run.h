@@ -24,8 +24,14 @@ struct ServingRequest {
     int64_t arrival_ns = 0;
     int64_t prompt_tokens = 0;
     int64_t output_tokens = 1;  // tokens generated (ignoring end-of-generation), >= 1
-    // Prompt token ids for the modelled prefix cache (sched/block_pool.h); null: unknown.
+    // Prompt token ids for the modelled prefix cache (sched/block_pool.h); null: unknown. May
+    // run on into the output's ids (an agent session's transcript): its KV blocks are then
+    // remembered too.
     std::shared_ptr<const std::vector<int32_t>> tokens;
+    // Closed loop (an agent session's next call): index of the request whose completion
+    // releases this one, which then arrives think_ns later; -1: arrival_ns as given.
+    int64_t after = -1;
+    int64_t think_ns = 0;
 };
 
 struct RequestOutcome {
@@ -60,7 +66,8 @@ using StepObserver = std::function<void(int64_t t_ns, const std::vector<int64_t>
                                         const sched::Scheduler& sched, const sched::KvPool& pool)>;
 
 // Runs every request to completion. Requests are added in arrival order (ties in the order
-// given); a request whose prompt + 1 tokens exceed the context or the whole pool is refused
+// given; a request with `after` >= 0 arrives think_ns after that one finished, and never if it
+// does not); a request whose prompt + 1 tokens exceed the context or the whole pool is refused
 // up front (never admitted: queue_ns = -1), as the batcher refuses it at submission.
 ServingResult run_serving(std::span<const ServingRequest> requests, const sched::SchedulerOptions& opts,
                           sched::KvPool& pool, const StepTimer& timer, const StepObserver& observe = {});

@@ -64,7 +64,7 @@ sim::OpTrace step_records(const graph::Graph& g, const std::vector<sched::Chunk>
     return out;
 }
 
-StepCostModel::StepCostModel(const sim::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw)
+StepCostModel::StepCostModel(const graph::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw)
     : shape_(shape), opts_(opts), hw_(hw), graph_(std::make_shared<const graph::Graph>(graph::build_graph(shape))) {
     opts_.record_events = false;
     if (opts_.parallel.tp * opts_.parallel.pp > 1)

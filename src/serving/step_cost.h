@@ -27,7 +27,7 @@
 #include "graph/graph.h"
 #include "sched/scheduler.h"
 #include "sim/hardware.h"
-#include "sim/op_trace.h"
+#include "graph/model_shape.h"
 #include "sim/op_trace.h"
 #include "sim/run_options.h"
 
@@ -42,7 +42,7 @@ sim::OpTrace step_records(const graph::Graph& g, const std::vector<sched::Chunk>
 
 class StepCostModel {
 public:
-    StepCostModel(const sim::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw);
+    StepCostModel(const graph::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw);
     // Modelled time of the step, ns (0 for a step with no chunks).
     double step_ns(const sched::Step& step);
     int64_t evaluations() const { return evaluations_; }  // distinct compositions timed
@@ -51,7 +51,7 @@ public:
 
 private:
     using Key = std::vector<int64_t>;
-    sim::ModelShape shape_;
+    graph::ModelShape shape_;
     sim::RunOptions opts_;
     const sim::SimHardware& hw_;
     std::shared_ptr<const graph::Graph> graph_;

@@ -46,6 +46,53 @@ void give_shared_prefix(std::vector<serving::ServingRequest>& reqs, int64_t shar
     }
 }
 
+std::vector<serving::ServingRequest> agent_session_requests(const AgentTrace& trace, int64_t n_sessions,
+                                                            const ArrivalSpec& spec, int64_t think_ns, int64_t n_ctx) {
+    const std::vector<AgentRequest> calls = agent_requests(trace);
+    for (const AgentRequest& c : calls)
+        if (c.n_prompt + c.n_generate > n_ctx)
+            fail("{}: the call at message {} needs {} + {} tokens, beyond the context of {} tokens (allowed: at most {} "
+                 "in all, or --ctx)", trace.source, c.message + 1, c.n_prompt, c.n_generate, n_ctx, n_ctx);
+    int32_t next_id = 0;
+    std::vector<int32_t> system_ids;  // the same in every session
+    for (const AgentMessage& m : trace.messages)
+        if (m.role == Role::SYSTEM)
+            for (int64_t k = 0; k < m.n_tokens; ++k) system_ids.push_back(next_id++);
+    std::vector<serving::ServingRequest> out;
+    const std::vector<int64_t> starts = arrival_times_ns(spec, n_sessions);
+    for (int64_t s = 0; s < n_sessions; ++s) {
+        auto transcript = std::make_shared<std::vector<int32_t>>();
+        size_t sys = 0;
+        for (const AgentMessage& m : trace.messages)
+            for (int64_t k = 0; k < m.n_tokens; ++k)
+                transcript->push_back(m.role == Role::SYSTEM ? system_ids[sys++] : next_id++);
+        int64_t prev = -1;
+        for (const AgentRequest& c : calls) {
+            serving::ServingRequest r;
+            r.arrival_ns = prev < 0 ? starts[size_t(s)] : 0;
+            r.prompt_tokens = c.n_prompt;
+            r.output_tokens = c.n_generate;
+            r.tokens = std::make_shared<const std::vector<int32_t>>(transcript->begin(),
+                                                                    transcript->begin() + (c.n_prompt + c.n_generate));
+            r.after = prev;
+            r.think_ns = prev < 0 ? 0 : think_ns;
+            prev = int64_t(out.size());
+            out.push_back(std::move(r));
+        }
+    }
+    return out;
+}
+
+bool is_agent_session_file(const std::string& path) {
+    std::ifstream f(path);
+    for (std::string line; std::getline(f, line);) {
+        const size_t b = line.find_first_not_of(" \t\r");
+        if (b == std::string::npos || line[b] == '#') continue;
+        return line.find("\"role\"") != std::string::npos;
+    }
+    return false;
+}
+
 namespace {
 
 struct Where {
@@ -80,11 +127,14 @@ int64_t count_field(const nlohmann::json& o, const Where& w, const char* field) 
     return n;
 }
 
-int64_t text_tokens(const std::string& text, const Where& w, const char* field, const TokenCounter& count) {
+std::shared_ptr<const std::vector<int32_t>> text_tokens(const std::string& text, const Where& w, const char* field,
+                                                        const TokenCounter& count) {
     if (!count)
         bad(w, field, "is text, and the model has no tokenizer to count it (allowed: a GGUF --model, or "
                       "\"prompt_tokens\" as a number)");
-    return std::max<int64_t>(1, count(text));
+    auto ids = std::make_shared<std::vector<int32_t>>(count(text));
+    if (ids->empty()) ids->push_back(0);  // an empty text still costs its one position
+    return ids;
 }
 
 void check_context(const Where& w, int64_t prompt, int64_t output, int64_t n_ctx) {
@@ -111,7 +161,8 @@ std::vector<serving::ServingRequest> load_jsonl(const std::string& path, std::is
             r.prompt_tokens = count_field(o, w, "prompt_tokens");
         } else if (o.contains("prompt")) {
             if (!o["prompt"].is_string()) bad(w, "prompt", fmt::format("= {} is not text", shown(o["prompt"])));
-            r.prompt_tokens = text_tokens(o["prompt"].get<std::string>(), w, "prompt", count);
+            r.tokens = text_tokens(o["prompt"].get<std::string>(), w, "prompt", count);
+            r.prompt_tokens = int64_t(r.tokens->size());
         } else {
             bad(w, "prompt_tokens", "is missing (allowed: \"prompt_tokens\": tokens >= 1, or \"prompt\": text)");
         }
@@ -148,10 +199,11 @@ std::vector<serving::ServingRequest> load_sharegpt(const std::string& path, cons
                 return turn["value"].get<std::string>();
             };
             if (!a.is_object() || a.value("from", "") != "human") continue;
-            const int64_t p = text_tokens(text_of(a), w, "value", count);
-            const int64_t o = text_tokens(text_of(b), w, "value", count);
+            auto prompt = text_tokens(text_of(a), w, "value", count);
+            const int64_t p = int64_t(prompt->size());
+            const int64_t o = int64_t(text_tokens(text_of(b), w, "value", count)->size());
             if (p + o > n_ctx) ++skipped;  // vLLM's benchmark filters these too
-            else out.push_back({0, p, o, nullptr});
+            else out.push_back({0, p, o, std::move(prompt)});
             break;
         }
     }

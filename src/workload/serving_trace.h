@@ -27,6 +27,8 @@
 #include <vector>
 
 #include "serving/serving_run.h"
+#include "workload/agent_trace.h"
+#include "workload/agent_trace.h"
 
 namespace duet::workload {
 
@@ -48,8 +50,21 @@ std::vector<serving::ServingRequest> synthetic_requests(const ArrivalSpec& spec,
 // prefix. Throws duet::Error when a prompt is not longer than `shared` (--shared-prefix).
 void give_shared_prefix(std::vector<serving::ServingRequest>& reqs, int64_t shared);
 
-// Tokens of a text; empty function: the model has no tokenizer (text prompts are then an error).
-using TokenCounter = std::function<int64_t(const std::string&)>;
+// Agent sessions as a closed-loop serving workload: n_sessions copies of the session `trace`
+// (docs/agent.md), starting at the arrival times of `spec`; each model call of a session arrives
+// think_ns after the previous call finished, with the whole history as its prompt. Token ids
+// make the history reusable by the modelled prefix cache: system messages have the same ids in
+// every session (shared tool schemas), every other message ids of its own. Throws duet::Error
+// (naming the trace's source) when a call's prompt + output exceed the context n_ctx.
+std::vector<serving::ServingRequest> agent_session_requests(const AgentTrace& trace, int64_t n_sessions,
+                                                            const ArrivalSpec& spec, int64_t think_ns, int64_t n_ctx);
+// True when the file holds agent messages ({"role": ...} lines) rather than serving requests.
+bool is_agent_session_file(const std::string& path);
+
+// Token ids of a text; empty function: the model has no tokenizer (text prompts are then an
+// error). A prompt given as text keeps its ids (ServingRequest::tokens: the modelled prefix
+// cache shares what prompts have in common); a reply is only counted.
+using TokenCounter = std::function<std::vector<int32_t>(const std::string&)>;
 
 // True when the file is ShareGPT JSON (its first non-blank character is '['): its arrivals are synthetic.
 bool is_sharegpt_file(const std::string& path);

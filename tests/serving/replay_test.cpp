@@ -4,6 +4,7 @@
 // same step compositions (admissions, preemptions, prompt chunks, decode tokens) in the same order.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -36,6 +37,7 @@ void expect_same(const std::vector<Recorded>& real, const std::vector<Recorded>&
         for (size_t i = 0; i < real[k].admitted.size(); ++i) {
             EXPECT_EQ(real[k].admitted[i].id, sim[k].admitted[i].id) << "step " << k;
             EXPECT_EQ(real[k].admitted[i].first, sim[k].admitted[i].first) << "step " << k;
+            EXPECT_EQ(real[k].admitted[i].cached_tokens, sim[k].admitted[i].cached_tokens) << "step " << k;
         }
         EXPECT_EQ(real[k].preempted, sim[k].preempted) << "step " << k;
         EXPECT_EQ(real[k].ended, sim[k].ended) << "step " << k;
@@ -43,14 +45,24 @@ void expect_same(const std::vector<Recorded>& real, const std::vector<Recorded>&
     }
 }
 
-TEST(Replay, TheRealBatcherAndTheSimulatorMakeTheSameSteps) {
+struct ReplayStats {
+    uint64_t preemptions = 0, prefix_hit_tokens = 0;
+    int64_t sim_cached_tokens = 0;
+};
+
+// Submits bursts of random requests to a real batcher (kv_blocks blocks of 16 tokens; with
+// `system` > 0 every other request starts with the same `system` tokens), then replays the
+// recorded arrivals and step times through the simulator executor and compares every step.
+ReplayStats replay(int64_t kv_blocks, int64_t system) {
+    ReplayStats st;
     const std::string path = test::generated_model("tiny-llama");
-    ASSERT_FALSE(path.empty());
+    EXPECT_FALSE(path.empty());
+    if (path.empty()) return st;
     const auto model = runtime::Model::load(path);
     runtime::EngineOptions eo;
     eo.n_threads = 1;
     eo.n_ctx = 256;
-    eo.kv_blocks = 12;  // 192 positions; the first burst's three admitted sequences grow past 210: preemption
+    eo.kv_blocks = kv_blocks;
     runtime::BatcherOptions bo;
     bo.n_parallel = 4;
     bo.step_token_budget = 24;  // prompts arrive in chunks beside decode tokens
@@ -64,6 +76,8 @@ TEST(Replay, TheRealBatcherAndTheSimulatorMakeTheSameSteps) {
     // The arrival sequence: bursts and pauses, random prompts (token ids) and output lengths.
     std::mt19937 rng(5);
     const int32_t n_vocab = int32_t(model->hparams().n_vocab);
+    std::vector<int32_t> system_prompt;
+    for (int64_t t = 0; t < system; ++t) system_prompt.push_back(std::uniform_int_distribution<int32_t>(3, n_vocab - 1)(rng));
     std::vector<ServingRequest> reqs;
     {
         runtime::Batcher b(model, eo, bo);
@@ -71,24 +85,28 @@ TEST(Replay, TheRealBatcherAndTheSimulatorMakeTheSameSteps) {
         for (int g = 0; g < 6; ++g) {
             for (int i = 0; i < burst[g]; ++i) {
                 runtime::GenRequest r;
-                const int64_t n_prompt = std::uniform_int_distribution<int64_t>(g == 0 ? 40 : 5, 80)(rng);
-                for (int64_t t = 0; t < n_prompt; ++t)
+                if (reqs.size() % 2 == 0) r.prompt = system_prompt;
+                const int64_t n_own = std::uniform_int_distribution<int64_t>(g == 0 ? 40 : 5, 80)(rng);
+                for (int64_t t = 0; t < n_own; ++t)
                     r.prompt.push_back(std::uniform_int_distribution<int32_t>(3, n_vocab - 1)(rng));
                 r.sampling.temperature = 0;
                 r.max_tokens = std::uniform_int_distribution<int64_t>(g == 0 ? 30 : 1, 60)(rng);
                 r.ignore_eos = true;
-                reqs.push_back({0, n_prompt, r.max_tokens, nullptr});
-                ASSERT_EQ(b.submit(std::move(r)), runtime::SubmitStatus::ACCEPTED);
+                reqs.push_back({0, int64_t(r.prompt.size()), r.max_tokens,
+                                std::make_shared<const std::vector<int32_t>>(r.prompt)});
+                EXPECT_EQ(b.submit(std::move(r)), runtime::SubmitStatus::ACCEPTED);
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(g % 2 ? 2 : 15));
         }
         b.wait_idle();
-        EXPECT_GT(b.stats().preemptions, 0u);  // the case that matters most is exercised
+        st.preemptions = b.stats().preemptions;
+        st.prefix_hit_tokens = b.stats().prefix_hit_tokens;
         EXPECT_EQ(b.stats().completed, reqs.size());
     }
     // Arrival of each request = the time of the round that first saw it; step k lasts until
     // round k + 1 began.
-    ASSERT_FALSE(rounds.empty());
+    EXPECT_FALSE(rounds.empty());
+    if (rounds.empty()) return st;
     const int64_t t0 = rounds[0].t_ns;
     std::vector<Recorded> real;
     for (const runtime::StepRecord& r : rounds) {
@@ -105,13 +123,31 @@ TEST(Replay, TheRealBatcherAndTheSimulatorMakeTheSameSteps) {
     so.n_ctx = eo.n_ctx;
     std::vector<Recorded> sim;
     sched::BlockPool pool(eo.kv_blocks, 16);
+    pool.set_tokens([&](sched::SeqId id) { return std::span<const int32_t>(*reqs[size_t(id)].tokens); });
     const ServingResult res =
         run_serving(reqs, so, pool, timer,
                     [&](int64_t, const std::vector<int64_t>& arrived, const sched::Step& s, const sched::Scheduler&,
                         const sched::KvPool&) { sim.push_back(recorded(arrived, s)); });
     expect_same(real, sim);
     EXPECT_EQ(res.steps, int64_t(rounds.size()));
-    for (const RequestOutcome& o : res.requests) EXPECT_EQ(o.generated, o.output_tokens);
+    for (const RequestOutcome& o : res.requests) {
+        EXPECT_EQ(o.generated, o.output_tokens);
+        st.sim_cached_tokens += o.cached_tokens;
+    }
+    return st;
+}
+
+// A pool small enough that decoding runs it dry: recompute preemptions in both executors.
+TEST(Replay, TheRealBatcherAndTheSimulatorMakeTheSameStepsThroughPreemptions) {
+    const ReplayStats st = replay(12, 0);
+    EXPECT_GT(st.preemptions, 0u);  // the case that matters most is exercised
+}
+
+// Half the requests share a 40-token system prompt: the prefix cache and running-prefix sharing
+// decide the same admissions and the same reused tokens in both executors.
+TEST(Replay, TheRealBatcherAndTheSimulatorShareTheSamePrefixes) {
+    const ReplayStats st = replay(64, 40);
+    EXPECT_GT(st.sim_cached_tokens, 0);
 }
 
 }  // namespace

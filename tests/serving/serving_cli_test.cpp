@@ -106,6 +106,28 @@ TEST(ServingCli, SharedPrefixIsComputedOnce) {
     EXPECT_EQ(bad.out, "duet: error: --shared-prefix 512 is not below a prompt of 512 tokens (allowed: 0 to 511)\n");
 }
 
+// Text prompts tokenized by a GGUF model keep their ids: a second prompt that starts like the first
+// reuses the first's full KV blocks (128 tokens each on the modelled NPU) from the prefix cache.
+TEST(ServingCli, TextPromptsShareTheirCommonStartThroughThePrefixCache) {
+    const std::string model = std::string(DUET_BINARY_DIR) + "/serving_cli_test_tiny.gguf";
+    const std::string gen = std::string(DUET_BINARY_DIR) + "/duet gen-model --arch tiny-llama --dtype f32 --seed 3 -o " +
+                            model + " > /dev/null 2>&1";
+    ASSERT_EQ(std::system(gen.c_str()), 0);
+    std::string system;
+    for (int i = 0; i < 40; ++i) system += "You are a careful assistant who answers briefly. ";
+    const std::string p = std::string(DUET_BINARY_DIR) + "/serving_cli_test_text.jsonl";
+    std::ofstream(p) << "{\"arrival_s\": 0, \"prompt\": \"" << system << "First question?\", \"output_tokens\": 4}\n"
+                     << "{\"arrival_s\": 5, \"prompt\": \"" << system << "Second one?\", \"output_tokens\": 4}\n";
+    const Result r = run("--model " + model + " --workload-file " + p + " --ctx 2048 --kv-blocks 64");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const nlohmann::json& s = r.report["serving"]["baseline"];
+    EXPECT_EQ(s["per_request"][0]["cached_tokens"], 0);
+    const int64_t cached = s["per_request"][1]["cached_tokens"].get<int64_t>();
+    EXPECT_GT(cached, 0);
+    EXPECT_EQ(cached % 128, 0);  // whole blocks
+    EXPECT_LT(cached, s["per_request"][1]["prompt_tokens"].get<int64_t>());
+}
+
 TEST(ServingCli, TheSeedDecidesTheArrivals) {
     const Result a = run(std::string(kSmall) + "--seed 1"), b = run(std::string(kSmall) + "--seed 1"),
                  c = run(std::string(kSmall) + "--seed 2");

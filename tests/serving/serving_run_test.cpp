@@ -78,6 +78,19 @@ TEST(ServingRun, ArrivalsJoinAtTheNextStep) {
     EXPECT_EQ(r.end_ns, 51 * kStepNs);
 }
 
+// Closed loop: the second call arrives think time after the first one's last token.
+TEST(ServingRun, AClosedLoopCallArrivesAfterItsPredecessorAndTheThinkTime) {
+    std::vector<ServingRequest> reqs{{0, 10, 2, nullptr}, {0, 30, 3, nullptr}};
+    reqs[1].after = 0;
+    reqs[1].think_ns = kStepNs / 2;
+    const ServingResult r = fixed_step_run(reqs, opts(4));
+    EXPECT_EQ(r.requests[0].e2e_ns, 2 * kStepNs);
+    EXPECT_EQ(r.requests[1].arrival_ns, 2 * kStepNs + kStepNs / 2);
+    EXPECT_EQ(r.requests[1].queue_ns, 0);  // the machine was idle
+    EXPECT_EQ(r.requests[1].e2e_ns, 3 * kStepNs);
+    EXPECT_EQ(r.end_ns, 5 * kStepNs + kStepNs / 2);
+}
+
 TEST(ServingRun, TooLongForTheContextOrThePoolIsRefused) {
     sched::SchedulerOptions o = opts(4);
     o.n_ctx = 64;
@@ -112,7 +125,7 @@ TEST(StepCost, LengthBucketsAreExactBelowSixteenThenEightPerOctave) {
 // A step of decode tokens at one context is exactly the planner's uniform decode forward; a
 // prompt chunk beside them adds its tokens to every matmul and reads each matrix once.
 TEST(StepCost, RaggedStepRecordsMergeThePlannersGroups) {
-    sim::ModelShape shape;
+    graph::ModelShape shape;
     shape.name = "t";
     shape.n_vocab = 256, shape.n_embd = 64, shape.n_layer = 2, shape.n_head = 4, shape.n_head_kv = 2;
     shape.n_ff = 128, shape.head_dim = 16;

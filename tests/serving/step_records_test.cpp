@@ -40,7 +40,7 @@ TEST(StepRecords, EqualTheEnginesTraceOfTheSameRaggedStep) {
     e.set_trace(nullptr);
     for (auto& k : kv) k.release(e.kv_cache());
 
-    const sim::ModelShape shape = model::model_shape(model->hparams(), DType::F32, DType::F16, "test");
+    const graph::ModelShape shape = model::model_shape(model->hparams(), DType::F32, DType::F16, "test");
     const std::vector<sched::Chunk> chunks{{0, 10, 1, true}, {1, 14, 1, true}, {2, 5, 7, false}};
     const sim::OpTrace mine = step_records(graph::build_graph(shape), chunks);
     ASSERT_EQ(mine.size(), trace.size());

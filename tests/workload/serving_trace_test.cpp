@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
 
 #include "core/error.h"
@@ -32,7 +33,9 @@ TEST(ServingTrace, ReadsJsonlInFileOrderWithTokenCountsOrText) {
                                      "{\"arrival_s\": 0.5, \"prompt_tokens\": 100, \"output_tokens\": 20}\n"
                                      "\n"
                                      "{\"arrival_s\": 0, \"prompt\": \"four words of text\", \"output_tokens\": 1}\n");
-    const TokenCounter words = [](const std::string& t) { return int64_t(std::count(t.begin(), t.end(), ' ') + 1); };
+    const TokenCounter words = [](const std::string& t) {
+        return std::vector<int32_t>(size_t(std::count(t.begin(), t.end(), ' ') + 1), int32_t(t.size()));
+    };
     const auto r = load_serving_trace(p, 4096, words, {});
     ASSERT_EQ(r.size(), 2u);
     EXPECT_EQ(r[0].arrival_ns, 500'000'000);
@@ -40,6 +43,9 @@ TEST(ServingTrace, ReadsJsonlInFileOrderWithTokenCountsOrText) {
     EXPECT_EQ(r[0].output_tokens, 20);
     EXPECT_EQ(r[1].arrival_ns, 0);
     EXPECT_EQ(r[1].prompt_tokens, 4);
+    EXPECT_EQ(r[0].tokens, nullptr);  // a count has no ids
+    ASSERT_NE(r[1].tokens, nullptr);  // a text keeps its ids for the prefix cache
+    EXPECT_EQ(r[1].tokens->size(), 4u);
     EXPECT_EQ(load_serving_trace(p, 4096, words, {}, 1).size(), 1u);  // --requests 1
 }
 
@@ -81,7 +87,9 @@ TEST(ServingTrace, ShareGptTakesTheFirstHumanTurnAndItsReply) {
             {"from": "gpt", "value": "four five"}]},
            {"id": "b", "conversations": [{"from": "human", "value": "only a question"}]},
            {"id": "c", "conversations": [{"from": "human", "value": "w w w w w w w w w w"}, {"from": "gpt", "value": "v"}]}])");
-    const TokenCounter words = [](const std::string& t) { return int64_t(std::count(t.begin(), t.end(), ' ') + 1); };
+    const TokenCounter words = [](const std::string& t) {
+        return std::vector<int32_t>(size_t(std::count(t.begin(), t.end(), ' ') + 1), int32_t(t.size()));
+    };
     const auto r = load_serving_trace(p, 4096, words, {2.0, 1.0, 7});
     ASSERT_EQ(r.size(), 2u);
     EXPECT_EQ(r[0].prompt_tokens, 3);
@@ -95,6 +103,39 @@ TEST(ServingTrace, ShareGptTakesTheFirstHumanTurnAndItsReply) {
     const std::string bad = write_temp("share_bad.json", R"([{"id": "a", "turns": []}])");
     EXPECT_EQ(error_of(bad, words), bad + " entry 0: field \"conversations\" is missing (allowed: an array of "
                                           "{\"from\", \"value\"} turns)");
+}
+
+TEST(ServingTrace, AgentSessionsAreClosedLoopCallsOverOneTranscriptEach) {
+    const AgentTrace t = default_agent_trace(2);  // system 1536, then 2 x (user 48, tool_call 32, tool 256, assistant 64)
+    const std::vector<AgentRequest> calls = agent_requests(t);
+    const auto r = agent_session_requests(t, 2, {1.0, 1.0, 3}, 7'000'000, 8192);
+    ASSERT_EQ(r.size(), 2 * calls.size());
+    const size_t n = calls.size();
+    for (size_t s = 0; s < 2; ++s)
+        for (size_t k = 0; k < n; ++k) {
+            const auto& q = r[s * n + k];
+            EXPECT_EQ(q.prompt_tokens, calls[k].n_prompt);
+            EXPECT_EQ(q.output_tokens, calls[k].n_generate);
+            EXPECT_EQ(q.after, k == 0 ? -1 : int64_t(s * n + k - 1));
+            EXPECT_EQ(q.think_ns, k == 0 ? 0 : 7'000'000);
+            ASSERT_EQ(int64_t(q.tokens->size()), calls[k].n_prompt + calls[k].n_generate);
+            if (k > 0) {  // the history: the previous call's prompt and output, token for token
+                const auto& prev = *r[s * n + k - 1].tokens;
+                EXPECT_TRUE(std::equal(prev.begin(), prev.end(), q.tokens->begin()));
+            }
+        }
+    EXPECT_EQ(r[n].arrival_ns, arrival_times_ns({1.0, 1.0, 3}, 2)[1]);
+    // The system prompt has the same ids in both sessions, the rest its own.
+    const auto &a = *r[0].tokens, &b = *r[n].tokens;
+    EXPECT_TRUE(std::equal(a.begin(), a.begin() + 1536, b.begin()));
+    EXPECT_NE(a[1536], b[1536]);
+    try {
+        agent_session_requests(t, 1, {}, 0, 1000);
+        ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()), t.source + ": the call at message 3 needs 1584 + 32 tokens, beyond the "
+                                                    "context of 1000 tokens (allowed: at most 1000 in all, or --ctx)");
+    }
 }
 
 TEST(ServingArrivals, GammaGapsHaveTheRateAndBurstinessAndRepeatWithTheSeed) {
