@@ -23,7 +23,7 @@ run() {
     local log="$LOGS/$name.log" json=() shown
     shown=$(printf '%q ' "$@"); shown=${shown% }
     shown=${shown//"$BUILD/"/build/}
-    if grep -q -a benchmark_out "$1" 2>/dev/null; then  # a Google Benchmark program
+    if ldd "$1" 2>/dev/null | grep -q libbenchmark; then  # a Google Benchmark program
         json=(--gbench-json "$LOGS/$name.json")
         "$@" --benchmark_out="$LOGS/$name.json" --benchmark_out_format=json | tee "$log"
     else
