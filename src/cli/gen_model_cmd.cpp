@@ -67,9 +67,11 @@ void run(const GenModelArgs& a) {
         list_presets();
         return;
     }
-    if (a.arch.empty()) fail("--arch is required (known: {})", model::arch_preset_list());
+    if (a.arch.empty()) fail("--arch is required (known: {})", model::arch_preset_list(true));
     if (a.out.empty()) fail("-o FILE.gguf is required");
-    const model::ArchPreset& preset = model::arch_preset(a.arch, "--arch");
+    const model::ArchPreset* found = model::find_arch_preset_info(a.arch);
+    if (!found) fail("unknown --arch '{}' (known: {})", a.arch, model::arch_preset_list(true));
+    const model::ArchPreset& preset = *found;
     model::SyntheticOptions opt;
     opt.dtype = a.dtype;
     opt.seed = a.seed;
@@ -141,7 +143,7 @@ void register_gen_model(CLI::App& app) {
         "  duet gen-model --arch llama2-7b --dtype q4_0 --layers 2 -o l2-2layers.gguf\n"
         "  duet gen-model --list\n"
         "Presets: " +
-        model::arch_preset_list() +
+        model::arch_preset_list(true) +
         "\n"
         "Same preset, dtype and seed give a byte-identical file.");
     cmd->add_option("--arch", args->arch, "Architecture preset (see --list); required unless --list");

@@ -171,9 +171,10 @@ std::vector<std::string> arch_preset_names() {
     return names;
 }
 
-std::string arch_preset_list() {
+std::string arch_preset_list(bool gen_model_only) {
     std::string s;
     for (const auto& p : arch_presets()) {
+        if (gen_model_only && (p.hparams.is_moe() || p.hparams.is_mla())) continue;
         if (!s.empty()) s += ", ";
         s += p.name;
     }

@@ -41,7 +41,9 @@ const ArchPreset* find_arch_preset_info(std::string_view name);
 // (e.g. "--arch") as the parameter.
 const ArchPreset& arch_preset(std::string_view name, std::string_view what = "architecture preset");
 std::vector<std::string> arch_preset_names();
-std::string arch_preset_list();  // "tiny-llama, tiny-llama3, ..." for messages and --help
+// "tiny-llama, tiny-llama3, ..." for messages and --help; gen_model_only: only the presets
+// gen-model can write (the dense ones: not Mixture-of-Experts, not latent attention).
+std::string arch_preset_list(bool gen_model_only = false);
 const std::vector<ArchPreset>& arch_presets();
 
 }  // namespace duet::model

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sched/block_hash.h"
+
 namespace duet::runtime {
 
 PrefixCache::~PrefixCache() {
@@ -9,17 +11,7 @@ PrefixCache::~PrefixCache() {
 }
 
 uint64_t PrefixCache::chain(uint64_t parent, std::span<const int32_t> block_tokens) {
-    // FNV-1a over the parent hash and the token ids, then a 64-bit finaliser (splitmix).
-    uint64_t h = 0xcbf29ce484222325ull ^ parent;
-    for (int32_t t : block_tokens) {
-        h ^= uint32_t(t);
-        h *= 0x100000001b3ull;
-    }
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 27;
-    h *= 0x94d049bb133111ebull;
-    return h ^ (h >> 31);
+    return sched::chain_block_hash(parent, block_tokens);
 }
 
 int64_t PrefixCache::attach(std::span<const int32_t> tokens, int64_t max_tokens, SequenceKv& seq) {

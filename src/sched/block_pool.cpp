@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "sched/block_hash.h"
 
 namespace duet::sched {
 
@@ -69,31 +70,13 @@ void BlockPool::release(SeqId id, bool remember_blocks) {
     seqs_.erase(it);
 }
 
-namespace {
-
-// FNV-1a over the parent hash and the token ids, then splitmix's finaliser (runtime/prefix_cache.cpp).
-uint64_t chain(uint64_t parent, std::span<const int32_t> block_tokens) {
-    uint64_t h = 0xcbf29ce484222325ull ^ parent;
-    for (int32_t t : block_tokens) {
-        h ^= uint32_t(t);
-        h *= 0x100000001b3ull;
-    }
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 27;
-    h *= 0x94d049bb133111ebull;
-    return h ^ (h >> 31);
-}
-
-}  // namespace
-
 void BlockPool::remember(const Table& t, std::span<const int32_t> tokens) {
     const int64_t full = std::min<int64_t>(t.n_tokens, int64_t(tokens.size())) / block_tokens_;
     uint64_t h = 0;
     for (int64_t i = 0; i < full; ++i) {
         const auto blk = tokens.subspan(size_t(i * block_tokens_), size_t(block_tokens_));
         const uint64_t parent = h;
-        h = chain(h, blk);
+        h = chain_block_hash(h, blk);
         auto [it, fresh] = cache_.try_emplace(h);
         if (fresh) {
             it->second = {t.blocks[size_t(i)], parent, std::vector<int32_t>(blk.begin(), blk.end()), clock_++};
@@ -114,7 +97,7 @@ int64_t BlockPool::attach_cached(SeqId id, int64_t max_tokens) {
     for (int64_t i = 0; i < n_full; ++i) {
         const auto blk = tokens.subspan(size_t(i * block_tokens_), size_t(block_tokens_));
         const uint64_t parent = h;
-        h = chain(h, blk);
+        h = chain_block_hash(h, blk);
         auto it = cache_.find(h);
         if (it == cache_.end() || it->second.parent != parent || !std::equal(blk.begin(), blk.end(), it->second.tokens.begin()))
             break;

@@ -14,35 +14,20 @@ void parse_chat_fields(const detail::json& body, CompletionRequest& r);
 namespace {
 
 using detail::json;
+using detail::bool_in;
+using detail::is_empty;
+using detail::is_false;
+using detail::number_in;
 using detail::wrong_type;
 
 // The one list of refused fields, with the value each may have without changing the output.
-struct Refused {
-    const char* name;
-    bool (*neutral)(const json&);
-};
-bool is_false(const json& v) { return v.is_boolean() && !v.get<bool>(); }
-bool is_empty(const json& v) {
-    return v.is_string() ? v.get_ref<const std::string&>().empty() : (v.is_array() || v.is_object()) && v.empty();
-}
 bool is_one(const json& v) { return v.is_number_integer() && v.get<int64_t>() == 1; }
 bool is_text_only(const json& v) { return v == json::array({"text"}); }
-const Refused kRefused[] = {
+const detail::RefusedField kRefused[] = {
     {"logit_bias", is_empty},  {"best_of", is_one},    {"suffix", is_empty},       {"echo", is_false},
     {"functions", is_empty},   {"function_call", is_empty}, {"audio", is_empty},   {"modalities", is_text_only},
     {"prediction", is_empty},
 };
-
-double number_in(const json& body, const std::string& param, double fallback, double min, double max) {
-    const json* v = detail::field(body, param);
-    if (!v) return fallback;
-    if (!v->is_number()) wrong_type(param, *v, "a number");
-    const double x = v->get<double>();
-    if (!(x >= min && x <= max))
-        throw ApiError::bad_request(fmt::format("'{}' = {} is out of range (allowed: {} to {})", param, x, min, max),
-                                    param);
-    return x;
-}
 
 int64_t integer_in(const json& body, const std::string& param, int64_t fallback, int64_t min, int64_t max) {
     const json* v = detail::field(body, param);
@@ -53,21 +38,6 @@ int64_t integer_in(const json& body, const std::string& param, int64_t fallback,
         throw ApiError::bad_request(fmt::format("'{}' = {} is out of range (allowed: {} to {})", param, x, min, max),
                                     param);
     return x;
-}
-
-bool bool_in(const json& body, const std::string& param, bool fallback) {
-    const json* v = detail::field(body, param);
-    if (!v) return fallback;
-    if (!v->is_boolean()) wrong_type(param, *v, "a boolean");
-    return v->get<bool>();
-}
-
-void refuse_unsupported(const json& body) {
-    for (const Refused& f : kRefused) {
-        const json* v = detail::field(body, f.name);
-        if (v && !f.neutral(*v))
-            throw ApiError::bad_request(fmt::format("'{}' is not supported by duet", f.name), f.name);
-    }
 }
 
 void parse_prompt(const json& body, CompletionRequest& r) {
@@ -130,11 +100,7 @@ void parse_stream(const json& body, CompletionRequest& r) {
 }  // namespace
 
 const std::vector<std::string>& refused_fields() {
-    static const std::vector<std::string> names = [] {
-        std::vector<std::string> v;
-        for (const Refused& f : kRefused) v.push_back(f.name);
-        return v;
-    }();
+    static const std::vector<std::string> names = detail::field_names(kRefused);
     return names;
 }
 
@@ -144,7 +110,7 @@ CompletionRequest parse_completion_request(const std::string& body_text, bool ch
     json body = json::parse(body_text, nullptr, false);
     if (body.is_discarded()) throw ApiError::bad_request("request body is not valid JSON");
     if (!body.is_object()) throw ApiError::bad_request("request body must be a JSON object");
-    refuse_unsupported(body);
+    detail::refuse_unsupported(body, kRefused);
 
     CompletionRequest r;
     r.chat = chat;

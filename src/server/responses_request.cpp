@@ -14,18 +14,14 @@ void parse_responses_input(const detail::json& body, ResponsesRequest& r);
 namespace {
 
 using detail::json;
+using detail::bool_in;
+using detail::is_empty;
+using detail::is_false;
+using detail::number_in;
 using detail::wrong_type;
 
 // The one list of refused fields, with the value each may have without changing the output
 // (null counts as absent everywhere).
-struct Refused {
-    const char* name;
-    bool (*neutral)(const json&);
-};
-bool is_false(const json& v) { return v.is_boolean() && !v.get<bool>(); }
-bool is_empty(const json& v) {
-    return v.is_string() ? v.get_ref<const std::string&>().empty() : (v.is_array() || v.is_object()) && v.empty();
-}
 bool is_zero(const json& v) { return v.is_number_integer() && v.get<int64_t>() == 0; }
 bool is_disabled(const json& v) { return v == "disabled"; }
 bool never(const json&) { return false; }
@@ -36,37 +32,11 @@ bool all_null(const json& v) {
         if (!x.is_null()) return false;
     return true;
 }
-const Refused kRefused[] = {
+const detail::RefusedField kRefused[] = {
     {"background", is_false},  {"conversation", never},   {"include", is_empty},
     {"prompt", never},         {"reasoning", all_null},   {"truncation", is_disabled},
     {"top_logprobs", is_zero}, {"max_tool_calls", never}, {"context_management", is_empty},
 };
-
-void refuse_unsupported(const json& body) {
-    for (const Refused& f : kRefused) {
-        const json* v = detail::field(body, f.name);
-        if (v && !f.neutral(*v))
-            throw ApiError::bad_request(fmt::format("'{}' is not supported by duet", f.name), f.name);
-    }
-}
-
-double number_in(const json& body, const std::string& param, double fallback, double min, double max) {
-    const json* v = detail::field(body, param);
-    if (!v) return fallback;
-    if (!v->is_number()) wrong_type(param, *v, "a number");
-    const double x = v->get<double>();
-    if (!(x >= min && x <= max))
-        throw ApiError::bad_request(fmt::format("'{}' = {} is out of range (allowed: {} to {})", param, x, min, max),
-                                    param);
-    return x;
-}
-
-bool bool_in(const json& body, const std::string& param, bool fallback) {
-    const json* v = detail::field(body, param);
-    if (!v) return fallback;
-    if (!v->is_boolean()) wrong_type(param, *v, "a boolean");
-    return v->get<bool>();
-}
 
 std::optional<std::string> optional_string(const json& body, const std::string& key) {
     if (!detail::field(body, key)) return std::nullopt;
@@ -212,11 +182,7 @@ void parse_metadata(const json& body, ResponsesRequest& r) {
 }  // namespace
 
 const std::vector<std::string>& responses_refused_fields() {
-    static const std::vector<std::string> names = [] {
-        std::vector<std::string> v;
-        for (const Refused& f : kRefused) v.push_back(f.name);
-        return v;
-    }();
+    static const std::vector<std::string> names = detail::field_names(kRefused);
     return names;
 }
 
@@ -226,7 +192,7 @@ ResponsesRequest parse_responses_request(const std::string& body_text) {
     json body = json::parse(body_text, nullptr, false);
     if (body.is_discarded()) throw ApiError::bad_request("request body is not valid JSON");
     if (!body.is_object()) throw ApiError::bad_request("request body must be a JSON object");
-    refuse_unsupported(body);
+    detail::refuse_unsupported(body, kRefused);
 
     ResponsesRequest r;
     r.model = detail::string_in(body, "model", "model");
