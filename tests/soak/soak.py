@@ -32,6 +32,7 @@ import threading
 import time
 
 KEY_ENV = "DUET_API_KEY"
+KEEP_FINISHED = 1000  # finished tasks the server keeps (server/task_store.h kMaxFinished)
 
 
 def fail_setup(msg):
@@ -87,11 +88,21 @@ class Soak:
         self.lock = threading.Lock()
         self.failures, self.xfail, self.xpass = [], {}, {}
         self.counts = {}
-        self.tasks = set()
+        self.tasks = {}  # task id -> its position among the tasks this run created
         self.stop = threading.Event()
         self.restarting = threading.Event()
 
     # ---- bookkeeping
+    def add_task(self, tid):
+        with self.lock:
+            self.tasks[tid] = len(self.tasks)
+
+    def may_be_purged(self, tid):
+        """The server keeps the newest KEEP_FINISHED finished tasks (server/task_store.h kMaxFinished):
+        a task may be gone only when at least that many tasks were created after it."""
+        with self.lock:
+            return len(self.tasks) - 1 - self.tasks[tid] >= KEEP_FINISHED
+
     def count(self, what):
         with self.lock:
             self.counts[what] = self.counts.get(what, 0) + 1
@@ -292,7 +303,9 @@ class Soak:
         if self.rng.random() < 0.3 and self.tasks:
             with self.lock:
                 tid = self.rng.choice(sorted(self.tasks))
-            self.request("DELETE", f"/v1/tasks/{tid}", expect=(200,))
+            status, _ = self.request("DELETE", f"/v1/tasks/{tid}", expect=(200, 404))
+            if status == 404 and not self.may_be_purged(tid):
+                self.failure(f"DELETE /v1/tasks/{tid}: 404 although fewer than {KEEP_FINISHED} tasks are newer")
             return
         body = {"task": "bench", "gen_len": self.rng.randint(1, 16)}
         if self.rng.random() < 0.2:
@@ -301,8 +314,7 @@ class Soak:
             return
         status, text = self.request("POST", "/v1/tasks", body, expect=(200,))
         if status == 200:
-            with self.lock:
-                self.tasks.add(json.loads(text)["id"])
+            self.add_task(json.loads(text)["id"])
 
     def client(self, seed):
         rng = random.Random(seed)
@@ -427,7 +439,8 @@ class Soak:
         for tid in sorted(self.tasks):
             t = by_id.get(tid)
             if t is None:
-                self.failure(f"task {tid} was accepted but is not in GET /v1/tasks")
+                if not self.may_be_purged(tid):
+                    self.failure(f"task {tid} was accepted but is not in GET /v1/tasks")
             elif t["status"] not in allowed:
                 self.failure(f"task {tid} ended '{t['status']}' (allowed: {', '.join(sorted(allowed))})")
         return by_id
@@ -464,7 +477,7 @@ class Soak:
         for _ in range(3):
             status, text = self.request("POST", "/v1/tasks", {"task": "bench", "model": "llama2-7b", "gen_len": 65536})
             if status == 200:
-                self.tasks.add(json.loads(text)["id"])
+                self.add_task(json.loads(text)["id"])
         self.restarting.set()
         def busy_stream():
             try:
