@@ -260,11 +260,19 @@ TEST(Batcher, QueuedPromptSharesARunningRequestsPrefix) {
         Collected c(2);
         Batcher b(model, one_thread(128), bo);
         std::atomic<int> leader_tokens{0};
+        std::atomic<bool> follower_in{false};
         GenRequest lead = greedy_request(*model, kLeader, 40, c, 0);
-        lead.on_token = [&](int32_t, const float*) { ++leader_tokens; };
+        // The leader holds its second token until the follower is queued, so the follower always
+        // meets a running leader (callbacks run outside the batcher's lock).
+        lead.on_token = [&](int32_t, const float*) {
+            if (++leader_tokens == 2)
+                while (!follower_in.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        };
         ASSERT_EQ(b.submit(std::move(lead)), SubmitStatus::ACCEPTED);
         while (leader_tokens.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        ASSERT_EQ(b.submit(greedy_request(*model, kFollower, 12, c, 1)), SubmitStatus::ACCEPTED);
+        const SubmitStatus follower = b.submit(greedy_request(*model, kFollower, 12, c, 1));
+        follower_in = true;
+        ASSERT_EQ(follower, SubmitStatus::ACCEPTED);
         b.wait_idle();
         EXPECT_EQ(c.results[1].cached_tokens, reuse ? shared : 0);
         EXPECT_EQ(c.results[1].tokens, alone_tokens(model, kFollower, 12));
