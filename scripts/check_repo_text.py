@@ -5,8 +5,9 @@
   check_repo_text.py --self-test check that planted violations are found and clean text is not
 
 Flags, with file:line and the offending text:
-  - an absolute path of a developer's or CI machine: /work/..., /root/..., /home/<name>/...
-    (a path starting a token; `$dir/work/` or `build/work/` are relative and pass);
+  - an absolute path of a developer's or CI machine: one that starts a token with the folder
+    work, root or home/<name> under the file system root (the same names after another folder,
+    as in a shell variable or build directory, are relative and pass);
   - narration by numbered stints of work (the word "session" followed by a number): the repository says
     what the code does and what was measured (command, machine, commit); history is git's.
 Exit status 0 when clean, 1 with the list otherwise, 2 on bad usage.
@@ -65,7 +66,8 @@ def self_test():
         "d.sh": 'cd /ro' + 'ot/x\n',
         "e.md": "Sess" + "ions 11-15 said so\n",
     }
-    good = {"f.sh": 'mkdir -p "$corpus/work/"\n', "g.md": "one session of traffic; build/work/x\n"}
+    rel = "work" + "/"  # the folder name after another folder: relative
+    good = {"f.sh": f'mkdir -p "$corpus/{rel}"\n', "g.md": f"one session of traffic; build/{rel}x\n"}
     with tempfile.TemporaryDirectory() as d:
         for name, text in {**bad, **good}.items():
             with open(os.path.join(d, name), "w") as f:
