@@ -25,6 +25,11 @@ struct Message {
 enum class ToolChoice { NONE, AUTO, REQUIRED, FUNCTION };
 enum class ResponseFormat { TEXT, JSON_OBJECT, JSON_SCHEMA };
 
+// The tool_choice checks both routes share: a choice other than none needs tools, and a named
+// function (its name read from `name_param`) must be one of them. Throws ApiError 400.
+void check_tool_choice(ToolChoice choice, const std::string& name, const std::vector<model::ToolFunction>& tools,
+                       const char* name_param);
+
 struct CompletionRequest {
     bool chat = true;
     std::string model;

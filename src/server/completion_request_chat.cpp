@@ -153,16 +153,7 @@ void parse_tool_choice(const json& body, CompletionRequest& r) {
     } else {
         wrong_type("tool_choice", *c, "a string or an object");
     }
-    if (r.tool_choice != ToolChoice::NONE && r.tools.empty())
-        throw ApiError::bad_request("'tool_choice' needs 'tools'", "tool_choice");
-    if (r.tool_choice == ToolChoice::FUNCTION) {
-        bool known = false;
-        for (const auto& t : r.tools) known = known || t.name == r.tool_choice_name;
-        if (!known)
-            throw ApiError::bad_request(
-                fmt::format("'tool_choice.function.name' = \"{}\" is not one of the 'tools'", r.tool_choice_name),
-                "tool_choice.function.name");
-    }
+    check_tool_choice(r.tool_choice, r.tool_choice_name, r.tools, "tool_choice.function.name");
 }
 
 void parse_response_format(const json& body, CompletionRequest& r) {
@@ -201,6 +192,16 @@ void parse_chat_fields(const json& body, CompletionRequest& r) {
     parse_tools(body, r);
     parse_tool_choice(body, r);
     parse_response_format(body, r);
+}
+
+void check_tool_choice(ToolChoice choice, const std::string& name, const std::vector<model::ToolFunction>& tools,
+                       const char* name_param) {
+    if (choice != ToolChoice::NONE && tools.empty())
+        throw ApiError::bad_request("'tool_choice' needs 'tools'", "tool_choice");
+    if (choice != ToolChoice::FUNCTION) return;
+    for (const auto& t : tools)
+        if (t.name == name) return;
+    throw ApiError::bad_request(fmt::format("'{}' = \"{}\" is not one of the 'tools'", name_param, name), name_param);
 }
 
 }  // namespace duet::server

@@ -111,16 +111,7 @@ void parse_tool_choice(const json& body, ResponsesRequest& r) {
     } else {
         wrong_type("tool_choice", *c, "a string or an object");
     }
-    if (r.tool_choice != ToolChoice::NONE && r.tools.empty())
-        throw ApiError::bad_request("'tool_choice' needs 'tools'", "tool_choice");
-    if (r.tool_choice == ToolChoice::FUNCTION) {
-        bool known = false;
-        for (const auto& t : r.tools) known = known || t.name == r.tool_choice_name;
-        if (!known)
-            throw ApiError::bad_request(
-                fmt::format("'tool_choice.name' = \"{}\" is not one of the 'tools'", r.tool_choice_name),
-                "tool_choice.name");
-    }
+    check_tool_choice(r.tool_choice, r.tool_choice_name, r.tools, "tool_choice.name");
 }
 
 // text: {"format": {"type": "text" | "json_object" | "json_schema", ...}, "verbosity": "medium"}
