@@ -27,11 +27,6 @@ std::string error_message(const std::string& response) {
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-void reset_peak_rss(int pid) {
-    std::ofstream clear("/proc/" + std::to_string(pid) + "/clear_refs");
-    clear << "5";
-}
-
 // 200 connections that trickle a request head one byte at a time held every httplib worker
 // (64): /health waited behind them. The front reads heads on its event thread; workers only
 // see complete requests.
@@ -131,7 +126,7 @@ std::string flood(int port, const std::string& line, size_t total) {
 // httplib 0.11.4). Now the 101st field is refused, and one endless field at the head limit.
 TEST(HostileClient, HeaderFloodsAre431AndMemoryStaysBounded) {
     ModelDir d("flood");
-    ServerProcess s(d.serve({}), {});
+    ServerProcess s(d.serve({}), rss_measuring_env());
     reset_peak_rss(s.pid());
     const int64_t rss_before_kb = status_kb(s.pid(), "VmRSS");
     std::string r = flood(s.port(), "X-Flood: 0123456789abcdef\r\n", 24u << 20);
@@ -189,7 +184,7 @@ std::string deep(size_t depth) { return std::string(depth, '[') + std::string(de
 // naming the limit, checked before parsing, and the server's memory stays bounded.
 TEST(HostileClient, DeepNestingOnEveryJsonFieldIs400) {
     ModelDir d("nesting");
-    ServerProcess s(d.serve({"--max-body-bytes", "4194304"}), {});
+    ServerProcess s(d.serve({"--max-body-bytes", "4194304"}), rss_measuring_env());
     reset_peak_rss(s.pid());
     const int64_t rss_before_kb = status_kb(s.pid(), "VmRSS");
     const std::string msgs = R"("messages":[{"role":"user","content":"hi"}])";

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -21,7 +22,7 @@ struct ModelDir {
     std::filesystem::path dir;
     std::string model;
     explicit ModelDir(const std::string& tag) {
-        dir = std::filesystem::temp_directory_path() / ("duet_hostile_" + tag + "_" + std::to_string(getpid()));
+        dir = std::filesystem::temp_directory_path() / ("duet_server_" + tag + "_" + std::to_string(getpid()));
         std::filesystem::remove_all(dir);
         std::filesystem::create_directories(dir);
         model = (dir / "m.gguf").string();
@@ -48,6 +49,21 @@ struct ModelDir {
         return a;
     }
 };
+
+// The environment for a server whose peak RSS a test measures. Under ASan, freed blocks wait in
+// a quarantine (256 MB by default) before their memory is reused, so every request body the
+// server freed would count towards its peak: those servers run with the quarantine off. Without
+// ASan the variable is ignored.
+inline std::vector<std::string> rss_measuring_env() {
+    const char* a = std::getenv("ASAN_OPTIONS");
+    return {std::string("ASAN_OPTIONS=") + (a && *a ? std::string(a) + ":" : "") + "quarantine_size_mb=0"};
+}
+
+// Resets the process's peak RSS (VmHWM) so that a later read measures from here.
+inline void reset_peak_rss(int pid) {
+    std::ofstream clear("/proc/" + std::to_string(pid) + "/clear_refs");
+    clear << "5";
+}
 
 inline int64_t status_kb(int pid, const std::string& field) {
     std::ifstream f("/proc/" + std::to_string(pid) + "/status");

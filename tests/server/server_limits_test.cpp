@@ -13,77 +13,12 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "server_process.h"
+#include "http_probe.h"
 
 namespace duet::test {
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
-
-// A temp dir with a tiny model, removed at the end.
-struct ModelDir {
-    fs::path dir;
-    std::string model;
-    explicit ModelDir(const std::string& tag) {
-        dir = fs::temp_directory_path() / ("duet_limits_" + tag + "_" + std::to_string(getpid()));
-        fs::remove_all(dir);
-        fs::create_directories(dir);
-        model = (dir / "m.gguf").string();
-        auto [rc, out] = run_command(duet_binary() + " gen-model --arch tiny-llama --dtype f32 --seed 3 -o " + model);
-        if (rc != 0) throw std::runtime_error(out);
-    }
-    ~ModelDir() { fs::remove_all(dir); }
-    std::vector<std::string> serve(const std::vector<std::string>& extra) const {
-        std::vector<std::string> a = {"--log-level", "error", "serve", "-m", model, "--port", "0", "--no-auth",
-                                      "--ctx", "256", "--threads", "1", "--tasks-db", (dir / "t.db").string()};
-        a.insert(a.end(), extra.begin(), extra.end());
-        return a;
-    }
-};
-
-int64_t status_kb(int pid, const std::string& field) {
-    std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-    std::string line;
-    while (std::getline(f, line))
-        if (line.rfind(field + ":", 0) == 0) return std::stoll(line.substr(field.size() + 1));
-    return -1;
-}
-
-int connect_to(int port) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(uint16_t(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-        ::close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-// One HTTP response: its headers and Content-Length bytes of body (or what came before the
-// server closed the connection, or 30 s passed).
-std::string read_response(int fd) {
-    std::string out;
-    char buf[4096];
-    for (;;) {
-        const size_t head_end = out.find("\r\n\r\n");
-        if (head_end != std::string::npos) {
-            const size_t at = out.find("Content-Length: ");
-            if (at != std::string::npos && at < head_end &&
-                out.size() >= head_end + 4 + std::stoul(out.substr(at + 16)))
-                return out.substr(0, head_end + 4 + std::stoul(out.substr(at + 16)));
-        }
-        pollfd p{fd, POLLIN, 0};
-        if (::poll(&p, 1, 30000) <= 0) break;
-        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-        if (n <= 0) break;
-        out.append(buf, size_t(n));
-    }
-    return out;
-}
 
 // One HTTP/1.1 chunk: size in hex, CRLF, data, CRLF.
 std::string fmt_chunk(const std::string& data) {
@@ -92,7 +27,7 @@ std::string fmt_chunk(const std::string& data) {
     return size + data + "\r\n";
 }
 
-json body_of(const std::string& response) { return json::parse(response.substr(response.find("\r\n\r\n") + 4)); }
+json json_body(const std::string& response) { return json::parse(body_of(response)); }
 
 const char* kTooLarge = "Request body is larger than the server's limit of 65536 bytes (--max-body-bytes)";
 
@@ -100,11 +35,8 @@ const char* kTooLarge = "Request body is larger than the server's limit of 65536
 // 393 MB to 1.1 GB. Now reading stops at the limit and the peak RSS stays near where it was.
 TEST(ServerLimits, ChunkedBodyOverTheLimitIs413WhileReading) {
     ModelDir d("chunked");
-    ServerProcess s(d.serve({"--max-body-bytes", "65536"}), {});
-    {  // reset the peak (VmHWM) so it measures this request only
-        std::ofstream clear("/proc/" + std::to_string(s.pid()) + "/clear_refs");
-        clear << "5";
-    }
+    ServerProcess s(d.serve({"--max-body-bytes", "65536"}), rss_measuring_env());
+    reset_peak_rss(s.pid());  // the peak then measures this request only
     const int64_t rss_before_kb = status_kb(s.pid(), "VmRSS");
     ASSERT_GT(rss_before_kb, 0);
 
@@ -125,7 +57,7 @@ TEST(ServerLimits, ChunkedBodyOverTheLimitIs413WhileReading) {
     const std::string response = read_response(fd);
     ::close(fd);
     ASSERT_EQ(response.rfind("HTTP/1.1 413", 0), 0u) << response.substr(0, 200);
-    const json e = body_of(response);
+    const json e = json_body(response);
     EXPECT_EQ(e["error"]["message"], kTooLarge);
     EXPECT_EQ(e["error"]["type"], "invalid_request_error");
     const int64_t peak_kb = status_kb(s.pid(), "VmHWM");
@@ -172,7 +104,7 @@ TEST(ServerLimits, ConnectionsOverTheCapGet503) {
     const std::string response = read_response(c);
     ::close(c);
     ASSERT_EQ(response.rfind("HTTP/1.1 503", 0), 0u) << response.substr(0, 200);
-    EXPECT_EQ(body_of(response)["error"]["message"],
+    EXPECT_EQ(json_body(response)["error"]["message"],
               "The server has 2 connections open, its limit (--max-connections); retry later");
     ::close(a);
     ::close(b);

@@ -32,7 +32,8 @@ inline std::pair<int, std::string> run_command(const std::string& cmd) {
 
 class ServerProcess {
 public:
-    // args after the binary; env entries "NAME=value" added to this process's environment;
+    // args after the binary; env entries "NAME=value" added to this process's environment (or
+    // replacing the variable of that name);
     // launcher (optional): a program and its arguments that start the binary (mpirun -np 2);
     // binary (optional): another duet build (bench_server --duet compares two).
     ServerProcess(const std::vector<std::string>& args, const std::vector<std::string>& extra_env,
@@ -49,8 +50,15 @@ public:
         std::vector<char*> argv;
         for (auto& a : argv_s) argv.push_back(a.data());
         argv.push_back(nullptr);
+        // extra_env replaces a variable of the same name (getenv would find the first one).
         std::vector<std::string> env_s;
-        for (char** e = environ; *e; ++e) env_s.emplace_back(*e);
+        for (char** e = environ; *e; ++e) {
+            const std::string v(*e);
+            const std::string name = v.substr(0, v.find('=') + 1);
+            bool replaced = false;
+            for (const auto& x : extra_env) replaced = replaced || x.rfind(name, 0) == 0;
+            if (!replaced) env_s.push_back(v);
+        }
         env_s.insert(env_s.end(), extra_env.begin(), extra_env.end());
         std::vector<char*> envp;
         for (auto& e : env_s) envp.push_back(e.data());
