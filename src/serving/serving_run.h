@@ -44,13 +44,33 @@ struct RequestOutcome {
     int64_t preemptions = 0;
     int64_t cached_tokens = 0;      // prompt tokens whose KV came from the prefix cache or a running request
     bool ended_by_context = false;  // the scheduler ended it (context or pool too small)
+    int replica = -1;               // the replica the router sent it to (-1: refused)
+    int64_t kv_transfer_ns = -1;    // disaggregated: prefill end -> KV at the decode instance (link queue included)
     double tpot_ns() const {  // -1 when fewer than two tokens
         return generated > 1 && e2e_ns >= 0 ? double(e2e_ns - ttft_ns) / double(generated - 1) : -1;
     }
 };
 
+// One instance's share of a run: its steps and the virtual time they took.
+struct InstanceStats {
+    int64_t steps = 0;
+    int64_t busy_ns = 0;
+};
+
+// One replica (serving/serving_cluster.h): a colocated instance, or a prefill and a decode
+// instance joined by a link.
+struct ReplicaStats {
+    int64_t requests = 0;     // routed to it (refused ones not counted)
+    InstanceStats prefill;    // the colocated instance, or the prefill instance
+    InstanceStats decode;     // disaggregated only
+    int64_t kv_transfers = 0;
+    uint64_t kv_transfer_bytes = 0;
+    int64_t link_busy_ns = 0;  // time the link carried KV
+};
+
 struct ServingResult {
     std::vector<RequestOutcome> requests;  // in the order given
+    std::vector<ReplicaStats> replicas;
     int64_t steps = 0;
     uint64_t preemptions = 0;
     int64_t end_ns = 0;             // when the last step ended

@@ -1,0 +1,64 @@
+#pragma once
+// Several instances of the modelled machine serving one request stream (docs/serving.md):
+// data-parallel replicas behind a router (serving/router.h), each either one colocated
+// instance (prefill and decode in the same steps, as run_serving) or a disaggregated pair: a
+// prefill instance and a decode instance joined by a link (DistServe, Zhong et al., OSDI 2024;
+// vLLM's disaggregated prefilling).
+//
+// Every instance runs its own sched::Scheduler over its own KV pool on one shared virtual
+// clock; steps of different instances overlap in time. Events at the same instant are handled
+// in this order: steps that end, KV transfers that end, arrivals (routed), steps that start,
+// so a single colocated replica makes exactly run_serving's decisions.
+//
+// Disaggregated request i:
+//  1. the prefill instance computes the prompt and samples the first token (its scheduler
+//     sees a request of one output token; the prompt's blocks then enter its prefix cache);
+//  2. the KV of the prompt (prompt_tokens * kv_bytes_per_token) crosses the replica's link:
+//     one transfer at a time in completion order (a FIFO queue), each taking
+//     SimLink::transfer_ns(bytes) (sim/hardware.h: per_transfer_ns + latency_ns + bytes / bandwidth);
+//  3. the first token counts when its KV has arrived (TTFT includes the transfer); the decode
+//     instance then admits a sequence of prompt + 1 tokens whose prompt KV is already present
+//     (like vLLM's KV connector, it enters as attached KV, as a prefix-cache hit would), so its
+//     first step for it is a decode token: TPOT is the decode instance's.
+//  A one-token request ends on the prefill instance (nothing to hand over). A sequence the
+//  decode instance preempts is recomputed there (the transferred KV is not kept elsewhere).
+//  Simplification: the prefill instance frees the prompt's blocks when the prefill ends, not
+//  when the transfer does.
+// Thread safety: pure function of its inputs (pools and timers are the caller's).
+#include <cstdint>
+#include <functional>
+#include <span>
+
+#include "serving/router.h"
+#include "serving/serving_run.h"
+#include "sim/hardware.h"
+
+namespace duet::serving {
+
+struct ReplicaSpec {
+    sched::KvPool* pool = nullptr;  // the colocated instance's, or the prefill instance's (required)
+    StepTimer timer;                // times that instance's steps
+    // Disaggregated when decode_pool is set:
+    sched::KvPool* decode_pool = nullptr;  // the decode instance's (its prefix cache is not used)
+    StepTimer decode_timer;
+    sim::SimLink link;                     // prefill instance -> decode instance
+    uint64_t kv_bytes_per_token = 0;       // K and V of one token, every layer
+    bool disaggregated() const { return decode_pool != nullptr; }
+};
+
+// Which instance an observed step belongs to.
+struct InstanceRef {
+    int replica = 0;
+    bool decode = false;  // the decode instance of a disaggregated replica
+};
+using ClusterObserver =
+    std::function<void(InstanceRef at, int64_t t_ns, const std::vector<int64_t>& arrived, const sched::Step& step,
+                       const sched::Scheduler& sched, const sched::KvPool& pool)>;
+
+// Runs every request to completion on the replicas ([router.n_replicas()], identical pools:
+// a request too long for replica 0 is refused up front, as in run_serving). ServingResult::
+// replicas holds each replica's share; steps, preemptions and peaks are over all instances.
+ServingResult run_cluster(std::span<const ServingRequest> requests, const sched::SchedulerOptions& opts,
+                          std::span<const ReplicaSpec> replicas, Router& router, const ClusterObserver& observe = {});
+
+}  // namespace duet::serving

@@ -1,0 +1,235 @@
+// Data-parallel replicas behind a router and prefill/decode disaggregation (serving/serving_cluster.h)
+// on closed-form cases and on statistical ones with a step time linear in the step's tokens.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "core/error.h"
+#include "sched/block_pool.h"
+#include "serving/router.h"
+#include "serving/serving_cluster.h"
+#include "serving/serving_metrics.h"
+
+namespace duet::serving {
+namespace {
+
+sched::SchedulerOptions opts(int64_t n_parallel = 64, int64_t budget = 512) {
+    sched::SchedulerOptions o;
+    o.n_parallel = n_parallel;
+    o.step_token_budget = budget;
+    o.n_ctx = 4096;
+    return o;
+}
+
+// A step costs 2 ms plus 20 us per prompt token plus 0.1 ms per decode sequence: the shape of
+// a real step (a fixed weight stream, compute growing with the tokens), small numbers.
+int64_t linear_step_ns(const sched::Step& st, int64_t) {
+    return 2'000'000 + 20'000 * st.prefill_tokens() + 100'000 * st.decode_tokens();
+}
+
+std::vector<ServingRequest> poisson(int64_t n, double rate_rps, int64_t prompt, int64_t out, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::exponential_distribution<double> gap(rate_rps);
+    std::vector<ServingRequest> q;
+    double t = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        q.push_back({int64_t(t * 1e9), prompt, out, nullptr});
+        t += gap(rng);
+    }
+    return q;
+}
+
+struct Replicas {
+    std::vector<std::unique_ptr<sched::BlockPool>> pools;
+    std::vector<ReplicaSpec> specs;
+    Replicas(int n, int64_t blocks, int64_t block_tokens, bool prefix = false,
+             const std::vector<ServingRequest>* reqs = nullptr) {
+        for (int r = 0; r < n; ++r) {
+            pools.push_back(std::make_unique<sched::BlockPool>(blocks, block_tokens));
+            if (prefix)
+                pools.back()->set_tokens([reqs](sched::SeqId id) {
+                    const auto& t = (*reqs)[size_t(id)].tokens;
+                    return t ? std::span<const int32_t>(*t) : std::span<const int32_t>();
+                });
+            ReplicaSpec s;
+            s.pool = pools.back().get();
+            s.timer = linear_step_ns;
+            specs.push_back(s);
+        }
+    }
+};
+
+ServingResult dp_run(const std::vector<ServingRequest>& q, int n, RouterPolicy p, int64_t blocks = 4096,
+                     bool prefix = false) {
+    Replicas reps(n, blocks, 16, prefix, &q);
+    Router router(p, n, 16);
+    sched::SchedulerOptions o = opts();
+    o.prefix_sharing = prefix;
+    return run_cluster(q, o, reps.specs, router);
+}
+
+// N identical replicas at N times the rate, round robin: every replica sees 1/N of a Poisson
+// stream (gaps of N exponential draws: a little less bursty than Poisson at R), so per-request
+// latencies match one replica at R within sampling noise, and throughput is N times.
+TEST(ServingCluster, ReplicasAtNTimesTheRateMatchOneReplica) {
+    const int64_t n_req = 3000;
+    const double rate = 8;  // req/s on one replica: about half its capacity with this step time
+    for (int n : {2, 4}) {
+        const ServingSummary one = summarize(dp_run(poisson(n_req, rate, 256, 64, 7), 1, RouterPolicy::ROUND_ROBIN), {});
+        const ServingResult rn = dp_run(poisson(n * n_req, n * rate, 256, 64, 7), n, RouterPolicy::ROUND_ROBIN);
+        const ServingSummary many = summarize(rn, {});
+        ASSERT_EQ(many.completed, n * n_req);
+        for (const auto& [name, a, b] : {std::tuple{"ttft", one.ttft_ms, many.ttft_ms},
+                                         std::tuple{"tpot", one.tpot_ms, many.tpot_ms},
+                                         std::tuple{"e2e", one.e2e_ms, many.e2e_ms}}) {
+            EXPECT_NEAR(b.p50 / a.p50, 1.0, 0.08) << name << " n=" << n;
+            EXPECT_NEAR(b.p90 / a.p90, 1.0, 0.10) << name << " n=" << n;
+            EXPECT_NEAR(b.mean / a.mean, 1.0, 0.08) << name << " n=" << n;
+        }
+        EXPECT_NEAR(many.output_tokens_per_s / one.output_tokens_per_s, double(n), 0.05 * n) << n;
+        for (const ReplicaStats& r : rn.replicas) {
+            EXPECT_EQ(r.requests, n_req);  // round robin: exactly 1/N each
+            EXPECT_NEAR(double(r.prefill.busy_ns) / double(rn.replicas[0].prefill.busy_ns), 1.0, 0.05);
+        }
+    }
+}
+
+// Least outstanding tokens sends the third request past the long first one; round robin does not.
+TEST(ServingCluster, LeastOutstandingTokensAvoidsTheBusyReplica) {
+    const std::vector<ServingRequest> q{{0, 1000, 100, nullptr}, {0, 10, 10, nullptr}, {0, 10, 10, nullptr}};
+    const ServingResult lot = dp_run(q, 2, RouterPolicy::LEAST_OUTSTANDING_TOKENS);
+    EXPECT_EQ(lot.requests[0].replica, 0);  // a tie: the lowest index
+    EXPECT_EQ(lot.requests[1].replica, 1);
+    EXPECT_EQ(lot.requests[2].replica, 1);  // 1100 outstanding tokens against 20
+    EXPECT_EQ(lot.replicas[0].requests, 1);
+    EXPECT_EQ(lot.replicas[1].requests, 2);
+    const ServingResult rr = dp_run(q, 2, RouterPolicy::ROUND_ROBIN);
+    EXPECT_EQ(rr.requests[2].replica, 0);
+}
+
+// Four system prompts of 256 tokens, requests of each in random order; two replicas whose pools
+// cannot keep all four prefixes cached while serving. Prefix affinity keeps each prefix on one
+// replica, so more prompt tokens come from the prefix cache than under round robin.
+TEST(ServingCluster, PrefixAffinityRaisesPrefixCacheHits) {
+    const int64_t shared = 256, n_req = 400;
+    std::vector<ServingRequest> q = poisson(n_req, 20, shared + 64, 16, 3);
+    std::mt19937_64 rng(11);
+    int32_t next = 1'000'000;
+    for (ServingRequest& r : q) {
+        const int32_t g = int32_t(rng() % 4);
+        auto t = std::make_shared<std::vector<int32_t>>();
+        for (int64_t k = 0; k < shared; ++k) t->push_back(g * 10000 + int32_t(k));
+        for (int64_t k = shared; k < r.prompt_tokens; ++k) t->push_back(next++);
+        r.tokens = std::move(t);
+    }
+    // 48 blocks of 16 tokens per replica: two prefixes (32 blocks) and a few running requests.
+    const ServingSummary rr = summarize(dp_run(q, 2, RouterPolicy::ROUND_ROBIN, 48, true), {});
+    const ServingResult pa_res = dp_run(q, 2, RouterPolicy::PREFIX_AFFINITY, 48, true);
+    const ServingSummary pa = summarize(pa_res, {});
+    ASSERT_EQ(rr.completed, n_req);
+    EXPECT_GT(double(pa.cached_prompt_tokens), 1.5 * double(rr.cached_prompt_tokens))
+        << pa.cached_prompt_tokens << " vs " << rr.cached_prompt_tokens;
+    // Both replicas still take work (affinity is not "everything to replica 0").
+    EXPECT_GT(pa_res.replicas[0].requests, n_req / 5);
+    EXPECT_GT(pa_res.replicas[1].requests, n_req / 5);
+}
+
+TEST(ServingCluster, RouterNamesAreCheckedExactly) {
+    EXPECT_EQ(router_from_name("prefix_affinity", "--router"), RouterPolicy::PREFIX_AFFINITY);
+    try {
+        router_from_name("random", "--router");
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "--router = \"random\" is not a router (allowed: round_robin, least_outstanding_tokens, "
+                               "prefix_affinity)");
+    }
+}
+
+// --- prefill/decode disaggregation -------------------------------------------------------------
+
+constexpr int64_t kPrefillNs = 30'000'000, kDecodeNs = 7'000'000;
+
+struct Disagg {
+    sched::BlockPool prefill{4096, 16}, decode;
+    ReplicaSpec spec;
+    explicit Disagg(int64_t decode_blocks = 4096) : decode(decode_blocks, 16) {
+        spec.pool = &prefill;
+        spec.timer = [](const sched::Step& st, int64_t) {
+            EXPECT_GT(st.prefill_tokens(), 0);  // the prefill instance never decodes
+            return kPrefillNs;
+        };
+        spec.decode_pool = &decode;
+        spec.decode_timer = [](const sched::Step& st, int64_t) {
+            EXPECT_EQ(st.prefill_tokens(), 0);  // nor does the decode instance prefill
+            return kDecodeNs;
+        };
+        spec.link.bandwidth_gbps = 56;  // configs/hw/links.toml hccs_910b
+        spec.link.latency_ns = 1000;
+        spec.link.per_transfer_ns = 2000;
+        spec.kv_bytes_per_token = 2 * 32 * 32 * 128 * 2;  // llama2-7b fp16: K and V, 32 layers, 32 heads of 128
+    }
+    ServingResult run(const std::vector<ServingRequest>& q) {
+        Router router(RouterPolicy::ROUND_ROBIN, 1, 16);
+        return run_cluster(q, opts(), std::span<const ReplicaSpec>(&spec, 1), router);
+    }
+};
+
+// One request: TTFT = prefill + KV transfer (bytes / bandwidth + latency + per-transfer cost);
+// every later token one decode step.
+TEST(ServingDisagg, LightLoadIsPrefillPlusTransferThenDecodeSteps) {
+    Disagg d;
+    const int64_t prompt = 500, out = 20;
+    const ServingResult r = d.run({{0, prompt, out, nullptr}});
+    const double bytes = double(prompt) * 2 * 32 * 32 * 128 * 2;
+    const int64_t xfer = std::llround(bytes / 56.0 + 1000 + 2000);
+    const RequestOutcome& o = r.requests[0];
+    EXPECT_EQ(o.kv_transfer_ns, xfer);
+    EXPECT_EQ(o.ttft_ns, kPrefillNs + xfer);
+    EXPECT_EQ(o.e2e_ns, kPrefillNs + xfer + (out - 1) * kDecodeNs);
+    EXPECT_DOUBLE_EQ(o.tpot_ns(), double(kDecodeNs));
+    EXPECT_EQ(r.replicas[0].prefill.steps, 1);
+    EXPECT_EQ(r.replicas[0].decode.steps, out - 1);
+    EXPECT_EQ(r.replicas[0].kv_transfers, 1);
+    EXPECT_EQ(r.replicas[0].kv_transfer_bytes, uint64_t(bytes));
+    EXPECT_EQ(r.replicas[0].link_busy_ns, xfer);
+}
+
+// Three prompts prefilled in one step queue on the link: the k-th KV arrives k transfers later.
+TEST(ServingDisagg, TransfersQueueOnTheLink) {
+    Disagg d;
+    const ServingResult r = d.run(std::vector<ServingRequest>(3, ServingRequest{0, 100, 4, nullptr}));
+    const int64_t xfer = std::llround(100.0 * 2 * 32 * 32 * 128 * 2 / 56.0 + 3000);
+    for (int k = 0; k < 3; ++k) {
+        EXPECT_EQ(r.requests[size_t(k)].kv_transfer_ns, (k + 1) * xfer) << k;
+        EXPECT_EQ(r.requests[size_t(k)].ttft_ns, kPrefillNs + (k + 1) * xfer) << k;
+    }
+    EXPECT_EQ(r.replicas[0].link_busy_ns, 3 * xfer);
+}
+
+// A one-token request ends on the prefill instance: nothing crosses the link.
+TEST(ServingDisagg, OneTokenRequestsEndOnThePrefillInstance) {
+    Disagg d;
+    const ServingResult r = d.run({{0, 100, 1, nullptr}});
+    EXPECT_EQ(r.requests[0].ttft_ns, kPrefillNs);
+    EXPECT_EQ(r.requests[0].e2e_ns, kPrefillNs);
+    EXPECT_EQ(r.replicas[0].kv_transfers, 0);
+    EXPECT_EQ(r.replicas[0].decode.steps, 0);
+}
+
+// A decode pool with room for one sequence: the second request's KV arrives but waits on the
+// decode side until the first finishes (a queue there too); no prompt is recomputed.
+TEST(ServingDisagg, TheDecodeSideQueuesWhenItsPoolIsFull) {
+    Disagg d(/*decode_blocks=*/8);  // 128 tokens: one sequence of 100 + 10
+    const int64_t out = 10;
+    const ServingResult r = d.run(std::vector<ServingRequest>(2, ServingRequest{0, 100, out, nullptr}));
+    const int64_t xfer = std::llround(100.0 * 2 * 32 * 32 * 128 * 2 / 56.0 + 3000);
+    EXPECT_EQ(r.requests[0].e2e_ns, kPrefillNs + xfer + (out - 1) * kDecodeNs);
+    EXPECT_EQ(r.requests[1].ttft_ns, kPrefillNs + 2 * xfer);
+    // It starts decoding when the first one's last step ends.
+    EXPECT_EQ(r.requests[1].e2e_ns, r.requests[0].e2e_ns + (out - 1) * kDecodeNs);
+    EXPECT_EQ(r.replicas[0].decode.steps, 2 * (out - 1));
+    EXPECT_EQ(r.preemptions, 0u);
+}
+
+}  // namespace
+}  // namespace duet::serving
