@@ -22,7 +22,10 @@
 #include "model/hparams.h"
 #include "model/tokenizer/tokenizer.h"
 #include "sched/block_pool.h"
+#include "serving/instance_hw.h"
 #include "serving/kv_capacity.h"
+#include "serving/router.h"
+#include "serving/serving_cluster.h"
 #include "serving/rate_sweep.h"
 #include "serving/serving_metrics.h"
 #include "serving/step_cost.h"
@@ -68,6 +71,16 @@ void add_serving_bench_flags(CLI::App* c, ServingBenchArgs& a) {
            "With --rate-sweep: share of requests that must finish within the SLOs", 0.01, 1.0);
     number(c, "--ctx", a.ctx, "With --workload serving: context length of a sequence", int64_t(2), kMaxCtx,
            DefaultFrom{"the model's trained context"});
+    number(c, "--dp", a.dp,
+           "With --workload serving: data-parallel replicas of the modelled machine, each with its own scheduler and "
+           "KV cache, behind a router (--router)", int64_t(1), int64_t(64));
+    text(c, "--router", a.router,
+         "With --workload serving --dp N: round_robin, least_outstanding_tokens, or prefix_affinity (a prompt goes "
+         "to the replica its prefix went to, unless that one is overloaded)", DefaultFrom{"round_robin"});
+    c->add_flag("--disaggregate", a.disaggregate,
+                "With --workload serving: prefill/decode disaggregation. npu1 prefills (npu_only placement); npu0 with "
+                "the PIM devices decodes under the placement compared; each prompt's KV crosses the npu1-npu0 link "
+                "(needs --npus 2)");
 }
 
 namespace {
@@ -94,7 +107,24 @@ struct Side {
     int64_t evaluations = 0, lookups = 0, pim_steps = 0;
     std::unique_ptr<serving::StepCostModel> cost;  // shared by the run and the sweep: one step-time cache
     serving::SweepResult sweep;
-    std::vector<serving::StepEvent> trace;  // --trace: the first steps of the run
+    std::vector<std::vector<serving::StepEvent>> trace;  // --trace: the first steps of each instance
+    // --disaggregate: the prefill instance's KV capacity and step times (kv above is the decode instance's)
+    serving::KvCapacity prefill_kv;
+    std::unique_ptr<serving::StepCostModel> prefill_cost;
+};
+
+// The instances of one replica: the colocated machine, or its prefill and decode parts.
+struct Layout {
+    int dp = 1;
+    bool disaggregated = false;
+    serving::RouterPolicy router = serving::RouterPolicy::ROUND_ROBIN;
+    sim::SimHardware prefill_hw, decode_hw;  // --disaggregate
+    sim::SimLink kv_link;
+    int instances() const { return dp * (disaggregated ? 2 : 1); }
+    std::string instance_name(int k) const {
+        if (!disaggregated) return dp == 1 ? "" : fmt::format(" replica {}", k);
+        return fmt::format("{} {}", dp == 1 ? "" : fmt::format(" replica {}", k / 2), k % 2 ? "decode" : "prefill");
+    }
 };
 
 // Steps a placement's trace records by default: bounds the file (about 0.5 KB per step).
@@ -102,7 +132,7 @@ constexpr int64_t kMaxTraceSteps = 100000;
 
 std::string gib(uint64_t b) { return fmt::format("{:.2f} GiB", double(b) / double(uint64_t(1) << 30)); }
 
-void print_table(const Side& b, const Side& t) {
+void print_table(const Side& b, const Side& t, const Layout& lay) {
     const serving::ServingSummary &x = b.summary, &y = t.summary;
     auto row = [](const char* name, const std::string& u, const std::string& v) {
         std::printf("  %-24s %20s %20s\n", name, u.c_str(), v.c_str());
@@ -131,15 +161,43 @@ void print_table(const Side& b, const Side& t) {
     row("steps", std::to_string(x.steps), std::to_string(y.steps));
     row("peak running seqs", std::to_string(x.peak_running), std::to_string(y.peak_running));
     row("peak KV blocks used", std::to_string(x.peak_kv_blocks_used), std::to_string(y.peak_kv_blocks_used));
+    if (lay.dp > 1 || lay.disaggregated) {
+        // Per replica, " / " between replicas: requests routed and the share of the run each part was busy.
+        auto per = [&](const Side& s, auto f) {
+            std::string out;
+            for (const serving::ReplicaStats& r : s.result.replicas) out += (out.empty() ? "" : " / ") + f(r);
+            return out;
+        };
+        auto pct = [](const Side& s, int64_t ns) {
+            return fmt::format("{:.0f}%", s.summary.duration_s > 0 ? 100.0 * double(ns) / 1e9 / s.summary.duration_s : 0);
+        };
+        auto both = [&](const char* name, auto f) { row(name, per(b, [&](auto& r) { return f(b, r); }), per(t, [&](auto& r) { return f(t, r); })); };
+        if (lay.dp > 1) both("requests per replica", [](const Side&, const serving::ReplicaStats& r) { return std::to_string(r.requests); });
+        both(lay.disaggregated ? "prefill busy" : "busy", [&](const Side& s, const serving::ReplicaStats& r) { return pct(s, r.prefill.busy_ns); });
+        if (lay.disaggregated) {
+            both("decode busy", [&](const Side& s, const serving::ReplicaStats& r) { return pct(s, r.decode.busy_ns); });
+            both("KV link busy", [&](const Side& s, const serving::ReplicaStats& r) { return pct(s, r.link_busy_ns); });
+            auto mean_xfer = [](const Side& s) {
+                double sum = 0;
+                int64_t n = 0;
+                for (const serving::RequestOutcome& o : s.result.requests)
+                    if (o.kv_transfer_ns >= 0) sum += double(o.kv_transfer_ns) / 1e6, ++n;
+                return n ? sum / double(n) : 0.0;
+            };
+            row("KV transfer ms mean", num(mean_xfer(b), 3), num(mean_xfer(t), 3));
+        }
+    }
     if (x.refused + y.refused + x.ended_early + y.ended_early > 0) {
         row("refused (too long)", std::to_string(x.refused), std::to_string(y.refused));
         row("ended early (KV)", std::to_string(x.ended_early), std::to_string(y.ended_early));
     }
 }
 
-// Peak device memory of a run: everything but the KV cache, plus the KV blocks in use at the peak.
+// Peak device memory of a replica: everything but the KV cache (of both instances when
+// disaggregated), plus the KV blocks in use at the peak of the fullest instance.
 double peak_memory_bytes(const Side& s) {
-    return double(s.kv.other_bytes) + double(s.summary.peak_kv_blocks_used) * double(s.kv.block_bytes);
+    return double(s.kv.other_bytes) + double(s.prefill_kv.other_bytes) +
+           double(s.summary.peak_kv_blocks_used) * double(s.kv.block_bytes);
 }
 
 // The three verdicts of `duet bench` (sim/report.h) judged at the load given: TPOT for TBT, mean
@@ -182,7 +240,7 @@ std::vector<sim::Verdict> judge_serving(const Side& b, const Side& t, const sim:
     return out;
 }
 
-nlohmann::json side_json(const Side& s) {
+nlohmann::json side_json(const Side& s, const Layout& lay) {
     nlohmann::json j = serving::summary_to_json(s.summary);
     j["policy"] = sim::policy_name(s.policy);
     j["kv_cache"] = {{"blocks", s.kv.n_blocks},
@@ -194,6 +252,13 @@ nlohmann::json side_json(const Side& s) {
                        {"steps_with_pim", s.pim_steps}};
     j["peak_memory_bytes"] = peak_memory_bytes(s);
     j["per_request"] = serving::requests_to_json(s.result);
+    j["replicas"] = serving::replicas_to_json(s.result, s.summary.duration_s, lay.disaggregated);
+    if (lay.disaggregated)
+        j["prefill_kv_cache"] = {{"blocks", s.prefill_kv.n_blocks},
+                                 {"block_tokens", s.prefill_kv.block_tokens},
+                                 {"block_bytes", s.prefill_kv.block_bytes},
+                                 {"device_bytes", s.prefill_kv.device_bytes},
+                                 {"other_bytes", s.prefill_kv.other_bytes}};
     if (!s.sweep.points.empty()) {
         nlohmann::json pts = nlohmann::json::array();
         for (const serving::SweepPoint& p : s.sweep.points)
@@ -281,9 +346,6 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
     const std::string arrivals = std::isinf(spec.rate_rps)
                                      ? std::string("all at t = 0")
                                      : fmt::format("{} req/s, burstiness {} (seed {})", a.rate, a.burstiness, a.seed);
-    std::printf("serving: %s, %zu requests (%s; arrivals %s), context %lld, max %lld seqs, %lld tokens per step\n",
-                in.model.c_str(), reqs.size(), source.c_str(), arrivals.c_str(), (long long)n_ctx,
-                (long long)a.parallel, (long long)a.step_tokens);
 
     sched::SchedulerOptions so;
     so.n_parallel = a.parallel;
@@ -292,62 +354,133 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
     // The modelled prefix cache needs token ids (sched/block_pool.h): --shared-prefix, or text prompts.
     so.prefix_sharing = std::any_of(reqs.begin(), reqs.end(), [](const serving::ServingRequest& r) { return r.tokens != nullptr; });
     const sim::SimHardware& hw = setup.rig->hw;
+    Layout lay;
+    lay.dp = int(a.dp);
+    lay.disaggregated = a.disaggregate;
+    if (!a.router.empty()) {
+        lay.router = serving::router_from_name(a.router, "--router");
+        if (a.dp == 1)
+            fail("--router {} with one replica routes nothing (allowed: --dp 2 or more)", a.router);
+    }
+    if (lay.disaggregated) {
+        const std::vector<int> npus = hw.devices_of(sim::DeviceKind::NPU);
+        if (npus.size() != 2)
+            fail("--disaggregate with {} NPU(s): a replica is one prefill NPU (npu1) and one decode NPU with the PIM "
+                 "devices (npu0) (allowed: --npus 2, or [topology] npus = 2; more replicas: --dp N)", npus.size());
+        std::vector<int> decode_devices{npus[0]};
+        for (int d : hw.devices_of(sim::DeviceKind::PIM)) decode_devices.push_back(d);
+        lay.prefill_hw = serving::instance_hardware(hw, {npus[1]});
+        lay.decode_hw = serving::instance_hardware(hw, decode_devices);
+        lay.kv_link = hw.path(npus[1], npus[0]);
+    }
+    std::printf("serving: %s, %zu requests (%s; arrivals %s), context %lld, max %lld seqs, %lld tokens per step\n",
+                in.model.c_str(), reqs.size(), source.c_str(), arrivals.c_str(), (long long)n_ctx,
+                (long long)a.parallel, (long long)a.step_tokens);
+    if (lay.disaggregated) {
+        std::string decoders;
+        for (const sim::SimDevice& d : lay.decode_hw.devices) decoders += (decoders.empty() ? "" : " + ") + d.name;
+        std::printf("disaggregated: prefill on %s (npu_only), decode on %s; KV over %s (%s: %g GB/s, %g ns latency + %g "
+                    "ns per transfer)\n", lay.prefill_hw.devices[0].name.c_str(), decoders.c_str(),
+                    lay.kv_link.name.c_str(), lay.kv_link.preset.c_str(), lay.kv_link.bandwidth_gbps,
+                    lay.kv_link.latency_ns, lay.kv_link.per_transfer_ns);
+    }
+    if (lay.dp > 1) std::printf("replicas: %d behind the %s router\n", lay.dp, serving::router_name(lay.router));
     Side sides[2];
     const std::pair<sim::Policy, const graph::ModelShape*> runs[2] = {{setup.pb, &setup.shape_b},
                                                                     {setup.pt, &setup.shape_t}};
     sched::SchedulerOptions so_local = so;
     const int64_t trace_cap = c.trace_steps >= 0 ? c.trace_steps : kMaxTraceSteps;
+    const int64_t step_tokens = std::max(a.step_tokens, a.parallel);
+    // The KV cache of one instance: derived from its memory, or --kv-blocks (the other bytes still count in
+    // the memory verdict when the memory is known).
+    auto capacity = [&](const graph::ModelShape& shape, const sim::RunOptions& ro, const sim::SimHardware& h,
+                        const char* what) {
+        serving::KvCapacity kv;
+        if (a.kv_blocks != -1) {
+            if (h.mem_capacity_bytes > 0) kv = serving::kv_capacity(shape, ro, h, step_tokens);
+            kv.block_tokens = h.kv_block_tokens;
+            kv.n_blocks = a.kv_blocks;
+        } else {
+            kv = serving::kv_capacity(shape, ro, h, step_tokens);
+            std::printf("KV cache (%s%s): %lld blocks of %lld tokens = %s of %s device memory after %s of weights, "
+                        "activations and workspace\n",
+                        sim::policy_name(ro.placement.policy), what, (long long)kv.n_blocks,
+                        (long long)kv.block_tokens, gib(uint64_t(kv.n_blocks) * kv.block_bytes).c_str(),
+                        gib(kv.device_bytes).c_str(), gib(kv.other_bytes).c_str());
+        }
+        if (kv.n_blocks < 1)
+            fail("{} under {}{}: no device memory is left for the KV cache (allowed: a larger memory preset, or "
+                 "--kv-blocks N)", in.model, sim::policy_name(ro.placement.policy), what);
+        return kv;
+    };
     for (int i = 0; i < 2; ++i) {
         Side& s = sides[i];
         s.policy = runs[i].first;
+        const graph::ModelShape& shape = *runs[i].second;
         const sim::RunOptions ro = workload::bench_run_options(cfg, s.policy, in);
-        if (a.kv_blocks != -1) {
-            if (hw.mem_capacity_bytes > 0)  // the other bytes still count in the memory verdict
-                s.kv = serving::kv_capacity(*runs[i].second, ro, hw, std::max(a.step_tokens, a.parallel));
-            s.kv.block_tokens = hw.kv_block_tokens;
-            s.kv.n_blocks = a.kv_blocks;
-        } else {
-            s.kv = serving::kv_capacity(*runs[i].second, ro, hw, std::max(a.step_tokens, a.parallel));
-            std::printf("KV cache (%s): %lld blocks of %lld tokens = %s of %s device memory after %s of weights, "
-                        "activations and workspace\n",
-                        sim::policy_name(s.policy), (long long)s.kv.n_blocks, (long long)s.kv.block_tokens,
-                        gib(uint64_t(s.kv.n_blocks) * s.kv.block_bytes).c_str(), gib(s.kv.device_bytes).c_str(),
-                        gib(s.kv.other_bytes).c_str());
+        const sim::SimHardware& decode_hw = lay.disaggregated ? lay.decode_hw : hw;
+        s.kv = capacity(shape, ro, decode_hw, lay.disaggregated ? ", decode instance" : "");
+        s.cost = std::make_unique<serving::StepCostModel>(shape, ro, decode_hw);
+        uint64_t kv_bytes_per_token = 0;
+        if (lay.disaggregated) {  // the prefill instance: the same weights in NZ on npu1 alone
+            const sim::RunOptions pro = workload::bench_run_options(cfg, sim::Policy::NPU_ONLY, in);
+            s.prefill_kv = capacity(shape, pro, lay.prefill_hw, ", prefill instance");
+            s.prefill_cost = std::make_unique<serving::StepCostModel>(shape, pro, lay.prefill_hw);
+            kv_bytes_per_token = serving::kv_block_bytes(shape, pro, lay.prefill_hw) / uint64_t(hw.kv_block_tokens);
         }
-        if (s.kv.n_blocks < 1)
-            fail("{} under {}: no device memory is left for the KV cache (allowed: a larger memory preset, or "
-                 "--kv-blocks N)", in.model, sim::policy_name(s.policy));
-        s.cost = std::make_unique<serving::StepCostModel>(*runs[i].second, ro, hw);
+        s.trace.assign(size_t(lay.instances()), {});
         auto simulate = [&](const std::vector<serving::ServingRequest>& rq, bool traced,
                             bool quiet = false) {
-            sched::BlockPool pool(s.kv.n_blocks, s.kv.block_tokens);
-            if (so_local.prefix_sharing)
-                pool.set_tokens([&rq](sched::SeqId id) {
-                    const auto& t = rq[size_t(id)].tokens;
-                    return t ? std::span<const int32_t>(*t) : std::span<const int32_t>();
-                });
-            auto timer = [&](const sched::Step& step, int64_t) {
-                const int64_t ns = int64_t(std::llround(s.cost->step_ns(step)));
-                if (traced && !s.trace.empty() && s.trace.back().dur_ns < 0) s.trace.back().dur_ns = ns;
-                return ns;
+            std::vector<std::unique_ptr<sched::BlockPool>> pools;  // [instance]
+            std::vector<serving::ReplicaSpec> specs(size_t(lay.dp));
+            auto timer_of = [&](serving::StepCostModel* cost, size_t k) {
+                return [&s, cost, k, traced](const sched::Step& step, int64_t) {
+                    const int64_t ns = int64_t(std::llround(cost->step_ns(step)));
+                    std::vector<serving::StepEvent>& tr = s.trace[k];
+                    if (traced && !tr.empty() && tr.back().dur_ns < 0) tr.back().dur_ns = ns;
+                    return ns;
+                };
             };
-            // Progress on a terminal for long runs (not the sweep's): requests finished, every 2000 steps.
+            for (int r = 0; r < lay.dp; ++r) {
+                serving::ReplicaSpec& sp = specs[size_t(r)];
+                const serving::KvCapacity& first = lay.disaggregated ? s.prefill_kv : s.kv;
+                pools.push_back(std::make_unique<sched::BlockPool>(first.n_blocks, first.block_tokens));
+                if (so_local.prefix_sharing)
+                    pools.back()->set_tokens([&rq](sched::SeqId id) {
+                        const auto& t = rq[size_t(id)].tokens;
+                        return t ? std::span<const int32_t>(*t) : std::span<const int32_t>();
+                    });
+                sp.pool = pools.back().get();
+                const size_t k = size_t(r) * (lay.disaggregated ? 2 : 1);
+                sp.timer = timer_of(lay.disaggregated ? s.prefill_cost.get() : s.cost.get(), k);
+                if (lay.disaggregated) {
+                    pools.push_back(std::make_unique<sched::BlockPool>(s.kv.n_blocks, s.kv.block_tokens));
+                    sp.decode_pool = pools.back().get();
+                    sp.decode_timer = timer_of(s.cost.get(), k + 1);
+                    sp.link = lay.kv_link;
+                    sp.kv_bytes_per_token = kv_bytes_per_token;
+                }
+            }
+            // Progress on a terminal for long runs (not the sweep's): requests arrived, every 2000 steps.
             const bool progress = !quiet && rq.size() >= 2000 && isatty(fileno(stderr));
             int64_t seen = 0, n_steps = 0;
-            serving::StepObserver observe;
+            serving::ClusterObserver observe;
             if (traced || progress)
-                observe = [&](int64_t t, const std::vector<int64_t>& arrived, const sched::Step& st,
-                              const sched::Scheduler& sch, const sched::KvPool& p) {
-                    seen += int64_t(arrived.size());
+                observe = [&](serving::InstanceRef at, int64_t t, const std::vector<int64_t>& arrived,
+                              const sched::Step& st, const sched::Scheduler& sch, const sched::KvPool& p) {
+                    if (!at.decode) seen += int64_t(arrived.size());
                     if (progress && ++n_steps % 2000 == 0)
-                        std::fprintf(stderr, "\rserving (%s): %lld of %zu requests finished", sim::policy_name(s.policy),
-                                     (long long)(seen - sch.n_waiting() - sch.n_running()), rq.size());
-                    if (!traced || st.chunks.empty() || int64_t(s.trace.size()) >= trace_cap) return;
-                    s.trace.push_back({t, -1, st.prefill_tokens(), st.decode_tokens(), sch.n_running(),
-                                       sch.n_waiting(), p.n_blocks() - p.n_free(), int64_t(st.admitted.size()),
-                                       int64_t(st.preempted.size())});
+                        std::fprintf(stderr, "\rserving (%s): %lld of %zu requests arrived", sim::policy_name(s.policy),
+                                     (long long)seen, rq.size());
+                    std::vector<serving::StepEvent>& tr =
+                        s.trace[size_t(at.replica) * (lay.disaggregated ? 2 : 1) + (at.decode ? 1 : 0)];
+                    if (!traced || st.chunks.empty() || int64_t(tr.size()) >= trace_cap) return;
+                    tr.push_back({t, -1, st.prefill_tokens(), st.decode_tokens(), sch.n_running(), sch.n_waiting(),
+                                  p.n_blocks() - p.n_free(), int64_t(st.admitted.size()),
+                                  int64_t(st.preempted.size())});
                 };
-            serving::ServingResult res = serving::run_serving(rq, so_local, pool, timer, observe);
+            serving::Router router(lay.router, lay.dp, hw.kv_block_tokens);
+            serving::ServingResult res = serving::run_cluster(rq, so_local, specs, router, observe);
             if (progress && n_steps >= 2000) std::fprintf(stderr, "\r%60s\r", "");
             return res;
         };
@@ -367,11 +500,11 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
             };
             s.sweep = serving::rate_sweep(at_rate, std::isinf(spec.rate_rps) ? 1.0 : spec.rate_rps, a.attainment, 4);
         }
-        s.evaluations = s.cost->evaluations();
-        s.lookups = s.cost->lookups();
+        s.evaluations = s.cost->evaluations() + (s.prefill_cost ? s.prefill_cost->evaluations() : 0);
+        s.lookups = s.cost->lookups() + (s.prefill_cost ? s.prefill_cost->lookups() : 0);
         s.pim_steps = s.cost->pim_steps();
     }
-    print_table(sides[0], sides[1]);
+    print_table(sides[0], sides[1], lay);
     const std::vector<sim::Verdict> verdicts = judge_serving(sides[0], sides[1], c.th);
     for (const sim::Verdict& v : verdicts) std::printf("%s\n", v.line.c_str());
     if (a.slo_ttft_ms >= 0 || a.slo_tpot_ms >= 0)
@@ -411,9 +544,18 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
                               {"context", n_ctx},
                               {"max_seqs", a.parallel},
                               {"step_tokens", a.step_tokens},
+                              {"dp", a.dp},
+                              {"router", serving::router_name(lay.router)},
+                              {"disaggregated", lay.disaggregated},
+                              {"kv_link", lay.disaggregated ? nlohmann::json{{"name", lay.kv_link.name},
+                                                                             {"preset", lay.kv_link.preset},
+                                                                             {"bandwidth_gbps", lay.kv_link.bandwidth_gbps},
+                                                                             {"latency_ns", lay.kv_link.latency_ns},
+                                                                             {"per_transfer_ns", lay.kv_link.per_transfer_ns}}
+                                                            : nlohmann::json(nullptr)},
                               {"slo_ttft_ms", a.slo_ttft_ms >= 0 ? nlohmann::json(a.slo_ttft_ms) : nlohmann::json(nullptr)},
                               {"slo_tpot_ms", a.slo_tpot_ms >= 0 ? nlohmann::json(a.slo_tpot_ms) : nlohmann::json(nullptr)}}},
-                            {"serving", {{"baseline", side_json(sides[0])}, {"target", side_json(sides[1])}}},
+                            {"serving", {{"baseline", side_json(sides[0], lay)}, {"target", side_json(sides[1], lay)}}},
                             {"verdicts", sim::verdicts_to_json(verdicts)},
                             {"config", workload::config_json(st, cfg)},
                             {"topology", workload::topology_json(hw)}};
@@ -421,12 +563,19 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
         std::printf("report: %s\n", c.report.c_str());
     }
     if (!c.trace.empty()) {
-        sim::write_file_atomic(c.trace, serving::steps_trace_json({fmt::format("baseline {}", sim::policy_name(sides[0].policy)),
-                                                                   fmt::format("target {}", sim::policy_name(sides[1].policy))},
-                                                                  {sides[0].trace, sides[1].trace})
-                                            .dump());
-        std::printf("trace: %s (%zu and %zu steps; open in ui.perfetto.dev)\n", c.trace.c_str(), sides[0].trace.size(),
-                    sides[1].trace.size());
+        std::vector<std::string> names;
+        std::vector<std::vector<serving::StepEvent>> tracks;
+        size_t n_steps[2] = {0, 0};
+        for (int i = 0; i < 2; ++i)
+            for (int k = 0; k < lay.instances(); ++k) {
+                names.push_back(fmt::format("{} {}{}", i == 0 ? "baseline" : "target", sim::policy_name(sides[i].policy),
+                                            lay.instance_name(k)));
+                tracks.push_back(sides[i].trace[size_t(k)]);
+                n_steps[i] += tracks.back().size();
+            }
+        sim::write_file_atomic(c.trace, serving::steps_trace_json(names, tracks).dump());
+        std::printf("trace: %s (%zu and %zu steps; open in ui.perfetto.dev)\n", c.trace.c_str(), n_steps[0],
+                    n_steps[1]);
     }
     bool all_met = true;  // exit status as `duet bench`: 3 when a verdict is NOT MET (unless --no-verdict-exit)
     for (const sim::Verdict& v : verdicts) all_met = all_met && v.met;

@@ -25,6 +25,9 @@ struct ServingBenchArgs {
     int64_t shared_prefix = 0;   // --shared-prefix: prompt tokens every request shares (prefix cache)
     bool rate_sweep = false;     // --rate-sweep: highest rate within the SLOs per placement
     double attainment = 0.9;     // --slo-attainment: share of requests within the SLOs a rate must reach
+    int64_t dp = 1;              // --dp: data-parallel replicas of the modelled machine
+    std::string router;          // --router: round_robin (default), least_outstanding_tokens, prefix_affinity
+    bool disaggregate = false;   // --disaggregate: prefill on npu1, decode on npu0 + PIM, KV over their link
 };
 
 // The shared inputs of `duet bench` the serving mode reads.

@@ -7,6 +7,20 @@
 
 namespace duet::serving {
 
+namespace {
+sim::MemoryBreakdown one_block_memory(const graph::ModelShape& shape, const sim::RunOptions& opts,
+                                      const sim::SimHardware& hw, int64_t step_tokens) {
+    // One step of step_tokens prompt tokens; one block of context for one sequence.
+    const sim::Plan plan = sim::plan_generation(shape, step_tokens, 1, 1);
+    const sim::Placer placer(opts.placement, hw);
+    return sim::account_memory(shape, plan, hw.kv_block_tokens, 1, placer, opts, hw);
+}
+}  // namespace
+
+uint64_t kv_block_bytes(const graph::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw) {
+    return one_block_memory(shape, opts, hw, 1).kv_cache_bytes;
+}
+
 KvCapacity kv_capacity(const graph::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw,
                        int64_t step_tokens) {
     KvCapacity c;
@@ -15,10 +29,7 @@ KvCapacity kv_capacity(const graph::ModelShape& shape, const sim::RunOptions& op
     if (c.device_bytes == 0)
         fail("the memory preset '{}' states no capacity, so the KV cache cannot be derived (allowed: --kv-blocks N)",
              hw.memory_name);
-    // One step of step_tokens prompt tokens; one block of context for one sequence.
-    const sim::Plan plan = sim::plan_generation(shape, step_tokens, 1, 1);
-    const sim::Placer placer(opts.placement, hw);
-    const sim::MemoryBreakdown m = sim::account_memory(shape, plan, c.block_tokens, 1, placer, opts, hw);
+    const sim::MemoryBreakdown m = one_block_memory(shape, opts, hw, step_tokens);
     c.block_bytes = m.kv_cache_bytes;
     c.other_bytes = m.total_bytes() - m.kv_cache_bytes;
     DUET_CHECK(c.block_bytes > 0);

@@ -20,6 +20,9 @@ struct KvCapacity {
     int64_t n_blocks = 0;       // (device_bytes - other_bytes) / block_bytes; 0 when it does not fit
 };
 
+// One KV block's bytes (SimHardware::kv_block_tokens tokens, every layer) under `opts`.
+uint64_t kv_block_bytes(const graph::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw);
+
 // Throws duet::Error when the device memory is unknown (mem_capacity_bytes = 0).
 KvCapacity kv_capacity(const graph::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw,
                        int64_t step_tokens);

@@ -112,7 +112,26 @@ nlohmann::json requests_to_json(const ServingResult& r) {
                      {"tpot_ms", tp < 0 ? nlohmann::json(nullptr) : nlohmann::json(tp / 1e6)},
                      {"e2e_ms", ms(o.e2e_ns)},
                      {"preemptions", o.preemptions},
-                     {"cached_tokens", o.cached_tokens}});
+                     {"cached_tokens", o.cached_tokens},
+                     {"replica", o.replica < 0 ? nlohmann::json(nullptr) : nlohmann::json(o.replica)},
+                     {"kv_transfer_ms", ms(o.kv_transfer_ns)}});
+    }
+    return a;
+}
+
+nlohmann::json replicas_to_json(const ServingResult& r, double duration_s, bool disaggregated) {
+    nlohmann::json a = nlohmann::json::array();
+    auto share = [&](int64_t ns) { return duration_s > 0 ? double(ns) / 1e9 / duration_s : 0.0; };
+    for (const ReplicaStats& x : r.replicas) {
+        nlohmann::json j = {{"requests", x.requests}, {"steps", x.prefill.steps}, {"busy_share", share(x.prefill.busy_ns)}};
+        if (disaggregated) {
+            j["decode_steps"] = x.decode.steps;
+            j["decode_busy_share"] = share(x.decode.busy_ns);
+            j["kv_transfers"] = x.kv_transfers;
+            j["kv_transfer_bytes"] = x.kv_transfer_bytes;
+            j["link_busy_share"] = share(x.link_busy_ns);
+        }
+        a.push_back(std::move(j));
     }
     return a;
 }

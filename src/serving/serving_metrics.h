@@ -45,8 +45,12 @@ ServingSummary summarize(const ServingResult& r, const Slo& slo);
 // {"output_tokens_per_s", "total_tokens_per_s", "requests_per_s", "goodput_rps", "ttft_ms": {p50, p90,
 // p99, mean}, "tpot_ms", "e2e_ms", "queue_ms", "requests", "completed", ...} (docs/report-schema.md).
 nlohmann::json summary_to_json(const ServingSummary& s);
-// Per request: arrival_s, prompt_tokens, output_tokens, queue_ms, ttft_ms, tpot_ms, e2e_ms, preemptions
-// (null where the request has none).
+// Per request: arrival_s, prompt_tokens, output_tokens, queue_ms, ttft_ms, tpot_ms, e2e_ms, preemptions,
+// cached_tokens, replica, kv_transfer_ms (null where the request has none).
 nlohmann::json requests_to_json(const ServingResult& r);
+// Per replica: requests, steps, busy_share (busy time / duration_s: of the colocated instance, or the
+// prefill instance); disaggregated also decode_steps, decode_busy_share, kv_transfers,
+// kv_transfer_bytes, link_busy_share.
+nlohmann::json replicas_to_json(const ServingResult& r, double duration_s, bool disaggregated);
 
 }  // namespace duet::serving

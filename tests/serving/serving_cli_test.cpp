@@ -192,6 +192,86 @@ TEST(ServingCli, RateSweepFindsTheHighestRateWithinTheSlos) {
                           "--slo-tpot-ms)\n");
 }
 
+// --dp 2: two replicas behind the router; every request is served by one, round robin alternates.
+TEST(ServingCli, ReplicasShareTheRequestsAndReportTheirShares) {
+    const Result r = run(std::string(kSmall) + "--dp 2");
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("replicas: 2 behind the round_robin router"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("requests per replica"), std::string::npos) << r.out;
+    EXPECT_EQ(r.report["workload"]["dp"], 2);
+    EXPECT_EQ(r.report["workload"]["router"], "round_robin");
+    for (const char* side : {"baseline", "target"}) {
+        const nlohmann::json& s = r.report["serving"][side];
+        EXPECT_EQ(s["completed"], 40);
+        ASSERT_EQ(s["replicas"].size(), 2u);
+        for (const nlohmann::json& rep : s["replicas"]) {
+            EXPECT_EQ(rep["requests"], 20);
+            EXPECT_GT(rep["busy_share"].get<double>(), 0.0);
+            EXPECT_LE(rep["busy_share"].get<double>(), 1.0);
+        }
+        for (size_t i = 0; i < 40; ++i) EXPECT_EQ(s["per_request"][i]["replica"], int(i % 2)) << i;
+    }
+    const Result lot = run(std::string(kSmall) + "--dp 3 --router least_outstanding_tokens");
+    ASSERT_EQ(lot.code, 0) << lot.out;
+    int64_t total = 0;
+    for (const nlohmann::json& rep : lot.report["serving"]["target"]["replicas"]) total += rep["requests"].get<int64_t>();
+    EXPECT_EQ(total, 40);
+}
+
+TEST(ServingCli, BadReplicaAndDisaggregationFlagsExitTwo) {
+    Result r = run(std::string(kSmall) + "--dp 2 --router random");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.out, "duet: error: --router = \"random\" is not a router (allowed: round_robin, "
+                     "least_outstanding_tokens, prefix_affinity)\n");
+    r = run(std::string(kSmall) + "--router prefix_affinity");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.out, "duet: error: --router prefix_affinity with one replica routes nothing (allowed: --dp 2 or more)\n");
+    r = run(std::string(kSmall) + "--dp 0");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.out, "duet: error: --dp: 0 is out of range (allowed: 1 to 64)\n");
+    r = run(std::string(kSmall) + "--disaggregate");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.out, "duet: error: --disaggregate with 1 NPU(s): a replica is one prefill NPU (npu1) and one decode NPU "
+                     "with the PIM devices (npu0) (allowed: --npus 2, or [topology] npus = 2; more replicas: --dp N)\n");
+}
+
+// Disaggregated at light load: the prefill NPU's single-request TTFT plus the KV transfer over
+// hccs_910b, then the decode device's single-request TBT per token.
+TEST(ServingCli, DisaggregationAddsTheKvTransferToTtftAndDecodesAtTheDecodeDevicesTbt) {
+    const Result s = run("--model llama2-7b --requests 3 --rate 0.01 --seq-len 512 --gen-len 32 --npus 2 "
+                         "--disaggregate");
+    ASSERT_EQ(s.code, 0) << s.out;
+    const std::string report = std::string(DUET_BINARY_DIR) + "/serving_cli_test_bench_disagg.json";
+    const std::string cmd = std::string(DUET_BINARY_DIR) + "/duet --log-level off bench --model llama2-7b --seq-len "
+                            "512 --gen-len 32 --no-verdict-exit --report " + report + " > /dev/null 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    const nlohmann::json b = nlohmann::json::parse(std::ifstream(report));
+    // llama2-7b: 32 layers, 32 KV heads of 128, fp16 K and V; configs/hw/links.toml hccs_910b:
+    // 56 GB/s, 1000 ns latency, 2000 ns per transfer.
+    const double kv_bytes = 512.0 * 2 * 32 * 32 * 128 * 2;
+    const double xfer_ms = (kv_bytes / 56.0 + 1000 + 2000) / 1e6;
+    EXPECT_EQ(s.report["workload"]["kv_link"]["preset"], "hccs_910b");
+    const double prefill_ms = b["baseline"]["timeline"]["ttft_ns"].get<double>() / 1e6;  // npu_only on one NPU
+    for (const char* side : {"baseline", "target"}) {
+        const nlohmann::json& sv = s.report["serving"][side];
+        ASSERT_EQ(sv["completed"], 3) << side;
+        for (const nlohmann::json& q : sv["per_request"]) {
+            EXPECT_NEAR(q["kv_transfer_ms"].get<double>(), xfer_ms, 1e-6) << side;
+            EXPECT_NEAR(q["ttft_ms"].get<double>(), prefill_ms + xfer_ms, prefill_ms * 1e-3) << side;
+        }
+        // decode contexts are timed on the length grid (at most 6.25 % off, attention only)
+        const double tbt_ms = b[side]["tbt_mean_ns"].get<double>() / 1e6;
+        EXPECT_NEAR(sv["tpot_ms"]["mean"].get<double>(), tbt_ms, tbt_ms * 0.01) << side;
+        const nlohmann::json& rep = sv["replicas"][0];
+        EXPECT_EQ(rep["kv_transfers"], 3);
+        EXPECT_EQ(rep["kv_transfer_bytes"].get<double>(), 3 * kv_bytes);
+        EXPECT_EQ(rep["steps"], 3);             // one prefill step each
+        EXPECT_EQ(rep["decode_steps"], 3 * 31);  // every later token on the decode instance
+        EXPECT_NEAR(rep["link_busy_share"].get<double>(),
+                    3 * xfer_ms / 1e3 / sv["duration_s"].get<double>(), 1e-9);
+    }
+}
+
 TEST(ServingCli, BadTracesAndFlagsExitTwoNamingTheCulprit) {
     const std::string p = std::string(DUET_BINARY_DIR) + "/serving_cli_test_bad.jsonl";
     std::ofstream(p) << "{\"arrival_s\": 0, \"prompt_tokens\": 10, \"output_tokens\": 4}\n"
