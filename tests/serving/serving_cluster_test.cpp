@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "sched/block_pool.h"
+#include "serving/instance_hw.h"
 #include "serving/router.h"
 #include "serving/serving_cluster.h"
 #include "serving/serving_metrics.h"
@@ -229,6 +230,42 @@ TEST(ServingDisagg, TheDecodeSideQueuesWhenItsPoolIsFull) {
     EXPECT_EQ(r.requests[1].e2e_ns, r.requests[0].e2e_ns + (out - 1) * kDecodeNs);
     EXPECT_EQ(r.replicas[0].decode.steps, 2 * (out - 1));
     EXPECT_EQ(r.preemptions, 0u);
+}
+
+// The machine of `--npus 2 --pims 1` split into the prefill instance (npu1 alone) and the decode
+// instance (npu0 + pim0): devices, links re-indexed, per-NPU memory.
+TEST(ServingDisagg, InstanceHardwareKeepsItsDevicesLinksAndMemoryShare) {
+    sim::SimHardware hw;
+    sim::SimLink hccs;
+    hccs.preset = "hccs_910b";
+    hccs.bandwidth_gbps = 56;
+    hw.add_device(sim::DeviceKind::NPU, nullptr);
+    hw.add_device(sim::DeviceKind::NPU, nullptr, hccs);
+    hw.add_device(sim::DeviceKind::PIM, nullptr);  // shared memory with npu0
+    hw.add_mesh(sim::DeviceKind::NPU, hccs);
+    hw.mem_capacity_bytes = 128ull << 30;
+    hw.mem_bw_gbps = 3200;
+    hw.pim_internal_bw_gbps = 1000;
+    const sim::SimHardware pre = instance_hardware(hw, {1});
+    ASSERT_EQ(pre.devices.size(), 1u);
+    EXPECT_EQ(pre.devices[0].name, "npu1");
+    EXPECT_EQ(pre.devices[0].link, -1);
+    EXPECT_TRUE(pre.links.empty());
+    EXPECT_EQ(pre.mem_capacity_bytes, 64ull << 30);
+    EXPECT_DOUBLE_EQ(pre.mem_bw_gbps, 1600);
+    EXPECT_DOUBLE_EQ(pre.pim_internal_bw_gbps, 0);
+    const sim::SimHardware dec = instance_hardware(hw, {0, 2});
+    ASSERT_EQ(dec.devices.size(), 2u);
+    EXPECT_EQ(dec.devices[1].name, "pim0");
+    ASSERT_EQ(dec.links.size(), 1u);
+    EXPECT_EQ(dec.links[0].end_a, 1);
+    EXPECT_EQ(dec.links[0].end_b, 0);
+    EXPECT_TRUE(dec.links[0].shared_memory);
+    EXPECT_EQ(dec.devices[1].link, 0);
+    EXPECT_EQ(dec.mem_capacity_bytes, 64ull << 30);
+    EXPECT_DOUBLE_EQ(dec.pim_internal_bw_gbps, 1000);
+    // The KV link of the disaggregated pair is the topology's npu1-npu0 link.
+    EXPECT_EQ(hw.path(1, 0).preset, "hccs_910b");
 }
 
 }  // namespace
