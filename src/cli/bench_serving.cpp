@@ -21,11 +21,9 @@
 #include "model/arch_presets.h"
 #include "model/hparams.h"
 #include "model/tokenizer/tokenizer.h"
-#include "sched/block_pool.h"
 #include "serving/instance_hw.h"
 #include "serving/kv_capacity.h"
-#include "serving/router.h"
-#include "serving/serving_cluster.h"
+#include "serving/replica_set.h"
 #include "serving/rate_sweep.h"
 #include "serving/serving_metrics.h"
 #include "serving/step_cost.h"
@@ -120,11 +118,7 @@ struct Layout {
     serving::RouterPolicy router = serving::RouterPolicy::ROUND_ROBIN;
     sim::SimHardware prefill_hw, decode_hw;  // --disaggregate
     sim::SimLink kv_link;
-    int instances() const { return dp * (disaggregated ? 2 : 1); }
-    std::string instance_name(int k) const {
-        if (!disaggregated) return dp == 1 ? "" : fmt::format(" replica {}", k);
-        return fmt::format("{} {}", dp == 1 ? "" : fmt::format(" replica {}", k / 2), k % 2 ? "decode" : "prefill");
-    }
+    serving::ReplicaSetSpec replicas;        // without the per-side instances
 };
 
 // Steps a placement's trace records by default: bounds the file (about 0.5 KB per step).
@@ -243,34 +237,14 @@ std::vector<sim::Verdict> judge_serving(const Side& b, const Side& t, const sim:
 nlohmann::json side_json(const Side& s, const Layout& lay) {
     nlohmann::json j = serving::summary_to_json(s.summary);
     j["policy"] = sim::policy_name(s.policy);
-    j["kv_cache"] = {{"blocks", s.kv.n_blocks},
-                     {"block_tokens", s.kv.block_tokens},
-                     {"block_bytes", s.kv.block_bytes},
-                     {"device_bytes", s.kv.device_bytes},
-                     {"other_bytes", s.kv.other_bytes}};
+    j["kv_cache"] = serving::kv_capacity_json(s.kv);
     j["step_times"] = {{"compositions_timed", s.evaluations}, {"steps_looked_up", s.lookups},
                        {"steps_with_pim", s.pim_steps}};
     j["peak_memory_bytes"] = peak_memory_bytes(s);
     j["per_request"] = serving::requests_to_json(s.result);
     j["replicas"] = serving::replicas_to_json(s.result, s.summary.duration_s, lay.disaggregated);
-    if (lay.disaggregated)
-        j["prefill_kv_cache"] = {{"blocks", s.prefill_kv.n_blocks},
-                                 {"block_tokens", s.prefill_kv.block_tokens},
-                                 {"block_bytes", s.prefill_kv.block_bytes},
-                                 {"device_bytes", s.prefill_kv.device_bytes},
-                                 {"other_bytes", s.prefill_kv.other_bytes}};
-    if (!s.sweep.points.empty()) {
-        nlohmann::json pts = nlohmann::json::array();
-        for (const serving::SweepPoint& p : s.sweep.points)
-            pts.push_back({{"rate_rps", p.rate_rps},
-                           {"meets", p.meets},
-                           {"requests_per_s", p.summary.requests_per_s},
-                           {"output_tokens_per_s", p.summary.output_tokens_per_s},
-                           {"goodput_rps", p.summary.goodput_rps},
-                           {"ttft_ms_p99", p.summary.ttft_ms.p99},
-                           {"tpot_ms_p99", p.summary.tpot_ms.p99}});
-        j["rate_sweep"] = {{"max_rate_rps", s.sweep.max_rate_rps}, {"points", pts}};
-    }
+    if (lay.disaggregated) j["prefill_kv_cache"] = serving::kv_capacity_json(s.prefill_kv);
+    if (!s.sweep.points.empty()) j["rate_sweep"] = serving::sweep_to_json(s.sweep);
     return j;
 }
 
@@ -385,6 +359,10 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
                     lay.kv_link.latency_ns, lay.kv_link.per_transfer_ns);
     }
     if (lay.dp > 1) std::printf("replicas: %d behind the %s router\n", lay.dp, serving::router_name(lay.router));
+    lay.replicas.dp = lay.dp;
+    lay.replicas.router = lay.router;
+    lay.replicas.disaggregated = lay.disaggregated;
+    lay.replicas.link = lay.kv_link;
     Side sides[2];
     const std::pair<sim::Policy, const graph::ModelShape*> runs[2] = {{setup.pb, &setup.shape_b},
                                                                     {setup.pt, &setup.shape_t}};
@@ -428,39 +406,14 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
             s.prefill_cost = std::make_unique<serving::StepCostModel>(shape, pro, lay.prefill_hw);
             kv_bytes_per_token = serving::kv_block_bytes(shape, pro, lay.prefill_hw) / uint64_t(hw.kv_block_tokens);
         }
-        s.trace.assign(size_t(lay.instances()), {});
-        auto simulate = [&](const std::vector<serving::ServingRequest>& rq, bool traced,
-                            bool quiet = false) {
-            std::vector<std::unique_ptr<sched::BlockPool>> pools;  // [instance]
-            std::vector<serving::ReplicaSpec> specs(size_t(lay.dp));
-            auto timer_of = [&](serving::StepCostModel* cost, size_t k) {
-                return [&s, cost, k, traced](const sched::Step& step, int64_t) {
-                    const int64_t ns = int64_t(std::llround(cost->step_ns(step)));
-                    std::vector<serving::StepEvent>& tr = s.trace[k];
-                    if (traced && !tr.empty() && tr.back().dur_ns < 0) tr.back().dur_ns = ns;
-                    return ns;
-                };
-            };
-            for (int r = 0; r < lay.dp; ++r) {
-                serving::ReplicaSpec& sp = specs[size_t(r)];
-                const serving::KvCapacity& first = lay.disaggregated ? s.prefill_kv : s.kv;
-                pools.push_back(std::make_unique<sched::BlockPool>(first.n_blocks, first.block_tokens));
-                if (so_local.prefix_sharing)
-                    pools.back()->set_tokens([&rq](sched::SeqId id) {
-                        const auto& t = rq[size_t(id)].tokens;
-                        return t ? std::span<const int32_t>(*t) : std::span<const int32_t>();
-                    });
-                sp.pool = pools.back().get();
-                const size_t k = size_t(r) * (lay.disaggregated ? 2 : 1);
-                sp.timer = timer_of(lay.disaggregated ? s.prefill_cost.get() : s.cost.get(), k);
-                if (lay.disaggregated) {
-                    pools.push_back(std::make_unique<sched::BlockPool>(s.kv.n_blocks, s.kv.block_tokens));
-                    sp.decode_pool = pools.back().get();
-                    sp.decode_timer = timer_of(s.cost.get(), k + 1);
-                    sp.link = lay.kv_link;
-                    sp.kv_bytes_per_token = kv_bytes_per_token;
-                }
-            }
+        serving::ReplicaSetSpec rs = lay.replicas;
+        rs.first = lay.disaggregated ? serving::InstanceSpec{s.prefill_kv.n_blocks, s.prefill_kv.block_tokens,
+                                                             s.prefill_cost.get()}
+                                     : serving::InstanceSpec{s.kv.n_blocks, s.kv.block_tokens, s.cost.get()};
+        rs.decode = {s.kv.n_blocks, s.kv.block_tokens, s.cost.get()};
+        rs.kv_bytes_per_token = kv_bytes_per_token;
+        s.trace.assign(size_t(rs.instances()), {});
+        auto simulate = [&](const std::vector<serving::ServingRequest>& rq, bool traced, bool quiet = false) {
             // Progress on a terminal for long runs (not the sweep's): requests arrived, every 2000 steps.
             const bool progress = !quiet && rq.size() >= 2000 && isatty(fileno(stderr));
             int64_t seen = 0, n_steps = 0;
@@ -472,15 +425,19 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
                     if (progress && ++n_steps % 2000 == 0)
                         std::fprintf(stderr, "\rserving (%s): %lld of %zu requests arrived", sim::policy_name(s.policy),
                                      (long long)seen, rq.size());
-                    std::vector<serving::StepEvent>& tr =
-                        s.trace[size_t(at.replica) * (lay.disaggregated ? 2 : 1) + (at.decode ? 1 : 0)];
+                    std::vector<serving::StepEvent>& tr = s.trace[size_t(rs.instance_index(at))];
                     if (!traced || st.chunks.empty() || int64_t(tr.size()) >= trace_cap) return;
                     tr.push_back({t, -1, st.prefill_tokens(), st.decode_tokens(), sch.n_running(), sch.n_waiting(),
                                   p.n_blocks() - p.n_free(), int64_t(st.admitted.size()),
                                   int64_t(st.preempted.size())});
                 };
-            serving::Router router(lay.router, lay.dp, hw.kv_block_tokens);
-            serving::ServingResult res = serving::run_cluster(rq, so_local, specs, router, observe);
+            serving::StepTimed timed;
+            if (traced)
+                timed = [&](int k, int64_t ns) {
+                    std::vector<serving::StepEvent>& tr = s.trace[size_t(k)];
+                    if (!tr.empty() && tr.back().dur_ns < 0) tr.back().dur_ns = ns;
+                };
+            serving::ServingResult res = serving::run_replica_set(rq, so_local, rs, observe, timed);
             if (progress && n_steps >= 2000) std::fprintf(stderr, "\r%60s\r", "");
             return res;
         };
@@ -567,9 +524,9 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
         std::vector<std::vector<serving::StepEvent>> tracks;
         size_t n_steps[2] = {0, 0};
         for (int i = 0; i < 2; ++i)
-            for (int k = 0; k < lay.instances(); ++k) {
+            for (int k = 0; k < lay.replicas.instances(); ++k) {
                 names.push_back(fmt::format("{} {}{}", i == 0 ? "baseline" : "target", sim::policy_name(sides[i].policy),
-                                            lay.instance_name(k)));
+                                            lay.replicas.instance_name(k)));
                 tracks.push_back(sides[i].trace[size_t(k)]);
                 n_steps[i] += tracks.back().size();
             }

@@ -17,6 +17,14 @@ sim::MemoryBreakdown one_block_memory(const graph::ModelShape& shape, const sim:
 }
 }  // namespace
 
+nlohmann::json kv_capacity_json(const KvCapacity& c) {
+    return {{"blocks", c.n_blocks},
+            {"block_tokens", c.block_tokens},
+            {"block_bytes", c.block_bytes},
+            {"device_bytes", c.device_bytes},
+            {"other_bytes", c.other_bytes}};
+}
+
 uint64_t kv_block_bytes(const graph::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw) {
     return one_block_memory(shape, opts, hw, 1).kv_cache_bytes;
 }

@@ -4,6 +4,8 @@
 // step needs — weights, block index, activations of a step of step_tokens tokens, conversion
 // cache and workspace (sim/memory_accounting.h) — divided into paged blocks of
 // SimHardware::kv_block_tokens tokens.
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 
 #include "sim/hardware.h"
@@ -19,6 +21,9 @@ struct KvCapacity {
     int64_t block_tokens = 0;
     int64_t n_blocks = 0;       // (device_bytes - other_bytes) / block_bytes; 0 when it does not fit
 };
+
+// {"blocks", "block_tokens", "block_bytes", "device_bytes", "other_bytes"} (docs/report-schema.md).
+nlohmann::json kv_capacity_json(const KvCapacity& c);
 
 // One KV block's bytes (SimHardware::kv_block_tokens tokens, every layer) under `opts`.
 uint64_t kv_block_bytes(const graph::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw);

@@ -104,4 +104,17 @@ std::string sweep_svg(const std::string& title, const std::vector<std::string>& 
     return doc.str();
 }
 
+nlohmann::json sweep_to_json(const SweepResult& r) {
+    nlohmann::json pts = nlohmann::json::array();
+    for (const SweepPoint& p : r.points)
+        pts.push_back({{"rate_rps", p.rate_rps},
+                       {"meets", p.meets},
+                       {"requests_per_s", p.summary.requests_per_s},
+                       {"output_tokens_per_s", p.summary.output_tokens_per_s},
+                       {"goodput_rps", p.summary.goodput_rps},
+                       {"ttft_ms_p99", p.summary.ttft_ms.p99},
+                       {"tpot_ms_p99", p.summary.tpot_ms.p99}});
+    return {{"max_rate_rps", r.max_rate_rps}, {"points", pts}};
+}
+
 }  // namespace duet::serving

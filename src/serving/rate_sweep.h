@@ -33,6 +33,9 @@ SweepResult rate_sweep(const std::function<ServingSummary(double rate_rps)>& run
 
 // Two panels, p99 TTFT and p99 TPOT (ms) against achieved requests/s, one line per placement
 // (names[i] for sweeps[i]), the SLOs as dashed lines (< 0: none).
+// {"max_rate_rps", "points": [{rate_rps, meets, requests_per_s, output_tokens_per_s, goodput_rps,
+// ttft_ms_p99, tpot_ms_p99}]} (docs/report-schema.md).
+nlohmann::json sweep_to_json(const SweepResult& r);
 std::string sweep_svg(const std::string& title, const std::vector<std::string>& names,
                       const std::vector<SweepResult>& sweeps, const Slo& slo);
 
