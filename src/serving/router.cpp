@@ -40,8 +40,7 @@ int Router::pick(const ServingRequest& q, std::span<const int64_t> outstanding) 
     if (policy_ == RouterPolicy::LEAST_OUTSTANDING_TOKENS)
         return least([&](int r) { return outstanding[size_t(r)]; });
     const int lightest = least([&](int r) { return outstanding[size_t(r)]; });
-    // Prefix affinity: the hash chain of every whole prompt block; the replica that was sent the
-    // first block last, and how many blocks in a row it was sent.
+    // Prefix affinity: the hash chain of every whole prompt block.
     std::vector<uint64_t> chain;
     if (q.tokens) {
         const int64_t n_prompt = std::min<int64_t>(q.prompt_tokens, int64_t(q.tokens->size()));
@@ -52,13 +51,12 @@ int Router::pick(const ServingRequest& q, std::span<const int64_t> outstanding) 
         }
     }
     int pick = lightest;
-    if (!chain.empty()) {
-        auto it = owner_.find(chain[0]);
-        if (it != owner_.end()) {
-            const int holder = it->second;
-            const int64_t limit = kAffinityLoadFactor * outstanding[size_t(lightest)] + q.prompt_tokens + q.output_tokens;
-            if (outstanding[size_t(holder)] <= limit) pick = holder;
-        }
+    for (size_t k = chain.size(); k-- > 0;) {  // the longest prefix sent before: a chain hash names all of it
+        auto it = owner_.find(chain[k]);
+        if (it == owner_.end()) continue;
+        const int64_t limit = kAffinityLoadFactor * outstanding[size_t(lightest)] + q.prompt_tokens + q.output_tokens;
+        if (outstanding[size_t(it->second)] <= limit) pick = it->second;
+        break;
     }
     for (uint64_t h : chain) owner_[h] = pick;
     return pick;

@@ -6,15 +6,16 @@
 //  - least_outstanding_tokens: the replica with the fewest tokens still to compute, counting
 //    per unfinished request its prompt (until its first token) and its outputs not yet
 //    generated (ties: the lowest index);
-//  - prefix_affinity: the replica the request's first prompt block (its hash chain, the key of
-//    sched/block_hash.h that the pools cache blocks under) was last sent to, while that replica
-//    is not overloaded: its outstanding tokens at most kAffinityLoadFactor times the least
-//    loaded replica's plus this request's tokens; otherwise (or for a prefix never seen) the
-//    least loaded replica, which then becomes the prefix's holder. This is the shape of
-//    SGLang's cache-aware router (cache affinity while the load is balanced, the least loaded
-//    worker when it is not), with the load in tokens rather than requests. The router knows
-//    what it sent, not what a pool still caches (SGLang's router keeps its own approximate tree
-//    too).
+//  - prefix_affinity: the replica that was last sent the longest prefix of this prompt made of
+//    whole KV blocks (found by the blocks' hash chains, the keys of sched/block_hash.h that the
+//    pools cache blocks under: one chain hash names the whole prefix before it), while that
+//    replica is not overloaded: its outstanding tokens at most kAffinityLoadFactor times the
+//    least loaded replica's plus this request's tokens; otherwise (or for a prefix never seen)
+//    the least loaded replica. The replica chosen becomes the holder of every block of the
+//    prompt. This is the shape of SGLang's cache-aware router (cache affinity while the load is
+//    balanced, the least loaded worker when it is not), with the load in tokens rather than
+//    requests. The router knows what it sent, not what a pool still caches (SGLang's router
+//    keeps its own approximate tree too).
 // Thread safety: none (one per run).
 #include <cstdint>
 #include <span>

@@ -135,6 +135,31 @@ TEST(ServingCluster, PrefixAffinityRaisesPrefixCacheHits) {
     EXPECT_GT(pa_res.replicas[1].requests, n_req / 5);
 }
 
+// Prefix affinity follows the longest prefix sent before (an agent session's transcript, not just
+// the system prompt every session shares) and leaves an overloaded holder for the least loaded.
+TEST(ServingCluster, PrefixAffinityFollowsTheLongestPrefixUnlessOverloaded) {
+    auto req = [](std::vector<int32_t> t) {
+        ServingRequest q{0, int64_t(t.size()), 4, nullptr};
+        q.tokens = std::make_shared<std::vector<int32_t>>(std::move(t));
+        return q;
+    };
+    const std::vector<int32_t> sys{1, 2, 3, 4, 5, 6, 7, 8}, a{11, 12, 13, 14}, b{21, 22, 23, 24}, c{31, 32, 33, 34};
+    auto cat = [](std::initializer_list<std::vector<int32_t>> parts) {
+        std::vector<int32_t> out;
+        for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+        return out;
+    };
+    Router r(RouterPolicy::PREFIX_AFFINITY, 2, 4);
+    EXPECT_EQ(r.pick(req(cat({sys, a})), std::vector<int64_t>{0, 0}), 0);  // nothing held: the lightest (a tie)
+    // sys is held by replica 0, but it has more than 2 x 0 + 16 outstanding tokens: the lightest.
+    EXPECT_EQ(r.pick(req(cat({sys, b})), std::vector<int64_t>{17, 0}), 1);
+    // sys was last sent to replica 1, sys + a to replica 0: the longer prefix wins.
+    EXPECT_EQ(r.pick(req(cat({sys, a, c})), std::vector<int64_t>{16, 0}), 0);
+    EXPECT_EQ(r.pick(req(cat({sys, c})), std::vector<int64_t>{10, 0}), 0);  // sys: last sent to 0 just now
+    Router lot(RouterPolicy::LEAST_OUTSTANDING_TOKENS, 2, 4);
+    EXPECT_EQ(lot.pick(req(cat({sys, a, c})), std::vector<int64_t>{16, 0}), 1);
+}
+
 TEST(ServingCluster, RouterNamesAreCheckedExactly) {
     EXPECT_EQ(router_from_name("prefix_affinity", "--router"), RouterPolicy::PREFIX_AFFINITY);
     try {
