@@ -21,6 +21,7 @@
 #include "model/arch_presets.h"
 #include "model/hparams.h"
 #include "model/tokenizer/tokenizer.h"
+#include "sched/scheduler.h"
 #include "serving/instance_hw.h"
 #include "serving/kv_capacity.h"
 #include "serving/replica_set.h"
