@@ -15,38 +15,52 @@ namespace duet::serving {
 namespace {
 
 // The decode instance's pool: a sequence whose prompt KV arrived over the link attaches it
-// (as the scheduler attaches a prefix-cache hit, sched/scheduler.h admission), and cannot be
-// given room to recompute it while that KV waits for free blocks.
+// (as the scheduler attaches a prefix-cache hit, sched/scheduler.h admission), and is never
+// given room to recompute it: while the KV waits for free blocks its reservations fail. An
+// admission that attached the KV but then found no room for the next token releases the blocks;
+// the KV stays available for the next attempt. The first step's commit makes it an ordinary
+// sequence (a later preemption recomputes it, as the header says).
 class HandoverPool final : public sched::KvPool {
 public:
     explicit HandoverPool(sched::KvPool& inner) : inner_(inner) {}
-    void hand_over(sched::SeqId id, int64_t n_tokens) { arrived_[id] = n_tokens; }
+    void hand_over(sched::SeqId id, int64_t n_tokens) { arrived_[id] = {n_tokens, false}; }
 
     int64_t block_tokens() const override { return inner_.block_tokens(); }
     int64_t n_blocks() const override { return inner_.n_blocks(); }
     int64_t n_free() const override { return inner_.n_free(); }
     int64_t attach_cached(sched::SeqId id, int64_t max_tokens) override {
         auto it = arrived_.find(id);
-        if (it == arrived_.end()) return 0;
-        const int64_t n = std::min(max_tokens, it->second);
+        if (it == arrived_.end() || it->second.attached) return 0;
+        const int64_t n = std::min(max_tokens, it->second.n_tokens);
         if (!inner_.reserve(id, n)) return 0;  // no room yet: admission waits (reserve below refuses)
         inner_.commit(id, n);
-        arrived_.erase(it);
+        it->second.attached = true;
         return n;
     }
     int64_t common_prefix(sched::SeqId, sched::SeqId, int64_t) const override { return 0; }
     void share_prefix(sched::SeqId to, sched::SeqId from, int64_t n) override { inner_.share_prefix(to, from, n); }
     bool reserve(sched::SeqId id, int64_t n_new) override {
-        return arrived_.count(id) ? false : inner_.reserve(id, n_new);
+        auto it = arrived_.find(id);
+        return it != arrived_.end() && !it->second.attached ? false : inner_.reserve(id, n_new);
     }
     void trim(sched::SeqId id) override { inner_.trim(id); }
-    void commit(sched::SeqId id, int64_t n) override { inner_.commit(id, n); }
-    void release(sched::SeqId id, bool remember) override { inner_.release(id, remember); }
+    void commit(sched::SeqId id, int64_t n) override {
+        arrived_.erase(id);  // its first step ran
+        inner_.commit(id, n);
+    }
+    void release(sched::SeqId id, bool remember) override {
+        if (auto it = arrived_.find(id); it != arrived_.end()) it->second.attached = false;
+        inner_.release(id, remember);
+    }
     int64_t evict_cached(int64_t n) override { return inner_.evict_cached(n); }
 
 private:
+    struct Arrived {
+        int64_t n_tokens = 0;
+        bool attached = false;
+    };
     sched::KvPool& inner_;
-    std::unordered_map<sched::SeqId, int64_t> arrived_;  // KV arrived, not yet attached: its tokens
+    std::unordered_map<sched::SeqId, Arrived> arrived_;  // KV arrived, its first step not run yet
 };
 
 struct Instance {

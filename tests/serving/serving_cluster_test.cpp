@@ -257,6 +257,18 @@ TEST(ServingDisagg, TheDecodeSideQueuesWhenItsPoolIsFull) {
     EXPECT_EQ(r.preemptions, 0u);
 }
 
+// The second request's KV fits the decode pool's free blocks but its first decode token does
+// not: the admission gives the blocks back and the KV waits for room, to be attached later (not
+// recomputed: the decode timer would see a prompt chunk).
+TEST(ServingDisagg, KvThatFitsWithoutItsNextTokenWaitsAndIsNotRecomputed) {
+    Disagg d(/*decode_blocks=*/13);  // the first holds 7-8 blocks of 16 tokens; 96 tokens are 6 blocks
+    const int64_t out = 20;
+    const ServingResult r = d.run(std::vector<ServingRequest>(2, ServingRequest{0, 96, out, nullptr}));
+    EXPECT_EQ(r.replicas[0].decode.steps, 2 * (out - 1));
+    EXPECT_EQ(r.requests[1].e2e_ns, r.requests[0].e2e_ns + (out - 1) * kDecodeNs);
+    EXPECT_EQ(r.preemptions, 0u);
+}
+
 // The machine of `--npus 2 --pims 1` split into the prefill instance (npu1 alone) and the decode
 // instance (npu0 + pim0): devices, links re-indexed, per-NPU memory.
 TEST(ServingDisagg, InstanceHardwareKeepsItsDevicesLinksAndMemoryShare) {
