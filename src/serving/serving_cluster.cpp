@@ -80,7 +80,7 @@ class Cluster {
 public:
     Cluster(std::span<const ServingRequest> requests, const sched::SchedulerOptions& opts,
             std::span<const ReplicaSpec> replicas, Router& router, const ClusterObserver& observe)
-        : q_(requests), specs_(replicas), router_(router), observe_(observe) {
+        : q_(requests), specs_(replicas), router_(router), observe_(observe), n_ctx_(opts.n_ctx) {
         DUET_CHECK(!replicas.empty() && int(replicas.size()) == router.n_replicas());
         res_.requests.resize(q_.size());
         res_.replicas.resize(specs_.size());
@@ -100,7 +100,6 @@ public:
                 add_instance({int(r), true}, dec, handover_.back().get(), &sp.decode_timer, &res_.replicas[r].decode);
             }
         }
-        n_ctx_ = opts.n_ctx;
     }
 
     ServingResult run();
@@ -318,8 +317,7 @@ ServingResult Cluster::run() {
     }
     for (const Instance& in : inst_)
         DUET_CHECK(!in.has_work(), "requests wait that can never be admitted");
-    int64_t end = t;
-    res_.end_ns = end;
+    res_.end_ns = t;
     return std::move(res_);
 }
 

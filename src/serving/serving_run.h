@@ -8,7 +8,8 @@
 // Per request: queueing (arrival -> first admission), TTFT (arrival -> end of the step that
 // sampled its first token), TPOT ((end-to-end - TTFT) / (output tokens - 1), vLLM's
 // definition), end-to-end (arrival -> end of the step that sampled its last token).
-// Times are integer nanoseconds on the virtual clock, so a replay is exact.
+// Times are integer nanoseconds on the virtual clock, so a replay is exact. run_serving is the
+// one-replica case of serving/serving_cluster.h (data-parallel replicas, prefill/decode pairs).
 // Thread safety: pure function of its inputs (the timer and the pool are the caller's).
 #include <cstdint>
 #include <functional>
