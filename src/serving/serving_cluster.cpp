@@ -1,9 +1,9 @@
 #include "serving/serving_cluster.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <memory>
-#include <climits>
 #include <queue>
 #include <tuple>
 #include <unordered_map>
