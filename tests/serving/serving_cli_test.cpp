@@ -218,6 +218,27 @@ TEST(ServingCli, ReplicasShareTheRequestsAndReportTheirShares) {
     EXPECT_EQ(total, 40);
 }
 
+// Agent sessions over four replicas: every call's prompt is its session's transcript so far.
+// Prefix affinity sends a session's next call where its transcript went, so more prompt tokens
+// come from the prefix cache than under round robin, which spreads a session's calls.
+TEST(ServingCli, PrefixAffinityKeepsASessionsTranscriptCached) {
+    const std::string p = std::string(DUET_BINARY_DIR) + "/serving_cli_test_agent.jsonl";
+    std::ofstream(p) << "{\"role\": \"system\", \"tokens\": 1536}\n{\"role\": \"user\", \"tokens\": 48}\n"
+                        "{\"role\": \"tool_call\", \"tokens\": 32}\n{\"role\": \"tool\", \"tokens\": 256}\n"
+                        "{\"role\": \"tool_call\", \"tokens\": 32}\n{\"role\": \"tool\", \"tokens\": 256}\n"
+                        "{\"role\": \"assistant\", \"tokens\": 64}\n";
+    const std::string args = "--model llama2-7b --workload-file " + p +
+                             " --requests 200 --rate 8 --think-ms 500 --dp 4 --kv-blocks 60 --router ";
+    const Result rr = run(args + "round_robin"), pa = run(args + "prefix_affinity");
+    ASSERT_EQ(rr.code, 0) << rr.out;
+    ASSERT_EQ(pa.code, 0) << pa.out;
+    for (const char* side : {"baseline", "target"}) {
+        const nlohmann::json &a = rr.report["serving"][side], &b = pa.report["serving"][side];
+        EXPECT_EQ(a["prompt_tokens"], b["prompt_tokens"]) << side;
+        EXPECT_GT(b["cached_prompt_tokens"].get<int64_t>(), a["cached_prompt_tokens"].get<int64_t>()) << side;
+    }
+}
+
 TEST(ServingCli, BadReplicaAndDisaggregationFlagsExitTwo) {
     Result r = run(std::string(kSmall) + "--dp 2 --router random");
     EXPECT_EQ(r.code, 2);
