@@ -63,6 +63,43 @@ private:
     std::unordered_map<sched::SeqId, Arrived> arrived_;  // KV arrived, its first step not run yet
 };
 
+// The prefill instance's pool: a finished prompt whose KV is still queued on or crossing the
+// link keeps its blocks until the transfer ends (the scheduler is done with it; the blocks then
+// enter the prefix cache as at any release).
+class SendingPool final : public sched::KvPool {
+public:
+    explicit SendingPool(sched::KvPool& inner) : inner_(inner) {}
+    void hold(sched::SeqId id) { held_[id] = false; }  // its next release waits for sent()
+    void sent(sched::SeqId id) {
+        auto it = held_.find(id);
+        DUET_CHECK(it != held_.end(), "sequence {} was not held", id);
+        const bool remember = it->second;
+        held_.erase(it);
+        inner_.release(id, remember);
+    }
+
+    int64_t block_tokens() const override { return inner_.block_tokens(); }
+    int64_t n_blocks() const override { return inner_.n_blocks(); }
+    int64_t n_free() const override { return inner_.n_free(); }
+    int64_t attach_cached(sched::SeqId id, int64_t max_tokens) override { return inner_.attach_cached(id, max_tokens); }
+    int64_t common_prefix(sched::SeqId a, sched::SeqId b, int64_t limit) const override {
+        return inner_.common_prefix(a, b, limit);
+    }
+    void share_prefix(sched::SeqId to, sched::SeqId from, int64_t n) override { inner_.share_prefix(to, from, n); }
+    bool reserve(sched::SeqId id, int64_t n_new) override { return inner_.reserve(id, n_new); }
+    void trim(sched::SeqId id) override { inner_.trim(id); }
+    void commit(sched::SeqId id, int64_t n) override { inner_.commit(id, n); }
+    void release(sched::SeqId id, bool remember) override {
+        if (auto it = held_.find(id); it != held_.end()) it->second = remember;
+        else inner_.release(id, remember);
+    }
+    int64_t evict_cached(int64_t n) override { return inner_.evict_cached(n); }
+
+private:
+    sched::KvPool& inner_;
+    std::unordered_map<sched::SeqId, bool> held_;  // KV in transfer -> remember it when released
+};
+
 struct Instance {
     InstanceRef ref;
     std::unique_ptr<sched::Scheduler> sch;
@@ -93,8 +130,11 @@ public:
         for (size_t r = 0; r < specs_.size(); ++r) {
             const ReplicaSpec& sp = specs_[r];
             DUET_CHECK(sp.pool && sp.timer);
-            add_instance({int(r), false}, opts, sp.pool, &sp.timer, &res_.replicas[r].prefill);
-            if (sp.disaggregated()) {
+            if (!sp.disaggregated()) {
+                add_instance({int(r), false}, opts, sp.pool, &sp.timer, &res_.replicas[r].prefill);
+            } else {
+                sending_.push_back(std::make_unique<SendingPool>(*sp.pool));
+                add_instance({int(r), false}, opts, sending_.back().get(), &sp.timer, &res_.replicas[r].prefill);
                 DUET_CHECK(sp.decode_timer && sp.kv_bytes_per_token > 0);
                 handover_.push_back(std::make_unique<HandoverPool>(*sp.decode_pool));
                 add_instance({int(r), true}, dec, handover_.back().get(), &sp.decode_timer, &res_.replicas[r].decode);
@@ -117,6 +157,12 @@ private:
         in.timer = timer;
         in.stats = stats;
         inst_.push_back(std::move(in));
+    }
+    Instance& prefill_of(int replica) {
+        for (Instance& in : inst_)
+            if (in.ref.replica == replica && !in.ref.decode) return in;
+        DUET_CHECK(false, "no replica {}", replica);
+        return inst_[0];
     }
     Instance& decode_of(int replica) {
         for (Instance& in : inst_)
@@ -165,6 +211,7 @@ private:
     ServingResult res_;
     std::vector<Instance> inst_;
     std::vector<std::unique_ptr<HandoverPool>> handover_;
+    std::vector<std::unique_ptr<SendingPool>> sending_;
     std::vector<int64_t> outstanding_, charged_, link_free_ns_;
     std::vector<std::vector<size_t>> released_;  // closed loop: who waits for whom
     EventQueue pending_;                         // arrivals not yet routed
@@ -210,8 +257,9 @@ void Cluster::start_step(Instance& in, int64_t t) {
     res_.preemptions += st.preempted.size();
     for (sched::SeqId id : st.ended) finish(size_t(id), t, true);
     if (st.chunks.empty()) {
-        // Nothing can run now: wait for this instance's next arrival (the running set is
-        // empty here, as every running sequence is fed each step).
+        // Nothing can run now: wait for this instance's next arrival, or (a prefill instance)
+        // for blocks that a KV transfer frees (the running set is empty here, as every running
+        // sequence is fed each step).
         DUET_CHECK(in.sch->n_running() == 0, "a step with running sequences but nothing to feed");
         in.stalled = true;
         return;
@@ -256,6 +304,7 @@ void Cluster::end_step(Instance& in) {
             rs.link_busy_ns += dur;
             o.kv_transfer_ns = free_ns - t_end;
             transfers_.push({free_ns, i});
+            static_cast<SendingPool*>(in.pool)->hold(c.id);
             continue;
         }
         if (++o.generated == 1) o.ttft_ns = t_end - o.arrival_ns;
@@ -295,6 +344,9 @@ ServingResult Cluster::run() {
             o.generated = 1;
             o.ttft_ns = t - o.arrival_ns;
             settle(i, false);
+            Instance& pre = prefill_of(o.replica);
+            static_cast<SendingPool*>(pre.pool)->sent(sched::SeqId(i));
+            pre.stalled = false;  // blocks came free: its queue may admit now
             Instance& dec = decode_of(o.replica);
             static_cast<HandoverPool*>(dec.pool)->hand_over(sched::SeqId(i), q_[i].prompt_tokens);
             dec.inbox.push_back(i);

@@ -20,10 +20,11 @@
 //     instance then admits a sequence of prompt + 1 tokens whose prompt KV is already present
 //     (like vLLM's KV connector, it enters as attached KV, as a prefix-cache hit would), so its
 //     first step for it is a decode token: TPOT is the decode instance's.
-//  A one-token request ends on the prefill instance (nothing to hand over). A sequence the
-//  decode instance preempts is recomputed there (the transferred KV is not kept elsewhere).
-//  Simplification: the prefill instance frees the prompt's blocks when the prefill ends, not
-//  when the transfer does.
+//  The prefill instance keeps the prompt's blocks until its transfer ends (queued transfers hold
+//  KV there). A one-token request ends on the prefill instance (nothing to hand over). A sequence
+//  the decode instance preempts is recomputed there (the transferred KV is not kept elsewhere).
+//  Simplification: the KV is pushed when the prefill ends, whether or not the decode instance has
+//  room for it yet (it then waits in the decode queue; its blocks are not counted anywhere).
 // Thread safety: pure function of its inputs (pools and timers are the caller's).
 #include <cstdint>
 #include <functional>

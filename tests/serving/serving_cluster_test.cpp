@@ -176,9 +176,10 @@ TEST(ServingCluster, RouterNamesAreCheckedExactly) {
 constexpr int64_t kPrefillNs = 30'000'000, kDecodeNs = 7'000'000;
 
 struct Disagg {
-    sched::BlockPool prefill{4096, 16}, decode;
+    sched::BlockPool prefill, decode;
     ReplicaSpec spec;
-    explicit Disagg(int64_t decode_blocks = 4096) : decode(decode_blocks, 16) {
+    explicit Disagg(int64_t decode_blocks = 4096, int64_t prefill_blocks = 4096)
+        : prefill(prefill_blocks, 16), decode(decode_blocks, 16) {
         spec.pool = &prefill;
         spec.timer = [](const sched::Step& st, int64_t) {
             EXPECT_GT(st.prefill_tokens(), 0);  // the prefill instance never decodes
@@ -267,6 +268,17 @@ TEST(ServingDisagg, KvThatFitsWithoutItsNextTokenWaitsAndIsNotRecomputed) {
     EXPECT_EQ(r.replicas[0].decode.steps, 2 * (out - 1));
     EXPECT_EQ(r.requests[1].e2e_ns, r.requests[0].e2e_ns + (out - 1) * kDecodeNs);
     EXPECT_EQ(r.preemptions, 0u);
+}
+
+// A prefill pool with room for one prompt: the second prompt's prefill waits until the first's KV
+// has crossed the link (the prefill instance holds it until then).
+TEST(ServingDisagg, ThePrefillSideHoldsTheKvUntilItIsSent) {
+    Disagg d(/*decode_blocks=*/4096, /*prefill_blocks=*/7);  // 112 tokens: one prompt of 100 + 1
+    const ServingResult r = d.run(std::vector<ServingRequest>(2, ServingRequest{0, 100, 4, nullptr}));
+    const int64_t xfer = std::llround(100.0 * 2 * 32 * 32 * 128 * 2 / 56.0 + 3000);
+    EXPECT_EQ(r.requests[0].ttft_ns, kPrefillNs + xfer);
+    EXPECT_EQ(r.requests[1].queue_ns, kPrefillNs + xfer);
+    EXPECT_EQ(r.requests[1].ttft_ns, 2 * kPrefillNs + 2 * xfer);
 }
 
 // The machine of `--npus 2 --pims 1` split into the prefill instance (npu1 alone) and the decode
