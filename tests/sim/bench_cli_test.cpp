@@ -461,8 +461,9 @@ TEST(BenchCli, BatchedDecodeKeepsThePimWhereItPays) {
             // Where the PIM wins per GEMV but by less than the shared base's DMA set-up costs the
             // NPU's other matmuls (HBM2-PIM at batch 2: every 4096-row GEMV runs a whole 8-row
             // tile per unit), `auto` may end within that few per cent above the baseline.
-            if (pim_ops(a) > 0)
+            if (pim_ops(a) > 0) {
                 EXPECT_LT(tbt(a), a.report["baseline"]["tbt_mean_ns"].get<double>() * 1.05) << pim << " " << batch;
+            }
         }
 }
 
