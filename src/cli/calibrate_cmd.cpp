@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "hw/calibration/reference_points.h"
+#include "workload/cent_calibration.h"
 #include "workload/npu_calibration.h"
 
 namespace duet::cli {
@@ -79,6 +80,7 @@ void run_calibrate(bool notes) {
         if (p.device.empty()) p.device = "Ascend NPU (whole model, duet bench)";
         points.push_back(std::move(p));
     }
+    for (auto& p : workload::cent_system_points()) points.push_back(std::move(p));
     // Groups in order of first appearance.
     std::vector<std::string> devices;
     std::map<std::string, std::vector<const hw::calibration::Point*>> groups;

@@ -152,7 +152,8 @@ const char* pim_precision_name(PimPrecision p) {
 
 const std::vector<std::string>& link_preset_names() {
     static const std::vector<std::string> names = {"shared_hbm", "hccs_910b", "pcie4_x16", "pcie5_x16",
-                                                         "cxl2_x16",   "roce_200g", "roce_400g"};
+                                                         "cxl2_x16",   "roce_200g", "roce_400g", "cxl_cent_x18",
+                                                         "cxl_cent_x7", "cxl_cent_x4"};
     return names;
 }
 

@@ -9,7 +9,8 @@ namespace duet::sim {
 std::vector<RankMachine> split_machine(const SimHardware& hw, int tp, int pp) {
     if (tp < 1 || pp < 1) fail("--tp = {} and --pp = {} are not allowed (allowed: 1 or more each)", tp, pp);
     std::vector<RankMachine> out;
-    const std::vector<int> npus = hw.devices_of(DeviceKind::NPU), pims = hw.devices_of(DeviceKind::PIM);
+    const std::vector<int> npus = hw.devices_of(DeviceKind::NPU), pims = hw.devices_of(DeviceKind::PIM),
+                           cpus = hw.devices_of(DeviceKind::CPU);
     const int ranks = tp * pp;
     for (int q = 0; q < ranks; ++q) {
         RankMachine m;
@@ -35,6 +36,13 @@ std::vector<RankMachine> split_machine(const SimHardware& hw, int tp, int pp) {
             m.hw.add_device(DeviceKind::PIM, p.model, hw.links[size_t(p.link)]);
             m.device_map.push_back(m.pim);
             m.link_map.push_back(p.link);
+        }
+        if (!cpus.empty()) {  // the host CPU (placement pim_only): ranks share it in turn
+            const int c = cpus[size_t(q) % cpus.size()];
+            const SimDevice& d = hw.devices[size_t(c)];
+            m.hw.add_device(DeviceKind::CPU, d.model, hw.links[size_t(d.link)]);  // its link to npu0 (shared memory)
+            m.device_map.push_back(c);
+            m.link_map.push_back(d.link);
         }
         // one rank's share of the whole machine's memory figures
         m.hw.mem_bw_gbps = hw.mem_bw_gbps / double(npus.size());

@@ -9,7 +9,9 @@
 // share them (device q mod count: `--npus 1 --pims 8 --tp 8` puts every rank's norms on npu0
 // and its matmuls on its own PIM device). Each rank sees a sub-machine of its NPU (host) and
 // PIM device, with the PIM device's own link, and places its operators there as one machine
-// would (sim/placement.h).
+// would (sim/placement.h). A machine with a host CPU (cpu0, present for placement pim_only) gives
+// every rank's sub-machine that CPU too (ranks share it in turn), so pim_only ranks run their
+// norms and other non-PIM operators on it and never on their NPU.
 // Thread safety: pure functions and plain values.
 #include <vector>
 

@@ -227,11 +227,17 @@ private:
     }
 
     // price_collective, memoised: every decode step repeats the same collectives on the same devices.
+    // HCCL's launch cost (HCCL_OP_EXPANSION_MODE) belongs to NPU collectives: under pim_only the PIM
+    // devices exchange over their own links with no NPU runtime, priced by the links alone (as CENT's
+    // cxl_latency.py prices them: round trip + flits).
     const PricedCollective& priced(CollectiveKind kind, const std::vector<int>& devs, uint64_t bytes) {
         auto key = std::make_tuple(int(kind), bytes, devs);
         auto it = priced_.find(key);
-        if (it == priced_.end())
-            it = priced_.emplace(std::move(key), price_collective(hw_, kind, devs, double(bytes), opts_.parallel.launch)).first;
+        if (it == priced_.end()) {
+            const bool no_npu = opts_.placement.policy == Policy::PIM_ONLY;
+            const ExpansionCost launch = no_npu ? ExpansionCost{opts_.parallel.launch.mode, 0, 0} : opts_.parallel.launch;
+            it = priced_.emplace(std::move(key), price_collective(hw_, kind, devs, double(bytes), launch)).first;
+        }
         return it->second;
     }
 

@@ -16,7 +16,8 @@
 
 namespace duet::sim {
 
-// Link preset names in configs/hw/links.toml (shared_hbm, hccs_910b, pcie4_x16, pcie5_x16, cxl2_x16, roce_200g, roce_400g).
+// Link preset names in configs/hw/links.toml (shared_hbm, hccs_910b, pcie4_x16, pcie5_x16, cxl2_x16, roce_200g,
+// roce_400g, cxl_cent_x18, cxl_cent_x7, cxl_cent_x4).
 const std::vector<std::string>& link_preset_names();
 
 // Reads preset `name` from `dir`/hw/links.toml (dir empty: hw::config_dir()). Throws

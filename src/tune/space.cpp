@@ -172,7 +172,13 @@ Candidate Space::apply(const Candidate& base, const Point& p, const std::string&
     if (!fixed_.count("pim.layout")) c.cfg.pim.layout = c.cfg.pim.alignment_bits == 256 ? config::PimLayout::ROW_MAJOR_256BIT
                                                                               : config::PimLayout::ROW_MAJOR_128BIT;
     else if (!fixed_.count("pim.alignment")) c.cfg.pim.alignment_bits = c.cfg.pim.layout == config::PimLayout::ROW_MAJOR_256BIT ? 256 : 128;
-    if (!fixed_.count("pim.precision")) c.cfg.pim.precision = c.st.runtime.dtype == "bfloat16" ? config::PimPrecision::BF16 : config::PimPrecision::FP16;
+    // An explicit fp16/bf16 follows the swept runtime dtype; "auto" (and int8) stays as configured,
+    // so the bench resolves "auto" per PIM preset (workload::choose_pim_precision: bf16 for a
+    // bf16-only PIM such as the AiM of a hw.pair row).
+    const bool float_precision =
+        c.cfg.pim.precision == config::PimPrecision::FP16 || c.cfg.pim.precision == config::PimPrecision::BF16;
+    if (!fixed_.count("pim.precision") && float_precision)
+        c.cfg.pim.precision = c.st.runtime.dtype == "bfloat16" ? config::PimPrecision::BF16 : config::PimPrecision::FP16;
     config::Diagnostics diag;  // throws: the loader's message
     config::check_coop_config(c.cfg, where, diag);
     return c;

@@ -52,8 +52,8 @@ public:
     // The point whose values equal the base configuration where the base's value is one of
     // the dimension's values (else index 0).
     Point base_point(const Candidate& base) const;
-    // base with the point's values applied, then fixed keys; layout follows alignment (and
-    // pim.precision the runtime dtype) unless fixed. Throws duet::Error for a combination the
+    // base with the point's values applied, then fixed keys; layout follows alignment (and an
+    // explicit fp16/bf16 pim.precision the runtime dtype; "auto" stays) unless fixed. Throws duet::Error for a combination the
     // config loader refuses (its message, with `where` as the source).
     Candidate apply(const Candidate& base, const Point& p, const std::string& where = "tune point") const;
     // "pim.alignment=128 reorder.block_size_kb=16 ..." (stable; used as the results-file key).

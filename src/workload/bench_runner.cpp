@@ -194,10 +194,10 @@ BenchSetup prepare_bench(const config::Settings& st, const config::CoopConfig& c
         fail("settings ascend.enable_pim_coop = false but --target = \"{}\" uses the PIM (allowed: set enable_pim_coop "
              "to true, or --target npu_only)", in.target);
     const graph::ModelShape shape = bench_model_shape(in.model, st.runtime.dtype);
-    // pim_only runs what the PIM does not on the host CPU (cpu0), as CENT does
-    // (one rank only: with --tp/--pp each rank's machine keeps its NPU, sim/scale_out.h)
+    // pim_only runs what the PIM does not on the host CPU (cpu0), as CENT does; with --tp/--pp
+    // every rank shares it (sim/scale_out.h)
     const bool pim_only = s.pb == sim::Policy::PIM_ONLY || s.pt == sim::Policy::PIM_ONLY;
-    s.rig = cached_hardware_rig(st, cfg, in.pim, in.dispatch, pim_only && in.tp * in.pp == 1);
+    s.rig = cached_hardware_rig(st, cfg, in.pim, in.dispatch, pim_only);
     for (sim::Policy p : {s.pb, s.pt})
         if (p != sim::Policy::NPU_ONLY && !s.rig->pim)
             fail("policy {} needs a PIM model, but PIM preset '{}' is unavailable: {}", sim::policy_name(p),
@@ -300,12 +300,16 @@ sim::BenchReport finish_bench(const config::Settings& st, const config::CoopConf
                       {"flashcomm", in.flashcomm}, {"hccl_expansion", in.hccl_expansion}};
         const int64_t ranks = in.tp * in.pp, npus = int64_t(rig.hw.devices_of(sim::DeviceKind::NPU).size()),
                       pims = int64_t(rig.hw.devices_of(sim::DeviceKind::PIM).size());
-        if (ranks > npus)  // the same machine in both runs: said once
+        const bool npus_used = s.pb != sim::Policy::PIM_ONLY || s.pt != sim::Policy::PIM_ONLY;
+        if (ranks > npus && npus_used)  // the same machine in both runs: said once
             r.target.warnings.push_back(fmt::format("tp x pp = {} ranks share {} NPU(s): ranks on one device run one "
                                                     "after another (--npus {} gives each its own)", ranks, npus, ranks));
         if (s.pt != sim::Policy::NPU_ONLY && pims > 0 && ranks > pims)
             r.target.warnings.push_back(fmt::format("tp x pp = {} ranks share {} PIM device(s): their GEMVs queue on "
                                                     "one device (--pims {} gives each rank its own)", ranks, pims, ranks));
+        if (rig.hw.has(sim::DeviceKind::CPU))
+            r.target.warnings.push_back(fmt::format("pim_only: the {} ranks share the host CPU cpu0: their non-PIM "
+                                                    "operators (norms, activations, KV writes) queue on it", ranks));
     }
     return r;
 }

@@ -137,26 +137,45 @@ TEST(Calibration, CentDecoderBlockPointPasses) {
 }
 
 // CENT's Llama2-7B at tensor parallelism 8 on 8 CXL devices of 32 AiM channels (pim_cxl_aim):
-// four contexts from its published results. duet's block time is about a third of CENT's and
+// four contexts from its published results, with the harness's re-run of CENT's simulator
+// (configs/hw/references/cent.toml) cited beside them. duet's block is well below CENT's, whose
+// block also holds its RMSNorm and rotary element-wise work and the vector moves of its trace, and
 // hardly grows with the context where CENT's grows by 29 us from 128 to 4096: findings
 // (docs/hardware-model.md section 6), checked so that a model change that moves them shows.
 TEST(Calibration, CentTensorParallelBlocksAreFindings) {
     std::vector<const Point*> pts;
     for (const Point& p : table())
-        if (p.name.rfind("CENT Llama2-7B TP8 on 8 CXL AiM devices", 0) == 0) pts.push_back(&p);
+        if (p.name.rfind("CENT Llama2-7B TP8 on 8 CXL AiM devices, decoder block PIM time", 0) == 0) pts.push_back(&p);
     ASSERT_EQ(pts.size(), 4u);
     for (const Point* p : pts) {
         SCOPED_TRACE(p->name);
         EXPECT_EQ(p->check, Check::RELATIVE);
         EXPECT_DOUBLE_EQ(p->tolerance, 0.30);
         EXPECT_NE(p->source.find("simulation_results.csv (row Llama2-7B,8,1,8,32,32,"), std::string::npos);
+        EXPECT_NE(p->source.find("; re-run Morteza1814/CENT @a5d6e53"), std::string::npos);
         EXPECT_FALSE(p->passed());
         EXPECT_LT(p->duet, p->reference);
     }
     EXPECT_DOUBLE_EQ(pts[0]->reference, 18.9785);
     EXPECT_DOUBLE_EQ(pts[3]->reference, 47.729);
     EXPECT_GT(pts[3]->duet, pts[0]->duet);  // attention grows with the context
-    EXPECT_LT(pts[3]->duet - pts[0]->duet, 0.1 * (pts[3]->reference - pts[0]->reference));
+    EXPECT_LT(pts[3]->duet - pts[0]->duet, 0.2 * (pts[3]->reference - pts[0]->reference));
+}
+
+// The blocks' weight GEMVs alone, as CENT's simulator runs them (function_sim.py --only-FC on
+// aim_simulator, re-run by tools/references/cent.sh): the like-for-like check of duet's AiM GEMV
+// model (ACT16 -> MAC16 nRCDRDMAC, TMOD around every tile, WR_GB and RD_MAC on the channel bus).
+TEST(Calibration, CentWeightGemvsAloneFollowTheAimSimulator) {
+    std::vector<const Point*> pts;
+    for (const Point& p : table())
+        if (p.name.find("block weight GEMVs alone (CENT simulator run)") != std::string::npos) pts.push_back(&p);
+    ASSERT_EQ(pts.size(), 3u);  // Llama2-7B TP8, 13B TP20, 70B TP32
+    for (const Point* p : pts) {
+        SCOPED_TRACE(p->name + " duet " + std::to_string(p->duet) + " us, reference " + std::to_string(p->reference));
+        EXPECT_EQ(p->check, Check::RELATIVE);
+        EXPECT_NE(p->source.find("Morteza1814/CENT @a5d6e53 (tools/references/cent.sh"), std::string::npos);
+        EXPECT_TRUE(p->passed());
+    }
 }
 
 // DRAM (issue 9 item 1): the unloaded read latency is derived from Ramulator 2.1's timing presets

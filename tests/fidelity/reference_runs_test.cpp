@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "core/error.h"
 #include "hw/calibration/reference_runs.h"
@@ -84,7 +85,7 @@ TEST(ReferenceRuns, AbsentFileIsNotRunAndBadFilesAreErrors) {
 // The committed data files name their source, and every PIMSimulator run has the fields the
 // calibration reads.
 TEST(ReferenceRuns, CommittedFilesCarryTheirSource) {
-    for (const char* name : {"pimsimulator", "ramulator2", "attacc"}) {
+    for (const char* name : {"pimsimulator", "ramulator2", "attacc", "cent"}) {
         SCOPED_TRACE(name);
         const auto f = load_reference_file(name);
         if (!f) continue;  // a reference the harness could not run is reported as missing, not here
@@ -109,4 +110,37 @@ TEST(ReferenceRuns, CommittedFilesCarryTheirSource) {
         EXPECT_EQ(r.name, "gemv_" + std::to_string(int(r.number("m"))) + "x" + std::to_string(int(r.number("k"))) +
                               "_b" + std::to_string(int(r.number("batch"))));
     }
+}
+
+// The CENT re-run (tools/references/cent.sh) reproduces CENT's published simulation_results.csv rows
+// (Morteza1814/CENT cent_simulation/simulation_results.csv, Llama2-7B,8,1,8,32,32,L,...): PIM
+// latency and token latency at L = 128 and 4096, and its rows satisfy CENT's own token formula.
+TEST(ReferenceRuns, CentRerunReproducesThePublishedRows) {
+    const auto c = load_reference_file("cent");
+    ASSERT_TRUE(c.has_value());
+    EXPECT_EQ(c->repo, "Morteza1814/CENT");
+    struct Row {
+        const char* run;
+        double pim_ms, token_ms;  // published
+    };
+    for (const Row& r : {Row{"llama2_7b_tp8_L128", 0.0189785, 0.9806011593424478},
+                         Row{"llama2_7b_tp8_L4096", 0.047729, 2.337097159342448}}) {
+        SCOPED_TRACE(r.run);
+        const ReferenceRun* run = c->find(r.run);
+        ASSERT_NE(run, nullptr);
+        EXPECT_NEAR(run->number("pim_ms"), r.pim_ms, 1e-9);
+        EXPECT_NEAR(run->number("token_ms"), r.token_ms, 1e-6);
+    }
+    const std::map<std::string, double> blocks = {{"Llama2-7B", 32}, {"Llama2-13B", 40}, {"Llama2-70B", 80}};
+    int rows = 0;
+    for (const ReferenceRun& r : c->runs) {
+        if (!r.numbers.count("token_ms")) continue;  // the _fc tables: GEMVs alone
+        SCOPED_TRACE(r.name);
+        ++rows;
+        EXPECT_NEAR(r.number("pim_ms"), r.number("pim_cycles") / 2e6, 1e-9);  // 2 GHz
+        const double block = r.number("pim_ms") + r.number("cxl_ms") + r.number("acc_ms");
+        EXPECT_NEAR(r.number("token_ms"),
+                    block * blocks.at(r.strings.at("model")) + r.number("embedding_ms") + r.number("inout_ms"), 1e-6);
+    }
+    EXPECT_EQ(rows, 3 * 29);  // three models x (128 and 640..4096 step 128)
 }

@@ -150,3 +150,19 @@ TEST_F(DramCmdTiming, AllBankPimRows) {
     c.issue(DramCmd::MODE, {}, t().nRAS + t().nRP);
     EXPECT_EQ(c.earliest(DramCmd::WR_GB, {}), t().nRAS + t().nRP + 10);
 }
+
+// A PIM device whose all-bank MAC waits longer after its ACT than a read does (GDDR6-AiM:
+// aim_simulator's nRCDRDMAC 56 tCK against nRCDRD 36): the rule takes nRCD_MAC when it is given.
+TEST_F(DramCmdTiming, AllBankMacWaitsItsOwnActToMacDelay) {
+    PimTimingParams p{6, 0, 3, 10, t().nRCD + 7};
+    auto rules = dram_rules(t());
+    auto extra = pim_rules(t(), p);
+    rules.insert(rules.end(), extra.begin(), extra.end());
+    DramChannel c(spec.org, rules);
+    c.issue(DramCmd::ACT_AB, {0, 0, 0, 4}, 0);
+    EXPECT_EQ(c.earliest(DramCmd::MAC_AB, {0, 0, 0, 4}), t().nRCD + 7);
+    p.nRCD_MAC = 0;  // 0: the base memory's nRCD
+    DramChannel d(spec.org, pim_rules(t(), p));
+    d.issue(DramCmd::ACT_AB, {0, 0, 0, 4}, 0);
+    EXPECT_EQ(d.earliest(DramCmd::MAC_AB, {0, 0, 0, 4}), t().nRCD);
+}

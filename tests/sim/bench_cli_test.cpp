@@ -563,7 +563,7 @@ TEST(BenchCli, TopologyFlagsFileAndErrors) {
     Result link = run("", std::string(kBench) + " --topology " + file, false);
     EXPECT_EQ(link.code, 2);
     EXPECT_EQ(link.out, "duet: error: " + file + ": key 'topology.pim_link' = \"nvlink\" is not allowed (allowed: "
-                        "shared_hbm, hccs_910b, pcie4_x16, pcie5_x16, cxl2_x16, roce_200g, roce_400g)\n");
+                        "shared_hbm, hccs_910b, pcie4_x16, pcie5_x16, cxl2_x16, roce_200g, roce_400g, cxl_cent_x18, cxl_cent_x7, cxl_cent_x4)\n");
     {
         std::ofstream f(file);
         f << "[topology]\npims = 2\npim_link = \"cxl2_x16\"\n";
@@ -705,11 +705,20 @@ TEST(BenchCli, PimOnlyTensorParallelOverCxlIsAGpuFreePimSystem) {
     Result r = run("", "bench --model llama2-70b --tp 8 --gen-len 8 --baseline pim_only --target pim_only --topology " +
                            file);
     ASSERT_EQ(r.code, 0) << r.out;
-    const auto& devs = r.report["target"]["timeline"]["decode"]["devices"];
-    ASSERT_EQ(devs.size(), 9u);  // npu0 + pim0..pim7
-    for (size_t d = 1; d < 9; ++d) {
-        EXPECT_GT(devs[d]["busy_ns"].get<double>(), 0) << d;
-        EXPECT_GT(devs[d]["comm_ns"].get<double>(), 0) << d;  // the PIM devices all-reduce over CXL
+    for (const char* run : {"baseline", "target"}) {
+        const auto& devs = r.report[run]["timeline"]["decode"]["devices"];
+        ASSERT_EQ(devs.size(), 10u);  // npu0 + pim0..pim7 + cpu0
+        EXPECT_EQ(devs[0]["name"], "npu0");
+        EXPECT_EQ(devs[9]["name"], "cpu0");
+        for (const char* phase : {"prefill", "decode"}) {  // pim_only: no rank uses its NPU
+            const auto& ds = r.report[run]["timeline"][phase]["devices"];
+            EXPECT_EQ(ds[0]["busy_ns"].get<double>(), 0) << run << " " << phase;
+            EXPECT_GT(ds[9]["busy_ns"].get<double>(), 0) << run << " " << phase;  // norms etc. on the host CPU
+        }
+        for (size_t d = 1; d < 9; ++d) {
+            EXPECT_GT(devs[d]["busy_ns"].get<double>(), 0) << d;
+            EXPECT_GT(devs[d]["comm_ns"].get<double>(), 0) << d;  // the PIM devices all-reduce over CXL
+        }
     }
     bool pim_mesh_used = false;
     for (const auto& l : r.report["target"]["timeline"]["links"])

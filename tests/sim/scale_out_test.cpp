@@ -75,6 +75,41 @@ TEST(ScaleOut, RanksTakeTheirOwnDevicesOrShareThemInTurn) {
     for (const RankMachine& r : shared) EXPECT_EQ(r.npu, 0);
 }
 
+// pim_only with tensor parallelism (CENT's TP8 on 8 CXL PIM devices): every rank runs its matmuls
+// and attention on its own PIM device and everything else on the host CPU; no NPU runs anything,
+// and the all-reduces join the PIM devices.
+TEST(ScaleOut, PimOnlyRanksUseTheirPimDeviceAndTheHostCpuNeverAnNpu) {
+    fake::Npu npu, cpu;
+    fake::Pim pim;
+    fake::Layout layout;
+    SimHardware hw = npu_pim_hardware(&npu, nullptr, &layout);
+    hw.mem_bw_gbps = npu.bytes_per_ns;
+    for (int i = 0; i < 2; ++i) hw.add_device(DeviceKind::PIM, &pim, test_link());
+    hw.add_mesh(DeviceKind::PIM, test_link());
+    const int cpu0 = hw.add_device(DeviceKind::CPU, &cpu);
+    const auto machines = split_machine(hw, 2, 1);
+    ASSERT_EQ(machines.size(), 2u);
+    EXPECT_EQ(machines[1].device_map, (std::vector<int>{0, 2, cpu0}));  // npu0, pim1, the shared cpu0
+    EXPECT_EQ(machines[1].hw.devices[2].kind, DeviceKind::CPU);
+    RunOptions o = parallel(2, 1);
+    o.placement.policy = Policy::PIM_ONLY;
+    graph::GraphOptions go;
+    go.tp = 2;
+    const Plan p = plan_parallel_generation(fake::small_shape(), 32, 4, 1, go, 1);
+    const Timeline tl = simulate_timeline(fake::small_shape(), p, Placer(o.placement, hw), o, hw);
+    for (const PhaseStats* ps : {&tl.prefill, &tl.decode}) {
+        EXPECT_EQ(ps->device[0].ops, 0);  // npu0
+        EXPECT_GT(ps->device[size_t(cpu0)].ops, 0);
+    }
+    EXPECT_GT(tl.decode.device[1].ops, 0);  // pim0 and pim1: the decode GEMVs
+    EXPECT_GT(tl.decode.device[2].ops, 0);
+    // the all-reduces run between the PIM devices over their link, with no HCCL launch cost (no
+    // NPU runtime): 2048 bytes, mesh 1 x (1500 + 2048/50) ns, two per layer, four layers
+    const double steps = double(tl.tbt_ns.size());
+    EXPECT_NEAR(tl.decode.device[1].comm_ns, steps * 8 * (1500 + 2048.0 / 50), 1e-6);
+    EXPECT_EQ(tl.decode.device[0].comm_ns, 0);
+}
+
 TEST(ScaleOut, EachAllReduceCostsTheOneShotMeshFormulaOnBothRanks) {
     Cluster c(2);
     const Timeline tl = simulate(c, parallel(2, 1));

@@ -153,11 +153,19 @@ TEST(Topology, LinkPresetsReadTheirCitedNumbers) {
     EXPECT_TRUE(load_link_preset("shared_hbm").shared_memory);
     EXPECT_DOUBLE_EQ(load_link_preset("cxl2_x16").latency_ns, 250);
     EXPECT_DOUBLE_EQ(load_link_preset("hccs_910b").bandwidth_gbps, 56);
+    // CENT's fabric (cxl_latency.py): 144 // devices lanes x 4 GiB/s (multicast) x 192/256 flit payload;
+    // round trip 4 x 25 + 2 x 2 x (5 + 20 + 5) + 20 ns
+    const double lane_gbps = 4.0 * 1024 * 1024 * 1024 / 1e9 * 192 / 256;
+    for (auto [name, devices] : {std::pair{"cxl_cent_x18", 8}, {"cxl_cent_x7", 20}, {"cxl_cent_x4", 32}}) {
+        const SimLink l = load_link_preset(name);
+        EXPECT_NEAR(l.bandwidth_gbps, (144 / devices) * lane_gbps, 0.01) << name;
+        EXPECT_DOUBLE_EQ(l.latency_ns, 4 * 25 + 2 * 2 * (5 + 20 + 5) + 20) << name;
+    }
     try {
         load_link_preset("nvlink");
         FAIL();
     } catch (const Error& e) {
-        EXPECT_STREQ(e.what(), "unknown link preset 'nvlink' (known: shared_hbm, hccs_910b, pcie4_x16, pcie5_x16, cxl2_x16, roce_200g, roce_400g)");
+        EXPECT_STREQ(e.what(), "unknown link preset 'nvlink' (known: shared_hbm, hccs_910b, pcie4_x16, pcie5_x16, cxl2_x16, roce_200g, roce_400g, cxl_cent_x18, cxl_cent_x7, cxl_cent_x4)");
     }
 }
 

@@ -4,6 +4,7 @@
 // non-dominated set, and the best point's config.toml loads back to the same knobs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -139,6 +140,39 @@ TEST(TuneEvaluator, KeepsABoundedNumberOfRigsWithTheSameNumbers) {
     EXPECT_EQ(again.tbt_ms, first[0].tbt_ms);
     EXPECT_EQ(again.memory_bytes, first[0].memory_bytes);
     EXPECT_EQ(size_t(ev.rigs_built()), n + 1);
+}
+
+// A hw.pair row with the bf16-only GDDR6-AiM keeps config.toml's precision = "auto", so the bench
+// picks bf16 for it and the PIM runs the decode GEMVs (the row used to force fp16 from the float16
+// runtime dtype: the AiM then ran nothing and the target equalled the NPU-only baseline).
+TEST(TuneSpace, HwPairRowsKeepAutoPrecision) {
+    TuneOptions o = small_options();
+    o.space.hw_pairs = true;
+    o.space.only = {"hw.pair"};
+    ASSERT_EQ(o.base.cfg.pim.precision, config::PimPrecision::AUTO);
+    ASSERT_EQ(o.base.st.runtime.dtype, "float16");
+    const Space space = make_space(o);
+    const auto& vals = space.dims()[0].values;
+    const auto it = std::find(vals.begin(), vals.end(), "\"Ascend910B4+pim_gddr6_aim\"");
+    ASSERT_NE(it, vals.end());
+    const Point p = {int(it - vals.begin())};
+    const Candidate c = space.apply(o.base, p);
+    EXPECT_EQ(c.cfg.pim.precision, config::PimPrecision::AUTO);
+    Evaluator ev(space, o.base, Objective::TBT);
+    const sim::BenchReport r = ev.report(p);
+    ASSERT_TRUE(r.pim_precision.is_object());
+    EXPECT_EQ(r.pim_precision.value("configured", ""), "auto");
+    EXPECT_EQ(r.pim_precision.value("precision", ""), "bf16");
+    EXPECT_TRUE(r.pim_precision.value("pim_supports", false));
+    EXPECT_GT(r.target.timeline.decode.pim().ops, 0);  // the AiM serves the decode GEMVs
+    const PointResult pr = ev.evaluate(p);
+    ASSERT_TRUE(pr.ok) << pr.error;
+    EXPECT_NE(pr.tbt_ms, pr.baseline_tbt_ms);  // (one AiM chip is slower than the 910B4's HBM: not equal, not less)
+
+    // An explicit fp16 still follows the runtime dtype (and the AiM, fp16-less, runs nothing).
+    Candidate fp16 = o.base;
+    fp16.cfg.pim.precision = config::PimPrecision::FP16;
+    EXPECT_EQ(space.apply(fp16, p).cfg.pim.precision, config::PimPrecision::FP16);
 }
 
 TEST(TuneAdaptive, DeterministicAndWithinBudget) {

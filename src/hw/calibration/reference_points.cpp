@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "core/error.h"
 #include "hw/dram/mem_workload.h"
@@ -213,45 +214,101 @@ void attacc_points(std::vector<Point>& out) {
     }
 }
 
-// CENT's Llama2-7B on 8 CXL devices with tensor parallelism 8 (each device: 32 AiM channels,
-// 1/8 of every matrix and 4 of the 32 heads), decode at context L: the PIM latency of one
-// decoder block from its published results. duet runs one device's share on pim_cxl_aim:
-// q, k, v, gate, up split by rows (512 x 4096, 1376 x 4096), o and down by columns
-// (4096 x 512, 4096 x 1376), and attention over 4 heads of d 128 and L positions.
-void cent_tp8_points(std::vector<Point>& out) {
+// CENT's Llama2 decoder block on N CXL devices with tensor parallelism N (each device: 32 AiM
+// channels, 1/N of every matrix and heads / N of the heads), decode at context L: the PIM latency
+// of one device's block. duet runs that share on pim_cxl_aim: q, k, v, gate, up split by rows, o
+// and down by columns (Megatron), and attention over heads / N heads of d 128 and L positions.
+struct CentModel {
+    const char* name;  // CENT's model name, e.g. "Llama2-7B"
+    const char* key;   // configs/hw/references/cent.toml table prefix, e.g. "llama2_7b"
+    int64_t d, ff, heads, kv_heads, tp;
+};
+
+constexpr CentModel kCentModels[] = {{"Llama2-7B", "llama2_7b", 4096, 11008, 32, 32, 8},
+                                     {"Llama2-13B", "llama2_13b", 5120, 13824, 40, 40, 20},
+                                     {"Llama2-70B", "llama2_70b", 8192, 28672, 64, 8, 32}};
+
+double cent_gemvs_ns(const pim::PimDevice& dev, const CentModel& m) {
+    const int64_t kv = m.kv_heads * 128, d = m.d, ff = m.ff, tp = m.tp;
+    double t_ns = 0;
+    for (auto [rows, k] : {std::pair{d / tp, d}, {(kv + tp - 1) / tp, d}, {(kv + tp - 1) / tp, d}, {d, d / tp},
+                           {(ff + tp - 1) / tp, d}, {(ff + tp - 1) / tp, d}, {d, (ff + tp - 1) / tp}})
+        t_ns += dev.estimate_gemv(rows, k, DType::BF16).t_ns;
+    return t_ns;
+}
+
+double cent_attention_ns(const pim::PimDevice& dev, const CentModel& m, int64_t context) {
+    OpShape att;
+    att.cls = OpClass::ATTENTION;
+    att.m = 1, att.n = context, att.k = 128;
+    att.n_head = std::max<int64_t>(1, m.heads / m.tp);
+    att.n_head_kv = std::max<int64_t>(1, m.kv_heads / m.tp);
+    att.weight_dtype = att.act_dtype = DType::BF16;  // the AiM takes bf16 only (an f16 op is unsupported)
+    return dev.estimate(att).t_ns;
+}
+
+constexpr const char* kCentNote =
+    "finding: duet runs one device's share on pim_cxl_aim (the seven bf16 GEMVs split tp ways, Megatron, and "
+    "attention over heads / tp heads as two GEMVs spread over every unit); CENT's block PIM time also holds its "
+    "RMSNorm and rotary element-wise work on the AiM units with the vector writes and reads they need, and maps "
+    "attention head by head with one bank per head dimension (a readout per 16 positions), so it grows ~8x faster "
+    "with the context; the GEMVs alone are compared in the 'weight GEMVs alone' row (docs/hardware-model.md 6)";
+
+void cent_tp_points(std::vector<Point>& out) {
     const pim::PimDevice dev(load_pim_preset("pim_cxl_aim"));
-    const int64_t d = 4096, ff = 11008, tp = 8;
-    struct Ref {
+    const std::optional<ReferenceFile> run = load_reference_file("cent");
+    constexpr const char* kDevice = "GDDR6-AiM (pim_gddr6_aim, pim_cxl_aim)";
+    // Published: cent_simulation/simulation_results.csv rows "Llama2-7B,8,1,8,32,32,<L>,512,3584,<PIM latency>,..."
+    struct Published {
         int64_t context;
-        double pim_ms;  // "PIM latency" column
+        double pim_ms;
     };
-    // cent_simulation/simulation_results.csv rows "Llama2-7B,8,1,8,32,32,<L>,512,3584,<PIM latency>,..."
-    const Ref refs[] = {{128, 0.0189785}, {1024, 0.024971}, {2048, 0.032581}, {4096, 0.047729}};
-    for (const Ref& r : refs) {
-        double t_ns = 0;
-        for (auto [rows, k] : {std::pair{d / tp, d}, {d / tp, d}, {d / tp, d}, {d, d / tp}, {ff / tp, d}, {ff / tp, d},
-                               {d, ff / tp}})
-            t_ns += dev.estimate_gemv(rows, k, DType::BF16).t_ns;
-        OpShape att;
-        att.cls = OpClass::ATTENTION;
-        att.m = 1, att.n = r.context, att.k = 128, att.n_head = att.n_head_kv = 32 / tp;
-        att.weight_dtype = att.act_dtype = DType::BF16;  // the AiM takes bf16 only (an f16 op is unsupported)
-        t_ns += dev.estimate(att).t_ns;
-        Point p;
-        p.name = fmt::format("CENT Llama2-7B TP8 on 8 CXL AiM devices, decoder block PIM time, context {}", r.context);
-        p.source = fmt::format("Morteza1814/CENT @40f1550 cent_simulation/simulation_results.csv (row Llama2-7B,8,1,8,"
-                               "32,32,{},512,3584: PIM latency {} ms)",
-                               r.context, r.pim_ms);
-        p.check = Check::RELATIVE;
-        p.reference = r.pim_ms * 1000;
-        p.duet = t_ns / 1000;
-        p.tolerance = 0.30;
-        p.unit = std::string("us");
-        p.note = "one device's share on pim_cxl_aim (32 channels): the seven bf16 GEMVs split 8 ways (Megatron: "
-                 "q, k, v, gate, up by rows; o, down by columns) and attention over 4 heads; CENT's block also has "
-                 "CXL (4.3 us) and accelerator (2.3-16 us) latency, not compared here";
-        p.device = "GDDR6-AiM (pim_gddr6_aim, pim_cxl_aim)";
-        out.push_back(p);
+    const Published published[] = {{128, 0.0189785}, {1024, 0.024971}, {2048, 0.032581}, {4096, 0.047729}};
+    for (const CentModel& m : kCentModels) {
+        const double gemv_ns = cent_gemvs_ns(dev, m);
+        const std::string prefix = fmt::format("{}_tp{}", m.key, m.tp);
+        // The block's weight GEMVs alone (the harness's --only-FC run): isolates the GEMV model.
+        if (const ReferenceRun* fc = run ? run->find(prefix + "_fc") : nullptr) {
+            Point p;
+            p.name = fmt::format("CENT {} TP{} on {} CXL AiM devices, block weight GEMVs alone (CENT simulator run)",
+                                 m.name, m.tp, m.tp);
+            p.source = fmt::format("{} [{}_fc]: {} cycles at 2 GHz", run->cite(), prefix, fc->number("pim_cycles"));
+            p.check = Check::RELATIVE;
+            p.reference = fc->number("pim_ms") * 1000;
+            p.duet = gemv_ns / 1000;
+            p.tolerance = 0.30;
+            p.unit = std::string("us");
+            p.note = "CENT's function_sim.py --only-FC trace (WR_GB, WR_BIAS, MAC_ABK, RD_MAC per row group) on "
+                     "aim_simulator; duet: the seven GEMVs of one device's share on pim_cxl_aim";
+            p.device = kDevice;
+            out.push_back(p);
+        }
+        for (const int64_t context : {128, 1024, 2048, 4096}) {
+            const ReferenceRun* rr = run ? run->find(fmt::format("{}_L{}", prefix, context)) : nullptr;
+            const Published* pub = nullptr;
+            if (m.tp == 8)
+                for (const Published& x : published)
+                    if (x.context == context) pub = &x;
+            if (!pub && !rr) continue;
+            Point p;
+            p.name = fmt::format("CENT {} TP{} on {} CXL AiM devices, decoder block PIM time, context {}", m.name, m.tp,
+                                 m.tp, context);
+            if (pub)
+                p.source = fmt::format("Morteza1814/CENT @40f1550 cent_simulation/simulation_results.csv (row {},{},1,"
+                                       "{},32,32,{},512,3584: PIM latency {} ms)",
+                                       m.name, m.tp, m.tp, context, pub->pim_ms);
+            if (rr)
+                p.source += fmt::format("{}{} [{}_L{}]: {} ms", pub ? "; re-run " : "", run->cite(), prefix, context,
+                                        rr->number("pim_ms"));
+            p.check = Check::RELATIVE;
+            p.reference = (pub ? pub->pim_ms : rr->number("pim_ms")) * 1000;
+            p.duet = (gemv_ns + cent_attention_ns(dev, m, context)) / 1000;
+            p.tolerance = 0.30;
+            p.unit = std::string("us");
+            p.note = kCentNote;
+            p.device = kDevice;
+            out.push_back(p);
+        }
     }
 }
 
@@ -282,7 +339,7 @@ void aim_points(std::vector<Point>& out) {
              "and its attention on pim_gddr6_aim with 8 channels; CENT adds its own command scheduling";
     p.device = "GDDR6-AiM (pim_gddr6_aim, pim_cxl_aim)";
     out.push_back(p);
-    cent_tp8_points(out);
+    cent_tp_points(out);
     Point g;
     g.name = "GDDR6-AiM bf16 GEMV 4096x4096 speedup";
     g.source = "arkhadem/aim_simulator; Morteza1814/CENT (figure_source_data, simulation_results*.csv)";

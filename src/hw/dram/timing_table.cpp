@@ -61,7 +61,7 @@ std::vector<TimingRule> pim_rules(const DramTiming& t, const PimTimingParams& p)
     std::vector<TimingRule> r;
     // All-bank commands act on every bank of the channel, so their constraints live at the
     // channel level; they also honour what the plain commands left behind.
-    add(r, L::CHANNEL, {C::ACT_AB}, {C::MAC_AB}, t.nRCD);
+    add(r, L::CHANNEL, {C::ACT_AB}, {C::MAC_AB}, p.nRCD_MAC > 0 ? p.nRCD_MAC : t.nRCD);
     add(r, L::CHANNEL, {C::ACT_AB}, {C::PREA}, t.nRAS);
     add(r, L::CHANNEL, {C::ACT_AB}, {C::ACT_AB}, std::max(t.nRC, p.nACT_AB));
     add(r, L::CHANNEL, {C::ACT_AB}, {C::REFab}, t.nRC);

@@ -49,6 +49,7 @@ struct PimTimingParams {
     int nACT_AB = 0;          // ACT_AB to ACT_AB beyond nRC (all-bank activation power limit)
     int nMAC_RD_OUT = 0;      // last MAC_AB to the first RD_OUT (unit pipeline drain)
     int mode_switch_cycles = 0;  // MODE to any following command
+    int nRCD_MAC = 0;         // ACT_AB to the first MAC_AB (0: the base memory's nRCD)
 };
 std::vector<TimingRule> pim_rules(const DramTiming& t, const PimTimingParams& p);
 

@@ -18,7 +18,7 @@ using dram::refreshes_due;
 using dram::DramCmd;
 
 dram::PimTimingParams pim_params(const PimSpec& s) {
-    return {s.timing.nCCD_AB, s.timing.nACT_AB, s.timing.nMAC_RD_OUT, s.timing.mode_switch_cycles};
+    return {s.timing.nCCD_AB, s.timing.nACT_AB, s.timing.nMAC_RD_OUT, s.timing.mode_switch_cycles, s.timing.nRCD_MAC};
 }
 
 // Interface both fidelities implement; the program below drives it.
@@ -154,15 +154,15 @@ private:
 
 // The same program in closed form per segment: a run of c MACs in one open row takes
 // first + (c - 1) * nCCD_AB; a row change costs PREA at max(last MAC + nRTP, ACT + nRAS), ACT_AB
-// at max(PREA + nRP, previous ACT + max(nRC, nACT_AB)), first MAC at ACT + nRCD. Refresh is
+// at max(PREA + nRP, previous ACT + max(nRC, nACT_AB)), first MAC at ACT + nRCD_MAC. Refresh is
 // added at the end: k = floor((T + k lost) / tREFI) refreshes, each losing
-// lost = f (nRTP + nRP + nRFC + nRCD - nCCD_AB) + (1 - f)(nRP + nRFC), f = MAC share of the time.
+// lost = f (nRTP + nRP + nRFC + nRCD_MAC - nCCD_AB) + (1 - f)(nRP + nRFC), f = MAC share of the time.
 class ClosedFormBackend final : public Backend {
 public:
     ClosedFormBackend(const PimSpec& s, const GemvPlan& p)
         : t_(s.mem.timing), cpa_(p.cols_per_act), ccd_(s.timing.nCCD_AB),
           rc_(std::max(s.timing.nACT_AB, s.mem.timing.nRC)), mac_rd_(s.timing.nMAC_RD_OUT),
-          mode_cycles_(s.timing.mode_switch_cycles) {
+          mode_cycles_(s.timing.mode_switch_cycles), rcd_mac_(s.timing.nRCD_MAC) {
         sp_ = std::max(t_.nBL, t_.nCCD_S);
         t_mw_ = std::max(1, t_.nCL + t_.nBL + 2 - t_.nCWL + t_.nRTW);
         t_wm_ = t_.nCWL + t_.nBL + t_.nWTR_S;
@@ -231,7 +231,7 @@ public:
             }
             const int64_t c = std::min(n, cpa_ - col_);
             const double first =
-                std::max({bus_ + 1, act_ + t_.nRCD, mac_ + ccd_, wr_ + t_wm_, rd_ + 1, mode_ + mode_cycles_});
+                std::max({bus_ + 1, act_ + rcd_mac_, mac_ + ccd_, wr_ + t_wm_, rd_ + 1, mode_ + mode_cycles_});
             mac_ = bus_ = first + double(c - 1) * ccd_;
             col_ += c;
             n -= c;
@@ -256,7 +256,7 @@ public:
             // A refresh inside a MAC run closes the row and re-opens it; one during I/O or
             // between rows only waits for the precharge and tRFC.
             const double f_mac = std::min(1.0, double(st_.n_mac) * ccd_ / end);
-            const double lost = f_mac * (t_.nRTP + t_.nRP + t_.nRFC + t_.nRCD - ccd_) + (1 - f_mac) * (t_.nRP + t_.nRFC);
+            const double lost = f_mac * (t_.nRTP + t_.nRP + t_.nRFC + rcd_mac_ - ccd_) + (1 - f_mac) * (t_.nRP + t_.nRFC);
             const double k = refreshes_due(end, lost, t_.nREFI);
             end += k * lost;
             st_.n_ref = uint64_t(k);
@@ -271,7 +271,7 @@ private:
     static constexpr double kNever = -1e18;
     dram::DramTiming t_;
     int64_t cpa_;
-    double ccd_, rc_, mac_rd_, mode_cycles_, sp_ = 0, t_mw_ = 0, t_wm_ = 0;
+    double ccd_, rc_, mac_rd_, mode_cycles_, rcd_mac_, sp_ = 0, t_mw_ = 0, t_wm_ = 0;
     double bus_ = -1, mac_ = kNever, act_ = kNever, prea_ = kNever, wr_ = kNever, rd_ = kNever, mode_ = kNever;
     int64_t col_ = 0;
     bool open_ = false;

@@ -77,6 +77,7 @@ PimSpec load_pim_spec_file(const std::string& path, const std::string& name, con
     s.timing.nACT_AB = int(t.get_int_or("nACT_AB", mt.nRC, 1, 1 << 20));
     s.timing.nMAC_RD_OUT = int(t.get_int("nMAC_RD_OUT", 0, 1 << 16));
     s.timing.mode_switch_cycles = int(t.get_int("mode_switch_cycles", 0, 1 << 20));
+    s.timing.nRCD_MAC = int(t.get_int_or("nRCD_MAC", mt.nRCD, 1, 1 << 16));
     s.timing.host_sync_ns = t.get_double("host_sync_ns", 0, 1e9);
     s.timing.crf_bursts = int(t.get_int_or("crf_bursts", 0, 0, 64));
     s.timing.mode_switch_per_tile = t.get_bool_or("mode_switch_per_tile", false);

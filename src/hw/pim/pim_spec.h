@@ -33,6 +33,7 @@ struct PimTiming {
     int nACT_AB = 0;             // all-bank ACT to ACT minimum, cycles (power limit; >= nRC)
     int nMAC_RD_OUT = 0;         // last MAC to first result read, cycles (unit pipeline)
     int mode_switch_cycles = 0;  // one SB->AB->AB-PIM (or back) transition, cycles
+    int nRCD_MAC = 0;            // all-bank ACT to the first MAC, cycles (the base memory's nRCD unless given)
     double host_sync_ns = 0;     // host/NPU fence before reading results
     int crf_bursts = 0;          // bursts that program the units' command registers per GEMV (FIMDRAM CRF)
     bool mode_switch_per_tile = false;  // AB <-> AB-PIM around every output tile and input vector

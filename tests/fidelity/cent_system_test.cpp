@@ -1,0 +1,54 @@
+// The CENT-class system points (workload/cent_calibration.h): the published per-token latencies
+// the code cites equal the mean of the harness's re-run of CENT's simulator over the same context
+// positions (configs/hw/references/cent.toml, written by tools/references/cent.sh), and duet's
+// machine for them is pim_only on PIM devices and the host CPU only. The points are findings
+// (docs/hardware-model.md section 6): checked so that a model change that moves them shows.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "hw/calibration/reference_runs.h"
+#include "workload/cent_calibration.h"
+
+using namespace duet;
+using hw::calibration::Check;
+
+TEST(CentSystem, PublishedTokenLatenciesAreTheMeanOfTheRerunsDecodeRows) {
+    const auto pts = workload::cent_system_points();
+    ASSERT_EQ(pts.size(), 3u);
+    const auto ref = hw::calibration::load_reference_file("cent");
+    ASSERT_TRUE(ref.has_value());
+    const std::map<std::string, double> devices = {{"Llama2-7B", 8}, {"Llama2-13B", 20}, {"Llama2-70B", 32}};
+    for (const auto& p : pts) {
+        SCOPED_TRACE(p.name);
+        const std::string model = p.name.substr(5, p.name.find(' ', 5) - 5);  // "CENT Llama2-7B on ..."
+        double sum = 0;
+        int n = 0;
+        for (const auto& r : ref->runs) {
+            if (!r.numbers.count("token_ms") || r.strings.at("model") != model) continue;
+            EXPECT_EQ(r.number("devices"), devices.at(model));
+            const double l = r.number("seqlen");
+            if (l > 512 && l <= 4096) sum += r.number("token_ms"), ++n;
+        }
+        EXPECT_EQ(n, 28);  // 640 .. 4096 step 128
+        EXPECT_NEAR(p.reference, sum / n, 1e-6);
+        EXPECT_EQ(p.check, Check::RELATIVE);
+        EXPECT_DOUBLE_EQ(p.tolerance, 0.25);
+        EXPECT_NE(p.source.find("; re-run Morteza1814/CENT @a5d6e53"), std::string::npos);
+        // a finding: the host CPU runs every rank's element-wise operators in turn
+        EXPECT_FALSE(p.passed());
+        EXPECT_GT(p.duet, p.reference);
+    }
+}
+
+// duet's token latency grows with the context (attention) and with the model.
+TEST(CentSystem, TokenLatencyGrowsWithContextAndModel) {
+    const double short_ctx = workload::cent_system_token_ms("llama2-7b", 8, "cxl_cent_x18", {640});
+    const double long_ctx = workload::cent_system_token_ms("llama2-7b", 8, "cxl_cent_x18", {4096});
+    const double big = workload::cent_system_token_ms("llama2-13b", 20, "cxl_cent_x7", {640});
+    EXPECT_GT(long_ctx, short_ctx);
+    EXPECT_GT(big, short_ctx);
+    EXPECT_NEAR(workload::cent_system_token_ms("llama2-7b", 8, "cxl_cent_x18", {640, 4096}), (short_ctx + long_ctx) / 2,
+                1e-9);
+}
