@@ -12,6 +12,7 @@
 #include "tune/outputs.h"
 #include "tune/tune.h"
 #include "workload/bench_runner.h"
+#include "workload/model_limits.h"
 
 namespace duet::cli {
 namespace {
@@ -138,6 +139,30 @@ TaskInputs task_inputs(const nlohmann::json& params, const config::Settings& st0
     return t;
 }
 
+// The layers of scheduling.npu_only_layers and seq_len + gen_len against the task's model; a 400
+// naming the payload key (or the server's file when the payload does not set it).
+void check_model_limits(const nlohmann::json& params, const TaskInputs& t) {
+    const workload::ModelLimits m = workload::model_limits(t.in.model);
+    const std::string layers = "scheduling.npu_only_layers";
+    const std::string seq = params.contains("seq_len") ? "seq_len"
+                            : params.contains("runtime.seq_len") ? "runtime.seq_len"
+                                                                 : "";
+    try {
+        workload::check_npu_only_layers(m, t.cfg.scheduling.npu_only_layers,
+                                        params.contains(layers) ? "task parameter '" + layers + "'"
+                                                                : "serve's config.toml: " + layers);
+    } catch (const Error& e) {
+        throw server::ApiError::bad_request(e.what(), layers);
+    }
+    try {
+        workload::check_context(m, t.in.seq_len, t.in.gen_len,
+                                {seq.empty() ? "settings runtime.seq_len" : "task parameter '" + seq + "'", "gen_len",
+                                 seq.empty() ? "seq_len" : seq});
+    } catch (const Error& e) {
+        throw server::ApiError::bad_request(e.what(), t.in.gen_len >= m.n_ctx ? "gen_len" : seq.empty() ? "seq_len" : seq);
+    }
+}
+
 using Progress = server::TaskKind::Progress;
 
 // The model a task runs: the payload's, else settings api.model when it is a preset, else the served file.
@@ -239,10 +264,12 @@ void register_serve_tasks(server::TaskService& tasks, const config::Settings& st
                 "model");
     };
     // Submission-time validation: the loader's own rules (config::check_coop_config; for the
-    // optimisation, the fixed knobs through tune's Space, which applies the same check).
+    // optimisation, the fixed knobs through tune's Space, which applies the same check), and the
+    // model's limits (workload/model_limits.h) before anything is built.
     auto validate_bench = [st, cfg, model, check_model](const nlohmann::json& p) {
         TaskInputs t = task_inputs(p, st, cfg, model, false);
         check_model(t);
+        check_model_limits(p, t);
         try {
             config::Diagnostics diag;
             config::check_coop_config(t.cfg, "task", diag);
@@ -254,6 +281,7 @@ void register_serve_tasks(server::TaskService& tasks, const config::Settings& st
     auto validate_optimize = [st, cfg, model, check_model](const nlohmann::json& p) {
         TaskInputs t = task_inputs(p, st, cfg, model, true);
         check_model(t);
+        check_model_limits(p, t);
         tune::TuneOptions o = optimize_options(p, t);
         try {
             const tune::Space space = tune::make_space(o);

@@ -17,6 +17,7 @@
 #include "tune/outputs.h"
 #include "tune/tune.h"
 #include "workload/bench_runner.h"
+#include "workload/model_limits.h"
 
 namespace duet::cli {
 namespace {
@@ -99,6 +100,13 @@ void run_tune_cmd(const TuneArgs& a) {
         o.space.values[k] = vals;
     }
     for (const auto& k : a.only) o.space.only.push_back(k);
+    // The base against the model before any point (the --fix/--vary values: tune::make_space).
+    const workload::ModelLimits limits = workload::model_limits(in.model);
+    workload::check_npu_only_layers(limits, o.base.cfg.scheduling.npu_only_layers,
+                                    a.config_path + ": scheduling.npu_only_layers");
+    if (!o.space.fixed.count("runtime.seq_len") && !o.space.values.count("runtime.seq_len"))
+        workload::check_context(limits, in.seq_len, in.gen_len,
+                                {a.seq_len != -1 ? "--seq-len" : "settings runtime.seq_len", "--gen-len"});
     for (const auto& [k, v] : o.space.fixed) tune::set_knob(o.base, k, v, "--fix");  // refuse bad values now
     for (const auto& [k, vals] : o.space.values)  // each --vary value alone, before the search
         for (const auto& v : vals) {

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "tune/results_file.h"
 #include "workload/bench_runner.h"
+#include "workload/model_limits.h"
 
 namespace duet::tune {
 
@@ -30,9 +31,31 @@ const char* strategy_name(Strategy s) {
     return "?";
 }
 
+namespace {
+
+// --fix and --vary values checked against the model before any point is evaluated: layers it has,
+// prompts that fit its context (a value past either was modelled silently).
+void check_against_model(const SpaceOptions& sp, const Candidate& base, const workload::ModelLimits& m) {
+    auto each = [&](const std::string& key, const std::function<void(const nlohmann::json&, const std::string&)>& check) {
+        if (auto it = sp.fixed.find(key); it != sp.fixed.end())
+            check(nlohmann::json::parse(it->second, nullptr, false), "--fix: key '" + key + "'");
+        if (auto it = sp.values.find(key); it != sp.values.end())
+            for (const std::string& v : it->second) check(nlohmann::json::parse(v, nullptr, false), "--vary: key '" + key + "'");
+    };
+    each("scheduling.npu_only_layers", [&](const nlohmann::json& v, const std::string& where) {
+        if (v.is_string()) workload::check_npu_only_layers(m, v.get<std::string>(), where);
+    });
+    each("runtime.seq_len", [&](const nlohmann::json& v, const std::string& where) {
+        if (v.is_number_integer()) workload::check_context(m, v.get<int64_t>(), base.in.gen_len, {where, "--gen-len", "runtime.seq_len"});
+    });
+}
+
+}  // namespace
+
 Space make_space(const TuneOptions& opt) {
-    const graph::ModelShape shape = workload::bench_model_shape(opt.base.in.model, opt.base.st.runtime.dtype);
-    return Space(opt.space, shape.n_layer);
+    const workload::ModelLimits limits = workload::model_limits(opt.base.in.model);
+    check_against_model(opt.space, opt.base, limits);
+    return Space(opt.space, limits.n_layer);
 }
 
 namespace {

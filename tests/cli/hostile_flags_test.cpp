@@ -70,6 +70,37 @@ TEST_F(HostileFlags, BenchModelAndSeqLen) {
                      "'s context of 512 tokens (allowed: --seq-len at most 508)");
 }
 
+// A layer past the model in scheduling.npu_only_layers was silently ignored; a prompt past a preset's
+// context was modelled as if the model had been trained for it (a file's was already refused).
+TEST_F(HostileFlags, TraceOnlyRunsStayWithinTheModel) {
+    const std::string cfg = (dir_ / "layers.toml").string();
+    std::ofstream(cfg) << "[scheduling]\nnpu_only_layers = \"0,30-40\"\n";
+    const std::string layers = "\"0,30-40\": layer 32 is past llama2-7b's 32 layers (allowed: layers 0 to 31)";
+    expect_error("bench --model llama2-7b --seq-len 64 --gen-len 4 --config " + cfg,
+                 cfg + ": scheduling.npu_only_layers = " + layers);
+    expect_error("tune --model llama2-7b --budget 2 --results '' --config " + cfg,
+                 cfg + ": scheduling.npu_only_layers = " + layers);
+    expect_error("tune --model llama2-7b --budget 2 --results '' --vary 'scheduling.npu_only_layers=\"0\",\"32\"'",
+                 "--vary: key 'scheduling.npu_only_layers' = \"32\": layer 32 is past llama2-7b's 32 layers (allowed: "
+                 "layers 0 to 31)");
+    expect_error("bench --model llama2-7b --seq-len 100000 --gen-len 4",
+                 "--seq-len = 100000 with --gen-len = 4 needs 100004 tokens, more than llama2-7b's context of 4096 "
+                 "tokens (allowed: --seq-len at most 4092)");
+    expect_error("tune --model llama2-7b --budget 2 --results '' --seq-len 4000",
+                 "--seq-len = 4000 with --gen-len = 256 needs 4256 tokens, more than llama2-7b's context of 4096 "
+                 "tokens (allowed: --seq-len at most 3840)");
+    expect_error("tune --model llama2-7b --budget 2 --results '' --vary runtime.seq_len=128,5000",
+                 "--vary: key 'runtime.seq_len' = 5000 with --gen-len = 256 needs 5256 tokens, more than "
+                 "llama2-7b's context of 4096 tokens (allowed: runtime.seq_len at most 3840)");
+    // From settings.json, as with a file: said aloud and cut to the context.
+    const Result cut = duet("bench --model tiny-llama --gen-len 4 --no-verdict-exit");
+    EXPECT_EQ(cut.rc, 0) << cut.err;
+    EXPECT_NE(cut.err.find("settings runtime.seq_len = 2048 with --gen-len = 4 does not fit tiny-llama's context of "
+                           "512 tokens; the prompt is cut to 508 tokens"),
+              std::string::npos)
+        << cut.err;
+}
+
 TEST_F(HostileFlags, PimSimRefusesLayoutsAndWorkItCannotFinish) {
     expect_error("pim-sim gemv --pim pim_hbm2_fimdram --m 64 --k 64 --layout x",
                  "--layout 'x' is not allowed (allowed: row_major_128bit, row_per_unit)");
