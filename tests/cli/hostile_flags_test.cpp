@@ -109,6 +109,14 @@ TEST_F(HostileFlags, PimSimRefusesLayoutsAndWorkItCannotFinish) {
         "--bytes = 1099511627776 at --fidelity command simulates about 17179869184 bursts of 64 B: about 21475 "
         "s at the ~0.8 M bursts/s measured on a 2-core machine (allowed: --bytes at most 1073741824 with "
         "--fidelity command, or --fidelity analytical for any size)");
+    // --fidelity analytical at the flags' maxima walked its program for minutes (~40 s at 2^46 weights).
+    expect_error("pim-sim gemv --pim pim_hbm2_fimdram --m 16777216 --k 16777216 --fidelity analytical",
+                 "--m 16777216 x --k 16777216 with --batch 1 at --fidelity analytical walks about 1.07e+09 program "
+                 "steps on pim_hbm2_fimdram (tiles x vectors x input chunks, plus row activations): up to 102 s at the "
+                 "~1e+07 steps/s measured on a 2-core machine (allowed: at most 2.5e+08 steps; a smaller --m, --k or "
+                 "--batch, or more --channels)");
+    const Result within = duet("pim-sim gemv --pim pim_hbm2_fimdram --m 1048576 --k 1048576 --fidelity analytical");
+    EXPECT_EQ(within.rc, 0) << within.err;
     const Result g = duet("pim-sim gemv --pim pim_hbm2_fimdram --m 16777216 --k 16777216");
     EXPECT_EQ(g.rc, 2) << g.err;
     EXPECT_EQ(g.err.rfind("duet: error: --m 16777216 x --k 16777216 = 2.81e+14 weights at --fidelity command: about "
