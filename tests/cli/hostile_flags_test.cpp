@@ -166,9 +166,12 @@ TEST_F(HostileFlags, LayerRangesAreBoundedBeforeExpansion) {
                      "and ranges like \"0-1,31\" or \"\", layers 0 to 4095)");
 }
 
-// gen-model left its .tmp file behind on SIGTERM; now the handler removes it.
-TEST_F(HostileFlags, GenModelRemovesItsTempFileOnSigterm) {
-    const std::string out = (dir_ / "big.gguf").string();
+// gen-model left its .tmp file behind on SIGINT and SIGTERM; now the handler removes it.
+class GenModelSignal : public HostileFlags, public ::testing::WithParamInterface<int> {};
+
+TEST_P(GenModelSignal, RemovesItsTempFile) {
+    const int sig = GetParam();
+    const std::string out = (dir_ / ("big" + std::to_string(sig) + ".gguf")).string();
     const std::string cmd =
         std::string(DUET_BINARY_DIR) + "/duet gen-model --arch llama2-7b --dtype q4_0 --layers 2 --threads 1 -o " + out;
     const pid_t pid = ::fork();
@@ -183,13 +186,15 @@ TEST_F(HostileFlags, GenModelRemovesItsTempFileOnSigterm) {
         if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     ASSERT_TRUE(seen) << "no " << out << ".tmp appeared";
-    ::kill(pid, SIGTERM);
+    ::kill(pid, sig);
     int status = 0;
     ::waitpid(pid, &status, 0);
-    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << status;
     EXPECT_FALSE(fs::exists(out + ".tmp"));
     EXPECT_FALSE(fs::exists(out));
 }
+
+INSTANTIATE_TEST_SUITE_P(HostileFlags, GenModelSignal, ::testing::Values(SIGINT, SIGTERM));
 
 // A model larger than the free space was written until the disk was full.
 TEST_F(HostileFlags, GenModelChecksFreeSpace) {
@@ -201,6 +206,21 @@ TEST_F(HostileFlags, GenModelChecksFreeSpace) {
     EXPECT_NE(r.err.find(" GB free (allowed: a smaller --dtype or --layers, or another -o)"), std::string::npos)
         << r.err;
     EXPECT_FALSE(fs::exists(out + ".tmp"));
+}
+
+// The free-space check comes before the first byte: a file already at the temp name is not even
+// opened (the check used to run after the header and a first chunk had been written to it).
+TEST_F(HostileFlags, GenModelChecksFreeSpaceBeforeWriting) {
+    if (!fs::exists("/dev/shm")) GTEST_SKIP() << "no /dev/shm";
+    const std::string out = "/dev/shm/duet_hostile_first_" + std::to_string(::getpid()) + ".gguf";
+    std::ofstream(out + ".tmp") << "not ours";
+    const Result r = duet("gen-model --arch llama2-70b --dtype f32 --threads 1 -o " + out);
+    EXPECT_EQ(r.rc, 2) << r.err;
+    EXPECT_EQ(r.err.rfind("duet: error: -o " + out + ": the model needs ", 0), 0u) << r.err;
+    std::ifstream f(out + ".tmp");
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(f), {}), "not ours");
+    fs::remove(out + ".tmp");
+    EXPECT_FALSE(fs::exists(out));
 }
 
 }  // namespace
