@@ -4,11 +4,13 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <optional>
 
 #include "core/error.h"
 #include "model/arch_presets.h"
 #include "server/api_error.h"
 #include "sim/report.h"
+#include "tune/memory_estimate.h"
 #include "tune/outputs.h"
 #include "tune/tune.h"
 #include "workload/bench_runner.h"
@@ -170,9 +172,14 @@ std::string default_model(const config::Settings& st, const std::string& served_
     return model::find_arch_preset(st.api.model) ? st.api.model : served_path;
 }
 
+constexpr const char* kCapName = "duet serve --task-memory-mb";
+
 // duet tune options for an optimisation payload: every knob the payload sends is fixed.
-tune::TuneOptions optimize_options(const nlohmann::json& params, const TaskInputs& t) {
+tune::TuneOptions optimize_options(const nlohmann::json& params, const TaskInputs& t, uint64_t memory_cap_bytes) {
     tune::TuneOptions o;
+    o.memory_cap_bytes = memory_cap_bytes;
+    o.memory_cap_name = kCapName;
+    o.memory_knobs = "a smaller gen_len or budget, hw_pairs false, or a fixed runtime.batch_size";
     o.base = {t.st, t.cfg, t.in};
     o.budget = 1000;
     o.max_grid = 2000;
@@ -215,9 +222,10 @@ nlohmann::json bench_task(const nlohmann::json& params, const config::Settings& 
 }
 
 nlohmann::json optimize_task(const nlohmann::json& params, const config::Settings& st, const config::CoopConfig& cfg,
-                             const std::string& model, const Progress& progress, const std::function<bool()>& cancelled) {
+                             const std::string& model, const Progress& progress, const std::function<bool()>& cancelled,
+                             uint64_t memory_cap_bytes) {
     TaskInputs t = task_inputs(params, st, cfg, model, true);
-    tune::TuneOptions o = optimize_options(params, t);
+    tune::TuneOptions o = optimize_options(params, t, memory_cap_bytes);
     auto on_progress = [&](const tune::TuneProgress& p) {
         nlohmann::json d = {{"points_done", p.done}, {"points_total", p.total}};
         if (p.best && p.best->ok) d["best_so_far"] = tune::point_to_json(*p.best);
@@ -254,7 +262,7 @@ nlohmann::json optimize_task(const nlohmann::json& params, const config::Setting
 }  // namespace
 
 void register_serve_tasks(server::TaskService& tasks, const config::Settings& st, const config::CoopConfig& cfg,
-                          const std::string& served_path) {
+                          const std::string& served_path, uint64_t memory_cap_bytes) {
     const std::string model = default_model(st, served_path);
     auto check_model = [served_path](const TaskInputs& t) {
         if (t.in.model != served_path && !model::find_arch_preset(t.in.model))
@@ -266,10 +274,16 @@ void register_serve_tasks(server::TaskService& tasks, const config::Settings& st
     // Submission-time validation: the loader's own rules (config::check_coop_config; for the
     // optimisation, the fixed knobs through tune's Space, which applies the same check), and the
     // model's limits (workload/model_limits.h) before anything is built.
-    auto validate_bench = [st, cfg, model, check_model](const nlohmann::json& p) {
+    auto validate_bench = [st, cfg, model, check_model, memory_cap_bytes](const nlohmann::json& p) {
         TaskInputs t = task_inputs(p, st, cfg, model, false);
         check_model(t);
         check_model_limits(p, t);
+        try {  // one baseline and one target plan
+            tune::check_memory(tune::plan_memory(t.in.model, t.st.runtime.dtype, t.in.gen_len), memory_cap_bytes,
+                               "a bench task of " + t.in.model, kCapName, "a smaller gen_len or another model");
+        } catch (const Error& e) {
+            throw server::ApiError::bad_request(e.what(), "gen_len");
+        }
         try {
             config::Diagnostics diag;
             config::check_coop_config(t.cfg, "task", diag);
@@ -278,16 +292,23 @@ void register_serve_tasks(server::TaskService& tasks, const config::Settings& st
         }
         return p;
     };
-    auto validate_optimize = [st, cfg, model, check_model](const nlohmann::json& p) {
+    auto validate_optimize = [st, cfg, model, check_model, memory_cap_bytes](const nlohmann::json& p) {
         TaskInputs t = task_inputs(p, st, cfg, model, true);
         check_model(t);
         check_model_limits(p, t);
-        tune::TuneOptions o = optimize_options(p, t);
+        tune::TuneOptions o = optimize_options(p, t, memory_cap_bytes);
+        std::optional<tune::Space> space;
         try {
-            const tune::Space space = tune::make_space(o);
-            space.apply(o.base, space.base_point(o.base), "task");
+            space.emplace(tune::make_space(o));
+            space->apply(o.base, space->base_point(o.base), "task");
         } catch (const Error& e) {
             throw server::ApiError::bad_request(e.what(), "task");
+        }
+        try {  // the same estimate run_tune refuses with, at submission
+            tune::check_memory(tune::estimate_memory(o, *space), o.memory_cap_bytes, "this optimisation task",
+                               o.memory_cap_name, o.memory_knobs);
+        } catch (const Error& e) {
+            throw server::ApiError::bad_request(e.what(), p.contains("budget") ? "budget" : "gen_len");
         }
         return p;
     };
@@ -296,9 +317,9 @@ void register_serve_tasks(server::TaskService& tasks, const config::Settings& st
                                       return bench_task(p, st, cfg, model, progress);
                                   }});
     tasks.register_kind("npu_pim_gemv_optimize",
-                        {validate_optimize, [st, cfg, model](const nlohmann::json& p, const Progress& progress,
-                                                             const std::function<bool()>& cancelled) {
-                             return optimize_task(p, st, cfg, model, progress, cancelled);
+                        {validate_optimize, [st, cfg, model, memory_cap_bytes](const nlohmann::json& p, const Progress& progress,
+                                                                               const std::function<bool()>& cancelled) {
+                             return optimize_task(p, st, cfg, model, progress, cancelled, memory_cap_bytes);
                          }});
 }
 

@@ -38,6 +38,7 @@ struct TuneArgs {
     std::string results = "tune-results.jsonl", out, pareto_json, pareto_svg;
     int64_t seq_len = -1, gen_len = 256, max_grid = 20000, budget = 3000;
     int restarts = 4, threads = 1;
+    int64_t max_memory_mb = int64_t(tune::kDefaultMemoryCapBytes >> 20);
     uint64_t seed = 1;
     std::vector<std::string> fix, vary, only;
     bool hw_pairs = false, resume = false, no_sensitivity = false, progress = false, quiet = false;
@@ -78,6 +79,7 @@ void run_tune_cmd(const TuneArgs& a) {
     o.restarts = a.restarts;
     o.seed = a.seed;
     o.threads = a.threads;
+    o.memory_cap_bytes = uint64_t(a.max_memory_mb) << 20;
     o.sensitivity = !a.no_sensitivity;
     o.results_path = a.results;
     o.resume = a.resume;
@@ -202,6 +204,9 @@ void register_tune(CLI::App& app) {
     c->add_option("--pareto-json", a->pareto_json, "Write the Pareto front as JSON");
     c->add_option("--pareto-svg", a->pareto_svg, "Write the Pareto front as an SVG scatter plot");
     number(c, "--threads", a->threads, "Evaluator threads per process", 1, 256);
+    number(c, "--max-memory-mb", a->max_memory_mb,
+           "Memory the search may hold, estimated before it starts (more is refused; docs/tune.md \"Memory\")",
+           int64_t(64), int64_t(1) << 22);
     c->add_flag("--no-sensitivity", a->no_sensitivity, "Skip the one-at-a-time sweep around the best point");
     c->add_flag("--progress", a->progress, "Show the progress bar even when stderr is not a terminal");
     c->add_flag("--quiet", a->quiet, "No progress bar");

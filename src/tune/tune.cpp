@@ -8,6 +8,8 @@
 #include <memory>
 #include <random>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "tune/results_file.h"
 #include "workload/bench_runner.h"
@@ -250,6 +252,29 @@ std::vector<int> pareto_front(const std::vector<PointResult>& pts) {
 
 }  // namespace
 
+Strategy chosen_strategy(const TuneOptions& opt, const Space& space) {
+    if (opt.strategy != Strategy::AUTO) return opt.strategy;
+    return space.size() <= double(opt.max_grid) ? Strategy::GRID : Strategy::ADAPTIVE;
+}
+
+MemoryEstimate estimate_memory(const TuneOptions& opt, const Space& space) {
+    MemoryEstimate e = plan_memory(opt.base.in.model, opt.base.st.runtime.dtype, opt.base.in.gen_len);
+    e.threads = std::max(1, opt.threads);
+    e.dims = int64_t(space.dims().size());
+    int64_t widest = 1, all_values = 0;
+    for (const Dimension& d : space.dims()) {
+        widest = std::max<int64_t>(widest, int64_t(d.values.size()));
+        all_values += int64_t(d.values.size());
+        if (d.name == "runtime.batch_size") e.batches = int64_t(d.values.size());
+    }
+    // grid: every point; adaptive: the budget, the starting points and the last sweep's overshoot
+    const double planned = chosen_strategy(opt, space) == Strategy::GRID
+                               ? space.size()
+                               : double(opt.budget) + double(opt.restarts + 1) + double(widest);
+    e.points = int64_t(std::min(planned, 1e15)) + (opt.sensitivity ? all_values : 0);
+    return e;
+}
+
 TuneResult run_tune(const TuneOptions& opt, const std::function<void(const TuneProgress&)>& progress,
                     const std::function<bool()>& cancelled) {
     if (opt.budget < 1) fail("--budget = {} is not allowed (allowed: 1 or more)", opt.budget);
@@ -258,12 +283,15 @@ TuneResult run_tune(const TuneOptions& opt, const std::function<void(const TuneP
     TuneResult out;
     out.space_size = space.size();
     out.dims = space.dims();
-    out.strategy = opt.strategy == Strategy::AUTO ? (space.size() <= double(opt.max_grid) ? Strategy::GRID : Strategy::ADAPTIVE)
-                                                  : opt.strategy;
+    out.strategy = chosen_strategy(opt, space);
     if (out.strategy == Strategy::GRID && space.size() > 5e7)
         fail("--strategy grid: the space has {:.3g} points (allowed: up to 5e7; use --strategy adaptive or --only/--fix "
              "to shrink it)", space.size());
-    auto exec = make_executor(space, opt.base, opt.objective, opt.threads);
+    const MemoryEstimate mem = estimate_memory(opt, space);
+    check_memory(mem, opt.memory_cap_bytes, fmt::format("tune of {} ({})", opt.base.in.model, strategy_name(out.strategy)),
+                 opt.memory_cap_name, opt.memory_knobs);
+    const uint64_t cache_bytes = opt.memory_cap_bytes > 0 ? std::max<uint64_t>(1, mem.cache_bytes_per_thread(opt.memory_cap_bytes)) : 0;
+    auto exec = make_executor(space, opt.base, opt.objective, opt.threads, cache_bytes);
     out.ranks = exec->ranks();
     out.root = exec->is_root();
     Session ses(opt, space, *exec, out, progress, cancelled);

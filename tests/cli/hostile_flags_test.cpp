@@ -101,6 +101,15 @@ TEST_F(HostileFlags, TraceOnlyRunsStayWithinTheModel) {
         << cut.err;
 }
 
+// duet tune --threads 256 held 16 setups per thread (~30 GB): the estimate refuses it first.
+TEST_F(HostileFlags, TuneRefusesASearchPastItsMemoryCap) {
+    expect_error("tune --model llama2-7b --threads 256 --results ''",
+                 "tune of llama2-7b (adaptive) needs at least 28.43 GiB: 64 MiB base + 3062 points x 4500 B + 256 "
+                 "thread(s) x 113.4 MiB of plans (4 batch size(s) x 2 plans x 256 forwards x 484 op records x 120 B), "
+                 "more than the cap of 4.00 GiB (--max-memory-mb 4096; allowed: a smaller --gen-len, --budget, "
+                 "--max-grid or --threads, or fewer runtime.batch_size values, or a larger cap)");
+}
+
 TEST_F(HostileFlags, PimSimRefusesLayoutsAndWorkItCannotFinish) {
     expect_error("pim-sim gemv --pim pim_hbm2_fimdram --m 64 --k 64 --layout x",
                  "--layout 'x' is not allowed (allowed: row_major_128bit, row_per_unit)");
