@@ -118,14 +118,10 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
     const workload::ModelLimits limits = workload::model_limits(in.model);
     workload::check_npu_only_layers(limits, cfg.scheduling.npu_only_layers,
                                     a.config_path + ": scheduling.npu_only_layers");
-    if (a.seq_len != -1 || file_mode || in.gen_len >= limits.n_ctx) {
+    if (a.seq_len != -1 || file_mode || in.gen_len >= limits.n_ctx)
         workload::check_context(limits, a.seq_len != -1 ? in.seq_len : 0, in.gen_len);
-    } else if (in.seq_len + in.gen_len > limits.n_ctx) {
-        DUET_LOG_WARN("settings runtime.seq_len = {} with --gen-len = {} does not fit {}'s context of {} tokens; the "
-                      "prompt is cut to {} tokens",
-                      in.seq_len, in.gen_len, in.model, limits.n_ctx, limits.n_ctx - in.gen_len);
-        in.seq_len = limits.n_ctx - in.gen_len;
-    }
+    else
+        in.seq_len = workload::cut_to_context(limits, in.seq_len, in.gen_len);
     workload::BenchSetup setup = workload::prepare_bench(st, cfg, in, file_mode);
     if (!a.kv_type.empty() && a.kv_type != "f16") {  // the modelled KV cache in int8 blocks (runtime/kv_cache.h)
         if (file_mode) fail("--kv-type {} with a model file: FILE mode traces the engine's f16 KV (allowed: f16)", a.kv_type);

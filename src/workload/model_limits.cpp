@@ -4,6 +4,7 @@
 
 #include "config/coop_config.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "format/gguf.h"
 #include "model/arch_presets.h"
 #include "model/hf_config.h"
@@ -40,6 +41,14 @@ void check_context(const ModelLimits& m, int64_t seq_len, int64_t gen_len, const
     fail("{} = {} with {} = {} needs {} tokens, more than {}'s context of {} tokens (allowed: {} at most {})", names.seq,
          seq_len, names.gen, gen_len, seq_len + gen_len, m.model, m.n_ctx,
          names.allowed.empty() ? names.seq : names.allowed, m.n_ctx - gen_len);
+}
+
+int64_t cut_to_context(const ModelLimits& m, int64_t seq_len, int64_t gen_len) {
+    if (m.n_ctx <= 0 || seq_len + gen_len <= m.n_ctx) return seq_len;
+    DUET_LOG_WARN("settings runtime.seq_len = {} with --gen-len = {} does not fit {}'s context of {} tokens; the prompt is "
+                  "cut to {} tokens",
+                  seq_len, gen_len, m.model, m.n_ctx, m.n_ctx - gen_len);
+    return m.n_ctx - gen_len;
 }
 
 }  // namespace duet::workload

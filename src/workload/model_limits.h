@@ -39,4 +39,8 @@ struct LengthNames {
 // needs S+G tokens, more than <model>'s context of C tokens (allowed: <allowed> at most C-G)".
 void check_context(const ModelLimits& m, int64_t seq_len, int64_t gen_len, const LengthNames& names = {});
 
+// A prompt length from settings runtime.seq_len within the context: seq_len when it fits, else
+// m.n_ctx - gen_len with a warning that says so (`duet bench`, for a preset as for a file).
+int64_t cut_to_context(const ModelLimits& m, int64_t seq_len, int64_t gen_len);
+
 }  // namespace duet::workload
