@@ -126,6 +126,12 @@ TEST_F(HostileFlags, PimSimRefusesLayoutsAndWorkItCannotFinish) {
                  "--batch, or more --channels)");
     const Result within = duet("pim-sim gemv --pim pim_hbm2_fimdram --m 1048576 --k 1048576 --fidelity analytical");
     EXPECT_EQ(within.rc, 0) << within.err;
+    // The closed form of a memory pattern costs nothing per byte: its maxima run at once.
+    for (const char* pattern : {"stream", "random", "strided --stride 4096"}) {
+        const Result mem = duet(std::string("pim-sim mem --memory hbm3 --fidelity analytical --bytes 1099511627776 ") +
+                                "--channels 4096 --pattern " + pattern);
+        EXPECT_EQ(mem.rc, 0) << pattern << ": " << mem.err;
+    }
     const Result g = duet("pim-sim gemv --pim pim_hbm2_fimdram --m 16777216 --k 16777216");
     EXPECT_EQ(g.rc, 2) << g.err;
     EXPECT_EQ(g.err.rfind("duet: error: --m 16777216 x --k 16777216 = 2.81e+14 weights at --fidelity command: about "
