@@ -225,7 +225,7 @@ void register_serve(CLI::App& app) {
     number(c, "--queue", a->queue, "Waiting requests at most (more get 429)", int64_t(0), int64_t(1) << 20);
     number(c, "--task-memory-mb", a->task_memory_mb,
            "Memory a bench or optimisation task may hold, estimated at submission (more gets 400; docs/server.md)",
-           int64_t(64), int64_t(1) << 22);
+           int64_t(128), int64_t(1) << 22);
     number(c, "--admit-window-ms", a->admit_window_ms,
            "When a request finds the engine idle, wait this long for more before the first step (a burst starts "
            "in one step; a lone request's first token comes this much later)",
