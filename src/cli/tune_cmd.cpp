@@ -108,7 +108,7 @@ void run_tune_cmd(const TuneArgs& a) {
                                     a.config_path + ": scheduling.npu_only_layers");
     if (!o.space.fixed.count("runtime.seq_len") && !o.space.values.count("runtime.seq_len"))
         workload::check_context(limits, in.seq_len, in.gen_len,
-                                {a.seq_len != -1 ? "--seq-len" : "settings runtime.seq_len", "--gen-len"});
+                                {a.seq_len != -1 ? "--seq-len" : "settings runtime.seq_len", "--gen-len", ""});
     for (const auto& [k, v] : o.space.fixed) tune::set_knob(o.base, k, v, "--fix");  // refuse bad values now
     for (const auto& [k, vals] : o.space.values)  // each --vary value alone, before the search
         for (const auto& v : vals) {
