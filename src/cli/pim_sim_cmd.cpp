@@ -61,8 +61,9 @@ constexpr long double kMaxAnalyticalGemvSteps = 2.5e8L;
 constexpr long double kAnalyticalGemvStepsPerS = 1.05e7L;  // the slowest preset measured (95 ns a step)
 
 void check_analytical_work(const GemvArgs& a, const hw::pim::GemvPlan& p) {
-    const long double steps = (long double)p.batch * p.tiles * p.chunks_per_tile +
-                              (long double)p.batch * p.tasks_per_unit * p.cols_per_task / std::max<int64_t>(1, p.cols_per_act);
+    const long double acts =
+        (long double)p.batch * p.tasks_per_unit * p.cols_per_task / std::max<int64_t>(1, p.cols_per_act);
+    const long double steps = (long double)p.batch * p.tiles * p.chunks_per_tile + acts;
     if (steps > kMaxAnalyticalGemvSteps)
         fail("--m {} x --k {} with --batch {} at --fidelity analytical walks about {:.3g} program steps on {} "
              "(tiles x vectors x input chunks, plus row activations): up to {:.0f} s at the ~{:.2g} steps/s measured "

@@ -161,7 +161,8 @@ void check_model_limits(const nlohmann::json& params, const TaskInputs& t) {
                                 {seq.empty() ? "settings runtime.seq_len" : "task parameter '" + seq + "'", "gen_len",
                                  seq.empty() ? "seq_len" : seq});
     } catch (const Error& e) {
-        throw server::ApiError::bad_request(e.what(), t.in.gen_len >= m.n_ctx ? "gen_len" : seq.empty() ? "seq_len" : seq);
+        const std::string param = t.in.gen_len >= m.n_ctx ? "gen_len" : seq.empty() ? "seq_len" : seq;
+        throw server::ApiError::bad_request(e.what(), param);
     }
 }
 
@@ -317,7 +318,8 @@ void register_serve_tasks(server::TaskService& tasks, const config::Settings& st
                                       return bench_task(p, st, cfg, model, progress);
                                   }});
     tasks.register_kind("npu_pim_gemv_optimize",
-                        {validate_optimize, [st, cfg, model, memory_cap_bytes](const nlohmann::json& p, const Progress& progress,
+                        {validate_optimize, [st, cfg, model, memory_cap_bytes](const nlohmann::json& p,
+                                                                               const Progress& progress,
                                                                                const std::function<bool()>& cancelled) {
                              return optimize_task(p, st, cfg, model, progress, cancelled, memory_cap_bytes);
                          }});

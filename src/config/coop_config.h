@@ -111,7 +111,7 @@ void check_coop_config(const CoopConfig& c, const std::string& where, Diagnostic
 // also for a layer above kMaxLayerIndex, or, when `model` names the model, for a layer at or
 // past its `n_layer` layers (both checked before a range is expanded).
 constexpr int kMaxLayerIndex = 4095;  // gen-model's --layers maximum is 4096
-std::vector<int> parse_layer_list(const std::string& text, const std::string& where, int64_t n_layer = kMaxLayerIndex + 1,
-                                  const std::string& model = "");
+std::vector<int> parse_layer_list(const std::string& text, const std::string& where,
+                                  int64_t n_layer = kMaxLayerIndex + 1, const std::string& model = "");
 
 }  // namespace duet::config

@@ -31,9 +31,8 @@ MemoryEstimate plan_memory(const std::string& model, const std::string& runtime_
 void check_memory(const MemoryEstimate& e, uint64_t cap_bytes, const std::string& what, const std::string& cap_name,
                   const std::string& knobs) {
     if (cap_bytes == 0 || e.floor_bytes() <= cap_bytes) return;
-    const std::string points =
-        e.points > 0 ? fmt::format(" + {} points x {} B", e.points, uint64_t(e.dims > 0 ? e.dims : 1) * kPointBytesPerDim)
-                     : "";
+    const uint64_t point_bytes = uint64_t(e.dims > 0 ? e.dims : 1) * kPointBytesPerDim;
+    const std::string points = e.points > 0 ? fmt::format(" + {} points x {} B", e.points, point_bytes) : "";
     fail("{} needs at least {:.2f} GiB: {} MiB base{} + {} thread(s) x {:.1f} MiB of plans ({} batch size(s) x 2 plans "
          "x {} forwards x {} op records x {} B), more than the cap of {:.2f} GiB ({} {}; allowed: {}, or a larger cap)",
          what, gib(e.floor_bytes()), kBaseBytes >> 20, points, e.threads, mib(e.setup_bytes()), e.batches, e.gen_len,

@@ -38,17 +38,19 @@ namespace {
 // --fix and --vary values checked against the model before any point is evaluated: layers it has,
 // prompts that fit its context (a value past either was modelled silently).
 void check_against_model(const SpaceOptions& sp, const Candidate& base, const workload::ModelLimits& m) {
-    auto each = [&](const std::string& key, const std::function<void(const nlohmann::json&, const std::string&)>& check) {
-        if (auto it = sp.fixed.find(key); it != sp.fixed.end())
-            check(nlohmann::json::parse(it->second, nullptr, false), "--fix: key '" + key + "'");
+    using Check = std::function<void(const nlohmann::json&, const std::string&)>;
+    auto each = [&](const std::string& key, const Check& check) {
+        auto value = [](const std::string& literal) { return nlohmann::json::parse(literal, nullptr, false); };
+        if (auto it = sp.fixed.find(key); it != sp.fixed.end()) check(value(it->second), "--fix: key '" + key + "'");
         if (auto it = sp.values.find(key); it != sp.values.end())
-            for (const std::string& v : it->second) check(nlohmann::json::parse(v, nullptr, false), "--vary: key '" + key + "'");
+            for (const std::string& v : it->second) check(value(v), "--vary: key '" + key + "'");
     };
     each("scheduling.npu_only_layers", [&](const nlohmann::json& v, const std::string& where) {
         if (v.is_string()) workload::check_npu_only_layers(m, v.get<std::string>(), where);
     });
     each("runtime.seq_len", [&](const nlohmann::json& v, const std::string& where) {
-        if (v.is_number_integer()) workload::check_context(m, v.get<int64_t>(), base.in.gen_len, {where, "--gen-len", "runtime.seq_len"});
+        if (v.is_number_integer())
+            workload::check_context(m, v.get<int64_t>(), base.in.gen_len, {where, "--gen-len", "runtime.seq_len"});
     });
 }
 
@@ -288,9 +290,11 @@ TuneResult run_tune(const TuneOptions& opt, const std::function<void(const TuneP
         fail("--strategy grid: the space has {:.3g} points (allowed: up to 5e7; use --strategy adaptive or --only/--fix "
              "to shrink it)", space.size());
     const MemoryEstimate mem = estimate_memory(opt, space);
-    check_memory(mem, opt.memory_cap_bytes, fmt::format("tune of {} ({})", opt.base.in.model, strategy_name(out.strategy)),
-                 opt.memory_cap_name, opt.memory_knobs);
-    const uint64_t cache_bytes = opt.memory_cap_bytes > 0 ? std::max<uint64_t>(1, mem.cache_bytes_per_thread(opt.memory_cap_bytes)) : 0;
+    check_memory(mem, opt.memory_cap_bytes,
+                 fmt::format("tune of {} ({})", opt.base.in.model, strategy_name(out.strategy)), opt.memory_cap_name,
+                 opt.memory_knobs);
+    const uint64_t cache_bytes =
+        opt.memory_cap_bytes > 0 ? std::max<uint64_t>(1, mem.cache_bytes_per_thread(opt.memory_cap_bytes)) : 0;
     auto exec = make_executor(space, opt.base, opt.objective, opt.threads, cache_bytes);
     out.ranks = exec->ranks();
     out.root = exec->is_root();

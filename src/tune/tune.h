@@ -48,7 +48,8 @@ struct TuneOptions {
     // starts; otherwise the evaluators' setup caches share what is left. 0 = no cap.
     uint64_t memory_cap_bytes = kDefaultMemoryCapBytes;
     std::string memory_cap_name = "--max-memory-mb";  // how the cap is set, for the refusal
-    std::string memory_knobs = "a smaller --gen-len, --budget, --max-grid or --threads, or fewer runtime.batch_size values";
+    std::string memory_knobs =
+        "a smaller --gen-len, --budget, --max-grid or --threads, or fewer runtime.batch_size values";
 };
 
 struct TuneProgress {

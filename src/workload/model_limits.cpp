@@ -38,15 +38,15 @@ void check_context(const ModelLimits& m, int64_t seq_len, int64_t gen_len, const
     if (gen_len >= m.n_ctx)
         fail("{} = {} does not fit {}'s context of {} tokens (allowed: {} at most {})", names.gen, gen_len, m.model,
              m.n_ctx, names.gen, m.n_ctx - 1);
-    fail("{} = {} with {} = {} needs {} tokens, more than {}'s context of {} tokens (allowed: {} at most {})", names.seq,
-         seq_len, names.gen, gen_len, seq_len + gen_len, m.model, m.n_ctx,
+    fail("{} = {} with {} = {} needs {} tokens, more than {}'s context of {} tokens (allowed: {} at most {})",
+         names.seq, seq_len, names.gen, gen_len, seq_len + gen_len, m.model, m.n_ctx,
          names.allowed.empty() ? names.seq : names.allowed, m.n_ctx - gen_len);
 }
 
 int64_t cut_to_context(const ModelLimits& m, int64_t seq_len, int64_t gen_len) {
     if (m.n_ctx <= 0 || seq_len + gen_len <= m.n_ctx) return seq_len;
-    DUET_LOG_WARN("settings runtime.seq_len = {} with --gen-len = {} does not fit {}'s context of {} tokens; the prompt is "
-                  "cut to {} tokens",
+    DUET_LOG_WARN("settings runtime.seq_len = {} with --gen-len = {} does not fit {}'s context of {} tokens; the "
+                  "prompt is cut to {} tokens",
                   seq_len, gen_len, m.model, m.n_ctx, m.n_ctx - gen_len);
     return m.n_ctx - gen_len;
 }

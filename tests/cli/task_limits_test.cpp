@@ -25,9 +25,11 @@ class TaskLimits : public ::testing::Test {
         fs::remove_all(dir_);
         fs::create_directories(dir_);
         const std::string model = (dir_ / "tiny.gguf").string();
-        ASSERT_EQ(run_command(duet_binary() + " gen-model --arch tiny-llama --dtype f32 --seed 1 -o " + model).first, 0);
-        server_ = new ServerProcess({"--log-level", "warn", "serve", "-m", model, "--port", "0", "--no-auth", "--threads",
-                                     "1", "--task-memory-mb", "256", "--tasks-db", (dir_ / "tasks.db").string()},
+        const std::string gen = duet_binary() + " gen-model --arch tiny-llama --dtype f32 --seed 1 -o " + model;
+        ASSERT_EQ(run_command(gen).first, 0);
+        server_ = new ServerProcess({"--log-level", "warn", "serve", "-m", model, "--port", "0", "--no-auth",
+                                     "--threads", "1", "--task-memory-mb", "256", "--tasks-db",
+                                     (dir_ / "tasks.db").string()},
                                     {});
     }
     static void TearDownTestSuite() {
@@ -59,8 +61,8 @@ TEST_F(TaskLimits, LayersPastTheModelAreRefused) {
 TEST_F(TaskLimits, PromptsPastTheContextAreRefused) {
     for (const char* kind : {"bench", "npu_pim_gemv_optimize"})
         expect_refused({{"task", kind}, {"model", "llama2-7b"}, {"seq_len", 100000}}, "seq_len",
-                       "task parameter 'seq_len' = 100000 with gen_len = 256 needs 100256 tokens, more than llama2-7b's "
-                       "context of 4096 tokens (allowed: seq_len at most 3840)");
+                       "task parameter 'seq_len' = 100000 with gen_len = 256 needs 100256 tokens, more than "
+                       "llama2-7b's context of 4096 tokens (allowed: seq_len at most 3840)");
     expect_refused({{"task", "bench"}, {"model", "llama2-7b"}, {"gen_len", 5000}}, "gen_len",
                    "gen_len = 5000 does not fit llama2-7b's context of 4096 tokens (allowed: gen_len at most 4095)");
 }
@@ -70,9 +72,10 @@ TEST_F(TaskLimits, PromptsPastTheContextAreRefused) {
 // task used to peak at 4.6 GB, a 60-byte payload could ask for any gen_len or budget).
 TEST_F(TaskLimits, TasksPastTheMemoryCapAreRefused) {
     expect_refused({{"task", "bench"}, {"model", "llama2-7b"}, {"seq_len", 16}, {"gen_len", 2000}}, "gen_len",
-                   "a bench task of llama2-7b needs at least 0.28 GiB: 64 MiB base + 1 thread(s) x 221.6 MiB of plans (1 "
-                   "batch size(s) x 2 plans x 2000 forwards x 484 op records x 120 B), more than the cap of 0.25 GiB "
-                   "(duet serve --task-memory-mb 256; allowed: a smaller gen_len or another model, or a larger cap)");
+                   "a bench task of llama2-7b needs at least 0.28 GiB: 64 MiB base + 1 thread(s) x 221.6 MiB of plans "
+                   "(1 batch size(s) x 2 plans x 2000 forwards x 484 op records x 120 B), more than the cap of 0.25 "
+                   "GiB (duet serve --task-memory-mb 256; allowed: a smaller gen_len or another model, or a larger "
+                   "cap)");
     httplib::Client c("127.0.0.1", server_->port());
     auto r = c.Post("/v1/tasks", R"({"task":"npu_pim_gemv_optimize","model":"llama2-7b","budget":1000000})",
                     "application/json");
@@ -85,7 +88,8 @@ TEST_F(TaskLimits, TasksPastTheMemoryCapAreRefused) {
     EXPECT_NE(m.find(" + 1000009 points x 4500 B + 1 thread(s) x "), std::string::npos) << m;
     EXPECT_NE(m.find("(duet serve --task-memory-mb 256; allowed: a smaller gen_len or budget"), std::string::npos) << m;
     // Within the cap: queued as before.
-    auto ok = c.Post("/v1/tasks", R"({"task":"bench","model":"llama2-7b","seq_len":16,"gen_len":8})", "application/json");
+    auto ok = c.Post("/v1/tasks", R"({"task":"bench","model":"llama2-7b","seq_len":16,"gen_len":8})",
+                     "application/json");
     ASSERT_TRUE(ok);
     EXPECT_EQ(ok->status, 200) << ok->body;
 }
