@@ -27,6 +27,7 @@
 #include "sim/report.h"
 #include "sim/report_files.h"
 #include "workload/bench_runner.h"
+#include "workload/model_limits.h"
 
 namespace duet::cli {
 
@@ -113,6 +114,14 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
     if (file_mode && in.tp * in.pp > 1)
         fail("--tp {} --pp {} with a model file: bench models tensor and pipeline parallelism trace-only (allowed: an "
              "architecture preset, or mpirun -np N duet run --tp N for the real engine)", in.tp, in.pp);
+    // The model's own limits, before any rig or plan: a preset's context as a file's (run_file_engine).
+    const workload::ModelLimits limits = workload::model_limits(in.model);
+    workload::check_npu_only_layers(limits, cfg.scheduling.npu_only_layers,
+                                    a.config_path + ": scheduling.npu_only_layers");
+    if (a.seq_len != -1 || file_mode || in.gen_len >= limits.n_ctx)
+        workload::check_context(limits, a.seq_len != -1 ? in.seq_len : 0, in.gen_len);
+    else
+        in.seq_len = workload::cut_to_context(limits, in.seq_len, in.gen_len);
     workload::BenchSetup setup = workload::prepare_bench(st, cfg, in, file_mode);
     if (!a.kv_type.empty() && a.kv_type != "f16") {  // the modelled KV cache in int8 blocks (runtime/kv_cache.h)
         if (file_mode) fail("--kv-type {} with a model file: FILE mode traces the engine's f16 KV (allowed: f16)", a.kv_type);

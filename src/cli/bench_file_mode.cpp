@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "runtime/pim_weight_source.h"
+#include "workload/model_limits.h"
 
 namespace duet::cli {
 namespace {
@@ -40,19 +41,11 @@ FileRun run_file_engine(const std::string& path, int64_t seq_len, int64_t gen_le
     auto model = runtime::load_model(path, warmup);
     const model::Hparams& hp = model->hparams();
     const int64_t ctx = std::max<int64_t>(2, hp.n_ctx_train > 0 ? hp.n_ctx_train : seq_len + gen_len);
-    if (gen_len >= ctx) fail("--gen-len = {} does not fit {}'s context of {} tokens", gen_len, path, ctx);
     // Past the context: refused when --seq-len asked for it, said aloud when it came from settings.
-    if (seq_len + gen_len > ctx) {
-        if (seq_len_from_flag)
-            fail("--seq-len = {} with --gen-len = {} needs {} tokens, more than {}'s context of {} tokens (allowed: "
-                 "--seq-len at most {})",
-                 seq_len, gen_len, seq_len + gen_len, path, ctx, ctx - gen_len);
-        DUET_LOG_WARN("settings runtime.seq_len = {} with --gen-len = {} does not fit {}'s context of {} tokens; the "
-                      "prompt is cut to {} tokens",
-                      seq_len, gen_len, path, ctx, ctx - gen_len);
-    }
+    const workload::ModelLimits limits{path, hp.n_layer, ctx};
+    workload::check_context(limits, seq_len_from_flag ? seq_len : 0, gen_len);
     FileRun run;
-    const int64_t n_prompt = std::min(seq_len, ctx - gen_len);
+    const int64_t n_prompt = workload::cut_to_context(limits, seq_len, gen_len);
     for (int64_t i = 0; i < n_prompt; ++i) run.prompt.push_back(int32_t((7 * i + 3) % hp.n_vocab));
 
     runtime::EngineOptions eo;

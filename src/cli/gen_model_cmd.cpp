@@ -95,7 +95,7 @@ void run(const GenModelArgs& a) {
     };
     bool space_checked = false;
     auto checked_progress = [&](uint64_t done, uint64_t total) {
-        if (!space_checked) {  // the first call, after the header and one chunk: total is the data size
+        if (!space_checked) {  // the first call, before the file is created: total is the data size
             space_checked = true;
             const uint64_t free_b = free_bytes_for(a.out);
             if (free_b > 0 && total > done && total - done > free_b)

@@ -52,6 +52,26 @@ int device_channels(const hw::dram::DramOrg& o, int channels, int stacks) {
 constexpr uint64_t kMaxCommandMemBytes = uint64_t(1) << 30;     // 16 M bursts of 64 B: ~20 s
 constexpr long double kMaxCommandGemvElems = 1099511627776.0L;  // 2^40 weights: ~25 s
 
+// The closed form (hw/pim/pim_program.cpp, ClosedFormBackend) still walks the program: one step
+// per tile x vector x input chunk, and one per row activation inside the MAC runs; the time per
+// step was measured between 15 ns (pim_gddr6_aim) and 95 ns (pim_hbm2_fimdram, two channel
+// loads) with `duet pim-sim gemv --fidelity analytical --m 1048576..4194304 --k 1048576 --batch
+// 1..8` on the 2-core dev machine, so the limit keeps the slowest preset near 25 s.
+constexpr long double kMaxAnalyticalGemvSteps = 2.5e8L;
+constexpr long double kAnalyticalGemvStepsPerS = 1.05e7L;  // the slowest preset measured (95 ns a step)
+
+void check_analytical_work(const GemvArgs& a, const hw::pim::GemvPlan& p) {
+    const long double acts =
+        (long double)p.batch * p.tasks_per_unit * p.cols_per_task / std::max<int64_t>(1, p.cols_per_act);
+    const long double steps = (long double)p.batch * p.tiles * p.chunks_per_tile + acts;
+    if (steps > kMaxAnalyticalGemvSteps)
+        fail("--m {} x --k {} with --batch {} at --fidelity analytical walks about {:.3g} program steps on {} "
+             "(tiles x vectors x input chunks, plus row activations): up to {:.0f} s at the ~{:.2g} steps/s measured "
+             "on a 2-core machine (allowed: at most {:.3g} steps; a smaller --m, --k or --batch, or more --channels)",
+             a.m, a.k, a.batch, double(steps), a.pim, double(steps / kAnalyticalGemvStepsPerS),
+             double(kAnalyticalGemvStepsPerS), double(kMaxAnalyticalGemvSteps));
+}
+
 void check_fidelity(const std::string& f) {
     if (f != "command" && f != "analytical")
         fail("--fidelity '{}' is not allowed (allowed: command, analytical)", f);
@@ -157,6 +177,7 @@ void run_gemv(const GemvArgs& a) {
     g.batch = a.batch;
     g.scale_block = a.scale_block;
     const auto plan = hw::pim::plan_gemv(spec, g);
+    if (a.fidelity == "analytical") check_analytical_work(a, plan);
     const auto t0 = std::chrono::steady_clock::now();
     const auto r = a.fidelity == "command" ? hw::pim::simulate_gemv(spec, g) : hw::pim::estimate_gemv(spec, g);
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -31,6 +31,7 @@
 #include "server/timings_cache.h"
 #include "server/task_service.h"
 #include "server/task_store.h"
+#include "tune/memory_estimate.h"
 #include "workload/bench_runner.h"
 
 namespace duet::cli {
@@ -46,6 +47,7 @@ struct ServeArgs {
             body_timeout_ms = 30000;
     int64_t fault_at_step = -1;
     int64_t max_stored_responses = 1000;
+    int64_t task_memory_mb = int64_t(tune::kDefaultMemoryCapBytes >> 20);  // tune/memory_estimate.h
     int64_t admit_window_ms = 0;  // runtime::BatcherOptions::admit_window_us
     std::string request_log;      // runtime::BatcherOptions::request_log
     int threads = 0, tp = 1, pp = 1;
@@ -151,7 +153,7 @@ void serve(const ServeArgs& a, const CLI::App& root) {
                       store.interrupted_at_open());
     server::TaskService tasks(store);
     const std::string path = a.model_path;
-    register_serve_tasks(tasks, st, cfg, path);
+    register_serve_tasks(tasks, st, cfg, path, uint64_t(a.task_memory_mb) << 20);
 
     // The modelled NPU-only and NPU+PIM timings of a request of this size on the served model,
     // computed once per size (server/timings_cache.h).
@@ -221,6 +223,9 @@ void register_serve(CLI::App& app) {
            "whole pool cannot hold gets 503",
            int64_t(0), int64_t(1) << 30);
     number(c, "--queue", a->queue, "Waiting requests at most (more get 429)", int64_t(0), int64_t(1) << 20);
+    number(c, "--task-memory-mb", a->task_memory_mb,
+           "Memory a bench or optimisation task may hold, estimated at submission (more gets 400; docs/server.md)",
+           int64_t(128), int64_t(1) << 22);
     number(c, "--admit-window-ms", a->admit_window_ms,
            "When a request finds the engine idle, wait this long for more before the first step (a burst starts "
            "in one step; a lone request's first token comes this much later)",

@@ -4,14 +4,17 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <optional>
 
 #include "core/error.h"
 #include "model/arch_presets.h"
 #include "server/api_error.h"
 #include "sim/report.h"
+#include "tune/memory_estimate.h"
 #include "tune/outputs.h"
 #include "tune/tune.h"
 #include "workload/bench_runner.h"
+#include "workload/model_limits.h"
 
 namespace duet::cli {
 namespace {
@@ -138,6 +141,31 @@ TaskInputs task_inputs(const nlohmann::json& params, const config::Settings& st0
     return t;
 }
 
+// The layers of scheduling.npu_only_layers and seq_len + gen_len against the task's model; a 400
+// naming the payload key (or the server's file when the payload does not set it).
+void check_model_limits(const nlohmann::json& params, const TaskInputs& t) {
+    const workload::ModelLimits m = workload::model_limits(t.in.model);
+    const std::string layers = "scheduling.npu_only_layers";
+    const std::string seq = params.contains("seq_len") ? "seq_len"
+                            : params.contains("runtime.seq_len") ? "runtime.seq_len"
+                                                                 : "";
+    try {
+        workload::check_npu_only_layers(m, t.cfg.scheduling.npu_only_layers,
+                                        params.contains(layers) ? "task parameter '" + layers + "'"
+                                                                : "serve's config.toml: " + layers);
+    } catch (const Error& e) {
+        throw server::ApiError::bad_request(e.what(), layers);
+    }
+    try {
+        workload::check_context(m, t.in.seq_len, t.in.gen_len,
+                                {seq.empty() ? "settings runtime.seq_len" : "task parameter '" + seq + "'", "gen_len",
+                                 seq.empty() ? "seq_len" : seq});
+    } catch (const Error& e) {
+        const std::string param = t.in.gen_len >= m.n_ctx ? "gen_len" : seq.empty() ? "seq_len" : seq;
+        throw server::ApiError::bad_request(e.what(), param);
+    }
+}
+
 using Progress = server::TaskKind::Progress;
 
 // The model a task runs: the payload's, else settings api.model when it is a preset, else the served file.
@@ -145,9 +173,14 @@ std::string default_model(const config::Settings& st, const std::string& served_
     return model::find_arch_preset(st.api.model) ? st.api.model : served_path;
 }
 
+constexpr const char* kCapName = "duet serve --task-memory-mb";
+
 // duet tune options for an optimisation payload: every knob the payload sends is fixed.
-tune::TuneOptions optimize_options(const nlohmann::json& params, const TaskInputs& t) {
+tune::TuneOptions optimize_options(const nlohmann::json& params, const TaskInputs& t, uint64_t memory_cap_bytes) {
     tune::TuneOptions o;
+    o.memory_cap_bytes = memory_cap_bytes;
+    o.memory_cap_name = kCapName;
+    o.memory_knobs = "a smaller gen_len or budget, hw_pairs false, or a fixed runtime.batch_size";
     o.base = {t.st, t.cfg, t.in};
     o.budget = 1000;
     o.max_grid = 2000;
@@ -190,9 +223,10 @@ nlohmann::json bench_task(const nlohmann::json& params, const config::Settings& 
 }
 
 nlohmann::json optimize_task(const nlohmann::json& params, const config::Settings& st, const config::CoopConfig& cfg,
-                             const std::string& model, const Progress& progress, const std::function<bool()>& cancelled) {
+                             const std::string& model, const Progress& progress, const std::function<bool()>& cancelled,
+                             uint64_t memory_cap_bytes) {
     TaskInputs t = task_inputs(params, st, cfg, model, true);
-    tune::TuneOptions o = optimize_options(params, t);
+    tune::TuneOptions o = optimize_options(params, t, memory_cap_bytes);
     auto on_progress = [&](const tune::TuneProgress& p) {
         nlohmann::json d = {{"points_done", p.done}, {"points_total", p.total}};
         if (p.best && p.best->ok) d["best_so_far"] = tune::point_to_json(*p.best);
@@ -229,7 +263,7 @@ nlohmann::json optimize_task(const nlohmann::json& params, const config::Setting
 }  // namespace
 
 void register_serve_tasks(server::TaskService& tasks, const config::Settings& st, const config::CoopConfig& cfg,
-                          const std::string& served_path) {
+                          const std::string& served_path, uint64_t memory_cap_bytes) {
     const std::string model = default_model(st, served_path);
     auto check_model = [served_path](const TaskInputs& t) {
         if (t.in.model != served_path && !model::find_arch_preset(t.in.model))
@@ -239,10 +273,18 @@ void register_serve_tasks(server::TaskService& tasks, const config::Settings& st
                 "model");
     };
     // Submission-time validation: the loader's own rules (config::check_coop_config; for the
-    // optimisation, the fixed knobs through tune's Space, which applies the same check).
-    auto validate_bench = [st, cfg, model, check_model](const nlohmann::json& p) {
+    // optimisation, the fixed knobs through tune's Space, which applies the same check), and the
+    // model's limits (workload/model_limits.h) before anything is built.
+    auto validate_bench = [st, cfg, model, check_model, memory_cap_bytes](const nlohmann::json& p) {
         TaskInputs t = task_inputs(p, st, cfg, model, false);
         check_model(t);
+        check_model_limits(p, t);
+        try {  // one baseline and one target plan
+            tune::check_memory(tune::plan_memory(t.in.model, t.st.runtime.dtype, t.in.gen_len), memory_cap_bytes,
+                               "a bench task of " + t.in.model, kCapName, "a smaller gen_len or another model");
+        } catch (const Error& e) {
+            throw server::ApiError::bad_request(e.what(), "gen_len");
+        }
         try {
             config::Diagnostics diag;
             config::check_coop_config(t.cfg, "task", diag);
@@ -251,15 +293,23 @@ void register_serve_tasks(server::TaskService& tasks, const config::Settings& st
         }
         return p;
     };
-    auto validate_optimize = [st, cfg, model, check_model](const nlohmann::json& p) {
+    auto validate_optimize = [st, cfg, model, check_model, memory_cap_bytes](const nlohmann::json& p) {
         TaskInputs t = task_inputs(p, st, cfg, model, true);
         check_model(t);
-        tune::TuneOptions o = optimize_options(p, t);
+        check_model_limits(p, t);
+        tune::TuneOptions o = optimize_options(p, t, memory_cap_bytes);
+        std::optional<tune::Space> space;
         try {
-            const tune::Space space = tune::make_space(o);
-            space.apply(o.base, space.base_point(o.base), "task");
+            space.emplace(tune::make_space(o));
+            space->apply(o.base, space->base_point(o.base), "task");
         } catch (const Error& e) {
             throw server::ApiError::bad_request(e.what(), "task");
+        }
+        try {  // the same estimate run_tune refuses with, at submission
+            tune::check_memory(tune::estimate_memory(o, *space), o.memory_cap_bytes, "this optimisation task",
+                               o.memory_cap_name, o.memory_knobs);
+        } catch (const Error& e) {
+            throw server::ApiError::bad_request(e.what(), p.contains("budget") ? "budget" : "gen_len");
         }
         return p;
     };
@@ -268,9 +318,10 @@ void register_serve_tasks(server::TaskService& tasks, const config::Settings& st
                                       return bench_task(p, st, cfg, model, progress);
                                   }});
     tasks.register_kind("npu_pim_gemv_optimize",
-                        {validate_optimize, [st, cfg, model](const nlohmann::json& p, const Progress& progress,
-                                                             const std::function<bool()>& cancelled) {
-                             return optimize_task(p, st, cfg, model, progress, cancelled);
+                        {validate_optimize, [st, cfg, model, memory_cap_bytes](const nlohmann::json& p,
+                                                                               const Progress& progress,
+                                                                               const std::function<bool()>& cancelled) {
+                             return optimize_task(p, st, cfg, model, progress, cancelled, memory_cap_bytes);
                          }});
 }
 

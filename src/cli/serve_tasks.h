@@ -13,6 +13,7 @@
 // use, so a combination the loader refuses is refused with the same message (HTTP 400).
 // The model is the payload's, else settings api.model when it is an architecture preset,
 // else the served file.
+#include <cstdint>
 #include <string>
 
 #include "config/coop_config.h"
@@ -21,7 +22,9 @@
 
 namespace duet::cli {
 
+// memory_cap_bytes: what one task may hold (tune/memory_estimate.h), `duet serve --task-memory-mb`;
+// a payload whose estimate exceeds it is a 400 with the arithmetic.
 void register_serve_tasks(server::TaskService& tasks, const config::Settings& st, const config::CoopConfig& cfg,
-                          const std::string& served_path);
+                          const std::string& served_path, uint64_t memory_cap_bytes);
 
 }  // namespace duet::cli

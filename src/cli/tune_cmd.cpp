@@ -17,6 +17,7 @@
 #include "tune/outputs.h"
 #include "tune/tune.h"
 #include "workload/bench_runner.h"
+#include "workload/model_limits.h"
 
 namespace duet::cli {
 namespace {
@@ -37,6 +38,7 @@ struct TuneArgs {
     std::string results = "tune-results.jsonl", out, pareto_json, pareto_svg;
     int64_t seq_len = -1, gen_len = 256, max_grid = 20000, budget = 3000;
     int restarts = 4, threads = 1;
+    int64_t max_memory_mb = int64_t(tune::kDefaultMemoryCapBytes >> 20);
     uint64_t seed = 1;
     std::vector<std::string> fix, vary, only;
     bool hw_pairs = false, resume = false, no_sensitivity = false, progress = false, quiet = false;
@@ -77,6 +79,7 @@ void run_tune_cmd(const TuneArgs& a) {
     o.restarts = a.restarts;
     o.seed = a.seed;
     o.threads = a.threads;
+    o.memory_cap_bytes = uint64_t(a.max_memory_mb) << 20;
     o.sensitivity = !a.no_sensitivity;
     o.results_path = a.results;
     o.resume = a.resume;
@@ -99,6 +102,13 @@ void run_tune_cmd(const TuneArgs& a) {
         o.space.values[k] = vals;
     }
     for (const auto& k : a.only) o.space.only.push_back(k);
+    // The base against the model before any point (the --fix/--vary values: tune::make_space).
+    const workload::ModelLimits limits = workload::model_limits(in.model);
+    workload::check_npu_only_layers(limits, o.base.cfg.scheduling.npu_only_layers,
+                                    a.config_path + ": scheduling.npu_only_layers");
+    if (!o.space.fixed.count("runtime.seq_len") && !o.space.values.count("runtime.seq_len"))
+        workload::check_context(limits, in.seq_len, in.gen_len,
+                                {a.seq_len != -1 ? "--seq-len" : "settings runtime.seq_len", "--gen-len", ""});
     for (const auto& [k, v] : o.space.fixed) tune::set_knob(o.base, k, v, "--fix");  // refuse bad values now
     for (const auto& [k, vals] : o.space.values)  // each --vary value alone, before the search
         for (const auto& v : vals) {
@@ -194,6 +204,9 @@ void register_tune(CLI::App& app) {
     c->add_option("--pareto-json", a->pareto_json, "Write the Pareto front as JSON");
     c->add_option("--pareto-svg", a->pareto_svg, "Write the Pareto front as an SVG scatter plot");
     number(c, "--threads", a->threads, "Evaluator threads per process", 1, 256);
+    number(c, "--max-memory-mb", a->max_memory_mb,
+           "Memory the search may hold, estimated before it starts (more is refused; docs/tune.md \"Memory\")",
+           int64_t(128), int64_t(1) << 22);
     c->add_flag("--no-sensitivity", a->no_sensitivity, "Skip the one-at-a-time sweep around the best point");
     c->add_flag("--progress", a->progress, "Show the progress bar even when stderr is not a terminal");
     c->add_flag("--quiet", a->quiet, "No progress bar");

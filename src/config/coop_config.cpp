@@ -187,7 +187,8 @@ TopologySection load_topology_file(const std::string& path, const TopologySectio
     return c.topology;
 }
 
-std::vector<int> parse_layer_list(const std::string& text, const std::string& where) {
+std::vector<int> parse_layer_list(const std::string& text, const std::string& where, int64_t n_layer,
+                                  const std::string& model) {
     std::vector<int> out;
     size_t pos = 0;
     auto bad = [&]() { fail("{}: layer list \"{}\" is not valid (allowed: layers and ranges like \"0-1,31\")", where, text); };
@@ -210,6 +211,10 @@ std::vector<int> parse_layer_list(const std::string& text, const std::string& wh
         }
         if (b < a) bad();
         // Checked before the range is expanded: "0-2000000000" allocated until bad_alloc.
+        if (!model.empty() && b >= n_layer)
+            fail("{} = \"{}\": layer {} is past {}'s {} layers (allowed: layers 0 to {})", where,
+                 text.size() > 64 ? text.substr(0, 64) + "..." : text, std::max<int64_t>(a, n_layer), model, n_layer,
+                 n_layer - 1);
         if (b > kMaxLayerIndex)
             fail("{}: layer {} in \"{}\" is out of range (allowed: layers 0 to {})",
                  where, b, text.size() > 64 ? text.substr(0, 64) + "..." : text, kMaxLayerIndex);

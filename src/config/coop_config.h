@@ -108,8 +108,10 @@ CoopConfig load_coop_config(const std::string& path, const EnvMap& env);
 void check_coop_config(const CoopConfig& c, const std::string& where, Diagnostics& diag);
 
 // Parses npu_only_layers ("0-1,31") into a sorted list; throws duet::Error naming `where`,
-// also for a layer above kMaxLayerIndex (checked before a range is expanded).
+// also for a layer above kMaxLayerIndex, or, when `model` names the model, for a layer at or
+// past its `n_layer` layers (both checked before a range is expanded).
 constexpr int kMaxLayerIndex = 4095;  // gen-model's --layers maximum is 4096
-std::vector<int> parse_layer_list(const std::string& text, const std::string& where);
+std::vector<int> parse_layer_list(const std::string& text, const std::string& where,
+                                  int64_t n_layer = kMaxLayerIndex + 1, const std::string& model = "");
 
 }  // namespace duet::config

@@ -253,6 +253,8 @@ void GgufWriter::write(const Progress& progress) {
     }
     h.pad_to(alignment_);
 
+    // Once before the file is created, so a caller can refuse (throw) before any byte is written.
+    if (progress) progress(0, tensor_data_bytes());
     const std::string tmp = path_ + ".tmp";
     std::unique_ptr<std::FILE, FileCloser> out(std::fopen(tmp.c_str(), "wb"));
     if (!out) fail("{}: cannot write: {}", tmp, std::strerror(errno));

@@ -31,7 +31,8 @@ class GgufWriter {
 
     // Fills rows [row_begin, row_begin + n_rows) of the tensor into dst (n_rows * row bytes).
     using Producer = std::function<void(int64_t row_begin, int64_t n_rows, uint8_t* dst)>;
-    // Called after every chunk with the tensor-data bytes written so far and the total.
+    // Called with (0, total) before the file is created (a throw there writes nothing), then after
+    // every chunk with the tensor-data bytes written so far and the total.
     using Progress = std::function<void(uint64_t done_bytes, uint64_t total_bytes)>;
 
     explicit GgufWriter(std::string path, uint32_t version = 3);

@@ -108,9 +108,17 @@ struct Evaluator::Entry {
     workload::BenchSetup setup;
     std::map<int64_t, std::pair<sim::Plan, sim::Plan>> plans;  // by batch
     std::map<std::string, sim::RunReport> baselines;           // by baseline_key
+    uint64_t plan_bytes = 0;                                   // op records held by `plans`
+    std::string key;                                           // in setups_
 };
 
 namespace {
+
+uint64_t plan_bytes(const sim::Plan& p) {
+    uint64_t b = uint64_t(p.ops.capacity()) * sizeof(graph::OpRecord);
+    for (const sim::Plan& s : p.next_stages) b += plan_bytes(s);
+    return b;
+}
 
 // Everything the baseline run depends on besides the entry's rig and shape: batch, lengths and
 // its run options. An NPU-only baseline reads none of the PIM-side knobs (placement, the
@@ -128,8 +136,32 @@ std::string baseline_key(const workload::TraceBenchInputs& in, const sim::RunOpt
 
 }  // namespace
 
-Evaluator::Evaluator(const Space& space, const Candidate& base, Objective objective)
-    : space_(space), base_(base), objective_(objective) {}
+Evaluator::Evaluator(const Space& space, const Candidate& base, Objective objective, uint64_t cache_bytes)
+    : space_(space), base_(base), objective_(objective), cache_bytes_(cache_bytes) {}
+
+uint64_t Evaluator::cached_plan_bytes() const {
+    uint64_t b = 0;
+    for (const auto& [_, e] : setups_) b += e->plan_bytes;
+    return b;
+}
+
+void Evaluator::drop_oldest() {
+    setups_.erase(setup_order_.front());
+    setup_order_.pop_front();
+}
+
+void Evaluator::trim(const std::string& keep) {
+    if (cache_bytes_ == 0) return;
+    while (setup_order_.size() > 1 && cached_plan_bytes() - setups_[keep]->plan_bytes > cache_bytes_) {
+        if (setup_order_.front() == keep) {  // the one in use stays: drop the next oldest
+            setup_order_.pop_front();
+            drop_oldest();
+            setup_order_.push_front(keep);
+        } else {
+            drop_oldest();
+        }
+    }
+}
 
 Evaluator::Entry& Evaluator::setup_for(const Candidate& c) {
     // Everything make_hardware_rig and prepare_bench read.
@@ -142,11 +174,9 @@ Evaluator::Entry& Evaluator::setup_for(const Candidate& c) {
             if (f.dotted() == k) key.append("|").append(f.show(c.cfg));
     key.append(fmt::format("|l1 hit {:.17g}", staging_hit_rate(c.st, c.cfg)));
     if (auto it = setups_.find(key); it != setups_.end()) return *it->second;
-    while (setups_.size() >= kMaxCachedSetups) {  // bounded memory: the oldest rig goes
-        setups_.erase(setup_order_.front());
-        setup_order_.pop_front();
-    }
+    while (setups_.size() >= kMaxCachedSetups) drop_oldest();  // bounded memory: the oldest rig goes
     auto e = std::make_shared<Entry>();
+    e->key = key;
     e->setup = workload::prepare_bench(c.st, c.cfg, c.in, false);
     ++rigs_built_;
     setup_order_.push_back(key);
@@ -160,7 +190,9 @@ sim::BenchReport Evaluator::report(const Point& p) {
     if (it == e.plans.end()) {
         std::pair<sim::Plan, sim::Plan> pl;
         workload::plan_generations(e.setup, c.in, pl.first, pl.second);
+        e.plan_bytes += plan_bytes(pl.first) + plan_bytes(pl.second);
         it = e.plans.emplace(c.in.batch, std::move(pl)).first;
+        trim(e.key);
     }
     const sim::RunOptions ob = workload::bench_run_options(c.cfg, e.setup.pb, c.in);
     const std::string bkey = baseline_key(c.in, ob);

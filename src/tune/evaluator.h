@@ -7,11 +7,13 @@
 // built once per distinct hardware key (preset pair, dispatch mode and the layout knobs the
 // rig is built from: alignment, block size, index granularity/limit, target format) and per
 // batch, then reused for every point that shares them; a point costs two timeline
-// simulations and the verdicts. At most kMaxCachedSetups such rigs are kept per evaluator (the
-// oldest goes first): each holds about 30 MB (measured: `duet tune --hw-pairs --budget 300
-// --threads 1` built 181 rigs and peaked at 5.3 GB without the bound), so a sweep over many
-// hardware keys stays within kMaxCachedSetups x 30 MB per thread instead of growing with it.
+// simulations and the verdicts. At most kMaxCachedSetups such setups are kept per evaluator, and
+// at most `cache_bytes` of their plans besides the one in use (the oldest go first): a setup's
+// plans take records x gen_len x sizeof(OpRecord) per plan, about 30 MB for llama2-7b at gen_len
+// 256 (measured: `duet tune --hw-pairs --budget 300 --threads 1` built 181 rigs and peaked at
+// 5.3 GB without a bound), so a sweep stays within tune/memory_estimate.h's cap whatever the space.
 // Thread safety: one Evaluator per thread (its caches are not locked).
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
@@ -52,17 +54,22 @@ PointResult point_from_json(const nlohmann::json& j);
 
 class Evaluator {
 public:
-    Evaluator(const Space& space, const Candidate& base, Objective objective);
+    // cache_bytes: plan bytes kept in setups other than the one in use (0 = no byte bound).
+    Evaluator(const Space& space, const Candidate& base, Objective objective, uint64_t cache_bytes = 0);
     PointResult evaluate(const Point& p);
     // The full bench report of a point (for the best point's printout and the task result).
     sim::BenchReport report(const Point& p);
     int rigs_built() const { return rigs_built_; }
     size_t cached_setups() const { return setups_.size(); }  // at most kMaxCachedSetups
+    uint64_t cached_plan_bytes() const;                       // plans held by all cached setups
     static constexpr size_t kMaxCachedSetups = 16;
 
 private:
     struct Entry;
     Entry& setup_for(const Candidate& c);
+    void drop_oldest();
+    // Drops the oldest setups other than `keep` while the others' plans exceed cache_bytes_.
+    void trim(const std::string& keep);
 
     const Space& space_;
     Candidate base_;
@@ -70,6 +77,7 @@ private:
     std::map<std::string, std::shared_ptr<Entry>> setups_;
     std::deque<std::string> setup_order_;  // keys of setups_, oldest first
     int rigs_built_ = 0;
+    uint64_t cache_bytes_ = 0;
 };
 
 }  // namespace duet::tune

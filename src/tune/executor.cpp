@@ -11,8 +11,9 @@ namespace {
 
 class LocalExecutor : public Executor {
 public:
-    LocalExecutor(const Space& space, const Candidate& base, Objective o, int threads) {
-        for (int t = 0; t < std::max(1, threads); ++t) evals_.push_back(std::make_unique<Evaluator>(space, base, o));
+    LocalExecutor(const Space& space, const Candidate& base, Objective o, int threads, uint64_t cache_bytes) {
+        for (int t = 0; t < std::max(1, threads); ++t)
+            evals_.push_back(std::make_unique<Evaluator>(space, base, o, cache_bytes));
     }
     std::vector<PointResult> run(const std::vector<Point>& batch) override {
         std::vector<PointResult> out(batch.size());
@@ -44,17 +45,19 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Executor> make_local_executor(const Space& space, const Candidate& base, Objective o, int threads) {
-    return std::make_unique<LocalExecutor>(space, base, o, threads);
+std::unique_ptr<Executor> make_local_executor(const Space& space, const Candidate& base, Objective o, int threads,
+                                              uint64_t cache_bytes) {
+    return std::make_unique<LocalExecutor>(space, base, o, threads, cache_bytes);
 }
 
 #ifndef DUET_HAVE_MPI
 bool mpi_launched() { return false; }
-std::unique_ptr<Executor> make_executor(const Space& space, const Candidate& base, Objective o, int threads) {
+std::unique_ptr<Executor> make_executor(const Space& space, const Candidate& base, Objective o, int threads,
+                                        uint64_t cache_bytes) {
     if (std::getenv("OMPI_COMM_WORLD_SIZE") && std::atoi(std::getenv("OMPI_COMM_WORLD_SIZE")) > 1)
         fail("started by mpirun (OMPI_COMM_WORLD_SIZE = {}) but this duet was built without MPI (allowed: install "
              "libopenmpi-dev and rebuild, or run without mpirun)", std::getenv("OMPI_COMM_WORLD_SIZE"));
-    return make_local_executor(space, base, o, threads);
+    return make_local_executor(space, base, o, threads, cache_bytes);
 }
 #endif
 

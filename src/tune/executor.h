@@ -8,6 +8,7 @@
 // run time (MPI_Init is called only when the process was started by mpirun, detected by its
 // OMPI_COMM_WORLD_SIZE variable), so the same binary runs single-process without mpirun.
 // Thread safety: one executor per search; run() is called from one thread.
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -24,10 +25,13 @@ public:
     virtual int rigs_built() const = 0;  // on this rank
 };
 
-// `threads` evaluators in this process (each with its own rig cache).
-std::unique_ptr<Executor> make_local_executor(const Space& space, const Candidate& base, Objective o, int threads);
+// `threads` evaluators in this process (each with its own rig cache of at most `cache_bytes` of
+// plans besides the setup in use; 0 = only Evaluator::kMaxCachedSetups).
+std::unique_ptr<Executor> make_local_executor(const Space& space, const Candidate& base, Objective o, int threads,
+                                              uint64_t cache_bytes = 0);
 // The MPI executor when started under mpirun with MPI built in, else the local one.
-std::unique_ptr<Executor> make_executor(const Space& space, const Candidate& base, Objective o, int threads);
+std::unique_ptr<Executor> make_executor(const Space& space, const Candidate& base, Objective o, int threads,
+                                        uint64_t cache_bytes = 0);
 // True when this process runs under mpirun (OMPI_COMM_WORLD_SIZE set) and MPI is built in.
 bool mpi_launched();
 

@@ -36,8 +36,8 @@ MpiSession& session() {
 
 class MpiExecutor : public Executor {
 public:
-    MpiExecutor(const Space& space, const Candidate& base, Objective o, int threads)
-        : local_(make_local_executor(space, base, o, threads)) {}
+    MpiExecutor(const Space& space, const Candidate& base, Objective o, int threads, uint64_t cache_bytes)
+        : local_(make_local_executor(space, base, o, threads, cache_bytes)) {}
     std::vector<PointResult> run(const std::vector<Point>& batch) override {
         const MpiSession& s = session();
         std::vector<Point> mine;
@@ -80,9 +80,10 @@ private:
 
 bool mpi_launched() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr; }
 
-std::unique_ptr<Executor> make_executor(const Space& space, const Candidate& base, Objective o, int threads) {
-    if (!mpi_launched()) return make_local_executor(space, base, o, threads);
-    return std::make_unique<MpiExecutor>(space, base, o, threads);
+std::unique_ptr<Executor> make_executor(const Space& space, const Candidate& base, Objective o, int threads,
+                                        uint64_t cache_bytes) {
+    if (!mpi_launched()) return make_local_executor(space, base, o, threads, cache_bytes);
+    return std::make_unique<MpiExecutor>(space, base, o, threads, cache_bytes);
 }
 
 }  // namespace duet::tune

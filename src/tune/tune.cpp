@@ -8,9 +8,12 @@
 #include <memory>
 #include <random>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "tune/results_file.h"
 #include "workload/bench_runner.h"
+#include "workload/model_limits.h"
 
 namespace duet::tune {
 
@@ -30,9 +33,33 @@ const char* strategy_name(Strategy s) {
     return "?";
 }
 
+namespace {
+
+// --fix and --vary values checked against the model before any point is evaluated: layers it has,
+// prompts that fit its context (a value past either was modelled silently).
+void check_against_model(const SpaceOptions& sp, const Candidate& base, const workload::ModelLimits& m) {
+    using Check = std::function<void(const nlohmann::json&, const std::string&)>;
+    auto each = [&](const std::string& key, const Check& check) {
+        auto value = [](const std::string& literal) { return nlohmann::json::parse(literal, nullptr, false); };
+        if (auto it = sp.fixed.find(key); it != sp.fixed.end()) check(value(it->second), "--fix: key '" + key + "'");
+        if (auto it = sp.values.find(key); it != sp.values.end())
+            for (const std::string& v : it->second) check(value(v), "--vary: key '" + key + "'");
+    };
+    each("scheduling.npu_only_layers", [&](const nlohmann::json& v, const std::string& where) {
+        if (v.is_string()) workload::check_npu_only_layers(m, v.get<std::string>(), where);
+    });
+    each("runtime.seq_len", [&](const nlohmann::json& v, const std::string& where) {
+        if (v.is_number_integer())
+            workload::check_context(m, v.get<int64_t>(), base.in.gen_len, {where, "--gen-len", "runtime.seq_len"});
+    });
+}
+
+}  // namespace
+
 Space make_space(const TuneOptions& opt) {
-    const graph::ModelShape shape = workload::bench_model_shape(opt.base.in.model, opt.base.st.runtime.dtype);
-    return Space(opt.space, shape.n_layer);
+    const workload::ModelLimits limits = workload::model_limits(opt.base.in.model);
+    check_against_model(opt.space, opt.base, limits);
+    return Space(opt.space, limits.n_layer);
 }
 
 namespace {
@@ -227,6 +254,29 @@ std::vector<int> pareto_front(const std::vector<PointResult>& pts) {
 
 }  // namespace
 
+Strategy chosen_strategy(const TuneOptions& opt, const Space& space) {
+    if (opt.strategy != Strategy::AUTO) return opt.strategy;
+    return space.size() <= double(opt.max_grid) ? Strategy::GRID : Strategy::ADAPTIVE;
+}
+
+MemoryEstimate estimate_memory(const TuneOptions& opt, const Space& space) {
+    MemoryEstimate e = plan_memory(opt.base.in.model, opt.base.st.runtime.dtype, opt.base.in.gen_len);
+    e.threads = std::max(1, opt.threads);
+    e.dims = int64_t(space.dims().size());
+    int64_t widest = 1, all_values = 0;
+    for (const Dimension& d : space.dims()) {
+        widest = std::max<int64_t>(widest, int64_t(d.values.size()));
+        all_values += int64_t(d.values.size());
+        if (d.name == "runtime.batch_size") e.batches = int64_t(d.values.size());
+    }
+    // grid: every point; adaptive: the budget, the starting points and the last sweep's overshoot
+    const double planned = chosen_strategy(opt, space) == Strategy::GRID
+                               ? space.size()
+                               : double(opt.budget) + double(opt.restarts + 1) + double(widest);
+    e.points = int64_t(std::min(planned, 1e15)) + (opt.sensitivity ? all_values : 0);
+    return e;
+}
+
 TuneResult run_tune(const TuneOptions& opt, const std::function<void(const TuneProgress&)>& progress,
                     const std::function<bool()>& cancelled) {
     if (opt.budget < 1) fail("--budget = {} is not allowed (allowed: 1 or more)", opt.budget);
@@ -235,12 +285,17 @@ TuneResult run_tune(const TuneOptions& opt, const std::function<void(const TuneP
     TuneResult out;
     out.space_size = space.size();
     out.dims = space.dims();
-    out.strategy = opt.strategy == Strategy::AUTO ? (space.size() <= double(opt.max_grid) ? Strategy::GRID : Strategy::ADAPTIVE)
-                                                  : opt.strategy;
+    out.strategy = chosen_strategy(opt, space);
     if (out.strategy == Strategy::GRID && space.size() > 5e7)
         fail("--strategy grid: the space has {:.3g} points (allowed: up to 5e7; use --strategy adaptive or --only/--fix "
              "to shrink it)", space.size());
-    auto exec = make_executor(space, opt.base, opt.objective, opt.threads);
+    const MemoryEstimate mem = estimate_memory(opt, space);
+    check_memory(mem, opt.memory_cap_bytes,
+                 fmt::format("tune of {} ({})", opt.base.in.model, strategy_name(out.strategy)), opt.memory_cap_name,
+                 opt.memory_knobs);
+    const uint64_t cache_bytes =
+        opt.memory_cap_bytes > 0 ? std::max<uint64_t>(1, mem.cache_bytes_per_thread(opt.memory_cap_bytes)) : 0;
+    auto exec = make_executor(space, opt.base, opt.objective, opt.threads, cache_bytes);
     out.ranks = exec->ranks();
     out.root = exec->is_root();
     Session ses(opt, space, *exec, out, progress, cancelled);

@@ -22,6 +22,7 @@
 
 #include "tune/evaluator.h"
 #include "tune/executor.h"
+#include "tune/memory_estimate.h"
 #include "tune/space.h"
 
 namespace duet::tune {
@@ -43,6 +44,12 @@ struct TuneOptions {
     std::string results_path;  // "" = no results file
     bool resume = false;
     int threads = 1;           // evaluator threads per process
+    // Memory (tune/memory_estimate.h): a search whose floor exceeds the cap is refused before it
+    // starts; otherwise the evaluators' setup caches share what is left. 0 = no cap.
+    uint64_t memory_cap_bytes = kDefaultMemoryCapBytes;
+    std::string memory_cap_name = "--max-memory-mb";  // how the cap is set, for the refusal
+    std::string memory_knobs =
+        "a smaller --gen-len, --budget, --max-grid or --threads, or fewer runtime.batch_size values";
 };
 
 struct TuneProgress {
@@ -76,5 +83,9 @@ TuneResult run_tune(const TuneOptions& opt, const std::function<void(const TuneP
 
 // Space of a TuneOptions (needs the model's layer count for npu_only_layers values).
 Space make_space(const TuneOptions& opt);
+
+// What a search of `space` holds at most (points by strategy, setups by thread) before it runs;
+// run_tune refuses it with check_memory when its floor exceeds opt.memory_cap_bytes.
+MemoryEstimate estimate_memory(const TuneOptions& opt, const Space& space);
 
 }  // namespace duet::tune

@@ -22,6 +22,7 @@
 #include "model/hparams.h"
 #include "sim/scale_out.h"
 #include "sim/topology.h"
+#include "workload/model_limits.h"
 
 namespace duet::workload {
 
@@ -102,15 +103,7 @@ config::TopologySection topology_from_flags(const config::TopologySection& base,
 
 // --model PRESET|CONFIG.JSON|FILE -> the shape the planner needs. Shared with doctor.
 graph::ModelShape bench_model_shape(const std::string& model, const std::string& dtype) {
-    model::Hparams hp;
-    if (model::is_trace_only_model(model)) {
-        hp = model::trace_only_hparams(model);
-    } else if (std::filesystem::exists(model)) {
-        hp = model::hparams_from_gguf(format::GgufFile::open(model));
-    } else {
-        fail("--model = \"{}\" is neither an architecture preset, a Hugging Face config.json nor a file (presets: {})",
-             model, model::arch_preset_list());
-    }
+    const model::Hparams hp = bench_model_hparams(model);
     const DType w = dtype == "bfloat16" ? DType::BF16 : dtype == "float32" ? DType::F32 : DType::F16;
     return model::model_shape(hp, w, w, model);
 }

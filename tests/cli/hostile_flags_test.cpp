@@ -70,6 +70,46 @@ TEST_F(HostileFlags, BenchModelAndSeqLen) {
                      "'s context of 512 tokens (allowed: --seq-len at most 508)");
 }
 
+// A layer past the model in scheduling.npu_only_layers was silently ignored; a prompt past a preset's
+// context was modelled as if the model had been trained for it (a file's was already refused).
+TEST_F(HostileFlags, TraceOnlyRunsStayWithinTheModel) {
+    const std::string cfg = (dir_ / "layers.toml").string();
+    std::ofstream(cfg) << "[scheduling]\nnpu_only_layers = \"0,30-40\"\n";
+    const std::string layers = "\"0,30-40\": layer 32 is past llama2-7b's 32 layers (allowed: layers 0 to 31)";
+    expect_error("bench --model llama2-7b --seq-len 64 --gen-len 4 --config " + cfg,
+                 cfg + ": scheduling.npu_only_layers = " + layers);
+    expect_error("tune --model llama2-7b --budget 2 --results '' --config " + cfg,
+                 cfg + ": scheduling.npu_only_layers = " + layers);
+    expect_error("tune --model llama2-7b --budget 2 --results '' --vary 'scheduling.npu_only_layers=\"0\",\"32\"'",
+                 "--vary: key 'scheduling.npu_only_layers' = \"32\": layer 32 is past llama2-7b's 32 layers (allowed: "
+                 "layers 0 to 31)");
+    expect_error("bench --model llama2-7b --seq-len 100000 --gen-len 4",
+                 "--seq-len = 100000 with --gen-len = 4 needs 100004 tokens, more than llama2-7b's context of 4096 "
+                 "tokens (allowed: --seq-len at most 4092)");
+    expect_error("tune --model llama2-7b --budget 2 --results '' --seq-len 4000",
+                 "--seq-len = 4000 with --gen-len = 256 needs 4256 tokens, more than llama2-7b's context of 4096 "
+                 "tokens (allowed: --seq-len at most 3840)");
+    expect_error("tune --model llama2-7b --budget 2 --results '' --vary runtime.seq_len=128,5000",
+                 "--vary: key 'runtime.seq_len' = 5000 with --gen-len = 256 needs 5256 tokens, more than "
+                 "llama2-7b's context of 4096 tokens (allowed: runtime.seq_len at most 3840)");
+    // From settings.json, as with a file: said aloud and cut to the context.
+    const Result cut = duet("bench --model tiny-llama --gen-len 4 --no-verdict-exit");
+    EXPECT_EQ(cut.rc, 0) << cut.err;
+    EXPECT_NE(cut.err.find("settings runtime.seq_len = 2048 with --gen-len = 4 does not fit tiny-llama's context of "
+                           "512 tokens; the prompt is cut to 508 tokens"),
+              std::string::npos)
+        << cut.err;
+}
+
+// duet tune --threads 256 held 16 setups per thread (~30 GB): the estimate refuses it first.
+TEST_F(HostileFlags, TuneRefusesASearchPastItsMemoryCap) {
+    expect_error("tune --model llama2-7b --threads 256 --results ''",
+                 "tune of llama2-7b (adaptive) needs at least 28.43 GiB: 64 MiB base + 3062 points x 4500 B + 256 "
+                 "thread(s) x 113.4 MiB of plans (4 batch size(s) x 2 plans x 256 forwards x 484 op records x 120 B), "
+                 "more than the cap of 4.00 GiB (--max-memory-mb 4096; allowed: a smaller --gen-len, --budget, "
+                 "--max-grid or --threads, or fewer runtime.batch_size values, or a larger cap)");
+}
+
 TEST_F(HostileFlags, PimSimRefusesLayoutsAndWorkItCannotFinish) {
     expect_error("pim-sim gemv --pim pim_hbm2_fimdram --m 64 --k 64 --layout x",
                  "--layout 'x' is not allowed (allowed: row_major_128bit, row_per_unit)");
@@ -78,6 +118,20 @@ TEST_F(HostileFlags, PimSimRefusesLayoutsAndWorkItCannotFinish) {
         "--bytes = 1099511627776 at --fidelity command simulates about 17179869184 bursts of 64 B: about 21475 "
         "s at the ~0.8 M bursts/s measured on a 2-core machine (allowed: --bytes at most 1073741824 with "
         "--fidelity command, or --fidelity analytical for any size)");
+    // --fidelity analytical at the flags' maxima walked its program for minutes (~40 s at 2^46 weights).
+    expect_error("pim-sim gemv --pim pim_hbm2_fimdram --m 16777216 --k 16777216 --fidelity analytical",
+                 "--m 16777216 x --k 16777216 with --batch 1 at --fidelity analytical walks about 1.07e+09 program "
+                 "steps on pim_hbm2_fimdram (tiles x vectors x input chunks, plus row activations): up to 102 s at the "
+                 "~1e+07 steps/s measured on a 2-core machine (allowed: at most 2.5e+08 steps; a smaller --m, --k or "
+                 "--batch, or more --channels)");
+    const Result within = duet("pim-sim gemv --pim pim_hbm2_fimdram --m 1048576 --k 1048576 --fidelity analytical");
+    EXPECT_EQ(within.rc, 0) << within.err;
+    // The closed form of a memory pattern costs nothing per byte: its maxima run at once.
+    for (const char* pattern : {"stream", "random", "strided --stride 4096"}) {
+        const Result mem = duet(std::string("pim-sim mem --memory hbm3 --fidelity analytical --bytes 1099511627776 ") +
+                                "--channels 4096 --pattern " + pattern);
+        EXPECT_EQ(mem.rc, 0) << pattern << ": " << mem.err;
+    }
     const Result g = duet("pim-sim gemv --pim pim_hbm2_fimdram --m 16777216 --k 16777216");
     EXPECT_EQ(g.rc, 2) << g.err;
     EXPECT_EQ(g.err.rfind("duet: error: --m 16777216 x --k 16777216 = 2.81e+14 weights at --fidelity command: about "
@@ -127,9 +181,12 @@ TEST_F(HostileFlags, LayerRangesAreBoundedBeforeExpansion) {
                      "and ranges like \"0-1,31\" or \"\", layers 0 to 4095)");
 }
 
-// gen-model left its .tmp file behind on SIGTERM; now the handler removes it.
-TEST_F(HostileFlags, GenModelRemovesItsTempFileOnSigterm) {
-    const std::string out = (dir_ / "big.gguf").string();
+// gen-model left its .tmp file behind on SIGINT and SIGTERM; now the handler removes it.
+class GenModelSignal : public HostileFlags, public ::testing::WithParamInterface<int> {};
+
+TEST_P(GenModelSignal, RemovesItsTempFile) {
+    const int sig = GetParam();
+    const std::string out = (dir_ / ("big" + std::to_string(sig) + ".gguf")).string();
     const std::string cmd =
         std::string(DUET_BINARY_DIR) + "/duet gen-model --arch llama2-7b --dtype q4_0 --layers 2 --threads 1 -o " + out;
     const pid_t pid = ::fork();
@@ -144,13 +201,15 @@ TEST_F(HostileFlags, GenModelRemovesItsTempFileOnSigterm) {
         if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     ASSERT_TRUE(seen) << "no " << out << ".tmp appeared";
-    ::kill(pid, SIGTERM);
+    ::kill(pid, sig);
     int status = 0;
     ::waitpid(pid, &status, 0);
-    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << status;
     EXPECT_FALSE(fs::exists(out + ".tmp"));
     EXPECT_FALSE(fs::exists(out));
 }
+
+INSTANTIATE_TEST_SUITE_P(HostileFlags, GenModelSignal, ::testing::Values(SIGINT, SIGTERM));
 
 // A model larger than the free space was written until the disk was full.
 TEST_F(HostileFlags, GenModelChecksFreeSpace) {
@@ -162,6 +221,21 @@ TEST_F(HostileFlags, GenModelChecksFreeSpace) {
     EXPECT_NE(r.err.find(" GB free (allowed: a smaller --dtype or --layers, or another -o)"), std::string::npos)
         << r.err;
     EXPECT_FALSE(fs::exists(out + ".tmp"));
+}
+
+// The free-space check comes before the first byte: a file already at the temp name is not even
+// opened (the check used to run after the header and a first chunk had been written to it).
+TEST_F(HostileFlags, GenModelChecksFreeSpaceBeforeWriting) {
+    if (!fs::exists("/dev/shm")) GTEST_SKIP() << "no /dev/shm";
+    const std::string out = "/dev/shm/duet_hostile_first_" + std::to_string(::getpid()) + ".gguf";
+    std::ofstream(out + ".tmp") << "not ours";
+    const Result r = duet("gen-model --arch llama2-70b --dtype f32 --threads 1 -o " + out);
+    EXPECT_EQ(r.rc, 2) << r.err;
+    EXPECT_EQ(r.err.rfind("duet: error: -o " + out + ": the model needs ", 0), 0u) << r.err;
+    std::ifstream f(out + ".tmp");
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(f), {}), "not ours");
+    fs::remove(out + ".tmp");
+    EXPECT_FALSE(fs::exists(out));
 }
 
 }  // namespace

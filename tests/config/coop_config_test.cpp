@@ -91,6 +91,20 @@ TEST(CoopConfig, LayerList) {
     }
 }
 
+// Against the model's layer count: the first layer past it is named, before a range is expanded
+// (a layer past the model used to be accepted and silently matched no layer).
+TEST(CoopConfig, LayerListWithinTheModel) {
+    EXPECT_EQ(parse_layer_list("0,30-31", "x", 32, "llama2-7b"), (std::vector<int>{0, 30, 31}));
+    try {
+        parse_layer_list("0,30-2000000000", "config.toml: scheduling.npu_only_layers", 32, "llama2-7b");
+        FAIL();
+    } catch (const duet::Error& e) {
+        EXPECT_STREQ(e.what(), "config.toml: scheduling.npu_only_layers = \"0,30-2000000000\": layer 32 is past "
+                               "llama2-7b's 32 layers (allowed: layers 0 to 31)");
+    }
+    EXPECT_THROW(parse_layer_list("40", "x", 32, "llama2-7b"), duet::Error);
+}
+
 // Enumerated knobs are validated once into typed enums; the file spelling comes back from show().
 TEST(CoopConfig, EnumsAreTypedAtLoad) {
     CoopConfig c = load_coop_config("", {{"DUET_PIM_PRECISION", "bf16"}, {"DUET_REORDER_TARGET_FORMAT", "ND"},

@@ -13,6 +13,7 @@
 #include "config/coop_config.h"
 #include "core/error.h"
 #include "tune/evaluator.h"
+#include "tune/memory_estimate.h"
 #include "tune/outputs.h"
 #include "tune/tune.h"
 #include "workload/bench_runner.h"
@@ -173,6 +174,52 @@ TEST(TuneSpace, HwPairRowsKeepAutoPrecision) {
     Candidate fp16 = o.base;
     fp16.cfg.pim.precision = config::PimPrecision::FP16;
     EXPECT_EQ(space.apply(fp16, p).cfg.pim.precision, config::PimPrecision::FP16);
+}
+
+// The plan bytes of the setups an evaluator keeps besides the one in use stay within its
+// cache_bytes (tune/memory_estimate.h gives it what the cap leaves), with the same numbers.
+TEST(TuneEvaluator, KeepsItsCachedPlansWithinItsBytes) {
+    TuneOptions o = small_options();
+    o.space.hw_pairs = true;
+    o.space.only = {"hw.pair"};
+    const Space space = make_space(o);
+    const MemoryEstimate e = plan_memory(o.base.in.model, o.base.st.runtime.dtype, o.base.in.gen_len);
+    // records of one plan x gen_len x sizeof(OpRecord), both plans per setup
+    EXPECT_EQ(e.plan_bytes, uint64_t(e.records_per_forward) * 8 * sizeof(graph::OpRecord));
+    const uint64_t cache_bytes = 3 * e.setup_bytes();  // room for three other setups
+    Evaluator bounded(space, o.base, Objective::TBT, cache_bytes), unbounded(space, o.base, Objective::TBT);
+    Point p = space.base_point(o.base);
+    for (size_t i = 0; i < space.dims()[0].values.size(); ++i) {
+        p[0] = int(i);
+        const PointResult a = bounded.evaluate(p), b = unbounded.evaluate(p);
+        EXPECT_LE(bounded.cached_plan_bytes(), cache_bytes + e.setup_bytes());
+        EXPECT_EQ(a.tbt_ms, b.tbt_ms);
+        EXPECT_EQ(a.memory_bytes, b.memory_bytes);
+    }
+    EXPECT_GE(bounded.cached_setups(), 2u);
+    EXPECT_LE(bounded.cached_setups(), 4u);
+    EXPECT_GT(unbounded.cached_plan_bytes(), cache_bytes + e.setup_bytes());  // the bound did something
+}
+
+// A search whose floor (base + every point + one setup per thread) exceeds the cap is refused
+// before any point, with the arithmetic.
+TEST(TuneMemory, RefusesASearchPastTheCap) {
+    TuneOptions o = small_options();
+    o.threads = 256;
+    o.memory_cap_bytes = uint64_t(256) << 20;
+    const MemoryEstimate e = estimate_memory(o, make_space(o));
+    EXPECT_EQ(e.points, 24);  // the grid: 2 pim.alignment x 6 reorder.block_size_kb x 2 zero_copy_switch
+    EXPECT_EQ(e.floor_bytes(), kBaseBytes + 24 * 3 * kPointBytesPerDim + 256 * 2 * e.plan_bytes);
+    try {
+        run_tune(o);
+        FAIL() << "not refused";
+    } catch (const Error& err) {
+        const std::string m = err.what();
+        EXPECT_EQ(m.rfind("tune of llama2-7b (grid) needs at least ", 0), 0u) << m;
+        EXPECT_NE(m.find("more than the cap of 0.25 GiB (--max-memory-mb 256; allowed: a smaller --gen-len"),
+                  std::string::npos)
+            << m;
+    }
 }
 
 TEST(TuneAdaptive, DeterministicAndWithinBudget) {
