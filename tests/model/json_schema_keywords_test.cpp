@@ -286,10 +286,18 @@ TEST(GrammarBudget, DeepGroupsAndHugeRepeatsAreRefusedByTheirLimit) {
         EXPECT_STREQ(e.what(), "g: line 1: groups nest deeper than 128 levels (the limit on grammar nesting)");
     }
     try {
-        Grammar::parse("root ::= ((\"ab\"{1000}){1000}){1000}", "g");
+        Grammar::parse("root ::= (((\"ab\"{64}){64}){64}){64}", "g");  // counts up to 64 are copied
         FAIL() << "accepted";
     } catch (const Error& e) {
         EXPECT_STREQ(e.what(), "g: line 1: the grammar expands to more than 2097152 elements (the limit on grammar size)");
+    }
+    // larger counts are one counted element each, whatever the count
+    EXPECT_LT(Grammar::parse("root ::= ((\"ab\"{1000}){1000}){1000000}", "g")->elems.size(), 16u);
+    try {
+        Grammar::parse("root ::= \"a\"{0,1000001}", "g");
+        FAIL() << "accepted";
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "g: line 1: repeat count 1000001 is too large (allowed: up to 1000000)");
     }
 }
 

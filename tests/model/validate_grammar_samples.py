@@ -114,6 +114,12 @@ def scalar(rng):
     if k == 1:
         return number_bounds(rng, {"type": "number"})
     if k == 2:
+        if rng.random() < 0.4:  # counted repetitions (above 64: a counter in the parse stack)
+            lo = rng.choice([0, 1, 65, 1500])
+            s = {"type": "string", "minLength": lo, "maxLength": rng.choice([lo + 100, 5000, 65535])}
+            if rng.random() < 0.3:
+                del s["minLength" if rng.random() < 0.5 else "maxLength"]
+            return s
         lo = rng.randrange(4)
         return {"type": "string", "minLength": lo, "maxLength": lo + rng.randrange(6)}
     if k == 3:
@@ -148,10 +154,10 @@ def schema(rng, depth):
         return annotate(rng, s)
     if k == 3:  # array
         s = {"type": "array", "items": schema(rng, depth - 1)}
-        lo = rng.randrange(3)
+        lo = rng.choice([0, 1, 2, 0, 1, 2, 66])
         s["minItems"] = lo
         if rng.random() < 0.7:
-            s["maxItems"] = lo + rng.randrange(3)
+            s["maxItems"] = lo + rng.choice([0, 1, 2, 0, 1, 2, 70, 5000])
         if rng.random() < 0.2:
             s["uniqueItems"] = False
         return annotate(rng, s)
@@ -274,6 +280,13 @@ PYDANTIC_V1 = {
 }
 
 
+def longest(inst, kind):
+    """The longest string (kind str) or array (kind list) anywhere in a JSON value."""
+    own = len(inst) if isinstance(inst, kind) else 0
+    kids = inst.values() if isinstance(inst, dict) else inst if isinstance(inst, list) else []
+    return max([own] + [longest(k, kind) for k in kids])
+
+
 def strict_loads(text):
     def bad_constant(c):
         raise ValueError(f"not JSON: {c}")
@@ -297,7 +310,7 @@ def main():
     if out.returncode != 0:
         print(f"grammar_samples failed ({out.returncode}): {out.stderr}")
         return 1
-    failures, n_samples = [], 0
+    failures, n_samples, max_str, max_arr = [], 0, 0, 0
     for line in out.stdout.split("\n"):
         if not line:
             continue
@@ -317,10 +330,15 @@ def main():
             except ValueError as e:
                 failures.append(f"schema {r['i']}: not JSON ({e}): {text!r}")
                 continue
+            max_str, max_arr = max(max_str, longest(inst, str)), max(max_arr, longest(inst, list))
             errs = list(v.iter_errors(inst))
             if errs:
                 failures.append(f"schema {r['i']}: {errs[0].message}\n  text: {text!r}\n  schema: {json.dumps(s)}")
-    print(f"{len(schemas)} schemas, {n_samples} samples validated with jsonschema {jsonschema.__name__}")
+    print(f"{len(schemas)} schemas, {n_samples} samples validated with jsonschema {jsonschema.__name__}; "
+          f"longest string {max_str}, longest array {max_arr}")
+    # the eager walks must reach the counted repetitions (counts above 64), or they were not tested
+    if a.schemas >= 100 and (max_str < 5000 or max_arr < 70):
+        failures.append(f"no sample reached a long string or array (longest {max_str}, {max_arr})")
     for f in failures[:20]:
         print("FAIL", f)
     return 1 if failures else 0

@@ -12,7 +12,11 @@
 //   [a-z_] [^"\\] character class of Unicode code points (same escapes; ^ negates)
 //   .            any Unicode character
 //   name         another rule;  ( ... ) group;  a | b alternatives
-//   x* x+ x?     repetition;  x{m} x{m,} x{m,n} counted repetition
+//   x* x+ x?     repetition;  x{m} x{m,} x{m,n} counted repetition (counts up to kMaxCount)
+//
+// A counted repetition whose count exceeds kExpandCount is one REPEAT element (the matcher
+// keeps the iteration count in its parse stack), so a grammar's size does not grow with the
+// count: "\"" char{0,65535} "\"" is three elements. Smaller counts are expanded into copies.
 //
 // A rule runs until the next `name ::=` or the end of the text. Character classes are
 // compiled to UTF-8 byte sequences, so matching (grammar/matcher.h) works byte by byte and a
@@ -50,8 +54,9 @@ struct GrammarLimits {
 };
 
 struct Element {
-    enum Kind : uint8_t { BYTES, RULE, END } kind = END;
-    uint32_t index = 0;  // BYTES: into Grammar::sets; RULE: rule id
+    enum Kind : uint8_t { BYTES, RULE, REPEAT, END } kind = END;
+    uint32_t index = 0;  // BYTES: into Grammar::sets; RULE: rule id; REPEAT: the repeated rule's id
+    uint32_t lo = 0, hi = 0;  // REPEAT: iterations allowed, lo to hi (Grammar::kUnbounded: no limit)
 };
 
 struct Grammar {
@@ -65,7 +70,13 @@ struct Grammar {
     // [elems]: the fewest bytes that finish the alternative from this element on (its END: 0);
     // kNoEnd when no finite text can. A matcher stack's sum is the bytes left to close it.
     std::vector<uint32_t> min_bytes;
+    std::vector<uint32_t> rule_min_bytes;  // [rules]: the fewest bytes each rule matches (kNoEnd: none)
+    bool has_repeats = false;              // some element is a REPEAT
     static constexpr uint32_t kNoEnd = UINT32_MAX;
+    static constexpr uint32_t kUnbounded = UINT32_MAX;
+    static constexpr uint32_t kMaxCount = 1000000;  // the largest count of {m,n} (assumption: far above
+                                                    // the 65535 of a frameworks' maxLength; no source)
+    static constexpr uint32_t kExpandCount = 64;    // counts up to this are expanded into copies
 
     // Throws duet::Error "<source>: line L: <what>" for a syntax error, an undefined rule, a
     // missing root rule, left recursion or an exceeded limit; GrammarCancelled when cancelled.

@@ -14,7 +14,6 @@ namespace {
 
 using Seq = std::vector<Element>;
 using Alts = std::vector<Seq>;
-constexpr int kMaxRepeat = 1000;  // assumption: bound on {m,n} so a typo cannot build a huge grammar
 
 class Parser {
 public:
@@ -272,9 +271,10 @@ private:
         const size_t b = pos_;
         while (pos_ < s_.size() && std::isdigit(uint8_t(s_[pos_]))) ++pos_;
         if (b == pos_) error("expected a number in {m,n}");
-        const long v = std::stol(std::string(s_.substr(b, pos_ - b)));
-        if (v > kMaxRepeat) error(fmt::format("repeat count {} is too large (allowed: up to {})", v, kMaxRepeat));
-        return int(v);
+        if (pos_ - b > 7 || std::stol(std::string(s_.substr(b, pos_ - b))) > long(Grammar::kMaxCount))
+            error(fmt::format("repeat count {} is too large (allowed: up to {})", s_.substr(b, pos_ - b),
+                              Grammar::kMaxCount));
+        return int(std::stol(std::string(s_.substr(b, pos_ - b))));
     }
 
     void postfix(const std::string& rule, Seq& item) {
@@ -300,6 +300,11 @@ private:
     }
 
     Seq repeat(const std::string& rule, const Seq& x, int lo, int hi) {
+        if (uint32_t(std::max(lo, hi)) > Grammar::kExpandCount) {  // one counted element, not copies
+            charge(x.size());
+            const uint32_t body = x.size() == 1 && x[0].kind == Element::RULE ? x[0].index : helper(rule, {x});
+            return {{Element::REPEAT, body, uint32_t(lo), hi < 0 ? Grammar::kUnbounded : uint32_t(hi)}};
+        }
         // lo copies inline, one per helper rule of the optional part (x{m,}: one)
         charge(x.size() * (size_t(lo) + size_t(hi < 0 ? 1 : hi - lo)));
         Seq out;
@@ -320,6 +325,10 @@ private:
             out.push_back({Element::RULE, prev});
         }
         return out;
+    }
+
+    static bool elem_nullable(const Element& e, const std::vector<bool>& nullable) {
+        return e.kind != Element::BYTES && (nullable[e.index] || (e.kind == Element::REPEAT && e.lo == 0));
     }
 
     // rule_min: the fewest bytes each rule can match (rule_min_bytes); 0 means nullable.
@@ -346,9 +355,9 @@ private:
                     continue;
                 }
                 const Seq& alt = alts[f.alt];
-                // the next element that may start this alternative, if any
-                if (f.elem >= alt.size() || alt[f.elem].kind != Element::RULE ||
-                    (f.elem > 0 && !nullable[alt[f.elem - 1].index])) {
+                // the next element that may start this alternative, if any (a rule, or a repeat's body)
+                if (f.elem >= alt.size() || alt[f.elem].kind == Element::BYTES ||
+                    (f.elem > 0 && !elem_nullable(alt[f.elem - 1], nullable))) {
                     ++f.alt, f.elem = 0;
                     continue;
                 }
@@ -373,7 +382,8 @@ private:
             uint64_t cost = 0;
         };
         std::vector<Alt> alts;
-        std::vector<std::vector<uint32_t>> uses(g.rules.size());  // rule -> alts naming it (once per use)
+        // rule -> (alt naming it, times: a repeat's minimum count), once per use
+        std::vector<std::vector<std::pair<uint32_t, uint32_t>>> uses(g.rules.size());
         using Item = std::pair<uint64_t, uint32_t>;               // (cost, rule)
         std::priority_queue<Item, std::vector<Item>, std::greater<Item>> queue;
         for (size_t r = 0; r < g.rules.size(); ++r)
@@ -381,7 +391,8 @@ private:
                 Alt a{uint32_t(r)};
                 for (const Element* e = &g.elems[start]; e->kind != Element::END; ++e) {
                     if (e->kind == Element::BYTES) ++a.cost;
-                    else ++a.pending, uses[e->index].push_back(uint32_t(alts.size()));
+                    else if (e->kind == Element::RULE || e->lo > 0)
+                        ++a.pending, uses[e->index].push_back({uint32_t(alts.size()), e->kind == Element::RULE ? 1 : e->lo});
                 }
                 if (a.pending == 0) queue.push({a.cost, a.rule});
                 alts.push_back(a);
@@ -392,9 +403,9 @@ private:
             queue.pop();
             if (best[r] != kInf) continue;
             best[r] = cost;
-            for (uint32_t ai : uses[r]) {
+            for (const auto& [ai, times] : uses[r]) {
                 Alt& a = alts[ai];
-                a.cost = std::min(a.cost + cost, kInf);
+                a.cost = std::min(a.cost + cost * times, kInf - 1);  // finite stays below kNoEnd
                 if (--a.pending == 0) queue.push({a.cost, a.rule});
             }
         }
@@ -419,12 +430,21 @@ private:
             }
         const std::vector<uint64_t> rule_min = rule_min_bytes(*g);
         check_left_recursion(rule_min);
+        g->rule_min_bytes.assign(rule_min.begin(), rule_min.end());
         g->min_bytes.assign(g->elems.size(), 0);
         for (size_t i = g->elems.size(); i-- > 0;) {
             const Element& e = g->elems[i];
             if (e.kind == Element::END) continue;
-            const uint64_t c = uint64_t(g->min_bytes[i + 1]) + (e.kind == Element::BYTES ? 1 : rule_min[e.index]);
-            g->min_bytes[i] = uint32_t(std::min<uint64_t>(c, Grammar::kNoEnd));
+            g->has_repeats = g->has_repeats || e.kind == Element::REPEAT;
+            const uint64_t own = e.kind == Element::BYTES ? 1
+                                 : e.kind == Element::RULE ? rule_min[e.index]
+                                 : e.lo == 0               ? 0
+                                 : rule_min[e.index] == Grammar::kNoEnd ? Grammar::kNoEnd
+                                                                        : rule_min[e.index] * e.lo;
+            const uint64_t c = g->min_bytes[i + 1] == Grammar::kNoEnd || own >= Grammar::kNoEnd
+                                   ? Grammar::kNoEnd
+                                   : std::min<uint64_t>(g->min_bytes[i + 1] + own, Grammar::kNoEnd - 1);
+            g->min_bytes[i] = uint32_t(c);
         }
         return g;
     }

@@ -49,8 +49,8 @@ std::string into(const std::string& where) { return where.back() == '/' ? where 
 int count_in(const ojson& s, const char* key, int fallback, const std::string& where) {
     auto it = s.find(key);
     if (it == s.end()) return fallback;
-    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 1000)
-        fail("{}{}: must be an integer from 0 to 1000 (got {})", into(where), key, it->dump());
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > int64_t(Grammar::kMaxCount))
+        fail("{}{}: must be an integer from 0 to {} (got {})", into(where), key, Grammar::kMaxCount, it->dump());
     return int(it->get<int64_t>());
 }
 

@@ -22,6 +22,7 @@ bool any_empty(const std::vector<Matcher::Stack>& stacks) {
 Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTable> tokens)
     : grammar_(std::move(grammar)), tokens_(std::move(tokens)) {
     DUET_CHECK(grammar_ && tokens_, "matcher needs a grammar and a token table");
+    relax_margin_ = uint32_t(std::min<size_t>(tokens_->max_token_bytes(), Grammar::kMaxCount)) + 1;
     reset();
 }
 
@@ -30,13 +31,39 @@ void Matcher::reset() {
     for (uint32_t start : grammar_->rules[grammar_->root]) {
         Stack s;
         const Element* e = &grammar_->elems[start];
-        if (e->kind != Element::END) s.push_back(e);
+        if (e->kind != Element::END) s.push_back({e});
         advance(std::move(s), stacks);
     }
     dedup(stacks);
     if (stacks.size() > kMaxStacks) too_ambiguous();
-    state_ = intern(std::move(stacks));
+    set_state(std::move(stacks));
+}
+
+// Makes `exact` the current stacks (non-empty, canonical).
+void Matcher::set_state(std::vector<Stack> exact) {
+    if (grammar_->has_repeats) {
+        exact_ = std::move(exact);
+        state_ = intern(relaxed(exact_));
+    } else {
+        state_ = intern(std::move(exact));
+    }
     bound_cache();
+}
+
+// The stacks with every count that no token can tell apart dropped (see matcher.h).
+std::vector<Matcher::Stack> Matcher::relaxed(std::vector<Stack> stacks) const {
+    bool changed = false;
+    for (Stack& s : stacks)
+        for (Frame& f : s) {
+            const Element& e = *f.e;
+            if (e.kind != Element::REPEAT || (f.flags & kRelaxed) || f.count < e.lo) continue;
+            if (e.hi != Grammar::kUnbounded && e.hi - f.count <= relax_margin_) continue;
+            f.count = 0;
+            f.flags |= kRelaxed;
+            changed = true;
+        }
+    if (changed) dedup(stacks);
+    return stacks;
 }
 
 void Matcher::too_ambiguous() {
@@ -46,31 +73,52 @@ void Matcher::too_ambiguous() {
          kMaxStacks);
 }
 
-// Expands rule references at the top until every stack's top is a byte set (or it is empty).
-// Iterative: a chain of rules as long as the grammar's rule limit must not overflow the call
-// stack. Each expansion copies the stack below the rule, so a chain of n leading rules costs
-// O(n^2) pointer copies once per (state, byte); the transition cache keeps it at that.
+// Expands rule references and repeats at the top until every stack's top is a byte set (or it
+// is empty). Iterative: a chain of rules as long as the grammar's rule limit must not overflow
+// the call stack. Each expansion copies the stack below the rule, so a chain of n leading rules
+// costs O(n^2) frame copies once per (state, byte); the transition cache keeps it at that.
 void Matcher::advance(Stack stack, std::vector<Stack>& out) const {
     std::vector<Stack> work;
     work.push_back(std::move(stack));
     while (!work.empty()) {
         Stack s = std::move(work.back());
         work.pop_back();
-        if (s.empty() || s.back()->kind == Element::BYTES) {
+        if (s.empty() || s.back().e->kind == Element::BYTES) {
             out.push_back(std::move(s));
             if (out.size() > 4 * kMaxStacks) too_ambiguous();  // before deduplication: a looser bound
             continue;
         }
-        const Element* top = s.back();
+        const Frame top = s.back();
+        const Element* e = top.e;
         s.pop_back();
-        if ((top + 1)->kind != Element::END) s.push_back(top + 1);  // continue after the rule
-        const auto& alts = grammar_->rules[top->index];
-        for (size_t i = 0; i < alts.size(); ++i) {
-            Stack t = i + 1 < alts.size() ? s : std::move(s);
-            const Element* e = &grammar_->elems[alts[i]];
-            if (e->kind != Element::END) t.push_back(e);
-            work.push_back(std::move(t));
+        if (e->kind == Element::RULE) {
+            if ((e + 1)->kind != Element::END) s.push_back({e + 1});  // continue after the rule
+            push_alternatives(e->index, std::move(s), work);
+            continue;
         }
+        // REPEAT with top.count iterations begun: begin another and/or continue after it
+        const bool relaxed = top.flags & kRelaxed, fresh = top.flags & kFresh;
+        const bool may_exit = relaxed || fresh || top.count >= e->lo;
+        if (!fresh && (relaxed || top.count < e->hi)) {
+            Stack t = may_exit ? s : std::move(s);
+            t.push_back({e, relaxed ? 0 : top.count + 1, (top.flags & kRelaxed) | kFresh});
+            push_alternatives(e->index, std::move(t), work);
+        }
+        if (may_exit) {
+            if ((e + 1)->kind != Element::END) s.push_back({e + 1});
+            work.push_back(std::move(s));
+        }
+    }
+}
+
+// One work item per alternative of `rule`, each with its first element on top of `stack`.
+void Matcher::push_alternatives(uint32_t rule, Stack stack, std::vector<Stack>& work) const {
+    const auto& alts = grammar_->rules[rule];
+    for (size_t i = 0; i < alts.size(); ++i) {
+        Stack t = i + 1 < alts.size() ? stack : std::move(stack);
+        const Element* e = &grammar_->elems[alts[i]];
+        if (e->kind != Element::END) t.push_back({e});
+        work.push_back(std::move(t));
     }
 }
 
@@ -79,10 +127,12 @@ std::vector<Matcher::Stack> Matcher::step(const std::vector<Stack>& stacks, uint
     std::vector<Stack> next;
     for (const Stack& s : stacks) {
         if (s.empty()) continue;
-        const Element* top = s.back();
+        const Element* top = s.back().e;
         if (!grammar_->sets[top->index].test(byte)) continue;
         Stack t(s.begin(), s.end() - 1);
-        if ((top + 1)->kind != Element::END) t.push_back(top + 1);
+        if (grammar_->has_repeats)
+            for (Frame& f : t) f.flags &= ~kFresh;  // every iteration in progress has matched a byte
+        if ((top + 1)->kind != Element::END) t.push_back({top + 1});
         advance(std::move(t), next);
     }
     if (next.size() > 1) dedup(next);
@@ -131,6 +181,15 @@ void Matcher::bound_cache() {
 }
 
 bool Matcher::accept_bytes(std::string_view bytes) {
+    if (grammar_->has_repeats) {  // exact counts: step the exact stacks, then relax them again
+        std::vector<Stack> s = exact_;
+        for (char c : bytes) {
+            s = step(s, uint8_t(c));
+            if (s.empty()) return false;
+        }
+        set_state(std::move(s));
+        return true;
+    }
     const int32_t t = run(state_, bytes);
     if (t == kDead) return false;
     state_ = t;
@@ -155,7 +214,7 @@ bool Matcher::token_allowed_uncached(int32_t id) const {
     if (tokens_->is_eog(id)) return can_end();
     const std::string& b = tokens_->bytes(id);
     if (b.empty()) return false;
-    std::vector<Stack> s = states_[size_t(state_)];
+    std::vector<Stack> s = grammar_->has_repeats ? exact_ : states_[size_t(state_)];
     for (char c : b) {
         s = step(s, uint8_t(c));
         if (s.empty()) return false;
@@ -163,13 +222,22 @@ bool Matcher::token_allowed_uncached(int32_t id) const {
     return true;
 }
 
+// The fewest bytes that finish a frame's element and the rest of its alternative.
+uint64_t Matcher::frame_close(const Frame& f) const {
+    const Element* base = grammar_->elems.data();
+    if (f.e->kind != Element::REPEAT) return grammar_->min_bytes[size_t(f.e - base)];
+    const uint64_t rest = grammar_->min_bytes[size_t(f.e + 1 - base)];
+    if ((f.flags & kRelaxed) || f.count >= f.e->lo) return rest;
+    const uint64_t body = grammar_->rule_min_bytes[f.e->index];
+    return body == Grammar::kNoEnd ? Grammar::kNoEnd : rest + body * (f.e->lo - f.count);
+}
+
 uint32_t Matcher::close_bytes(const std::vector<Stack>& stacks) const {
     uint64_t best = Grammar::kNoEnd;
-    const Element* base = grammar_->elems.data();
     for (const Stack& st : stacks) {
         uint64_t sum = 0;
-        for (const Element* e : st) {
-            sum += grammar_->min_bytes[size_t(e - base)];
+        for (const Frame& f : st) {
+            sum += frame_close(f);
             if (sum >= best) break;
         }
         best = std::min(best, sum);

@@ -6,13 +6,14 @@
 #include <vector>
 
 #include "core/error.h"
+#include "model/grammar/grammar.h"
 #include "model/grammar/json_schema_values.h"
 #include "model/grammar/utf8_ranges.h"
 
 namespace duet::model::grammar {
 namespace {
 
-constexpr int kMaxCount = 1000;  // as the grammar format's {m,n}
+constexpr int kMaxCount = int(Grammar::kMaxCount);  // as the grammar format's {m,n}
 
 using Ranges = std::vector<CodeRange>;
 
@@ -238,7 +239,7 @@ private:
 
     int count() {
         const size_t b = i_;
-        while (i_ < p_.size() && std::isdigit(uint8_t(p_[i_])) && i_ - b < 6) ++i_;
+        while (i_ < p_.size() && std::isdigit(uint8_t(p_[i_])) && i_ - b < 8) ++i_;
         if (b == i_) error("expected a number in {m,n}");
         const int v = std::stoi(std::string(p_.substr(b, i_ - b)));
         if (v > kMaxCount) error(fmt::format("repeat count {} is too large (allowed: up to {})", v, kMaxCount));

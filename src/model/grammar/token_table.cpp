@@ -18,6 +18,7 @@ TokenTable::TokenTable(std::vector<std::string> bytes, std::vector<uint8_t> eog)
             continue;
         }
         if (bytes_[size_t(id)].empty()) continue;  // control tokens: never allowed under a grammar
+        max_bytes_ = std::max(max_bytes_, bytes_[size_t(id)].size());
         int32_t node = 0;
         for (char c : bytes_[size_t(id)]) {
             const uint8_t b = uint8_t(c);

@@ -29,6 +29,7 @@ public:
     const std::string& bytes(int32_t id) const { return bytes_[size_t(id)]; }
     bool is_eog(int32_t id) const { return eog_[size_t(id)] != 0; }
     const std::vector<int32_t>& eog_tokens() const { return eog_ids_; }
+    size_t max_token_bytes() const { return max_bytes_; }  // the longest token's byte length
 
     // Trie node: children by byte (sorted), tokens whose bytes end exactly here.
     struct Node {
@@ -42,6 +43,7 @@ private:
     std::vector<uint8_t> eog_;
     std::vector<int32_t> eog_ids_;
     std::vector<Node> trie_;
+    size_t max_bytes_ = 0;
 };
 
 }  // namespace duet::model::grammar
