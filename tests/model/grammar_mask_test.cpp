@@ -128,7 +128,7 @@ INSTANTIATE_TEST_SUITE_P(TokenizerKinds, GrammarMask, ::testing::Values("tiny-ll
 // Counted repetitions above Grammar::kExpandCount keep their count in the parse stack and are
 // relaxed in the cached state while no token can reach a bound: at every count on the way to and
 // past the bounds, the cached mask must equal stepping the exact stacks, and the closing reserve
-// must be the remaining minimum.
+// must be the remaining minimum. The same for @len regions, whose counts stay exact.
 TEST_P(GrammarMask, CountedRepeatsEqualTheExactStacksAtEveryCount) {
     const auto table = synthetic_table(GetParam());
     const char* grammars[] = {
@@ -137,13 +137,17 @@ TEST_P(GrammarMask, CountedRepeatsEqualTheExactStacksAtEveryCount) {
         "root ::= ( [a-z]? ){0,70} \"!\"",
         "root ::= ( \"[\" [a-z ]{65,70} \"]\" ){1,100}",
         "root ::= \"{\" ( [0-9] | \"e\" ){70} \"}\" | \"{\" [0-9]{0,68} \"x}\"",
+        // length regions (@len): counts exact in the cached state, checked ahead
+        "root ::= \"'\" @len{20,40}( ( [a-z] @tick )+ ( [ -] @tick ( [a-z] @tick )* )* ) \"'\"",
+        "root ::= @len{0,30}( ( \"ab\" @tick @tick | [0-9] @tick )* \".\" @tick ) \"!\"",
+        "root ::= @len{66,80}( ( [a-z ] @tick ){0,100} ) \"!\"",
     };
     std::mt19937_64 rng(7);
     std::vector<uint8_t> allowed;
     int states = 0, ends = 0;
     for (const char* text : grammars) {
         const auto g = Grammar::parse(text);
-        ASSERT_TRUE(g->has_repeats) << text;
+        ASSERT_TRUE(g->has_repeats || g->has_counts) << text;
         for (int run = 0; run < 2; ++run) {
             Matcher m(g, table);
             std::string prefix;  // the text accepted so far

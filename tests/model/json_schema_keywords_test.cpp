@@ -187,8 +187,19 @@ TEST(JsonSchemaKeywords, UnenforceableKeywordsAreRefusedByName) {
               "maxItems 0 or 1)");
     EXPECT_EQ(error_of(R"({"type":"number","multipleOf":0.5})"),
               "s.json: /multipleOf: 0.5 cannot be enforced by a grammar (allowed: 1, i.e. an integer)");
-    EXPECT_EQ(error_of(R"({"type":"object","properties":{"a":{"type":"string","pattern":"x","maxLength":3}}})"),
-              "s.json: /properties/a: minLength/maxLength together with pattern or format cannot be enforced");
+    EXPECT_EQ(error_of(R"({"type":"object","properties":{"a":{"type":"string","pattern":"^\\d{4}$","maxLength":3}}})"),
+              "s.json: /properties/a: pattern '^\\d{4}$' matches no string of at most 3 characters (its matches have 4 "
+              "to 4)");
+    EXPECT_EQ(error_of(R"({"type":"string","format":"uuid","minLength":40})"),
+              "s.json: /: format 'uuid' matches no string of at least 40 characters (its matches have 36 to 36)");
+    EXPECT_EQ(error_of(R"({"type":"string","pattern":"^(ab)+$","minLength":3,"maxLength":9})"),
+              "s.json: /: minLength 3 and maxLength 9 together with pattern '^(ab)+$' cannot be enforced: a repeated or "
+              "optional part of 2 or more characters makes the lengths it can reach skip values (allowed with it: only "
+              "one of minLength/maxLength, or both when its repeated and optional parts are single characters)");
+    EXPECT_EQ(error_of(R"({"type":"string","format":"time","minLength":10,"maxLength":12})"),
+              "s.json: /: minLength 10 and maxLength 12 together with format 'time' cannot be enforced: a repeated or "
+              "optional part of 2 or more characters makes the lengths it can reach skip values (allowed with it: only "
+              "one of minLength/maxLength, or both when its repeated and optional parts are single characters)");
     EXPECT_EQ(error_of(R"({"allOf":[{"type":"string"},{"type":"integer"}]})"),
               "s.json: /allOf/1: the types \"string\" and \"integer\" exclude each other");
 }

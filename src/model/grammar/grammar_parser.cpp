@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "model/grammar/grammar.h"
+#include "model/grammar/grammar_lengths.h"
 #include "model/grammar/utf8_ranges.h"
 
 namespace duet::model::grammar {
@@ -179,11 +180,36 @@ private:
             if (alts.size() == 1) return alts[0];
             return {{Element::RULE, helper(rule, std::move(alts))}};
         }
+        if (c == '@') return counted(rule);
         const std::string name = identifier();
         if (name.empty()) error(fmt::format("unexpected '{}'", c));
         const uint32_t id = rule_id(name);
         if (!defined_[id] && use_line_[id] == 0) use_line_[id] = line_;
         return {{Element::RULE, id}};
+    }
+
+    // @tick, or @len{m,n}( alternatives ) (grammar.h)
+    Seq counted(const std::string& rule) {
+        ++pos_;  // '@'
+        const std::string what = identifier();
+        if (what == "tick") return {{Element::TICK}};
+        if (what != "len") error(fmt::format("unknown '@{}' (allowed: @len{{m,n}}( ... ), @tick)", what));
+        if (pos_ >= s_.size() || s_[pos_] != '{') error("expected '{' after @len");
+        ++pos_;
+        const int lo = count();
+        int hi = lo;
+        if (pos_ < s_.size() && s_[pos_] == ',') {
+            ++pos_;
+            hi = pos_ < s_.size() && s_[pos_] == '}' ? -1 : count();
+        }
+        if (pos_ >= s_.size() || s_[pos_] != '}') error("missing '}' in @len{m,n}");
+        ++pos_;
+        if (hi >= 0 && hi < lo) error(fmt::format("@len{{{},{}}} has max below min", lo, hi));
+        skip_space();
+        if (pos_ >= s_.size() || s_[pos_] != '(') error("expected '(' after @len{m,n}");
+        Seq body = primary(rule);
+        const uint32_t id = body.size() == 1 && body[0].kind == Element::RULE ? body[0].index : helper(rule, {body});
+        return {{Element::COUNT, id, uint32_t(lo), hi < 0 ? Grammar::kUnbounded : uint32_t(hi)}};
     }
 
     uint32_t escaped_char(const char* what) {
@@ -328,7 +354,8 @@ private:
     }
 
     static bool elem_nullable(const Element& e, const std::vector<bool>& nullable) {
-        return e.kind != Element::BYTES && (nullable[e.index] || (e.kind == Element::REPEAT && e.lo == 0));
+        return e.kind == Element::TICK ||
+               (e.kind != Element::BYTES && (nullable[e.index] || (e.kind == Element::REPEAT && e.lo == 0)));
     }
 
     // rule_min: the fewest bytes each rule can match (rule_min_bytes); 0 means nullable.
@@ -361,6 +388,10 @@ private:
                     ++f.alt, f.elem = 0;
                     continue;
                 }
+                if (alt[f.elem].kind == Element::TICK) {  // no byte and no rule: look past it
+                    ++f.elem;
+                    continue;
+                }
                 const size_t r = alt[f.elem++].index;
                 if (state[r] == 1)
                     fail("{}: rule '{}' is left-recursive (it can reach itself before matching any byte)", source_,
@@ -371,45 +402,6 @@ private:
                 }
             }
         }
-    }
-
-    // Fewest bytes to finish each rule: Knuth's generalisation of Dijkstra to grammars (an
-    // alternative's cost is known once every rule it names is final), O(E log E).
-    static std::vector<uint64_t> rule_min_bytes(const Grammar& g) {
-        constexpr uint64_t kInf = Grammar::kNoEnd;
-        struct Alt {
-            uint32_t rule, pending = 0;
-            uint64_t cost = 0;
-        };
-        std::vector<Alt> alts;
-        // rule -> (alt naming it, times: a repeat's minimum count), once per use
-        std::vector<std::vector<std::pair<uint32_t, uint32_t>>> uses(g.rules.size());
-        using Item = std::pair<uint64_t, uint32_t>;               // (cost, rule)
-        std::priority_queue<Item, std::vector<Item>, std::greater<Item>> queue;
-        for (size_t r = 0; r < g.rules.size(); ++r)
-            for (uint32_t start : g.rules[r]) {
-                Alt a{uint32_t(r)};
-                for (const Element* e = &g.elems[start]; e->kind != Element::END; ++e) {
-                    if (e->kind == Element::BYTES) ++a.cost;
-                    else if (e->kind == Element::RULE || e->lo > 0)
-                        ++a.pending, uses[e->index].push_back({uint32_t(alts.size()), e->kind == Element::RULE ? 1 : e->lo});
-                }
-                if (a.pending == 0) queue.push({a.cost, a.rule});
-                alts.push_back(a);
-            }
-        std::vector<uint64_t> best(g.rules.size(), kInf);
-        while (!queue.empty()) {
-            const auto [cost, r] = queue.top();
-            queue.pop();
-            if (best[r] != kInf) continue;
-            best[r] = cost;
-            for (const auto& [ai, times] : uses[r]) {
-                Alt& a = alts[ai];
-                a.cost = std::min(a.cost + cost * times, kInf - 1);  // finite stays below kNoEnd
-                if (--a.pending == 0) queue.push({a.cost, a.rule});
-            }
-        }
-        return best;
     }
 
     std::shared_ptr<const Grammar> finish() {
@@ -428,7 +420,7 @@ private:
                 g->elems.insert(g->elems.end(), alt.begin(), alt.end());
                 g->elems.push_back({Element::END, 0});
             }
-        const std::vector<uint64_t> rule_min = rule_min_bytes(*g);
+        const std::vector<uint64_t> rule_min = rule_minimum(*g, Measure::BYTES);
         check_left_recursion(rule_min);
         g->rule_min_bytes.assign(rule_min.begin(), rule_min.end());
         g->min_bytes.assign(g->elems.size(), 0);
@@ -437,7 +429,9 @@ private:
             if (e.kind == Element::END) continue;
             g->has_repeats = g->has_repeats || e.kind == Element::REPEAT;
             const uint64_t own = e.kind == Element::BYTES ? 1
-                                 : e.kind == Element::RULE ? rule_min[e.index]
+                                 : e.kind == Element::TICK ? 0
+                                 : e.kind == Element::COUNT ? std::max<uint64_t>(rule_min[e.index], e.lo)
+                                 : e.kind != Element::REPEAT ? rule_min[e.index]
                                  : e.lo == 0               ? 0
                                  : rule_min[e.index] == Grammar::kNoEnd ? Grammar::kNoEnd
                                                                         : rule_min[e.index] * e.lo;
@@ -446,6 +440,7 @@ private:
                                    : std::min<uint64_t>(g->min_bytes[i + 1] + own, Grammar::kNoEnd - 1);
             g->min_bytes[i] = uint32_t(c);
         }
+        analyse_lengths(*g, source_);
         return g;
     }
 };

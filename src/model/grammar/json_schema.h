@@ -62,6 +62,8 @@ private:
     std::string object_rule(const nlohmann::ordered_json& s, const std::string& name, const std::string& path, Ctx& ctx);
     std::string array_rule(const nlohmann::ordered_json& s, const std::string& name, const std::string& path, Ctx& ctx);
     std::string string_rule(const nlohmann::ordered_json& s, const std::string& path);
+    std::string counted_contents(const std::string& contents, int lo, int hi, const std::string& w,
+                                 const std::string& what);
     nlohmann::ordered_json merge_all_of(const nlohmann::ordered_json& s, const std::string& path, Ctx& ctx);
     const nlohmann::ordered_json& resolve(const std::string& ref, const std::string& path, const Ctx& ctx) const;
     const nlohmann::ordered_json& deref(const nlohmann::ordered_json& s, const std::string& path, const Ctx& ctx) const;

@@ -50,11 +50,13 @@ void Matcher::set_state(std::vector<Stack> exact) {
     bound_cache();
 }
 
-// The stacks with every count that no token can tell apart dropped (see matcher.h).
+// The stacks with every count that no token can tell apart dropped (see matcher.h). Repeats
+// inside a @len stay exact: its check needs their counts.
 std::vector<Matcher::Stack> Matcher::relaxed(std::vector<Stack> stacks) const {
     bool changed = false;
     for (Stack& s : stacks)
         for (Frame& f : s) {
+            if (f.flags & kEntered) break;
             const Element& e = *f.e;
             if (e.kind != Element::REPEAT || (f.flags & kRelaxed) || f.count < e.lo) continue;
             if (e.hi != Grammar::kUnbounded && e.hi - f.count <= relax_margin_) continue;
@@ -84,6 +86,7 @@ void Matcher::advance(Stack stack, std::vector<Stack>& out) const {
         Stack s = std::move(work.back());
         work.pop_back();
         if (s.empty() || s.back().e->kind == Element::BYTES) {
+            if (grammar_->has_counts && !within_lengths(s)) continue;
             out.push_back(std::move(s));
             if (out.size() > 4 * kMaxStacks) too_ambiguous();  // before deduplication: a looser bound
             continue;
@@ -94,6 +97,23 @@ void Matcher::advance(Stack stack, std::vector<Stack>& out) const {
         if (e->kind == Element::RULE) {
             if ((e + 1)->kind != Element::END) s.push_back({e + 1});  // continue after the rule
             push_alternatives(e->index, std::move(s), work);
+            continue;
+        }
+        if (e->kind == Element::TICK) {  // one more for the innermost entered @len, if any
+            if ((e + 1)->kind != Element::END) s.push_back({e + 1});
+            auto region = std::find_if(s.rbegin(), s.rend(), [](const Frame& f) { return f.flags & kEntered; });
+            if (region != s.rend() && region->count++ >= region->e->hi) continue;
+            work.push_back(std::move(s));
+            continue;
+        }
+        if (e->kind == Element::COUNT) {
+            if (!(top.flags & kEntered)) {  // begin counting the body's ticks
+                s.push_back({e, 0, kEntered});
+                push_alternatives(e->index, std::move(s), work);
+            } else if (top.count >= e->lo) {  // the body ended within the bounds
+                if ((e + 1)->kind != Element::END) s.push_back({e + 1});
+                work.push_back(std::move(s));
+            }
             continue;
         }
         // REPEAT with top.count iterations begun: begin another and/or continue after it
@@ -225,6 +245,7 @@ bool Matcher::token_allowed_uncached(int32_t id) const {
 // The fewest bytes that finish a frame's element and the rest of its alternative.
 uint64_t Matcher::frame_close(const Frame& f) const {
     const Element* base = grammar_->elems.data();
+    if (f.flags & kEntered) return grammar_->min_bytes[size_t(f.e + 1 - base)];  // after the @len
     if (f.e->kind != Element::REPEAT) return grammar_->min_bytes[size_t(f.e - base)];
     const uint64_t rest = grammar_->min_bytes[size_t(f.e + 1 - base)];
     if ((f.flags & kRelaxed) || f.count >= f.e->lo) return rest;
@@ -232,17 +253,46 @@ uint64_t Matcher::frame_close(const Frame& f) const {
     return body == Grammar::kNoEnd ? Grammar::kNoEnd : rest + body * (f.e->lo - f.count);
 }
 
+// True when, for every entered @len of the stack, its count plus the fewest ticks the stack can
+// still add to it stays within the maximum, and plus the most reaches the minimum.
+bool Matcher::within_lengths(const Stack& s) const {
+    constexpr uint64_t kBig = uint64_t(1) << 40;
+    const Grammar& g = *grammar_;
+    const Element* base = g.elems.data();
+    auto big = [](uint32_t v) { return v == Grammar::kUnbounded ? kBig : uint64_t(v); };
+    uint64_t lo = 0, hi = 0;  // ticks the frames above the region can still take
+    for (auto it = s.rbegin(); it != s.rend(); ++it) {
+        const Element* e = it->e;
+        const size_t i = size_t(e - base);
+        if (it->flags & kEntered) {
+            if (it->count + lo > big(e->hi) || it->count + std::min(hi, kBig) < e->lo) return false;
+            lo = g.min_ticks[i + 1], hi = big(g.max_ticks[i + 1]);  // after the region, for an outer one
+        } else if (e->kind == Element::REPEAT) {
+            const bool relaxed = it->flags & kRelaxed;
+            const uint64_t need = relaxed || it->count >= e->lo ? 0 : e->lo - it->count;
+            const uint64_t room = relaxed || e->hi == Grammar::kUnbounded ? kBig : e->hi - it->count;
+            lo += need * g.rule_min_ticks[e->index] + g.min_ticks[i + 1];
+            const uint64_t each = big(g.rule_max_ticks[e->index]);
+            hi += (each == 0 ? 0 : room >= kBig / each ? kBig : room * each) + big(g.max_ticks[i + 1]);
+        } else {
+            lo += g.min_ticks[i], hi += big(g.max_ticks[i]);
+        }
+        hi = std::min(hi, kBig);
+    }
+    return true;
+}
+
 uint32_t Matcher::close_bytes(const std::vector<Stack>& stacks) const {
     uint64_t best = Grammar::kNoEnd;
     for (const Stack& st : stacks) {
-        uint64_t sum = 0;
-        for (const Frame& f : st) {
-            sum += frame_close(f);
-            if (sum >= best) break;
+        uint64_t sum = 0;  // from the top down: a @len still short of its minimum needs a byte per tick
+        for (auto it = st.rbegin(); it != st.rend() && sum < best; ++it) {
+            if ((it->flags & kEntered) && it->count < it->e->lo) sum = std::max<uint64_t>(sum, it->e->lo - it->count);
+            sum += frame_close(*it);
         }
         best = std::min(best, sum);
     }
-    return uint32_t(best);
+    return uint32_t(std::min<uint64_t>(best, Grammar::kNoEnd));
 }
 
 uint32_t Matcher::min_bytes_after(int32_t id) const {

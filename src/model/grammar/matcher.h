@@ -34,6 +34,12 @@
 // byte by byte when a token is accepted; the relaxed state is derived from them again, so the
 // limit is enforced exactly. Relaxing never changes min_bytes_to_end() (the minimum is met).
 //
+// Length regions (Element::COUNT, @len{m,n}): the frame of an entered region counts the @tick
+// elements its body passes; a stack is dropped as soon as its count plus the fewest ticks still
+// to come exceeds n, or plus the most falls short of m (Grammar::min_ticks/max_ticks), so every
+// state reached can still end. Region counts are exact in the cached state (not relaxed), so
+// inside a pattern-and-length string every character is a new state.
+//
 // Closing reserve: min_bytes_to_end() is the fewest bytes that complete the text from the
 // current state (per stack: the sum of Grammar::min_bytes over its pending elements; per state:
 // the minimum over its stacks), computed once per cached state. allowed_tokens_within() keeps
@@ -66,7 +72,8 @@ public:
         uint32_t flags = 0;
         auto operator<=>(const Frame&) const = default;
     };
-    static constexpr uint32_t kRelaxed = 1, kFresh = 2;
+    // COUNT (@len): kEntered once its body has begun, count = ticks so far.
+    static constexpr uint32_t kRelaxed = 1, kFresh = 2, kEntered = 4;
     using Stack = std::vector<Frame>;
     static constexpr size_t kMaxCachedStates = 4096;
     static constexpr size_t kMaxCachedMasks = 8;
@@ -141,6 +148,7 @@ private:
     void set_state(std::vector<Stack> exact);
     std::vector<Stack> relaxed(std::vector<Stack> stacks) const;
     uint64_t frame_close(const Frame& f) const;
+    bool within_lengths(const Stack& s) const;
     [[noreturn]] static void too_ambiguous();
     std::vector<Stack> step(const std::vector<Stack>& stacks, uint8_t byte) const;
     int32_t intern(std::vector<Stack> stacks) const;

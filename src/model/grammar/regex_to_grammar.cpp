@@ -27,8 +27,8 @@ Ranges ascii_complement(const Ranges& r) {
 
 class RegexCompiler {
 public:
-    RegexCompiler(std::string_view p, const std::string& where, int max_depth)
-        : p_(p), where_(where), max_depth_(max_depth) {}
+    RegexCompiler(std::string_view p, const std::string& where, int max_depth, bool ticks)
+        : p_(p), where_(where), max_depth_(max_depth), ticks_(ticks) {}
 
     std::string run() {
         if (peek('^')) ++i_;
@@ -41,6 +41,7 @@ private:
     std::string_view p_;
     std::string where_;
     int max_depth_;
+    bool ticks_;
     int depth_ = 0;
     size_t i_ = 0;
 
@@ -139,7 +140,7 @@ private:
     std::string chars(const Ranges& r) {
         const std::string e = json_string_char(r);
         if (e.empty()) error("a character set with no character a JSON string can hold");
-        return e;
+        return ticks_ ? "( " + e + " @tick )" : e;
     }
 
     // \d \w \s and negations (after the backslash); false for anything else.
@@ -277,8 +278,8 @@ private:
 
 }  // namespace
 
-std::string regex_to_grammar(std::string_view pattern, const std::string& where, int max_depth) {
-    return RegexCompiler(pattern, where, max_depth).run();
+std::string regex_to_grammar(std::string_view pattern, const std::string& where, int max_depth, bool ticks) {
+    return RegexCompiler(pattern, where, max_depth, ticks).run();
 }
 
 }  // namespace duet::model::grammar
