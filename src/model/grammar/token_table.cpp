@@ -36,6 +36,10 @@ TokenTable::TokenTable(std::vector<std::string> bytes, std::vector<uint8_t> eog)
         }
         trie_[size_t(node)].tokens.push_back(id);
     }
+    const auto& root = trie_[0].children;
+    has_every_byte_ = root.size() == 256 && std::all_of(root.begin(), root.end(), [&](const auto& c) {
+        return !trie_[size_t(c.second)].tokens.empty();
+    });
 }
 
 std::shared_ptr<const TokenTable> TokenTable::from_tokenizer(const Tokenizer& tok) {
