@@ -13,20 +13,12 @@
 #include "core/error.h"
 #include "model/grammar/json_schema.h"
 #include "model/grammar/matcher.h"
+#include "grammar_byte_table.h"
 
 using namespace duet::model::grammar;
 using ojson = nlohmann::ordered_json;
 
 namespace {
-
-std::shared_ptr<const TokenTable> byte_table() {
-    std::vector<std::string> bytes;
-    for (int b = 0; b < 256; ++b) bytes.push_back(std::string(1, char(b)));
-    bytes.push_back("");
-    std::vector<uint8_t> eog(257, 0);
-    eog[256] = 1;
-    return std::make_shared<TokenTable>(bytes, eog);
-}
 
 // One walk with a budget of `budget` tokens (bytes here; the EOG token counts too). Returns
 // false when the text could not be completed within it. An eager walk never ends by choice and,

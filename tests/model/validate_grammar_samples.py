@@ -66,7 +66,7 @@ FORMATS = ["date-time", "date", "time", "uuid", "email", "ipv4"]
 PATTERN_LENGTHS = [
     (r"^[a-z]+-[0-9]+$", None, 6), (r"^[a-z]+-[0-9]+$", 4, 9), (r"^\w+@\w+\.com$", 8, 12), (r"^(foo|bar)+$", None, 7),
     (r"^(foo|bar)+$", 7, None), (r"^[\u00e9\u4e2d]+$", 2, 5), (r"^a?b*c{2}$", 4, 6), (r"^.{1,3}$", 2, None),
-    (r"^[A-Z][a-z]*( [A-Z][a-z]*)?$", None, 9), (r'^[^"\\]*$', 1, 5000), (r"^[a-z]*$", 70, 70000),
+    (r"^[A-Z][a-z]*( [A-Z][a-z]*)?$", None, 9), (r'^[^"\\]*$', 1, 2000), (r"^[a-z]*$", 70, 1000),
     (r"^(\+|-)?[0-9]+(\.[0-9]{1,2})?$", 3, None),
 ]
 # With minLength, the closing reserve counts a byte per missing character: a lower bound where a

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
-#include <queue>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -195,16 +195,7 @@ private:
         if (what == "tick") return {{Element::TICK}};
         if (what != "len") error(fmt::format("unknown '@{}' (allowed: @len{{m,n}}( ... ), @tick)", what));
         if (pos_ >= s_.size() || s_[pos_] != '{') error("expected '{' after @len");
-        ++pos_;
-        const int lo = count();
-        int hi = lo;
-        if (pos_ < s_.size() && s_[pos_] == ',') {
-            ++pos_;
-            hi = pos_ < s_.size() && s_[pos_] == '}' ? -1 : count();
-        }
-        if (pos_ >= s_.size() || s_[pos_] != '}') error("missing '}' in @len{m,n}");
-        ++pos_;
-        if (hi >= 0 && hi < lo) error(fmt::format("@len{{{},{}}} has max below min", lo, hi));
+        const auto [lo, hi] = bounds("@len", "@len");
         skip_space();
         if (pos_ >= s_.size() || s_[pos_] != '(') error("expected '(' after @len{m,n}");
         Seq body = primary(rule);
@@ -311,18 +302,25 @@ private:
         else if (c == '+') lo = 1, hi = -1;
         else if (c == '?') lo = 0, hi = 1;
         else if (c != '{') return;
-        ++pos_;
-        if (c == '{') {
-            lo = hi = count();
-            if (pos_ < s_.size() && s_[pos_] == ',') {
-                ++pos_;
-                hi = pos_ < s_.size() && s_[pos_] == '}' ? -1 : count();
-            }
-            if (pos_ >= s_.size() || s_[pos_] != '}') error("missing '}' in {m,n}");
-            ++pos_;
-            if (hi >= 0 && hi < lo) error(fmt::format("repeat {{{},{}}} has max below min", lo, hi));
-        }
+        if (c == '{') std::tie(lo, hi) = bounds("", "repeat ");
+        else ++pos_;
         item = repeat(rule, item, lo, hi);
+    }
+
+    // {m}, {m,} or {m,n} at pos_ (on the '{') -> (m, n), n < 0: unbounded. `name` prefixes the
+    // construct in the errors ("missing '}' in <name>{m,n}", "<shown>{m,n} has max below min").
+    std::pair<int, int> bounds(const char* name, const char* shown) {
+        ++pos_;
+        const int lo = count();
+        int hi = lo;
+        if (pos_ < s_.size() && s_[pos_] == ',') {
+            ++pos_;
+            hi = pos_ < s_.size() && s_[pos_] == '}' ? -1 : count();
+        }
+        if (pos_ >= s_.size() || s_[pos_] != '}') error(fmt::format("missing '}}' in {}{{m,n}}", name));
+        ++pos_;
+        if (hi >= 0 && hi < lo) error(fmt::format("{}{{{},{}}} has max below min", shown, lo, hi));
+        return {lo, hi};
     }
 
     Seq repeat(const std::string& rule, const Seq& x, int lo, int hi) {

@@ -43,22 +43,45 @@ void Matcher::reset() {
 void Matcher::set_state(std::vector<Stack> exact) {
     if (grammar_->has_repeats) {
         exact_ = std::move(exact);
-        state_ = intern(relaxed(exact_));
+        state_ = intern(relaxed(exact_, close_offset_));
     } else {
         state_ = intern(std::move(exact));
     }
     bound_cache();
 }
 
-// The stacks with every count that no token can tell apart dropped (see matcher.h). Repeats
-// inside a @len stay exact: its check needs their counts.
-std::vector<Matcher::Stack> Matcher::relaxed(std::vector<Stack> stacks) const {
+// The stacks with every count that no token can tell apart dropped or held (see matcher.h);
+// `offset` = the bytes the held iterations owe. Repeats inside a @len stay exact: its check
+// needs their counts.
+std::vector<Matcher::Stack> Matcher::relaxed(std::vector<Stack> stacks, uint64_t& offset) const {
+    // below the minimum: held only when every stack owes the same bytes beyond the margin
+    auto owed = [&](const Frame& f) -> uint64_t {
+        const Element& e = *f.e;
+        if (e.kind != Element::REPEAT || (f.flags & kRelaxed) || f.count + relax_margin_ >= e.lo) return 0;
+        const uint64_t body = grammar_->rule_min_bytes[e.index];
+        return body == Grammar::kNoEnd ? 0 : (e.lo - relax_margin_ - f.count) * body;
+    };
+    std::vector<uint64_t> per_stack;
+    for (const Stack& s : stacks) {
+        uint64_t sum = 0;
+        for (const Frame& f : s) {
+            if (f.flags & kEntered) break;
+            sum += owed(f);
+        }
+        per_stack.push_back(sum);
+    }
+    const bool hold = std::all_of(per_stack.begin(), per_stack.end(), [&](uint64_t v) { return v == per_stack[0]; });
+    offset = hold && !per_stack.empty() ? per_stack[0] : 0;
     bool changed = false;
     for (Stack& s : stacks)
         for (Frame& f : s) {
             if (f.flags & kEntered) break;
             const Element& e = *f.e;
-            if (e.kind != Element::REPEAT || (f.flags & kRelaxed) || f.count < e.lo) continue;
+            if (e.kind != Element::REPEAT || (f.flags & kRelaxed)) continue;
+            if (f.count < e.lo) {
+                if (hold && owed(f) > 0) f.count = e.lo - relax_margin_, changed = true;
+                continue;
+            }
             if (e.hi != Grammar::kUnbounded && e.hi - f.count <= relax_margin_) continue;
             f.count = 0;
             f.flags |= kRelaxed;
@@ -299,7 +322,7 @@ uint32_t Matcher::min_bytes_after(int32_t id) const {
     if (tokens_->is_eog(id)) return can_end() ? 0 : Grammar::kNoEnd;
     const std::string& b = tokens_->bytes(id);
     const int32_t t = b.empty() ? kDead : run(state_, b);
-    return t == kDead ? Grammar::kNoEnd : close_[size_t(t)];
+    return t == kDead ? Grammar::kNoEnd : with_offset(close_[size_t(t)]);
 }
 
 void Matcher::walk_within(int32_t node, int32_t state, uint32_t max_close, uint8_t* allowed, int64_t& n) const {
@@ -319,7 +342,8 @@ void Matcher::walk_within(int32_t node, int32_t state, uint32_t max_close, uint8
 int64_t Matcher::allowed_tokens_within(std::vector<uint8_t>& allowed, uint32_t max_close_bytes) const {
     allowed.assign(size_t(tokens_->n_vocab()), 0);
     int64_t n = 0;
-    walk_within(0, state_, max_close_bytes, allowed.data(), n);
+    if (max_close_bytes >= close_offset_)  // the cached states' reserves lack the offset
+        walk_within(0, state_, uint32_t(max_close_bytes - close_offset_), allowed.data(), n);
     if (can_end())
         for (int32_t id : tokens_->eog_tokens()) {
             allowed[size_t(id)] = 1;
@@ -373,6 +397,6 @@ int64_t Matcher::allowed_tokens(std::vector<uint8_t>& allowed) const {
     return m.n_allowed;
 }
 
-uint32_t Matcher::max_close_after_allowed() const { return mask().max_close; }
+uint32_t Matcher::max_close_after_allowed() const { return with_offset(mask().max_close); }
 
 }  // namespace duet::model::grammar

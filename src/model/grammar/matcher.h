@@ -33,6 +33,11 @@
 // is one state, as without a limit. The exact stacks are kept beside it (exact_) and stepped
 // byte by byte when a token is accepted; the relaxed state is derived from them again, so the
 // limit is enforced exactly. Relaxing never changes min_bytes_to_end() (the minimum is met).
+// Below the minimum, a frame still owing more iterations than a token can finish is held at
+// owing relax_margin_ iterations (no token can tell the difference),
+// and the bytes of the rest are kept as close_offset_, added to every reserve read from the
+// cached states (uniform: every stack of the state holds such frames with the same offset, else
+// nothing is held), so a string with minLength 1500 is one state too until near its minimum.
 //
 // Length regions (Element::COUNT, @len{m,n}): the frame of an entered region counts the @tick
 // elements its body passes; a stack is dropped as soon as its count plus the fewest ticks still
@@ -98,7 +103,7 @@ public:
     int64_t allowed_tokens(std::vector<uint8_t>& allowed) const;
     // The fewest bytes that make the text so far a complete sentence (0 when can_end());
     // Grammar::kNoEnd when none can.
-    uint32_t min_bytes_to_end() const { return close_[size_t(state_)]; }
+    uint32_t min_bytes_to_end() const { return with_offset(close_[size_t(state_)]); }
     // min_bytes_to_end() after token id; Grammar::kNoEnd when the token is not allowed (an
     // end-of-generation token: 0 when can_end()).
     uint32_t min_bytes_after(int32_t id) const;
@@ -127,6 +132,7 @@ private:
     // With REPEAT elements: the current stacks with exact counts (states_[state_] is them relaxed).
     std::vector<Stack> exact_;
     uint32_t relax_margin_ = 0;  // a count this far below its maximum is relaxed
+    uint64_t close_offset_ = 0;  // bytes owed by the iterations held back below a minimum (above)
 
     // The cache: states_[id] = its (sorted, deduplicated) stack set; next_[id][byte] = the
     // state after that byte, kDead or kUnknown.
@@ -146,7 +152,10 @@ private:
     void advance(Stack stack, std::vector<Stack>& out) const;
     void push_alternatives(uint32_t rule, Stack stack, std::vector<Stack>& work) const;
     void set_state(std::vector<Stack> exact);
-    std::vector<Stack> relaxed(std::vector<Stack> stacks) const;
+    std::vector<Stack> relaxed(std::vector<Stack> stacks, uint64_t& offset) const;
+    uint32_t with_offset(uint32_t close) const {
+        return close == Grammar::kNoEnd ? close : uint32_t(std::min<uint64_t>(close + close_offset_, Grammar::kNoEnd - 1));
+    }
     uint64_t frame_close(const Frame& f) const;
     bool within_lengths(const Stack& s) const;
     [[noreturn]] static void too_ambiguous();
