@@ -105,6 +105,9 @@ TEST(LengthRegions, RegionsThatCannotBeEnforcedAreRefused) {
               "position (a repeated or optional part of 2 or more ticks skips counts)");
     EXPECT_EQ(parse_error(R"(root ::= @len{2,1}( "x" ))"), "g: line 1: @len{2,1} has max below min");
     EXPECT_EQ(parse_error(R"(root ::= @size{2}( "x" ))"), "g: line 1: unknown '@size' (allowed: @len{m,n}( ... ), @tick)");
+    EXPECT_EQ(parse_error(R"(root ::= @len{0,200}( ( "x"? @tick ){100} ))"),
+              "g: rule 'root_3': a repeat of more than 64 of something that can match no byte cannot hold @tick "
+              "(write it with a byte before each @tick)");
     // a fixed count of a longer part, or one bound only, has no gap to fall into
     EXPECT_EQ(parse_error(R"(root ::= @len{1,5}( ( "ab" @tick @tick ){2} ))"), "(no error)");
     EXPECT_EQ(parse_error(R"(root ::= @len{0,5}( ( "ab" @tick @tick )* ))"), "(no error)");

@@ -197,6 +197,12 @@ void analyse_lengths(Grammar& g, const std::string& source) {
             }
         }
     }
+    for (uint32_t r : reach)  // an empty iteration ends a repeat (matcher.h): it must not hold ticks
+        for (uint32_t start : g.rules[r])
+            for (const Element* e = &g.elems[start]; e->kind != Element::END; ++e)
+                if (e->kind == Element::REPEAT && g.rule_min_bytes[e->index] == 0 && hi[e->index] > 0)
+                    fail("{}: rule '{}': a repeat of more than {} of something that can match no byte cannot hold "
+                         "@tick (write it with a byte before each @tick)", source, g.rule_names[r], Grammar::kExpandCount);
     for (size_t i = 0; i < n_elems; ++i) {
         const Element& e = g.elems[i];
         if (e.kind != Element::COUNT || g.rule_min_bytes[e.index] == Grammar::kNoEnd) continue;

@@ -36,6 +36,7 @@ void Matcher::reset() {
     }
     dedup(stacks);
     if (stacks.size() > kMaxStacks) too_ambiguous();
+    if (stacks.empty()) fail("grammar: no text matches it (its @len bounds exclude every parse)");
     set_state(std::move(stacks));
 }
 
