@@ -1,6 +1,6 @@
 // Length regions (@len{m,n} with @tick, grammar.h): random walks never reach a state that cannot
 // end (the matcher's tick lookahead) and every complete text has its strings' lengths within the
-// bounds, checked on the decoded JSON, not with duet's grammar; the parser's refusals; and,
+// bounds, checked on the decoded JSON, not with duet's grammar (the refusals: grammar_test.cpp); and,
 // through the schema compiler, a pattern or a format together with minLength/maxLength.
 #include <gtest/gtest.h>
 
@@ -81,36 +81,6 @@ TEST(LengthRegions, EveryWalkEndsWithItsStringsWithinTheBounds) {
         }
         EXPECT_LT(shortest, longest) << c.grammar;  // the walks explored the range
     }
-}
-
-std::string parse_error(const std::string& text) {
-    try {
-        Grammar::parse(text, "g");
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
-
-TEST(LengthRegions, RegionsThatCannotBeEnforcedAreRefused) {
-    EXPECT_EQ(parse_error(R"(root ::= "<" @len{2,3}( "abcd" @tick @tick @tick @tick ) ">")"),
-              "g: rule 'root': @len{2,3}: its body takes 4 to 4 ticks, none within the bounds");
-    EXPECT_EQ(parse_error(R"(root ::= @len{5,}( ( "a" @tick )? ))"),
-              "g: rule 'root': @len{5,}: its body takes 0 to 1 ticks, none within the bounds");
-    EXPECT_EQ(parse_error(R"(root ::= @len{1,5}( ( "ab" @tick @tick )* ))"),
-              "g: rule 'root': @len{1,5}: with both bounds, its body must take tick counts without gaps from any "
-              "position (a repeated or optional part of 2 or more ticks skips counts)");
-    EXPECT_EQ(parse_error(R"(root ::= @len{1,5}( "x" ( "." @tick [0-9] @tick )? ))"),
-              "g: rule 'root': @len{1,5}: with both bounds, its body must take tick counts without gaps from any "
-              "position (a repeated or optional part of 2 or more ticks skips counts)");
-    EXPECT_EQ(parse_error(R"(root ::= @len{2,1}( "x" ))"), "g: line 1: @len{2,1} has max below min");
-    EXPECT_EQ(parse_error(R"(root ::= @size{2}( "x" ))"), "g: line 1: unknown '@size' (allowed: @len{m,n}( ... ), @tick)");
-    EXPECT_EQ(parse_error(R"(root ::= @len{0,200}( ( "x"? @tick ){100} ))"),
-              "g: rule 'root_3': a repeat of more than 64 of something that can match no byte cannot hold @tick "
-              "(write it with a byte before each @tick)");
-    // a fixed count of a longer part, or one bound only, has no gap to fall into
-    EXPECT_EQ(parse_error(R"(root ::= @len{1,5}( ( "ab" @tick @tick ){2} ))"), "(no error)");
-    EXPECT_EQ(parse_error(R"(root ::= @len{0,5}( ( "ab" @tick @tick )* ))"), "(no error)");
 }
 
 // Through the schema compiler: walks of pattern/format strings with lengths, checked by the
