@@ -111,6 +111,41 @@ TEST_P(ToolCallBudget, ForcedToolCallsAlwaysCloseWithinMaxTokens) {
     EXPECT_FALSE(parse_tool_calls(ChatTemplate::CHATML, open.text).has_value()) << open.text;
 }
 
+TEST_P(ToolCallBudget, TheGuaranteesConditionHolds) {
+    // the reserve is counted in bytes: a count of tokens because every byte is a token
+    EXPECT_TRUE(TokenTable::from_tokenizer(*synthetic_tokenizer(GetParam()))->has_every_byte());
+}
+
+// A vocabulary without a token for some byte: the byte reserve no longer bounds the tokens, and
+// the grammar may allow a text that no token continues. Here "}" is no token, so after the
+// closing quote nothing can follow: the reserve (2 bytes) said the text could close, the sampler
+// ends the generation there with end-of-generation, and the matcher says the text is not
+// complete, which is what a caller must report (finish_reason "length"), never the text as valid.
+TEST(ToolCallBudget, WithoutATokenPerByteADeadEndIsReportedIncomplete) {
+    const std::vector<std::string> pieces = {"{\"", "a", "b", "\"", "\":", " ", ""};
+    auto table = std::make_shared<TokenTable>(pieces, std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 1});
+    EXPECT_FALSE(table->has_every_byte());
+    SamplerParams p;
+    p.temperature = 0.0f;  // greedy: always "a" while it is allowed
+    p.grammar = Grammar::parse(R"(root ::= "{\"" [ab]* "\"}")", "g");
+    p.grammar_tokens = table;
+    p.max_tokens = 6;
+    Sampler s(p, table->n_vocab());
+    EXPECT_EQ(s.matcher()->min_bytes_to_end(), 4u);  // {"" then } in bytes: fits 6 tokens
+    const std::vector<float> logits = {0, 5, 1, 0, 0, 0, 0};
+    std::string text;
+    int32_t t = -1;
+    for (int i = 0; i < 6; ++i) {
+        t = s.sample(logits.data());
+        s.accept(t);
+        if (table->is_eog(t)) break;
+        text += table->bytes(t);
+    }
+    EXPECT_EQ(text, "{\"aa\"");  // the reserve closed the string in time; "}" has no token
+    EXPECT_TRUE(table->is_eog(t));
+    EXPECT_FALSE(s.matcher()->can_end());  // ended, but incomplete: not a valid text
+}
+
 INSTANTIATE_TEST_SUITE_P(TokenizerKinds, ToolCallBudget, ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-llama3"));
 
 }  // namespace

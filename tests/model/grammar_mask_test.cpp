@@ -125,6 +125,83 @@ TEST_P(GrammarMask, CachedMaskEqualsUncachedTokenCheckOnRandomGrammars) {
 
 INSTANTIATE_TEST_SUITE_P(TokenizerKinds, GrammarMask, ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-llama3"));
 
+// Counted repetitions above Grammar::kExpandCount keep their count in the parse stack and are
+// relaxed in the cached state while no token can reach a bound: at every count on the way to and
+// past the bounds, the cached mask must equal stepping the exact stacks, and the closing reserve
+// must be the remaining minimum. The same for @len regions, whose counts stay exact.
+TEST_P(GrammarMask, CountedRepeatsEqualTheExactStacksAtEveryCount) {
+    const auto table = synthetic_table(GetParam());
+    const char* grammars[] = {
+        "root ::= \"\\\"\" ( [a-z ] | \"\\\\n\" | [^\\x00-\\x7f] ){65,80} \"\\\"\"",
+        "root ::= ( [a-z]{0,3} \" \" ){66,} \".\"",
+        "root ::= ( [a-z]? ){0,70} \"!\"",
+        "root ::= ( \"[\" [a-z ]{65,70} \"]\" ){1,100}",
+        "root ::= \"{\" ( [0-9] | \"e\" ){70} \"}\" | \"{\" [0-9]{0,68} \"x}\"",
+        // length regions (@len): counts exact in the cached state, checked ahead
+        "root ::= \"'\" @len{20,40}( ( [a-z] @tick )+ ( [ -] @tick ( [a-z] @tick )* )* ) \"'\"",
+        "root ::= @len{0,30}( ( \"ab\" @tick @tick | [0-9] @tick )* \".\" @tick ) \"!\"",
+        "root ::= @len{66,80}( ( [a-z ] @tick ){0,100} ) \"!\"",
+    };
+    std::mt19937_64 rng(7);
+    std::vector<uint8_t> allowed;
+    int states = 0, ends = 0;
+    for (const char* text : grammars) {
+        const auto g = Grammar::parse(text);
+        ASSERT_TRUE(g->has_repeats || g->has_counts) << text;
+        for (int run = 0; run < 2; ++run) {
+            Matcher m(g, table);
+            std::string prefix;  // the text accepted so far
+            for (int step = 0; step < 120; ++step) {
+                ++states;
+                const int64_t n = m.allowed_tokens(allowed);
+                std::vector<int32_t> ids;
+                for (int32_t id = 0; id < int32_t(table->n_vocab()); ++id) {
+                    const bool ref = m.token_allowed_uncached(id);
+                    ASSERT_EQ(bool(allowed[size_t(id)]), ref) << text << " step " << step << " token " << id;
+                    ASSERT_EQ(m.token_allowed(id), ref) << text << " step " << step << " token " << id;
+                    if (ref && !table->is_eog(id)) ids.push_back(id);
+                }
+                ASSERT_EQ(n, int64_t(ids.size()) + (m.can_end() ? int64_t(table->eog_tokens().size()) : 0)) << text;
+                // the reserve after a token, read from the cached (relaxed) state, is the exact one
+                for (int k = 0; k < 8 && !ids.empty(); ++k) {
+                    const int32_t id = ids[rng() % ids.size()];
+                    Matcher after(g, table);
+                    ASSERT_TRUE(after.accept_bytes(prefix + table->bytes(id)));
+                    ASSERT_EQ(m.min_bytes_after(id), after.min_bytes_to_end()) << text << " token " << id;
+                    ASSERT_LE(after.min_bytes_to_end(), m.max_close_after_allowed()) << text;
+                }
+                if (ids.empty()) break;
+                ends += m.can_end();
+                const int32_t next = ids[rng() % ids.size()];
+                ASSERT_TRUE(m.accept_token(next)) << text;
+                prefix += table->bytes(next);
+            }
+        }
+    }
+    EXPECT_GE(states, 400);
+    EXPECT_GE(ends, 5) << states;  // the runs got past the minimum counts (65 and more)
+}
+
+TEST(GrammarMask, CountedRepeatsEnforceTheirBoundsAndReserve) {
+    auto table = std::make_shared<TokenTable>(std::vector<std::string>{"a", "aaaa", "!", ""},
+                                              std::vector<uint8_t>{0, 0, 0, 1});
+    const auto g = Grammar::parse("root ::= \"<\" \"a\"{100,65535} \"!\"");
+    EXPECT_LT(g->elems.size(), 8u);  // independent of the count
+    Matcher m(g, table);
+    ASSERT_TRUE(m.accept_bytes("<"));
+    for (int k = 0; k < 65535; ++k) {
+        ASSERT_EQ(m.min_bytes_to_end(), uint32_t(std::max(100 - k, 0) + 1)) << k;
+        ASSERT_EQ(m.token_allowed(2), k >= 100) << k;
+        ASSERT_EQ(m.token_allowed(1), k + 4 <= 65535) << k;
+        ASSERT_TRUE(m.accept_token(0)) << k;
+    }
+    EXPECT_LE(m.cached_states(), 20u);  // below the minimum and in the interior: one state each
+    EXPECT_FALSE(m.token_allowed(0));
+    EXPECT_FALSE(m.accept_bytes("a"));
+    ASSERT_TRUE(m.accept_token(2));
+    EXPECT_TRUE(m.must_end());
+}
+
 TEST(GrammarMask, CacheBoundKeepsTheCurrentState) {
     // Every "(" nests one level deeper: a new stack set each byte, so the cache must be dropped
     // on the way down; the matcher must still know how many ")" it owes.

@@ -8,32 +8,27 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <string_view>
 
 #include "core/error.h"
 #include "model/grammar/json_schema.h"
 #include "model/grammar/matcher.h"
+#include "grammar_byte_table.h"
 
 using namespace duet::model::grammar;
 using ojson = nlohmann::ordered_json;
 
 namespace {
 
-std::shared_ptr<const TokenTable> byte_table() {
-    std::vector<std::string> bytes;
-    for (int b = 0; b < 256; ++b) bytes.push_back(std::string(1, char(b)));
-    bytes.push_back("");
-    std::vector<uint8_t> eog(257, 0);
-    eog[256] = 1;
-    return std::make_shared<TokenTable>(bytes, eog);
-}
-
 // One walk with a budget of `budget` tokens (bytes here; the EOG token counts too). Returns
-// false when the text could not be completed within it.
-bool walk(Matcher& m, int64_t budget, std::mt19937_64& rng, std::string& out) {
+// false when the text could not be completed within it. An eager walk never ends by choice and,
+// while other bytes are allowed, avoids those that close a string or array and those that open
+// a nested value, so it runs into maxLength/maxItems (or the budget) without nesting deeper.
+bool walk(Matcher& m, int64_t budget, bool eager, std::mt19937_64& rng, std::string& out) {
     std::vector<uint8_t> allowed;
     for (int64_t used = 0; used < budget; ++used) {
         const int64_t left = budget - used;
-        if (m.can_end() && (m.must_end() || rng() % 3 == 0)) return true;  // the EOG token
+        if (m.can_end() && (m.must_end() || (!eager && rng() % 3 == 0))) return true;  // the EOG token
         int64_t n = 0;
         for (const int64_t room : {left - 2, left - 1})
             if (room >= 0 && (n = m.allowed_tokens_within(allowed, uint32_t(room))) > 0) break;
@@ -45,8 +40,8 @@ bool walk(Matcher& m, int64_t budget, std::mt19937_64& rng, std::string& out) {
         // ASCII half the time, so strings are not all multi-byte noise
         std::vector<int32_t> ascii;
         for (int32_t i : ids)
-            if (i >= 0x20 && i < 0x7F) ascii.push_back(i);
-        const auto& pool = !ascii.empty() && rng() % 2 ? ascii : ids;
+            if (i >= 0x20 && i < 0x7F && !(eager && std::string_view("\"[]{").find(char(i)) != std::string_view::npos)) ascii.push_back(i);
+        const auto& pool = !ascii.empty() && (eager || rng() % 2) ? ascii : ids;
         const int32_t id = pool[rng() % pool.size()];
         if (!m.accept_token(id)) {
             std::cerr << "grammar_samples: an allowed byte was rejected\n";
@@ -77,11 +72,13 @@ int main(int argc, char** argv) {
             int unclosed = 0, budget_ok = 0;
             for (int w = 0; w < walks; ++w) {
                 Matcher m(g, table);
-                // budgets from just enough (the shortest completion plus EOG) to generous
+                // budgets from just enough (the shortest completion plus EOG) to generous; the
+                // last walk is eager, with room for a 65535-character string
                 const int64_t need = int64_t(m.min_bytes_to_end()) + 1;
-                const int64_t budget = need + int64_t(rng() % 4 == 0 ? 0 : rng() % 200);
+                const bool eager = w == walks - 1;
+                const int64_t budget = need + int64_t(eager ? (rng() % 2 ? 70000 : 3000) : rng() % 4 == 0 ? 0 : rng() % 200);
                 std::string text;
-                if (walk(m, budget, rng, text)) {
+                if (walk(m, budget, eager, rng, text)) {
                     samples.push_back(text);
                     ++budget_ok;
                 } else {

@@ -7,18 +7,10 @@
 #include "core/error.h"
 #include "model/grammar/matcher.h"
 #include "model/grammar/utf8_ranges.h"
+#include "grammar_byte_table.h"
 
 namespace duet::model::grammar {
 namespace {
-
-std::shared_ptr<const TokenTable> byte_table() {
-    std::vector<std::string> bytes;
-    for (int b = 0; b < 256; ++b) bytes.push_back(std::string(1, char(b)));
-    bytes.push_back("");  // EOS
-    std::vector<uint8_t> eog(257, 0);
-    eog[256] = 1;
-    return std::make_shared<TokenTable>(bytes, eog);
-}
 
 // Whole-string match: every byte accepted and the grammar complete at the end.
 bool matches(const std::string& grammar, const std::string& text) {
@@ -129,6 +121,28 @@ TEST(Grammar, ErrorsNameTheProblem) {
               "g.gbnf: line 1: unknown escape '\\q' (allowed: \\n \\r \\t \\xHH \\uHHHH \\\\ \\\" \\] \\-)");
     EXPECT_EQ(error_of("root ::= \"a\"\nroot ::= \"b\""), "g.gbnf: line 2: rule 'root' is defined twice");
     EXPECT_EQ(error_of("root := \"a\""), "g.gbnf: line 1: expected '::=' after rule name 'root'");
+}
+
+// @len regions that cannot be enforced (grammar.h); their enforcement: grammar_length_test.cpp
+TEST(Grammar, LengthRegionsThatCannotBeEnforcedAreRefused) {
+    EXPECT_EQ(error_of(R"(root ::= "<" @len{2,3}( "abcd" @tick @tick @tick @tick ) ">")"),
+              "g.gbnf: rule 'root': @len{2,3}: its body takes 4 to 4 ticks, none within the bounds");
+    EXPECT_EQ(error_of(R"(root ::= @len{5,}( ( "a" @tick )? ))"),
+              "g.gbnf: rule 'root': @len{5,}: its body takes 0 to 1 ticks, none within the bounds");
+    EXPECT_EQ(error_of(R"(root ::= @len{1,5}( ( "ab" @tick @tick )* ))"),
+              "g.gbnf: rule 'root': @len{1,5}: with both bounds, its body must take tick counts without gaps from any "
+              "position (a repeated or optional part of 2 or more ticks skips counts)");
+    EXPECT_EQ(error_of(R"(root ::= @len{1,5}( "x" ( "." @tick [0-9] @tick )? ))"),
+              "g.gbnf: rule 'root': @len{1,5}: with both bounds, its body must take tick counts without gaps from any "
+              "position (a repeated or optional part of 2 or more ticks skips counts)");
+    EXPECT_EQ(error_of(R"(root ::= @len{2,1}( "x" ))"), "g.gbnf: line 1: @len{2,1} has max below min");
+    EXPECT_EQ(error_of(R"(root ::= @size{2}( "x" ))"), "g.gbnf: line 1: unknown '@size' (allowed: @len{m,n}( ... ), @tick)");
+    EXPECT_EQ(error_of(R"(root ::= @len{0,200}( ( "x"? @tick ){100} ))"),
+              "g.gbnf: rule 'root_3': a repeat of more than 64 of something that can match no byte cannot hold @tick "
+              "(write it with a byte before each @tick)");
+    // a fixed count of a longer part, or one bound only, has no gap to fall into
+    EXPECT_EQ(error_of(R"(root ::= @len{1,5}( ( "ab" @tick @tick ){2} ))"), "(no error)");
+    EXPECT_EQ(error_of(R"(root ::= @len{0,5}( ( "ab" @tick @tick )* ))"), "(no error)");
 }
 
 }  // namespace

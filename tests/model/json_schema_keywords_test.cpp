@@ -10,20 +10,12 @@
 #include "core/error.h"
 #include "model/grammar/json_schema.h"
 #include "model/grammar/matcher.h"
+#include "grammar_byte_table.h"
 
 namespace duet::model::grammar {
 namespace {
 
 using ojson = nlohmann::ordered_json;
-
-std::shared_ptr<const TokenTable> byte_table() {
-    std::vector<std::string> bytes;
-    for (int b = 0; b < 256; ++b) bytes.push_back(std::string(1, char(b)));
-    bytes.push_back("");
-    std::vector<uint8_t> eog(257, 0);
-    eog[256] = 1;
-    return std::make_shared<TokenTable>(bytes, eog);
-}
 
 struct Accepts {
     std::shared_ptr<const Grammar> g;
@@ -187,8 +179,19 @@ TEST(JsonSchemaKeywords, UnenforceableKeywordsAreRefusedByName) {
               "maxItems 0 or 1)");
     EXPECT_EQ(error_of(R"({"type":"number","multipleOf":0.5})"),
               "s.json: /multipleOf: 0.5 cannot be enforced by a grammar (allowed: 1, i.e. an integer)");
-    EXPECT_EQ(error_of(R"({"type":"object","properties":{"a":{"type":"string","pattern":"x","maxLength":3}}})"),
-              "s.json: /properties/a: minLength/maxLength together with pattern or format cannot be enforced");
+    EXPECT_EQ(error_of(R"({"type":"object","properties":{"a":{"type":"string","pattern":"^\\d{4}$","maxLength":3}}})"),
+              "s.json: /properties/a: pattern '^\\d{4}$' matches no string of at most 3 characters (its matches have 4 "
+              "to 4)");
+    EXPECT_EQ(error_of(R"({"type":"string","format":"uuid","minLength":40})"),
+              "s.json: /: format 'uuid' matches no string of at least 40 characters (its matches have 36 to 36)");
+    EXPECT_EQ(error_of(R"({"type":"string","pattern":"^(ab)+$","minLength":3,"maxLength":9})"),
+              "s.json: /: minLength 3 and maxLength 9 together with pattern '^(ab)+$' cannot be enforced: a repeated or "
+              "optional part of 2 or more characters makes the lengths it can reach skip values (allowed with it: only "
+              "one of minLength/maxLength, or both when its repeated and optional parts are single characters)");
+    EXPECT_EQ(error_of(R"({"type":"string","format":"time","minLength":10,"maxLength":12})"),
+              "s.json: /: minLength 10 and maxLength 12 together with format 'time' cannot be enforced: a repeated or "
+              "optional part of 2 or more characters makes the lengths it can reach skip values (allowed with it: only "
+              "one of minLength/maxLength, or both when its repeated and optional parts are single characters)");
     EXPECT_EQ(error_of(R"({"allOf":[{"type":"string"},{"type":"integer"}]})"),
               "s.json: /allOf/1: the types \"string\" and \"integer\" exclude each other");
 }
@@ -286,10 +289,18 @@ TEST(GrammarBudget, DeepGroupsAndHugeRepeatsAreRefusedByTheirLimit) {
         EXPECT_STREQ(e.what(), "g: line 1: groups nest deeper than 128 levels (the limit on grammar nesting)");
     }
     try {
-        Grammar::parse("root ::= ((\"ab\"{1000}){1000}){1000}", "g");
+        Grammar::parse("root ::= (((\"ab\"{64}){64}){64}){64}", "g");  // counts up to 64 are copied
         FAIL() << "accepted";
     } catch (const Error& e) {
         EXPECT_STREQ(e.what(), "g: line 1: the grammar expands to more than 2097152 elements (the limit on grammar size)");
+    }
+    // larger counts are one counted element each, whatever the count
+    EXPECT_LT(Grammar::parse("root ::= ((\"ab\"{1000}){1000}){1000000}", "g")->elems.size(), 16u);
+    try {
+        Grammar::parse("root ::= \"a\"{0,1000001}", "g");
+        FAIL() << "accepted";
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "g: line 1: repeat count 1000001 is too large (allowed: up to 1000000)");
     }
 }
 

@@ -9,21 +9,13 @@
 
 #include "core/error.h"
 #include "model/grammar/matcher.h"
+#include "grammar_byte_table.h"
 
 namespace duet::model::grammar {
 namespace {
 
 using ojson = nlohmann::ordered_json;
 using json = nlohmann::json;
-
-std::shared_ptr<const TokenTable> byte_table() {
-    std::vector<std::string> bytes;
-    for (int b = 0; b < 256; ++b) bytes.push_back(std::string(1, char(b)));
-    bytes.push_back("");
-    std::vector<uint8_t> eog(257, 0);
-    eog[256] = 1;
-    return std::make_shared<TokenTable>(bytes, eog);
-}
 
 // Independent validator for the keywords the tests use.
 bool valid(const json& v, const json& s, const json& root) {

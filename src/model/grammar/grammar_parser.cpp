@@ -2,11 +2,12 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
-#include <queue>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/error.h"
 #include "model/grammar/grammar.h"
+#include "model/grammar/grammar_lengths.h"
 #include "model/grammar/utf8_ranges.h"
 
 namespace duet::model::grammar {
@@ -14,7 +15,6 @@ namespace {
 
 using Seq = std::vector<Element>;
 using Alts = std::vector<Seq>;
-constexpr int kMaxRepeat = 1000;  // assumption: bound on {m,n} so a typo cannot build a huge grammar
 
 class Parser {
 public:
@@ -180,11 +180,27 @@ private:
             if (alts.size() == 1) return alts[0];
             return {{Element::RULE, helper(rule, std::move(alts))}};
         }
+        if (c == '@') return counted(rule);
         const std::string name = identifier();
         if (name.empty()) error(fmt::format("unexpected '{}'", c));
         const uint32_t id = rule_id(name);
         if (!defined_[id] && use_line_[id] == 0) use_line_[id] = line_;
         return {{Element::RULE, id}};
+    }
+
+    // @tick, or @len{m,n}( alternatives ) (grammar.h)
+    Seq counted(const std::string& rule) {
+        ++pos_;  // '@'
+        const std::string what = identifier();
+        if (what == "tick") return {{Element::TICK}};
+        if (what != "len") error(fmt::format("unknown '@{}' (allowed: @len{{m,n}}( ... ), @tick)", what));
+        if (pos_ >= s_.size() || s_[pos_] != '{') error("expected '{' after @len");
+        const auto [lo, hi] = bounds("@len", "@len");
+        skip_space();
+        if (pos_ >= s_.size() || s_[pos_] != '(') error("expected '(' after @len{m,n}");
+        Seq body = primary(rule);
+        const uint32_t id = body.size() == 1 && body[0].kind == Element::RULE ? body[0].index : helper(rule, {body});
+        return {{Element::COUNT, id, uint32_t(lo), hi < 0 ? Grammar::kUnbounded : uint32_t(hi)}};
     }
 
     uint32_t escaped_char(const char* what) {
@@ -272,9 +288,10 @@ private:
         const size_t b = pos_;
         while (pos_ < s_.size() && std::isdigit(uint8_t(s_[pos_]))) ++pos_;
         if (b == pos_) error("expected a number in {m,n}");
-        const long v = std::stol(std::string(s_.substr(b, pos_ - b)));
-        if (v > kMaxRepeat) error(fmt::format("repeat count {} is too large (allowed: up to {})", v, kMaxRepeat));
-        return int(v);
+        if (pos_ - b > 7 || std::stol(std::string(s_.substr(b, pos_ - b))) > long(Grammar::kMaxCount))
+            error(fmt::format("repeat count {} is too large (allowed: up to {})", s_.substr(b, pos_ - b),
+                              Grammar::kMaxCount));
+        return int(std::stol(std::string(s_.substr(b, pos_ - b))));
     }
 
     void postfix(const std::string& rule, Seq& item) {
@@ -285,21 +302,33 @@ private:
         else if (c == '+') lo = 1, hi = -1;
         else if (c == '?') lo = 0, hi = 1;
         else if (c != '{') return;
-        ++pos_;
-        if (c == '{') {
-            lo = hi = count();
-            if (pos_ < s_.size() && s_[pos_] == ',') {
-                ++pos_;
-                hi = pos_ < s_.size() && s_[pos_] == '}' ? -1 : count();
-            }
-            if (pos_ >= s_.size() || s_[pos_] != '}') error("missing '}' in {m,n}");
-            ++pos_;
-            if (hi >= 0 && hi < lo) error(fmt::format("repeat {{{},{}}} has max below min", lo, hi));
-        }
+        if (c == '{') std::tie(lo, hi) = bounds("", "repeat ");
+        else ++pos_;
         item = repeat(rule, item, lo, hi);
     }
 
+    // {m}, {m,} or {m,n} at pos_ (on the '{') -> (m, n), n < 0: unbounded. `name` prefixes the
+    // construct in the errors ("missing '}' in <name>{m,n}", "<shown>{m,n} has max below min").
+    std::pair<int, int> bounds(const char* name, const char* shown) {
+        ++pos_;
+        const int lo = count();
+        int hi = lo;
+        if (pos_ < s_.size() && s_[pos_] == ',') {
+            ++pos_;
+            hi = pos_ < s_.size() && s_[pos_] == '}' ? -1 : count();
+        }
+        if (pos_ >= s_.size() || s_[pos_] != '}') error(fmt::format("missing '}}' in {}{{m,n}}", name));
+        ++pos_;
+        if (hi >= 0 && hi < lo) error(fmt::format("{}{{{},{}}} has max below min", shown, lo, hi));
+        return {lo, hi};
+    }
+
     Seq repeat(const std::string& rule, const Seq& x, int lo, int hi) {
+        if (uint32_t(std::max(lo, hi)) > Grammar::kExpandCount) {  // one counted element, not copies
+            charge(x.size());
+            const uint32_t body = x.size() == 1 && x[0].kind == Element::RULE ? x[0].index : helper(rule, {x});
+            return {{Element::REPEAT, body, uint32_t(lo), hi < 0 ? Grammar::kUnbounded : uint32_t(hi)}};
+        }
         // lo copies inline, one per helper rule of the optional part (x{m,}: one)
         charge(x.size() * (size_t(lo) + size_t(hi < 0 ? 1 : hi - lo)));
         Seq out;
@@ -320,6 +349,11 @@ private:
             out.push_back({Element::RULE, prev});
         }
         return out;
+    }
+
+    static bool elem_nullable(const Element& e, const std::vector<bool>& nullable) {
+        return e.kind == Element::TICK ||
+               (e.kind != Element::BYTES && (nullable[e.index] || (e.kind == Element::REPEAT && e.lo == 0)));
     }
 
     // rule_min: the fewest bytes each rule can match (rule_min_bytes); 0 means nullable.
@@ -346,10 +380,14 @@ private:
                     continue;
                 }
                 const Seq& alt = alts[f.alt];
-                // the next element that may start this alternative, if any
-                if (f.elem >= alt.size() || alt[f.elem].kind != Element::RULE ||
-                    (f.elem > 0 && !nullable[alt[f.elem - 1].index])) {
+                // the next element that may start this alternative, if any (a rule, or a repeat's body)
+                if (f.elem >= alt.size() || alt[f.elem].kind == Element::BYTES ||
+                    (f.elem > 0 && !elem_nullable(alt[f.elem - 1], nullable))) {
                     ++f.alt, f.elem = 0;
+                    continue;
+                }
+                if (alt[f.elem].kind == Element::TICK) {  // no byte and no rule: look past it
+                    ++f.elem;
                     continue;
                 }
                 const size_t r = alt[f.elem++].index;
@@ -362,43 +400,6 @@ private:
                 }
             }
         }
-    }
-
-    // Fewest bytes to finish each rule: Knuth's generalisation of Dijkstra to grammars (an
-    // alternative's cost is known once every rule it names is final), O(E log E).
-    static std::vector<uint64_t> rule_min_bytes(const Grammar& g) {
-        constexpr uint64_t kInf = Grammar::kNoEnd;
-        struct Alt {
-            uint32_t rule, pending = 0;
-            uint64_t cost = 0;
-        };
-        std::vector<Alt> alts;
-        std::vector<std::vector<uint32_t>> uses(g.rules.size());  // rule -> alts naming it (once per use)
-        using Item = std::pair<uint64_t, uint32_t>;               // (cost, rule)
-        std::priority_queue<Item, std::vector<Item>, std::greater<Item>> queue;
-        for (size_t r = 0; r < g.rules.size(); ++r)
-            for (uint32_t start : g.rules[r]) {
-                Alt a{uint32_t(r)};
-                for (const Element* e = &g.elems[start]; e->kind != Element::END; ++e) {
-                    if (e->kind == Element::BYTES) ++a.cost;
-                    else ++a.pending, uses[e->index].push_back(uint32_t(alts.size()));
-                }
-                if (a.pending == 0) queue.push({a.cost, a.rule});
-                alts.push_back(a);
-            }
-        std::vector<uint64_t> best(g.rules.size(), kInf);
-        while (!queue.empty()) {
-            const auto [cost, r] = queue.top();
-            queue.pop();
-            if (best[r] != kInf) continue;
-            best[r] = cost;
-            for (uint32_t ai : uses[r]) {
-                Alt& a = alts[ai];
-                a.cost = std::min(a.cost + cost, kInf);
-                if (--a.pending == 0) queue.push({a.cost, a.rule});
-            }
-        }
-        return best;
     }
 
     std::shared_ptr<const Grammar> finish() {
@@ -417,15 +418,27 @@ private:
                 g->elems.insert(g->elems.end(), alt.begin(), alt.end());
                 g->elems.push_back({Element::END, 0});
             }
-        const std::vector<uint64_t> rule_min = rule_min_bytes(*g);
+        const std::vector<uint64_t> rule_min = rule_minimum(*g, Measure::BYTES);
         check_left_recursion(rule_min);
+        g->rule_min_bytes.assign(rule_min.begin(), rule_min.end());
         g->min_bytes.assign(g->elems.size(), 0);
         for (size_t i = g->elems.size(); i-- > 0;) {
             const Element& e = g->elems[i];
             if (e.kind == Element::END) continue;
-            const uint64_t c = uint64_t(g->min_bytes[i + 1]) + (e.kind == Element::BYTES ? 1 : rule_min[e.index]);
-            g->min_bytes[i] = uint32_t(std::min<uint64_t>(c, Grammar::kNoEnd));
+            g->has_repeats = g->has_repeats || e.kind == Element::REPEAT;
+            const uint64_t own = e.kind == Element::BYTES ? 1
+                                 : e.kind == Element::TICK ? 0
+                                 : e.kind == Element::COUNT ? std::max<uint64_t>(rule_min[e.index], e.lo)
+                                 : e.kind != Element::REPEAT ? rule_min[e.index]
+                                 : e.lo == 0               ? 0
+                                 : rule_min[e.index] == Grammar::kNoEnd ? Grammar::kNoEnd
+                                                                        : rule_min[e.index] * e.lo;
+            const uint64_t c = g->min_bytes[i + 1] == Grammar::kNoEnd || own >= Grammar::kNoEnd
+                                   ? Grammar::kNoEnd
+                                   : std::min<uint64_t>(g->min_bytes[i + 1] + own, Grammar::kNoEnd - 1);
+            g->min_bytes[i] = uint32_t(c);
         }
+        analyse_lengths(*g, source_);
         return g;
     }
 };

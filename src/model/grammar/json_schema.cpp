@@ -12,7 +12,6 @@
 #include "model/grammar/grammar.h"
 #include "model/grammar/json_schema_detail.h"
 #include "model/grammar/json_schema_values.h"
-#include "model/grammar/regex_to_grammar.h"
 
 namespace duet::model::grammar {
 namespace detail {
@@ -49,8 +48,8 @@ std::string into(const std::string& where) { return where.back() == '/' ? where 
 int count_in(const ojson& s, const char* key, int fallback, const std::string& where) {
     auto it = s.find(key);
     if (it == s.end()) return fallback;
-    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 1000)
-        fail("{}{}: must be an integer from 0 to 1000 (got {})", into(where), key, it->dump());
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > int64_t(Grammar::kMaxCount))
+        fail("{}{}: must be an integer from 0 to {} (got {})", into(where), key, Grammar::kMaxCount, it->dump());
     return int(it->get<int64_t>());
 }
 
@@ -342,31 +341,6 @@ std::string JsonSchemaCompiler::visit_type(const ojson& s, const std::string& t,
         fail("{}: no {} of at most 16 digits lies within the bounds (minimum/maximum/exclusiveMinimum/"
              "exclusiveMaximum)", where(path), integer ? "integer" : "number");
     return e;
-}
-
-std::string JsonSchemaCompiler::string_rule(const ojson& s, const std::string& path) {
-    const std::string w = where(path);
-    const int lo = count_in(s, "minLength", 0, w), hi = count_in(s, "maxLength", -1, w);
-    if (hi >= 0 && hi < lo) fail("{}: maxLength {} is below minLength {}", w, hi, lo);
-    const bool lengths = s.contains("minLength") || s.contains("maxLength");
-    std::string contents;
-    if (auto p = s.find("pattern"); p != s.end()) {
-        if (!p->is_string()) fail("{}pattern: must be a string", into(w));
-        contents = regex_to_grammar(p->get<std::string>(), into(w), limits_.max_depth);
-    }
-    if (auto f = s.find("format"); f != s.end() && f->is_string()) {
-        const std::string e = format_expression(f->get<std::string>());
-        if (!e.empty()) {
-            if (!contents.empty())
-                fail("{}: pattern and format '{}' together cannot be enforced (use one of them)", w, f->get<std::string>());
-            contents = e;
-        }
-    }
-    if (!contents.empty()) {
-        if (lengths) fail("{}: minLength/maxLength together with pattern or format cannot be enforced", w);
-        return "\"\\\"\" " + contents + " \"\\\"\"";
-    }
-    return lo == 0 && hi < 0 ? "string" : fmt::format("\"\\\"\" char{} \"\\\"\"", repeat(lo, hi));
 }
 
 // Properties in schema order, required ones first; an optional property may be left out.

@@ -6,15 +6,16 @@
 //   enforced: type (or a list of types), properties, required, additionalProperties,
 //   unevaluatedProperties false, minProperties/maxProperties (when the declared properties
 //   decide them), items, prefixItems, minItems, maxItems, uniqueItems (only when maxItems <= 1
-//   or false), minLength, maxLength, pattern, format (date-time, date, time, uuid, email,
-//   ipv4), minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf 1 on integers,
+//   or false), minLength, maxLength (counts up to Grammar::kMaxCount), pattern, format
+//   (date-time, date, time, uuid, email, ipv4; with minLength/maxLength, as a pattern inside
+//   @len, refused when no match fits or both bounds meet a pattern whose lengths skip values), minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf 1 on integers,
 //   enum, const, anyOf, oneOf (branches provably disjoint), allOf (merged), nullable, $ref to any local JSON
 //   pointer (#, #/$defs/NAME, #/definitions/NAME, ...) including recursion.
 //   ignored: annotations (title, description, default, examples, $schema, $id, $comment,
 //   deprecated, readOnly, writeOnly, discriminator, contentEncoding, contentMediaType, x-*) and
 //   any other format.
 //   refused with the keyword's path: anything else (not, if/then/else, patternProperties,
-//   uniqueItems true with maxItems > 1, multipleOf other than 1, contains, ...).
+//   uniqueItems true with maxItems > 1, multipleOf other than 1, pattern with format, contains, ...).
 //
 // Shapes chosen so the text is always valid JSON whatever the model picks: properties in
 // schema order (required ones first), at most one space between tokens, integers of at most
@@ -62,6 +63,8 @@ private:
     std::string object_rule(const nlohmann::ordered_json& s, const std::string& name, const std::string& path, Ctx& ctx);
     std::string array_rule(const nlohmann::ordered_json& s, const std::string& name, const std::string& path, Ctx& ctx);
     std::string string_rule(const nlohmann::ordered_json& s, const std::string& path);
+    std::string counted_contents(const std::string& contents, int lo, int hi, const std::string& w,
+                                 const std::string& what);
     nlohmann::ordered_json merge_all_of(const nlohmann::ordered_json& s, const std::string& path, Ctx& ctx);
     const nlohmann::ordered_json& resolve(const std::string& ref, const std::string& path, const Ctx& ctx) const;
     const nlohmann::ordered_json& deref(const nlohmann::ordered_json& s, const std::string& path, const Ctx& ctx) const;

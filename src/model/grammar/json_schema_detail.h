@@ -1,6 +1,7 @@
 #pragma once
 // Shared by the JSON Schema compiler's files (json_schema.cpp: visiting and rules;
-// json_schema_combine.cpp: allOf merging and oneOf disjointness). Not a public API.
+// json_schema_strings.cpp: strings; json_schema_combine.cpp: allOf merging and oneOf
+// disjointness). Not a public API.
 #include <nlohmann/json.hpp>
 #include <map>
 #include <string>
@@ -19,6 +20,9 @@ std::string into(const std::string& where);        // "<where>/", the root's "/"
 std::vector<std::string> type_list(const ojson& t);  // "type" as a list of names
 ojson without(const ojson& s, std::initializer_list<const char*> keys);
 bool only_annotations(const ojson& s);
+// s[key] as a count from 0 to Grammar::kMaxCount (fallback when absent); throws naming where/key.
+int count_in(const ojson& s, const char* key, int fallback, const std::string& where);
+std::string repeat(int lo, int hi);  // the grammar's {lo,hi} suffix; hi < 0: unbounded
 
 // JSON types as bits; integers and numbers are one class (an integer is a number).
 enum : unsigned { kNull = 1, kBool = 2, kNum = 4, kStr = 8, kArr = 16, kObj = 32, kAll = 63 };

@@ -37,7 +37,8 @@ std::string unsigned_range(uint64_t lo, uint64_t hi) {
     const std::string a = std::to_string(lo), b = std::to_string(hi);
     std::string out;
     for (size_t d = a.size(); d <= b.size(); ++d) {
-        const std::string from = d == a.size() ? a : "1" + std::string(d - 1, '0');
+        std::string from = a;
+        if (d != a.size()) from.assign(d, '0'), from[0] = '1';  // 10...0 (no operator+: GCC 12 -Wrestrict)
         const std::string to = d == b.size() ? b : std::string(d, '9');
         out += (out.empty() ? "" : " | ") + same_length(from, to);
     }
@@ -81,24 +82,21 @@ std::string number_range(const NumberBounds& b, bool integer) {
     return out.empty() ? "" : "( " + out + " )";
 }
 
-std::string format_expression(const std::string& format) {
-    const std::string hour = "( [01] [0-9] | \"2\" [0-3] )", minsec = "[0-5] [0-9]";
+std::string format_regex(const std::string& format) {
+    const std::string hour = "([01][0-9]|2[0-3])", minsec = "[0-5][0-9]";
     // days valid in every year (no 29 February, so no leap-year rule is needed)
     const std::string date =
-        "[1-9] [0-9]{3} \"-\" ( ( \"0\" [13578] | \"1\" [02] ) \"-\" ( \"0\" [1-9] | [12] [0-9] | \"3\" [01] ) | "
-        "( \"0\" [469] | \"11\" ) \"-\" ( \"0\" [1-9] | [12] [0-9] | \"30\" ) | "
-        "\"02-\" ( \"0\" [1-9] | \"1\" [0-9] | \"2\" [0-8] ) )";
-    const std::string time = hour + " \":\" " + minsec + " \":\" " + minsec + " ( \".\" [0-9]{1,6} )? ( \"Z\" | [+-] " +
-                             hour + " \":\" " + minsec + " )";
-    if (format == "date") return "( " + date + " )";
-    if (format == "time") return "( " + time + " )";
-    if (format == "date-time") return "( " + date + " \"T\" " + time + " )";
-    if (format == "uuid") return "( [0-9a-f]{8} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{12} )";
-    if (format == "email")
-        return "( [a-zA-Z0-9_+-]{1,32} ( \".\" [a-zA-Z0-9_+-]{1,32} )? \"@\" [a-z0-9]{1,32} ( \".\" [a-z0-9]{1,32} ){1,3} )";
+        "[1-9][0-9]{3}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|"
+        "02-(0[1-9]|1[0-9]|2[0-8]))";
+    const std::string time = fmt::format("{0}:{1}:{1}(\\.[0-9]{{1,6}})?(Z|[+-]{0}:{1})", hour, minsec);
+    if (format == "date") return date;
+    if (format == "time") return time;
+    if (format == "date-time") return fmt::format("{}T{}", date, time);
+    if (format == "uuid") return "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
+    if (format == "email") return "[a-zA-Z0-9_+-]{1,32}(\\.[a-zA-Z0-9_+-]{1,32})?@[a-z0-9]{1,32}(\\.[a-z0-9]{1,32}){1,3}";
     if (format == "ipv4") {
-        const std::string octet = unsigned_range(0, 255);
-        return "( " + octet + " \".\" " + octet + " \".\" " + octet + " \".\" " + octet + " )";
+        const std::string octet = "(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9][0-9]|[0-9])";
+        return fmt::format("{0}\\.{0}\\.{0}\\.{0}", octet);
     }
     return "";
 }

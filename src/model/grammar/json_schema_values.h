@@ -33,9 +33,10 @@ struct NumberBounds {
 };
 std::string number_range(const NumberBounds& b, bool integer);
 
-// A string format's contents (between the quotes) as a grammar expression; empty for a format
+// A string format's contents (between the quotes) as a pattern in the regex subset of
+// regex_to_grammar.h (so a length can be counted over it as over a pattern); empty for a format
 // this compiler does not enforce.
-std::string format_expression(const std::string& format);
+std::string format_regex(const std::string& format);
 
 // One character of the ranges as it appears inside a JSON string: raw, or escaped for '"',
 // '\\', '\n', '\r', '\t' (other control characters are left out). Empty when nothing remains.

@@ -26,6 +26,25 @@
 // i.e. 4 MiB, and 8 masks are far above what a schema grammar needs between two accepted
 // tokens; no source).
 //
+// Counted repetitions (Element::REPEAT): a stack frame of a REPEAT element carries the number
+// of iterations begun. Once at least the minimum has begun and more than max_token_bytes() + 1
+// remain before the maximum, no single token can tell the exact count apart, so the cached
+// state holds the frame relaxed (count dropped): the interior of a string with maxLength 65535
+// is one state, as without a limit. The exact stacks are kept beside it (exact_) and stepped
+// byte by byte when a token is accepted; the relaxed state is derived from them again, so the
+// limit is enforced exactly. Relaxing never changes min_bytes_to_end() (the minimum is met).
+// Below the minimum, a frame still owing more iterations than a token can finish is held at
+// owing relax_margin_ iterations (no token can tell the difference),
+// and the bytes of the rest are kept as close_offset_, added to every reserve read from the
+// cached states (uniform: every stack of the state holds such frames with the same offset, else
+// nothing is held), so a string with minLength 1500 is one state too until near its minimum.
+//
+// Length regions (Element::COUNT, @len{m,n}): the frame of an entered region counts the @tick
+// elements its body passes; a stack is dropped as soon as its count plus the fewest ticks still
+// to come exceeds n, or plus the most falls short of m (Grammar::min_ticks/max_ticks), so every
+// state reached can still end. Region counts are exact in the cached state (not relaxed), so
+// inside a pattern-and-length string every character is a new state.
+//
 // Closing reserve: min_bytes_to_end() is the fewest bytes that complete the text from the
 // current state (per stack: the sum of Grammar::min_bytes over its pending elements; per state:
 // the minimum over its stacks), computed once per cached state. allowed_tokens_within() keeps
@@ -49,7 +68,18 @@ namespace duet::model::grammar {
 
 class Matcher {
 public:
-    using Stack = std::vector<const Element*>;
+    // A pending grammar position. REPEAT: count = iterations begun (the one in progress
+    // included); kRelaxed: the count no longer matters (see above); kFresh: the iteration in
+    // progress has matched no byte yet (so an empty body cannot loop).
+    struct Frame {
+        const Element* e = nullptr;
+        uint32_t count = 0;
+        uint32_t flags = 0;
+        auto operator<=>(const Frame&) const = default;
+    };
+    // COUNT (@len): kEntered once its body has begun, count = ticks so far.
+    static constexpr uint32_t kRelaxed = 1, kFresh = 2, kEntered = 4;
+    using Stack = std::vector<Frame>;
     static constexpr size_t kMaxCachedStates = 4096;
     static constexpr size_t kMaxCachedMasks = 8;
     // Parse stacks one state may hold: an ambiguous grammar ((x{0,1000}){0,8}) can need
@@ -73,7 +103,7 @@ public:
     int64_t allowed_tokens(std::vector<uint8_t>& allowed) const;
     // The fewest bytes that make the text so far a complete sentence (0 when can_end());
     // Grammar::kNoEnd when none can.
-    uint32_t min_bytes_to_end() const { return close_[size_t(state_)]; }
+    uint32_t min_bytes_to_end() const { return with_offset(close_[size_t(state_)]); }
     // min_bytes_to_end() after token id; Grammar::kNoEnd when the token is not allowed (an
     // end-of-generation token: 0 when can_end()).
     uint32_t min_bytes_after(int32_t id) const;
@@ -99,6 +129,10 @@ private:
     std::shared_ptr<const Grammar> grammar_;
     std::shared_ptr<const TokenTable> tokens_;
     int32_t state_ = 0;  // current stack set (index into states_)
+    // With REPEAT elements: the current stacks with exact counts (states_[state_] is them relaxed).
+    std::vector<Stack> exact_;
+    uint32_t relax_margin_ = 0;  // a count this far below its maximum is relaxed
+    uint64_t close_offset_ = 0;  // bytes owed by the iterations held back below a minimum (above)
 
     // The cache: states_[id] = its (sorted, deduplicated) stack set; next_[id][byte] = the
     // state after that byte, kDead or kUnknown.
@@ -116,6 +150,14 @@ private:
     mutable size_t next_mask_slot_ = 0;
 
     void advance(Stack stack, std::vector<Stack>& out) const;
+    void push_alternatives(uint32_t rule, Stack stack, std::vector<Stack>& work) const;
+    void set_state(std::vector<Stack> exact);
+    std::vector<Stack> relaxed(std::vector<Stack> stacks, uint64_t& offset) const;
+    uint32_t with_offset(uint32_t close) const {
+        return close == Grammar::kNoEnd ? close : uint32_t(std::min<uint64_t>(close + close_offset_, Grammar::kNoEnd - 1));
+    }
+    uint64_t frame_close(const Frame& f) const;
+    bool within_lengths(const Stack& s) const;
     [[noreturn]] static void too_ambiguous();
     std::vector<Stack> step(const std::vector<Stack>& stacks, uint8_t byte) const;
     int32_t intern(std::vector<Stack> stacks) const;

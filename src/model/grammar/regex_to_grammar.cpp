@@ -6,13 +6,14 @@
 #include <vector>
 
 #include "core/error.h"
+#include "model/grammar/grammar.h"
 #include "model/grammar/json_schema_values.h"
 #include "model/grammar/utf8_ranges.h"
 
 namespace duet::model::grammar {
 namespace {
 
-constexpr int kMaxCount = 1000;  // as the grammar format's {m,n}
+constexpr int kMaxCount = int(Grammar::kMaxCount);  // as the grammar format's {m,n}
 
 using Ranges = std::vector<CodeRange>;
 
@@ -26,8 +27,8 @@ Ranges ascii_complement(const Ranges& r) {
 
 class RegexCompiler {
 public:
-    RegexCompiler(std::string_view p, const std::string& where, int max_depth)
-        : p_(p), where_(where), max_depth_(max_depth) {}
+    RegexCompiler(std::string_view p, const std::string& where, int max_depth, bool ticks)
+        : p_(p), where_(where), max_depth_(max_depth), ticks_(ticks) {}
 
     std::string run() {
         if (peek('^')) ++i_;
@@ -40,6 +41,7 @@ private:
     std::string_view p_;
     std::string where_;
     int max_depth_;
+    bool ticks_;
     int depth_ = 0;
     size_t i_ = 0;
 
@@ -138,7 +140,7 @@ private:
     std::string chars(const Ranges& r) {
         const std::string e = json_string_char(r);
         if (e.empty()) error("a character set with no character a JSON string can hold");
-        return e;
+        return ticks_ ? "( " + e + " @tick )" : e;
     }
 
     // \d \w \s and negations (after the backslash); false for anything else.
@@ -238,7 +240,7 @@ private:
 
     int count() {
         const size_t b = i_;
-        while (i_ < p_.size() && std::isdigit(uint8_t(p_[i_])) && i_ - b < 6) ++i_;
+        while (i_ < p_.size() && std::isdigit(uint8_t(p_[i_])) && i_ - b < 8) ++i_;
         if (b == i_) error("expected a number in {m,n}");
         const int v = std::stoi(std::string(p_.substr(b, i_ - b)));
         if (v > kMaxCount) error(fmt::format("repeat count {} is too large (allowed: up to {})", v, kMaxCount));
@@ -276,8 +278,8 @@ private:
 
 }  // namespace
 
-std::string regex_to_grammar(std::string_view pattern, const std::string& where, int max_depth) {
-    return RegexCompiler(pattern, where, max_depth).run();
+std::string regex_to_grammar(std::string_view pattern, const std::string& where, int max_depth, bool ticks) {
+    return RegexCompiler(pattern, where, max_depth, ticks).run();
 }
 
 }  // namespace duet::model::grammar

@@ -8,7 +8,7 @@
 // (?: ) (?<name> ) (?P<name> ), alternation |, quantifiers * + ? {m} {m,} {m,n} (a trailing ?
 // for laziness is accepted: it changes no match), '^' at the start and '$' at the end.
 // Refused with the pattern offset: lookaround, backreferences, \b, inline flags, anchors
-// elsewhere, counts above 1000.
+// elsewhere, counts above 1000000.
 //
 // Soundness: the output is a subset of what the pattern accepts. JSON Schema patterns are
 // searched, not anchored, but a string that is exactly a match always matches, so only the
@@ -20,7 +20,9 @@
 
 namespace duet::model::grammar {
 
-// Throws duet::Error "<where>pattern: <what> at offset N" (where ends with '/').
-std::string regex_to_grammar(std::string_view pattern, const std::string& where, int max_depth);
+// Throws duet::Error "<where>pattern: <what> at offset N" (where ends with '/'). With `ticks`,
+// every character is followed by @tick, so @len{m,n}( ... ) around it counts characters (a JSON
+// escape such as \" is one).
+std::string regex_to_grammar(std::string_view pattern, const std::string& where, int max_depth, bool ticks = false);
 
 }  // namespace duet::model::grammar

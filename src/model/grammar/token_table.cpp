@@ -18,6 +18,7 @@ TokenTable::TokenTable(std::vector<std::string> bytes, std::vector<uint8_t> eog)
             continue;
         }
         if (bytes_[size_t(id)].empty()) continue;  // control tokens: never allowed under a grammar
+        max_bytes_ = std::max(max_bytes_, bytes_[size_t(id)].size());
         int32_t node = 0;
         for (char c : bytes_[size_t(id)]) {
             const uint8_t b = uint8_t(c);
@@ -35,6 +36,10 @@ TokenTable::TokenTable(std::vector<std::string> bytes, std::vector<uint8_t> eog)
         }
         trie_[size_t(node)].tokens.push_back(id);
     }
+    const auto& root = trie_[0].children;
+    has_every_byte_ = root.size() == 256 && std::all_of(root.begin(), root.end(), [&](const auto& c) {
+        return !trie_[size_t(c.second)].tokens.empty();
+    });
 }
 
 std::shared_ptr<const TokenTable> TokenTable::from_tokenizer(const Tokenizer& tok) {

@@ -29,6 +29,11 @@ public:
     const std::string& bytes(int32_t id) const { return bytes_[size_t(id)]; }
     bool is_eog(int32_t id) const { return eog_[size_t(id)] != 0; }
     const std::vector<int32_t>& eog_tokens() const { return eog_ids_; }
+    size_t max_token_bytes() const { return max_bytes_; }  // the longest token's byte length
+    // Every byte value 0..255 is a token by itself (SPM byte fallback, byte-level BPE): the
+    // condition under which the closing reserve, counted in bytes, is a count of tokens and no
+    // text the grammar allows is a dead end in tokens (docs/grammar.md).
+    bool has_every_byte() const { return has_every_byte_; }
 
     // Trie node: children by byte (sorted), tokens whose bytes end exactly here.
     struct Node {
@@ -42,6 +47,8 @@ private:
     std::vector<uint8_t> eog_;
     std::vector<int32_t> eog_ids_;
     std::vector<Node> trie_;
+    size_t max_bytes_ = 0;
+    bool has_every_byte_ = false;
 };
 
 }  // namespace duet::model::grammar
