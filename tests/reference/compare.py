@@ -8,6 +8,8 @@
 3. forward.py DIR/m.gguf --tokens T -o DIR/ref.f32                 exact float64 reference
    (quantised dtypes also: --act-quant ggml -o DIR/ref_q8.f32, emulating the engine's
    8-bit activation blocks)
+   (--greedy N: the prompt is first extended by the reference's N greedy tokens, so the argmax
+   check below says the engine picks the same greedy tokens)
 4. err = max|duet - ref| / max|ref| against the exact reference must be within 1e-4 for
    f32/f16/bf16; for quantised types within 2 x (emulated - exact) + 1e-4, i.e. twice the 8-bit
    activation noise measured on this model (docs/reference.md). The argmax must agree at every
@@ -114,6 +116,9 @@ def main(argv=None):
     ap.add_argument("--kv-type", choices=["f32", "f16", "int8"], default="f32",
                     help="KV cache type for duet logits; f16 makes the reference round K and V to f16 too")
     ap.add_argument("--expect-type", help="fail unless the file holds a matrix of this ggml type (e.g. q4_k)")
+    ap.add_argument("--greedy", type=int, default=0,
+                    help="extend the prompt by this many tokens of the reference's greedy continuation, so the "
+                         "argmax check covers greedy generation (default 0)")
     args = ap.parse_args(argv)
 
     if args.n_tokens < 1:
@@ -131,6 +136,8 @@ def main(argv=None):
     ref_model = forward.Model(model)
     n_vocab = ref_model.n_vocab
     tokens = prompt_tokens(args.n_tokens, n_vocab)
+    for _ in range(args.greedy):  # the reference's greedy continuation (exact, float64)
+        tokens.append(int(np.argmax(ref_model.forward(tokens)[-1])))
     tok_arg = ",".join(map(str, tokens))
     duet_out = os.path.join(args.workdir, "duet.f32")
     logits_cmd = [args.duet, "logits", "-m", model, "--tokens", tok_arg, "-o", duet_out]
