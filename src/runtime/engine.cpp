@@ -121,8 +121,8 @@ Engine::~Engine() = default;
 void Engine::set_weight_source(const WeightSource* w) {
     const model::Hparams& hp = model_->hparams();
     if (w && w != &plain_ && hp.is_moe())
-        fail("the PIM weight layout is not supported for Mixture-of-Experts models yet ({}, {} experts): run them "
-             "with the plain layout (npu_only)", hp.arch_name, hp.n_expert);
+        fail("the PIM weight layout is not supported for Mixture-of-Experts models yet ({}, {} experts): use the "
+             "plain layout (duet bench --target npu_only)", hp.arch_name, hp.n_expert);
     dispatch_.set_weight_source(w ? w : &plain_);
 }
 

@@ -102,7 +102,7 @@ TEST(MoeEngine, AnotherWeightLayoutIsRefused) {
         FAIL();
     } catch (const Error& err) {
         EXPECT_STREQ(err.what(), "the PIM weight layout is not supported for Mixture-of-Experts models yet (qwen3moe, 8 "
-                                 "experts): run them with the plain layout (npu_only)");
+                                 "experts): use the plain layout (duet bench --target npu_only)");
     }
     e.set_weight_source(nullptr);  // back to the plain tensors: allowed
 }
