@@ -50,7 +50,8 @@ graph::Graph default_graph(const model::Hparams& hp, const model::Weights& w) {
 // records (graph::lower) carry the KV element the engine stores.
 graph::Graph with_file_dtypes(graph::Graph g, const PlainWeightSource& w, DType kv_type) {
     for (graph::Node& n : g.nodes) {
-        if ((n.kind == graph::OpKind::MATMUL || n.kind == graph::OpKind::EMBED) && graph::fused_parts(n.role).empty())
+        if ((n.kind == graph::OpKind::MATMUL || n.kind == graph::OpKind::EMBED || n.kind == graph::OpKind::MOE_MATMUL) &&
+            graph::fused_parts(n.role).empty())
             n.dtype = w.tensor(n.role, n.layer).dtype;
         if (n.kind == graph::OpKind::KV_WRITE || n.kind == graph::OpKind::ROPE_KV_WRITE ||
             n.kind == graph::OpKind::ATTENTION)
