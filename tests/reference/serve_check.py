@@ -63,7 +63,8 @@ def main():
         want.append(out.decode("utf-8", errors="replace"))
     port = free_port()
     log = open(os.path.join(a.workdir, "serve.log"), "w")
-    srv = subprocess.Popen([a.duet, "serve", "-m", model, "--port", str(port), "--parallel", "3", "--threads", "2", "--no-auth"],
+    srv = subprocess.Popen([a.duet, "serve", "-m", model, "--port", str(port), "--parallel", "3", "--threads", "2", "--no-auth",
+                            "--tasks-db", os.path.join(a.workdir, "tasks.db")],
                            stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
