@@ -35,14 +35,14 @@ struct ModelShape {
     int64_t n_rot = 0;                  // rotated dimensions per head (0: head_dim)
     bool has_rope_freqs = false;        // the model stores RoPE frequency factors (Llama-3.1)
 
-    // Mixture-of-Experts FFN (model::Hparams has the data flow; n_expert 0: dense). Trace-only.
+    // Mixture-of-Experts FFN (model::Hparams has the data flow; n_expert 0: dense).
     int64_t n_expert = 0;            // routed experts per MoE layer
     int64_t n_expert_used = 0;       // experts per token (top-k)
     int64_t n_ff_exp = 0;            // intermediate size of one routed expert
     int64_t n_ff_shexp = 0;          // intermediate size of the shared experts together (0: none)
     int64_t n_layer_dense_lead = 0;  // leading layers with the dense FFN of n_ff
     bool shared_expert_gate = false; // qwen2moe: a [1][n_embd] gate scales the shared expert
-    bool qk_norm = false;            // qwen3: q and k RMS-normed per head before RoPE (trace-only)
+    bool qk_norm = false;            // qwen3: q and k RMS-normed per head before RoPE
     // Multi-head Latent Attention (kv_lora_rank 0: standard attention). head_dim is then
     // qk_nope_head_dim + qk_rope_head_dim. Trace-only.
     int64_t q_lora_rank = 0;  // 0: q is one n_embd -> n_head * head_dim matrix

@@ -18,7 +18,7 @@ using D = Dim;
 // The dense decoder of the llama family (llama, mistral, qwen2), in llama.cpp's GGUF names
 // (gguf-py/gguf/constants.py, MODEL_TENSOR / TENSOR_NAMES). Field order as TensorSpec:
 // role, part, name, gguf, binding, kind, rows, cols, stack, when, tp, fused, residual, q4km,
-// expert, falls_back_to, title.
+// expert, falls_back_to, title, keep_f32.
 constexpr TensorSpec kRows[] = {
     {R::TOKEN_EMBD, P::WEIGHT, "token_embd", "token_embd.weight", B::INPUT, K::TABLE, D::N_VOCAB, D::N_EMBD},
     {R::ROPE_FREQS, P::WEIGHT, "rope_freqs", "rope_freqs.weight", B::SHARED, K::VECTOR, D::ONE, D::ROT_HALF, D::ONE,
@@ -41,36 +41,40 @@ constexpr TensorSpec kRows[] = {
      D::ONE, When::ALWAYS, TpSplit::COLS, R::NONE, true, Q4kmMix::BASE, Expert::NONE, R::NONE, "attention-output"},
     {R::FFN_NORM, P::WEIGHT, "ffn_norm", "blk.%d.ffn_norm.weight", B::BLOCK, K::VECTOR, D::ONE, D::N_EMBD},
     {R::FFN_GATE, P::WEIGHT, "ffn_gate", "blk.%d.ffn_gate.weight", B::BLOCK, K::MATRIX, D::N_FF, D::N_EMBD, D::ONE,
-     When::ALWAYS, TpSplit::ROWS, R::FFN_GATE_UP},
+     When::DENSE_FFN, TpSplit::ROWS, R::FFN_GATE_UP},
     {R::FFN_UP, P::WEIGHT, "ffn_up", "blk.%d.ffn_up.weight", B::BLOCK, K::MATRIX, D::N_FF, D::N_EMBD, D::ONE,
-     When::ALWAYS, TpSplit::ROWS, R::FFN_GATE_UP},
+     When::DENSE_FFN, TpSplit::ROWS, R::FFN_GATE_UP},
     {R::FFN_DOWN, P::WEIGHT, "ffn_down", "blk.%d.ffn_down.weight", B::BLOCK, K::MATRIX, D::N_EMBD, D::N_FF, D::ONE,
-     When::ALWAYS, TpSplit::COLS, R::NONE, true, Q4kmMix::MORE_BITS_LAYERS, Expert::NONE, R::NONE, "FFN-down"},
+     When::DENSE_FFN, TpSplit::COLS, R::NONE, true, Q4kmMix::MORE_BITS_LAYERS, Expert::NONE, R::NONE, "FFN-down"},
 
     {R::OUTPUT_NORM, P::WEIGHT, "output_norm", "output_norm.weight", B::OUTPUT, K::VECTOR, D::ONE, D::N_EMBD},
     {R::LM_HEAD, P::WEIGHT, "lm_head", "output.weight", B::OUTPUT, K::MATRIX, D::N_VOCAB, D::N_EMBD, D::ONE,
      When::UNTIED_OUTPUT, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::Q6_K, Expert::NONE, R::TOKEN_EMBD},
 
-    // Mixture-of-Experts FFN (graph/moe_builder.h; llama.cpp's LLM_TENSOR_FFN_*_EXPS / _SHEXP):
-    // routed experts are stacks of n_expert matrices in one tensor [n_expert][rows][cols].
+    // Mixture-of-Experts FFN (graph/moe_builder.h), as llama.cpp names and shapes them (llama-arch.cpp
+    // LLM_TENSOR_FFN_GATE_INP, _FFN_{GATE,UP,DOWN}_EXPS, _FFN_{GATE,UP,DOWN}_SHEXP, _FFN_GATE_INP_SHEXP;
+    // loaders src/models/llama.cpp, qwen2moe.cpp, qwen3moe.cpp): routed experts are stacks of n_expert
+    // matrices in one 3-D tensor, ggml shape {cols, rows, n_expert}; the router is kept F32 by
+    // llama.cpp's tools; qwen2moe's shared-expert gate is an F32 vector {n_embd}.
     {R::FFN_GATE_INP, P::WEIGHT, "ffn_gate_inp", "blk.%d.ffn_gate_inp.weight", B::BLOCK, K::MATRIX, D::N_EXPERT,
-     D::N_EMBD, D::ONE, When::TRACE_ONLY},
+     D::N_EMBD, D::ONE, When::MOE, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::BASE, Expert::NONE, R::NONE, nullptr,
+     true},
     {R::FFN_GATE_EXPS, P::WEIGHT, "ffn_gate_exps", "blk.%d.ffn_gate_exps.weight", B::BLOCK, K::MATRIX, D::N_FF_EXP,
-     D::N_EMBD, D::N_EXPERT, When::TRACE_ONLY, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::BASE, Expert::ROUTED},
+     D::N_EMBD, D::N_EXPERT, When::MOE, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::BASE, Expert::ROUTED},
     {R::FFN_UP_EXPS, P::WEIGHT, "ffn_up_exps", "blk.%d.ffn_up_exps.weight", B::BLOCK, K::MATRIX, D::N_FF_EXP,
-     D::N_EMBD, D::N_EXPERT, When::TRACE_ONLY, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::BASE, Expert::ROUTED},
+     D::N_EMBD, D::N_EXPERT, When::MOE, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::BASE, Expert::ROUTED},
     {R::FFN_DOWN_EXPS, P::WEIGHT, "ffn_down_exps", "blk.%d.ffn_down_exps.weight", B::BLOCK, K::MATRIX, D::N_EMBD,
-     D::N_FF_EXP, D::N_EXPERT, When::TRACE_ONLY, TpSplit::REPLICATED, R::NONE, true, Q4kmMix::BASE, Expert::ROUTED},
+     D::N_FF_EXP, D::N_EXPERT, When::MOE, TpSplit::REPLICATED, R::NONE, true, Q4kmMix::BASE, Expert::ROUTED},
     {R::FFN_GATE_SHEXP, P::WEIGHT, "ffn_gate_shexp", "blk.%d.ffn_gate_shexp.weight", B::BLOCK, K::MATRIX,
-     D::N_FF_SHEXP, D::N_EMBD, D::ONE, When::TRACE_ONLY, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::BASE,
+     D::N_FF_SHEXP, D::N_EMBD, D::ONE, When::MOE_SHEXP, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::BASE,
      Expert::SHARED},
     {R::FFN_UP_SHEXP, P::WEIGHT, "ffn_up_shexp", "blk.%d.ffn_up_shexp.weight", B::BLOCK, K::MATRIX, D::N_FF_SHEXP,
-     D::N_EMBD, D::ONE, When::TRACE_ONLY, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::BASE, Expert::SHARED},
+     D::N_EMBD, D::ONE, When::MOE_SHEXP, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::BASE, Expert::SHARED},
     {R::FFN_DOWN_SHEXP, P::WEIGHT, "ffn_down_shexp", "blk.%d.ffn_down_shexp.weight", B::BLOCK, K::MATRIX, D::N_EMBD,
-     D::N_FF_SHEXP, D::ONE, When::TRACE_ONLY, TpSplit::REPLICATED, R::NONE, true, Q4kmMix::BASE, Expert::SHARED},
+     D::N_FF_SHEXP, D::ONE, When::MOE_SHEXP, TpSplit::REPLICATED, R::NONE, true, Q4kmMix::BASE, Expert::SHARED},
     {R::FFN_GATE_INP_SHEXP, P::WEIGHT, "ffn_gate_inp_shexp", "blk.%d.ffn_gate_inp_shexp.weight", B::BLOCK,
-     K::MATRIX, D::ONE, D::N_EMBD, D::ONE, When::TRACE_ONLY, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::BASE,
-     Expert::SHARED},
+     K::MATRIX, D::ONE, D::N_EMBD, D::ONE, When::MOE_SHEXP_GATE, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::BASE,
+     Expert::SHARED, R::NONE, nullptr, true},
     // Multi-head Latent Attention (graph/mla_builder.h; llama.cpp deepseek2): attn_k_b / attn_v_b
     // are the two halves of W_kv_b, one matrix per head. With MLA, attn_q is [n_head*head_dim]
     // rows (q_lora_rank 0) and attn_output reads n_head * v_head_dim features.
@@ -90,9 +94,9 @@ constexpr TensorSpec kRows[] = {
      D::N_HEAD, When::TRACE_ONLY},
     // Qwen3's per-head q/k norms (llama.cpp LLM_TENSOR_ATTN_Q_NORM / ATTN_K_NORM).
     {R::ATTN_Q_NORM, P::WEIGHT, "attn_q_norm", "blk.%d.attn_q_norm.weight", B::BLOCK, K::VECTOR, D::ONE, D::HEAD_DIM,
-     D::ONE, When::TRACE_ONLY},
+     D::ONE, When::QK_NORM},
     {R::ATTN_K_NORM, P::WEIGHT, "attn_k_norm", "blk.%d.attn_k_norm.weight", B::BLOCK, K::VECTOR, D::ONE, D::HEAD_DIM,
-     D::ONE, When::TRACE_ONLY},
+     D::ONE, When::QK_NORM},
 
     // Built by graph/fuse_matmuls.h from the rows that name them in `fused`.
     {R::ATTN_QKV, P::WEIGHT, "attn_qkv", nullptr, B::BLOCK, K::FUSED, D::SUM_OF_PARTS, D::N_EMBD},
@@ -176,10 +180,15 @@ int64_t spec_elems(const TensorSpec& t, const ModelShape& s) {
     return spec_rows(t, s) * spec_cols(t, s) * dim_value(t.stack, s);
 }
 
-bool present(const TensorSpec& t, const ModelShape& s, int64_t /*layer*/) {
+bool present(const TensorSpec& t, const ModelShape& s, int64_t layer) {
     if (t.kind == K::FUSED) return false;
     switch (t.when) {
         case When::ALWAYS: return true;
+        case When::DENSE_FFN: return !s.moe_layer(layer);
+        case When::MOE: return s.moe_layer(layer);
+        case When::MOE_SHEXP: return s.moe_layer(layer) && s.n_ff_shexp > 0;
+        case When::MOE_SHEXP_GATE: return s.moe_layer(layer) && s.n_ff_shexp > 0 && s.shared_expert_gate;
+        case When::QK_NORM: return s.qk_norm;
         case When::QKV_BIAS: return s.qkv_bias;
         case When::UNTIED_OUTPUT: return !s.tied_output;
         case When::ROPE_FREQS: return s.has_rope_freqs;

@@ -78,11 +78,25 @@ enum class Dim : uint8_t {
     V_HEAD,        // v_head_dim
     MLA_OUT,       // n_head * v_head_dim (the attention output projection's input)
 };
-// TRACE_ONLY: a row of a family duet models from its shape only (Mixture-of-Experts, latent
-// attention, Qwen3's q/k norms): no file duet reads or writes holds it yet, so present() is
-// false and the graph's nodes (not the rows) say which layers read it; Hparams::n_params counts
-// those families' parameters.
-enum class When : uint8_t { ALWAYS, QKV_BIAS, UNTIED_OUTPUT, ROPE_FREQS, TRACE_ONLY };
+// DENSE_FFN: the layer has the dense FFN (every layer of a dense model; the leading dense layers
+// of a Mixture-of-Experts one); MOE: the layer has experts (ModelShape::moe_layer); MOE_SHEXP:
+// an expert layer with shared experts (n_ff_shexp > 0); MOE_SHEXP_GATE: one whose shared expert
+// is gated (qwen2moe); QK_NORM: Qwen3's per-head q/k norms.
+// TRACE_ONLY: a row of a family duet models from its shape only (latent attention): no file
+// duet reads or writes holds it yet, so present() is false and the graph's nodes (not the rows)
+// say which layers read it; Hparams::n_params counts that family's parameters.
+enum class When : uint8_t {
+    ALWAYS,
+    QKV_BIAS,
+    UNTIED_OUTPUT,
+    ROPE_FREQS,
+    DENSE_FFN,
+    MOE,
+    MOE_SHEXP,
+    MOE_SHEXP_GATE,
+    QK_NORM,
+    TRACE_ONLY,
+};
 enum class TpSplit : uint8_t { REPLICATED, ROWS, COLS };
 enum class Q4kmMix : uint8_t { BASE, MORE_BITS_LAYERS, Q6_K };
 enum class Expert : uint8_t { NONE, ROUTED, SHARED };
@@ -104,6 +118,7 @@ struct TensorSpec {
     Expert expert = Expert::NONE;
     WeightRole falls_back_to = WeightRole::NONE;
     const char* title = nullptr;  // how messages name a split matrix ("attention-output"); nullptr: `name`
+    bool keep_f32 = false;
 };
 
 // Every row, in file order.

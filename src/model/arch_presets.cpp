@@ -34,6 +34,23 @@ Hparams make(Arch arch, const Shape& s, bool tied, bool rope_freqs) {
     return hp;
 }
 
+// The experts of a tiny preset, with its family's routing rule (as hparams_from_gguf sets it).
+Hparams moe(Hparams hp, int64_t n_expert, int64_t n_used, int64_t n_ff_exp, int64_t n_ff_shexp) {
+    hp.n_expert = n_expert;
+    hp.n_expert_used = n_used;
+    hp.n_ff_exp = n_ff_exp;
+    hp.expert_weights_norm = hp.arch != Arch::QWEN2MOE;
+    if (n_ff_shexp > 0) {
+        hp.n_expert_shared = 1;
+        hp.n_ff_shexp = n_ff_shexp;
+        hp.shared_expert_gate = hp.arch == Arch::QWEN2MOE;
+    }
+    hp.rope_neox = hp.arch != Arch::LLAMA;
+    hp.qkv_bias = hp.arch == Arch::QWEN2MOE;
+    hp.qk_norm = hp.arch == Arch::QWEN3MOE;
+    return hp;
+}
+
 // Mixture-of-Experts and latent-attention models, modelled trace-only: each is its public
 // config.json (the fields that shape the model, values as published) read by the same reader
 // as `--model config.json` (model/hf_config.h), so a preset and its file cannot disagree.
@@ -109,6 +126,24 @@ std::vector<ArchPreset> build_table() {
          make(Q, {448, 1024, 96, 2, 6, 2, 256, 16, 1e-6f, 1000000.0f}, true, false), BPE, "qwen2", "chatml", true});
     t.push_back({"small-llama", "Llama-2 style test model with rows of 256 (k-quants apply): SPM vocab, GQA 2:1",
                  make(L, {512, 512, 256, 2, 4, 2, 768, 64, 1e-5f, 10000.0f}, false, false), SPM, "", "llama-2", true});
+    // Mixture-of-Experts test models of the families the engine runs, as llama.cpp's loaders
+    // read them (model/hparams.h read_experts): Mixtral (arch llama, experts n_ff wide, top-k
+    // renormalised), qwen2moe (a sigmoid-gated shared expert, top-k not renormalised, QKV bias),
+    // qwen3moe (per-head q/k norms, head_dim * n_head != n_embd, top-k renormalised).
+    t.push_back({"tiny-mixtral", "Mixtral style test model (arch llama): 4 experts, top-2, GQA 2:1, SPM vocab",
+                 moe(make(L, {512, 1024, 64, 2, 4, 2, 96, 16, 1e-5f, 1000000.0f}, false, false), 4, 2, 96, 0),
+                 SPM, "", "mistral", true});
+    t.push_back({"tiny-qwen2moe",
+                 "Qwen2-MoE style test model: 4 experts, top-2, gated shared expert, QKV bias, NEOX RoPE",
+                 moe(make(Arch::QWEN2MOE, {448, 1024, 64, 2, 4, 2, 128, 16, 1e-6f, 1000000.0f}, false, false), 4, 2,
+                     64, 128),
+                 BPE, "qwen2", "chatml", true});
+    t.push_back({"tiny-qwen3moe",
+                 "Qwen3-MoE style test model: 8 experts, top-2, q/k norms, head_dim 32 (q width 128 > n_embd 64), "
+                 "tied embeddings",
+                 moe(make(Arch::QWEN3MOE, {448, 1024, 64, 2, 4, 2, 192, 32, 1e-6f, 1000000.0f}, true, false), 8, 2,
+                     32, 0),
+                 BPE, "qwen2", "chatml", true});
     // --- real shapes (Hugging Face config.json of each model) ---
     t.push_back({"llama2-7b", "Llama-2-7B (meta-llama/Llama-2-7b-hf config.json)",
                  make(L, {32000, 4096, 4096, 32, 32, 32, 11008, 128, 1e-5f, 10000.0f}, false, false), SPM, "",
@@ -174,7 +209,7 @@ std::vector<std::string> arch_preset_names() {
 std::string arch_preset_list(bool gen_model_only) {
     std::string s;
     for (const auto& p : arch_presets()) {
-        if (gen_model_only && (p.hparams.is_moe() || p.hparams.is_mla())) continue;
+        if (gen_model_only && p.hparams.is_mla()) continue;
         if (!s.empty()) s += ", ";
         s += p.name;
     }

@@ -27,7 +27,7 @@ const char* arch_name(Arch a) {
 
 const char* expert_gating_name(ExpertGating g) { return g == ExpertGating::SIGMOID ? "sigmoid" : "softmax"; }
 
-std::string supported_arch_names() { return "llama, qwen2"; }
+std::string supported_arch_names() { return "llama, qwen2, qwen2moe, qwen3moe"; }
 
 namespace {
 
@@ -42,29 +42,20 @@ int64_t mla_layer_params(const Hparams& h) {
     return p;
 }
 
-// FFN weights of one MoE layer: the router, the routed and shared experts, qwen2moe's shared gate.
-int64_t moe_layer_params(const Hparams& h) {
-    int64_t p = h.n_embd * h.n_expert + h.n_expert * 3 * h.n_embd * h.n_ff_exp + 3 * h.n_embd * h.n_ff_shexp;
-    if (h.shared_expert_gate) p += h.n_embd;
-    return p;
-}
-
-// The trace-only families (experts, latent attention, Qwen3 q/k norms) have catalogue rows whose
-// `when` is TRACE_ONLY (no file holds them yet): their parameters are counted here, from the
-// dense block's count (graph::count_params) with its attention and FFN matrices replaced.
+// Latent attention's rows are TRACE_ONLY (no file duet reads holds them yet): its parameters
+// are counted here, from the catalogue's count (graph::count_params, which holds the experts and
+// the q/k norms) with the dense attention matrices replaced.
 int64_t trace_only_params(const Hparams& h) {
     int64_t total = graph::count_params(model_shape(h));
     const int64_t dense_attn = 2 * h.n_embd * h.n_embd_q() + 2 * h.n_embd * h.n_embd_kv();  // q, out; k, v
     if (h.is_mla()) total += h.n_layer * (mla_layer_params(h) - dense_attn);
-    if (h.is_moe()) total += (h.n_layer - h.n_layer_dense_lead) * (moe_layer_params(h) - 3 * h.n_embd * h.n_ff);
-    if (h.qk_norm) total += h.n_layer * 2 * h.head_dim;  // one head_dim vector each for q and k
     return total;
 }
 
 }  // namespace
 
 int64_t Hparams::n_params() const {
-    if (is_moe() || is_mla() || qk_norm) return trace_only_params(*this);
+    if (is_mla()) return trace_only_params(*this);
     return graph::count_params(model_shape(*this));
 }
 
@@ -172,6 +163,47 @@ bool operator==(const Hparams& a, const Hparams& b) {
            a.qk_nope_head_dim == b.qk_nope_head_dim && a.v_head_dim == b.v_head_dim && a.qk_norm == b.qk_norm;
 }
 
+namespace {
+
+// The expert keys of llama.cpp's loader (llama-arch.cpp LLM_KV_EXPERT_*) and each family's
+// routing rule as llama.cpp's graphs apply it (src/models/llama.cpp, qwen2moe.cpp, qwen3moe.cpp,
+// build_moe_ffn in llama-graph.cpp): softmax over all experts, the top k, then
+//   llama (Mixtral): renormalised to sum 1 (norm_w = true); experts n_ff wide
+//   qwen2moe: not renormalised; a shared expert of expert_shared_feed_forward_length (default
+//             n_ff), scaled by sigmoid(x . ffn_gate_inp_shexp)
+//   qwen3moe: renormalised (llama.cpp passes norm_w = true whatever norm_topk_prob said)
+// n_ff_exp is expert_feed_forward_length (default n_ff / n_expert_used, as llama.cpp).
+void read_experts(const format::GgufFile& f, Hparams& hp) {
+    const std::string a = hp.arch_name + ".";
+    const bool moe_arch = hp.arch == Arch::QWEN2MOE || hp.arch == Arch::QWEN3MOE;
+    const int64_t n_expert = f.find_int(a + "expert_count").value_or(0);
+    if (n_expert <= 0) {
+        if (moe_arch) fail("{}: metadata key '{}expert_count' is missing or 0 ({} has experts)", f.path(), a, hp.arch_name);
+        return;
+    }
+    if (hp.arch == Arch::QWEN2)
+        fail("{}: metadata key '{}expert_count' = {}: a qwen2 file has no experts (qwen2moe does)", f.path(), a,
+             n_expert);
+    hp.n_expert = n_expert;
+    hp.n_expert_used = f.get_int(a + "expert_used_count");
+    if (hp.n_expert_used < 1 || hp.n_expert_used > hp.n_expert)
+        fail("{}: metadata key '{}expert_used_count' = {} is out of range (allowed: 1..{})", f.path(), a,
+             hp.n_expert_used, hp.n_expert);
+    const auto ff_exp = f.find_int(a + "expert_feed_forward_length");
+    hp.n_ff_exp = hp.arch == Arch::LLAMA ? hp.n_ff : ff_exp.value_or(hp.n_ff / hp.n_expert_used);
+    hp.expert_gating = ExpertGating::SOFTMAX;
+    hp.expert_weights_norm = hp.arch != Arch::QWEN2MOE;
+    hp.expert_weights_scale = float(f.find_float(a + "expert_weights_scale").value_or(1.0));
+    if (hp.arch == Arch::QWEN2MOE) {
+        hp.n_expert_shared = 1;
+        hp.n_ff_shexp = f.find_int(a + "expert_shared_feed_forward_length").value_or(hp.n_ff);
+        hp.shared_expert_gate = true;
+    }
+    hp.qk_norm = hp.arch == Arch::QWEN3MOE;
+}
+
+}  // namespace
+
 Hparams hparams_from_gguf(const format::GgufFile& f) {
     const std::string& path = f.path();
     Hparams hp;
@@ -180,14 +212,14 @@ Hparams hparams_from_gguf(const format::GgufFile& f) {
         hp.arch = Arch::LLAMA;
     } else if (hp.arch_name == "qwen2") {
         hp.arch = Arch::QWEN2;
+    } else if (hp.arch_name == "qwen2moe") {
+        hp.arch = Arch::QWEN2MOE;
+    } else if (hp.arch_name == "qwen3moe") {
+        hp.arch = Arch::QWEN3MOE;
     } else {
         fail("{}: architecture '{}' is not supported (supported: {})", path, hp.arch_name, supported_arch_names());
     }
     const std::string a = hp.arch_name + ".";
-    if (auto ne = f.find_int(a + "expert_count"); ne && *ne > 0)
-        fail("{}: metadata key '{}expert_count' = {}: Mixture-of-Experts files are modelled trace-only (duet bench "
-             "--model with a preset or the model's config.json); the engine runs dense {} files",
-             path, a, *ne, supported_arch_names());
     hp.n_ctx_train = f.get_int(a + "context_length");
     hp.n_embd = f.get_int(a + "embedding_length");
     hp.n_layer = f.get_int(a + "block_count");
@@ -227,7 +259,8 @@ Hparams hparams_from_gguf(const format::GgufFile& f) {
              scaling);
     }
 
-    hp.rope_neox = hp.arch == Arch::QWEN2;
+    hp.rope_neox = hp.arch == Arch::QWEN2 || hp.arch == Arch::QWEN2MOE || hp.arch == Arch::QWEN3MOE;
+    read_experts(f, hp);
     hp.tied_output = f.find_tensor("output.weight") == nullptr;
     hp.has_rope_freqs = f.find_tensor("rope_freqs.weight") != nullptr;
     hp.qkv_bias = f.find_tensor(graph::gguf_name(*graph::bias_spec(graph::WeightRole::ATTN_Q), 0)) != nullptr;
@@ -270,6 +303,13 @@ void write_hparams(format::GgufWriter& w, const Hparams& hp) {
     if (hp.rope_freq_scale != 1.0f) {
         w.set_string(a + "rope.scaling.type", "linear");
         w.set_f32(a + "rope.scaling.factor", 1.0f / hp.rope_freq_scale);
+    }
+    if (hp.is_moe()) {  // the keys read_experts reads; the routing rule is the family's
+        w.set_u32(a + "expert_count", uint32_t(hp.n_expert));
+        w.set_u32(a + "expert_used_count", uint32_t(hp.n_expert_used));
+        if (hp.arch != Arch::LLAMA) w.set_u32(a + "expert_feed_forward_length", uint32_t(hp.n_ff_exp));
+        if (hp.n_ff_shexp > 0) w.set_u32(a + "expert_shared_feed_forward_length", uint32_t(hp.n_ff_shexp));
+        if (hp.expert_weights_scale != 1.0f) w.set_f32(a + "expert_weights_scale", hp.expert_weights_scale);
     }
 }
 

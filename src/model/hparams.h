@@ -3,8 +3,8 @@
 // (hparams_from_gguf) or taken from the preset table (model/arch_presets.h).
 //
 // Supported architectures (general.architecture): `llama` (Llama 1/2/3/3.1, and Mistral,
-// whose GGUF files use arch `llama`) and `qwen2`. Anything else is a duet::Error that lists
-// the supported ones.
+// whose GGUF files use arch `llama`; with `llama.expert_count`, Mixtral), `qwen2`, `qwen2moe`
+// and `qwen3moe`. Anything else is a duet::Error that lists the supported ones.
 //
 // Conventions shared with the engine:
 //  - RoPE rotates the first n_rot dimensions of each head. rope_neox = false is the
@@ -35,13 +35,13 @@ class GgufWriter;
 
 namespace duet::model {
 
-// LLAMA and QWEN2 run for real (GGUF). The Mixture-of-Experts and latent-attention families
-// are modelled trace-only (from a preset or a Hugging Face config.json, model/hf_config.h);
-// their names are llama.cpp's general.architecture values.
+// LLAMA (with or without experts), QWEN2, QWEN2MOE and QWEN3MOE run for real (GGUF). The
+// latent-attention family (DEEPSEEK2) is modelled trace-only (from a preset or a Hugging Face
+// config.json, model/hf_config.h); the names are llama.cpp's general.architecture values.
 enum class Arch { LLAMA, QWEN2, QWEN2MOE, QWEN3MOE, DEEPSEEK2 };
 
 const char* arch_name(Arch a);       // "llama", "qwen2", "qwen2moe", "qwen3moe", "deepseek2"
-std::string supported_arch_names();  // the GGUF architectures the engine runs: "llama, qwen2"
+std::string supported_arch_names();  // the GGUF architectures the engine runs: "llama, qwen2, qwen2moe, qwen3moe"
 
 // How a Mixture-of-Experts router turns its logits into expert weights (llama.cpp's
 // expert_gating_func): SOFTMAX over all experts (Mixtral, Qwen-MoE, DeepSeek-V2) or an
@@ -131,7 +131,10 @@ graph::ModelShape model_shape(const Hparams& hp, DType weight_dtype = DType::F16
 // attention.layer_norm_rms_epsilon, attention.key_length, rope.freq_base,
 // rope.dimension_count, rope.scaling.type / .factor), n_vocab from <arch>.vocab_size or the
 // tokenizer's token list or token_embd.weight, and the tensor-dependent flags (output.weight,
-// rope_freqs.weight, blk.0.attn_q.bias). Validates; errors name the file and key.
+// rope_freqs.weight, blk.0.attn_q.bias), and the experts (<arch>.expert_count,
+// expert_used_count, expert_feed_forward_length, expert_shared_feed_forward_length,
+// expert_weights_scale) with each family's routing rule as llama.cpp's graphs apply it
+// (hparams.cpp read_experts). Validates; errors name the file and key.
 Hparams hparams_from_gguf(const format::GgufFile& f);
 
 // Writes general.architecture and the <arch>.* keys above (the inverse of hparams_from_gguf

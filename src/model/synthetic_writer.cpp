@@ -99,15 +99,20 @@ std::vector<SyntheticTensor> synthetic_tensor_plan(const Hparams& hp, const std:
             plan.push_back({name, DType::F32, {cols}, kind, kind == K::ROPE_FREQS ? 0.0f : 0.1f});
             return;
         }
-        DType want = choice.base;
+        if (t.keep_f32 && t.rows == graph::Dim::ONE) {  // a one-row matrix stored as llama.cpp does: 1-D F32
+            plan.push_back({name, DType::F32, {cols}, K::WEIGHT, 1.0f / std::sqrt(float(cols)), true});
+            return;
+        }
+        DType want = t.keep_f32 ? DType::F32 : choice.base;
         if (q4k_mix && t.q4km == graph::Q4kmMix::Q6_K) want = DType::Q6_K;
         if (q4k_mix && t.q4km == graph::Q4kmMix::MORE_BITS_LAYERS && use_more_bits(layer, hp.n_layer))
             want = DType::Q6_K;
         // the table, and the lm-head that may stand in for it, give logits a spread of ~2
         const bool embedding = t.kind == WeightKind::TABLE || t.falls_back_to != graph::WeightRole::NONE;
         const float scale = embedding ? embd_scale : (t.residual ? out_proj : 1.0f) / std::sqrt(float(cols));
-        plan.push_back({name, fit(want, cols), {cols, graph::spec_rows(t, s)}, embedding ? K::EMBEDDING : K::WEIGHT,
-                        scale});
+        std::vector<int64_t> shape = {cols, graph::spec_rows(t, s)};
+        if (t.stack != graph::Dim::ONE) shape.push_back(graph::dim_value(t.stack, s));  // a stack of experts
+        plan.push_back({name, fit(want, cols), shape, embedding ? K::EMBEDDING : K::WEIGHT, scale, t.keep_f32});
     };
     const auto scope = [&](graph::Binding b, int64_t layer) {
         for (const graph::TensorSpec& t : graph::tensor_catalogue())
@@ -152,9 +157,9 @@ SyntheticSummary write_synthetic_model(const std::string& path, const ArchPreset
     const DtypeChoice& choice = dtype_choice(opt.dtype);
     SyntheticSummary sum;
     Hparams hp = preset.hparams;
-    if (hp.is_moe() || hp.is_mla())
-        fail("--arch {}: {} is modelled trace-only (duet bench --model {}); gen-model writes the dense presets (allowed: "
-             "{})", preset.name, arch_name(hp.arch), preset.name, supported_arch_names());
+    if (hp.is_mla())
+        fail("--arch {}: latent attention ({}) is modelled trace-only (duet bench --model {}); gen-model writes the "
+             "architectures the engine runs ({})", preset.name, arch_name(hp.arch), preset.name, supported_arch_names());
     if (opt.n_layer != 0) {
         if (opt.n_layer < 1 || opt.n_layer > 4096) fail("--layers {} is out of range (allowed: 1..4096)", opt.n_layer);
         hp.n_layer = opt.n_layer;
@@ -177,7 +182,7 @@ SyntheticSummary write_synthetic_model(const std::string& path, const ArchPreset
     for (size_t ti = 0; ti < plan->size(); ++ti) {
         const SyntheticTensor& t = (*plan)[ti];
         const bool intended =
-            t.dtype == choice.base || t.shape.size() == 1 || (choice.base == DType::Q4_K && t.dtype == DType::Q6_K);
+            t.dtype == choice.base || t.shape.size() == 1 || t.keep_f32 || (choice.base == DType::Q4_K && t.dtype == DType::Q6_K);
         if (!intended) ++sum.n_fallback_tensors;
         const uint64_t seed = opt.seed;
         w.add_tensor(t.name, t.dtype, t.shape, [pool, plan, ti, hp, seed](int64_t r0, int64_t nr, uint8_t* dst) {

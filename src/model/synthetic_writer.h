@@ -11,7 +11,8 @@
 // token_embd and output use 2/sqrt(n_embd) so logits have a
 // standard deviation of about 2; norm weights are 1 + 0.1 u; biases 0.1 u; rope_freqs holds
 // Llama-3.1's scaling factors (factor 8, low/high 1/4, original context 8192).
-// 1-D tensors are always F32; 2-D weights take the requested dtype. "q4_k" writes a
+// 1-D tensors are always F32; 2-D weights and 3-D expert stacks ({cols, rows, n_expert}) take the
+// requested dtype, except the rows the catalogue keeps F32 (MoE routers, as llama.cpp's tools do). "q4_k" writes a
 // Q4_K_M-style mix (catalogue column `q4km`: Q6_K for output.weight, and for the value and
 // FFN-down projections in llama.cpp's "more bits" layers). A row length that the chosen block size does not divide falls back
 // to Q8_0 (then F16), as llama.cpp's quantizer does.
@@ -46,6 +47,7 @@ struct SyntheticTensor {
     std::vector<int64_t> shape;  // ggml order
     Kind kind;
     float scale;  // standard deviation (WEIGHT, EMBEDDING) or spread (NORM, BIAS)
+    bool keep_f32 = false;  // F32 whatever the dtype (the catalogue's keep_f32: MoE routers)
 };
 
 // The tensors of a model with these hparams, in file order, with their dtypes for `dtype`

@@ -26,13 +26,15 @@ class Binder {
 public:
     Binder(const format::GgufFile& f) : f_(f) {}
 
-    // ne0 = cols (contiguous), ne1 = rows; rows == 0 means a vector of `cols` elements.
-    TensorRef bind(const std::string& name, int64_t cols, int64_t rows, bool matmul) {
+    // ne0 = cols (contiguous), ne1 = rows, ne2 = stack; rows == 0 means a vector of `cols` elements.
+    // Trailing dimensions of 1 are dropped on both sides (a one-row matrix may be stored 1-D).
+    TensorRef bind(const std::string& name, int64_t cols, int64_t rows, int64_t stack, bool matmul) {
         const format::GgufTensorInfo* t = f_.find_tensor(name);
         if (!t) fail("{}: tensor '{}' is missing", f_.path(), name);
         std::vector<int64_t> s = t->shape;
         while (s.size() > 1 && s.back() == 1) s.pop_back();
-        const std::vector<int64_t> want = rows ? std::vector<int64_t>{cols, rows} : std::vector<int64_t>{cols};
+        std::vector<int64_t> want = {cols, rows ? rows : 1, stack};
+        while (want.size() > 1 && want.back() == 1) want.pop_back();
         if (s != want)
             fail("{}: tensor '{}' has shape {} but the hparams need {} (ggml order)", f_.path(), name,
                  shape_string(t->shape), shape_string(want));
@@ -46,6 +48,7 @@ public:
         r.cols = cols;
         r.row_stride_bytes = row_bytes(t->dtype, cols);
         r.name = name;
+        r.n_stack = stack;
         return r;
     }
 
@@ -54,6 +57,14 @@ private:
 };
 
 }  // namespace
+
+TensorRef TensorRef::expert(int64_t e) const {
+    DUET_CHECK(e >= 0 && e < n_stack, "tensor '{}': expert {} out of range (stack of {})", name, e, n_stack);
+    TensorRef r = *this;
+    r.data = static_cast<const uint8_t*>(data) + size_t(e) * size_t(rows) * row_stride_bytes;
+    r.n_stack = 1;
+    return r;
+}
 
 const TensorRef& Weights::at(graph::WeightRole r, int32_t layer) const {
     if (graph::weight_spec(r).binding != graph::Binding::BLOCK) return global[r];
@@ -98,7 +109,7 @@ Weights bind_weights(const format::GgufFile& file, const Hparams& hp) {
     const auto bind = [&](const graph::TensorSpec& t, RoleTensors& into, int64_t layer) {
         const bool vector = t.kind == graph::WeightKind::VECTOR;
         TensorRef r = b.bind(graph::gguf_name(t, layer), graph::spec_cols(t, s), vector ? 0 : graph::spec_rows(t, s),
-                             !vector);
+                             graph::dim_value(t.stack, s), !vector);
         (t.part == graph::Part::WEIGHT ? into[t.role] : into.bias_of(t.role)) = std::move(r);
     };
     // Globals first (so a role that falls back to another finds it bound), then block by block.

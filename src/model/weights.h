@@ -28,7 +28,9 @@ class GgufFile;
 namespace duet::model {
 
 // One tensor inside the mapping. rows/cols: a matrix of `rows` rows of `cols` elements
-// (ggml ne1 = rows, ne0 = cols); vectors have rows == 1.
+// (ggml ne1 = rows, ne0 = cols); vectors have rows == 1. A per-expert stack (ggml ne2 =
+// n_stack, the catalogue's `stack`) is n_stack such matrices back to back: expert e's starts
+// e * rows * row_stride_bytes after data (expert(e)).
 struct TensorRef {
     const void* data = nullptr;
     DType dtype = DType::F32;
@@ -36,10 +38,13 @@ struct TensorRef {
     int64_t cols = 0;
     size_t row_stride_bytes = 0;
     std::string name;  // GGUF tensor name, for messages
+    int64_t n_stack = 1;
 
     bool present() const { return data != nullptr; }
-    uint64_t n_bytes() const { return uint64_t(row_stride_bytes) * uint64_t(rows); }
+    uint64_t n_bytes() const { return uint64_t(row_stride_bytes) * uint64_t(rows) * uint64_t(n_stack); }
     const float* f32() const { return static_cast<const float*>(data); }
+    // Matrix e of a stack (rows x cols, n_stack 1); DUET_CHECKs 0 <= e < n_stack.
+    TensorRef expert(int64_t e) const;
 };
 
 // The tensors of one binding scope (the model's globals, or one block), indexed by weight

@@ -136,6 +136,8 @@ void Dispatcher::swiglu(const float* gate, int64_t gate_stride, const float* up,
 
 void Dispatcher::kv_write(const std::function<void()>& write) { run(write); }
 
+void Dispatcher::moe(const std::function<void()>& compute) { run(compute); }
+
 void Dispatcher::attention(const std::vector<AttentionSeq>& seqs, int64_t n_head, int64_t n_head_kv,
                            int64_t head_dim, float scale) {
     DUET_CHECK(!seqs.empty());

@@ -88,6 +88,9 @@ public:
                        DType kv_type, uint8_t* const* k_dst, uint8_t* const* v_dst, StoreRow store);
     // A KV write (K and V rows of the new tokens into the cache): runs `write`.
     void kv_write(const std::function<void()>& write);
+    // A Mixture-of-Experts operator (MOE_ROUTE, MOE_MATMUL, MOE_COMBINE; runtime/engine_moe.cpp
+    // computes it with kernels::matmul on each expert's matrices): runs `compute`.
+    void moe(const std::function<void()>& compute);
     // Causal attention of every sequence of the batch over its own KV blocks (kernels::attention).
     struct AttentionSeq {
         const float* q;  // [n_q][n_head][head_dim]

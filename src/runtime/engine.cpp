@@ -50,7 +50,8 @@ graph::Graph default_graph(const model::Hparams& hp, const model::Weights& w) {
 // records (graph::lower) carry the KV element the engine stores.
 graph::Graph with_file_dtypes(graph::Graph g, const PlainWeightSource& w, DType kv_type) {
     for (graph::Node& n : g.nodes) {
-        if ((n.kind == graph::OpKind::MATMUL || n.kind == graph::OpKind::EMBED) && graph::fused_parts(n.role).empty())
+        if ((n.kind == graph::OpKind::MATMUL || n.kind == graph::OpKind::EMBED || n.kind == graph::OpKind::MOE_MATMUL) &&
+            graph::fused_parts(n.role).empty())
             n.dtype = w.tensor(n.role, n.layer).dtype;
         if (n.kind == graph::OpKind::KV_WRITE || n.kind == graph::OpKind::ROPE_KV_WRITE ||
             n.kind == graph::OpKind::ATTENTION)
@@ -86,6 +87,9 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts, gr
     kc.n_blocks = opts_.kv_blocks;
     kc.kv_type = opts_.kv_type;
     kv_ = std::make_unique<KvCache>(kc);
+    if (opts_.fuse && hp.is_moe())
+        fail("--fuse is not supported for Mixture-of-Experts models yet ({}, {} experts): run without --fuse",
+             hp.arch_name, hp.n_expert);
     if (opts_.fuse) graph_ = graph::fuse_all(graph_);
     plain_.bind_fused(graph_);
     mem_ = opts_.static_plan ? graph::plan_memory(graph_) : graph::plan_memory_without_reuse(graph_);
@@ -114,6 +118,14 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts, gr
 }
 
 Engine::~Engine() = default;
+
+void Engine::set_weight_source(const WeightSource* w) {
+    const model::Hparams& hp = model_->hparams();
+    if (w && w != &plain_ && hp.is_moe())
+        fail("the PIM weight layout is not supported for Mixture-of-Experts models yet ({}, {} experts): use the "
+             "plain layout (duet bench --target npu_only)", hp.arch_name, hp.n_expert);
+    dispatch_.set_weight_source(w ? w : &plain_);
+}
 
 void Engine::ensure_scratch(int64_t n) {
     if (n <= scratch_tokens_) return;
@@ -207,6 +219,11 @@ void Engine::run_node(const graph::Node& nd, const Step& st) {
         }
         case OpKind::RMSNORM: {
             const int32_t x = nd.in[0], y = nd.out[0];
+            if (nd.k > 0) {  // per head (Qwen3's q/k norms): rows of head_dim
+                DUET_CHECK(stride(x) == nd.n && stride(y) == nd.n, "engine: head norm of layer {} is strided", nd.layer);
+                dispatch_.rmsnorm(ptr(x), vec, ptr(y), rows(y) * (nd.n / nd.k), nd.k, hp.norm_eps);
+                break;
+            }
             if (rows(x) == rows(y)) {
                 dispatch_.rmsnorm(ptr(x), vec, ptr(y), rows(y), nd.n, hp.norm_eps);
                 break;
@@ -265,6 +282,9 @@ void Engine::run_node(const graph::Node& nd, const Step& st) {
             break;
         }
         case OpKind::OUTPUT: dispatch_.output(); break;
+        case OpKind::MOE_ROUTE: moe_route(nd, st); break;
+        case OpKind::MOE_MATMUL: moe_matmul(nd, st); break;
+        case OpKind::MOE_COMBINE: moe_combine(nd, st); break;
         case OpKind::ALL_REDUCE:
             if (tp_) {
                 DUET_CHECK(ptr(nd.in[0]) == ptr(nd.out[0]), "engine: ALL_REDUCE of layer {} is not in place", nd.layer);
@@ -286,7 +306,7 @@ void Engine::run_node(const graph::Node& nd, const Step& st) {
         case OpKind::ALL_GATHER:
             fail("the engine has no communicator for the {} node of layer {} (tensor parallelism runs under mpirun)",
                  graph::op_kind_name(nd.kind), nd.layer);
-        default:  // experts and latent attention are modelled trace-only; the loader refuses their files
+        default:  // latent attention is modelled trace-only; the loader refuses its files
             DUET_CHECK(false, "engine: {} has no host kernel", graph::op_kind_name(nd.kind));
     }
 }

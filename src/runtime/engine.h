@@ -1,5 +1,6 @@
 #pragma once
-// The forward pass of Llama / Mistral / Qwen2 over a ragged batch of sequences.
+// The forward pass of Llama / Mistral / Qwen2 and the Mixture-of-Experts families (Mixtral,
+// Qwen2-MoE, Qwen3-MoE) over a ragged batch of sequences.
 //
 // forward(batch) takes any number of sequences, each with its own new tokens and its own
 // block table (SequenceKv); sequence s's new tokens sit at positions kv.n_tokens() ..
@@ -130,7 +131,9 @@ public:
     // The weights read in place (the default weight source), with the graph's fused matrices.
     const PlainWeightSource& plain_weights() const { return plain_; }
     // Replaces the weight layout (nullptr: back to the plain GGUF tensors). Not owned.
-    void set_weight_source(const WeightSource* w) { dispatch_.set_weight_source(w ? w : &plain_); }
+    // A Mixture-of-Experts model runs on the plain tensors only (the PIM layout holds no expert
+    // stacks yet): another source throws duet::Error.
+    void set_weight_source(const WeightSource* w);
     // Tensor and pipeline parallelism (runtime/tp_rank.h): the hook runs the graph's ALL_REDUCE,
     // SEND and RECV nodes and hears of every forward. Not owned; nullptr: none (a TP graph then fails at its first
     // collective).
@@ -158,6 +161,10 @@ private:
     void rope_write_kv(const graph::Node& node, const Step& st);  // ROPE_KV_WRITE
     Dispatcher::RopeParams rope_params() const;
     void attend(const graph::Node& node, const Step& st);
+    // The Mixture-of-Experts FFN (graph/moe_builder.h), runtime/engine_moe.cpp.
+    void moe_route(const graph::Node& node, const Step& st);
+    void moe_matmul(const graph::Node& node, const Step& st);
+    void moe_combine(const graph::Node& node, const Step& st);
     void ensure_scratch(int64_t n_tok);
     float* ptr(int32_t t) const { return ptr_[size_t(t)]; }
     int64_t stride(int32_t t) const { return graph_.row_stride(t); }
@@ -189,6 +196,12 @@ private:
     std::vector<const void*> kptr_, vptr_;
     std::vector<uint8_t*> kdst_, vdst_;  // per token: its K and V cache rows (rope_write_kv)
     std::vector<Dispatcher::AttentionSeq> attn_seqs_;
+    // The routing of the layer being run (MOE_ROUTE writes it, its MOE_MATMULs read it): per token
+    // its n_expert_used expert ids; per expert the slots t * n_expert_used + j routed to it, in
+    // token order. Gather/scatter rows of one expert's grouped matmul.
+    std::vector<int32_t> moe_ids_;
+    std::vector<std::vector<int64_t>> moe_slots_;
+    std::vector<float> moe_x_, moe_y_;
 };
 
 }  // namespace duet::runtime

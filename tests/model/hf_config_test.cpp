@@ -249,20 +249,21 @@ TEST(HfPresets, ShapesAndParameterCounts) {
     EXPECT_NEAR(double(ds.n_params()) / 1e9, 671.03, 0.01);
 }
 
-TEST(HfPresets, GenModelRefusesTraceOnlyPresets) {
+TEST(HfPresets, GenModelRefusesLatentAttentionPresets) {
     const std::string out = std::string(DUET_BINARY_DIR) + "/hf_config_test_refused.gguf";
     try {
-        write_synthetic_model(out, arch_preset("qwen3-30b-a3b"), SyntheticOptions{});
+        write_synthetic_model(out, arch_preset("deepseek-v3"), SyntheticOptions{});
         FAIL();
     } catch (const Error& e) {
-        EXPECT_EQ(std::string(e.what()), "--arch qwen3-30b-a3b: qwen3moe is modelled trace-only (duet bench --model "
-                                         "qwen3-30b-a3b); gen-model writes the dense presets (allowed: llama, qwen2)");
+        EXPECT_EQ(std::string(e.what()), "--arch deepseek-v3: latent attention (deepseek2) is modelled trace-only (duet "
+                                         "bench --model deepseek-v3); gen-model writes the architectures the engine "
+                                         "runs (llama, qwen2, qwen2moe, qwen3moe)");
     }
 }
 
-// A Mixtral GGUF as llama.cpp writes it (arch llama with llama.expert_count) is refused by the
-// engine's reader with the way to model it, not read as a dense llama with missing tensors.
-TEST(HfPresets, MixtralGgufIsRefusedByTheEngineReader) {
+// A Mixtral GGUF as llama.cpp writes it (arch llama with llama.expert_count) is read as experts
+// n_ff wide, softmax top-k renormalised (llama.cpp's src/models/llama.cpp), not as a dense llama.
+TEST(HfPresets, MixtralGgufIsReadAsExperts) {
     const std::string path = std::string(DUET_BINARY_DIR) + "/hf_config_test_mixtral.gguf";
     format::GgufWriter w(path);
     write_hparams(w, *find_arch_preset("tiny-llama"));
@@ -270,12 +271,11 @@ TEST(HfPresets, MixtralGgufIsRefusedByTheEngineReader) {
     w.set_u32("llama.expert_used_count", 2);
     w.add_tensor_f32("token_embd.weight", DType::F32, {4}, std::vector<float>(4));
     w.write();
-    try {
-        hparams_from_gguf(format::GgufFile::open(path));
-        FAIL();
-    } catch (const Error& e) {
-        EXPECT_EQ(std::string(e.what()), path + ": metadata key 'llama.expert_count' = 8: Mixture-of-Experts files are "
-                                                "modelled trace-only (duet bench --model with a preset or the model's "
-                                                "config.json); the engine runs dense llama, qwen2 files");
-    }
+    const Hparams h = hparams_from_gguf(format::GgufFile::open(path));
+    EXPECT_EQ(h.n_expert, 8);
+    EXPECT_EQ(h.n_expert_used, 2);
+    EXPECT_EQ(h.n_ff_exp, h.n_ff);
+    EXPECT_TRUE(h.expert_weights_norm);
+    EXPECT_EQ(h.expert_gating, ExpertGating::SOFTMAX);
+    EXPECT_EQ(h.n_ff_shexp, 0);
 }

@@ -99,6 +99,21 @@ TEST(PpMpi, GeneratedModelsGiveTheSameTokensOnTwoStages) {
     expect_same_tokens(generated_model("tiny-qwen2", "f32"), 2, 24, "", "pp");  // tied embeddings: both ends
 }
 
+// Mixture-of-Experts: pipeline stages split the layers as for a dense model; tensor parallelism
+// over experts is not implemented and is refused naming the flag.
+TEST(PpMpi, MoeModelsGiveTheSameTokensOnTwoStagesAndRefuseTp) {
+    REQUIRE_MPIRUN();
+    expect_same_tokens(generated_model("tiny-mixtral", "f32"), 2, 24, "", "pp");
+    expect_same_tokens(generated_model("tiny-qwen3moe", "q8_0"), 2, 24, "", "pp");
+    const Result tp = run(mpirun_prefix(2), fmt::format("run -m '{}' -p 'Hi' -n 2 --temp 0 --threads 1 --tp 2",
+                                                        generated_model("tiny-qwen2moe", "f32")));
+    EXPECT_NE(tp.rc, 0);
+    EXPECT_NE(tp.err.find("duet: error: --tp 2: tensor parallelism is not supported for Mixture-of-Experts models yet "
+                          "(qwen2moe, 4 experts): run with --tp 1 (--pp splits the layers)"),
+              std::string::npos)
+        << tp.err;
+}
+
 TEST(PpMpi, Stories260KGivesTheSameTokensOnTwoStages) {
     REQUIRE_MPIRUN();
     const std::string model = shared_model("stories260K.gguf");

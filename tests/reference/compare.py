@@ -8,6 +8,8 @@
 3. forward.py DIR/m.gguf --tokens T -o DIR/ref.f32                 exact float64 reference
    (quantised dtypes also: --act-quant ggml -o DIR/ref_q8.f32, emulating the engine's
    8-bit activation blocks)
+   (--greedy N: the prompt is first extended by the reference's N greedy tokens, so the argmax
+   check below says the engine picks the same greedy tokens)
 4. err = max|duet - ref| / max|ref| against the exact reference must be within 1e-4 for
    f32/f16/bf16; for quantised types within 2 x (emulated - exact) + 1e-4, i.e. twice the 8-bit
    activation noise measured on this model (docs/reference.md). The argmax must agree at every
@@ -114,6 +116,9 @@ def main(argv=None):
     ap.add_argument("--kv-type", choices=["f32", "f16", "int8"], default="f32",
                     help="KV cache type for duet logits; f16 makes the reference round K and V to f16 too")
     ap.add_argument("--expect-type", help="fail unless the file holds a matrix of this ggml type (e.g. q4_k)")
+    ap.add_argument("--greedy", type=int, default=0,
+                    help="extend the prompt by this many tokens of the reference's greedy continuation, so the "
+                         "argmax check covers greedy generation (default 0)")
     args = ap.parse_args(argv)
 
     if args.n_tokens < 1:
@@ -131,6 +136,8 @@ def main(argv=None):
     ref_model = forward.Model(model)
     n_vocab = ref_model.n_vocab
     tokens = prompt_tokens(args.n_tokens, n_vocab)
+    for _ in range(args.greedy):  # the reference's greedy continuation (exact, float64)
+        tokens.append(int(np.argmax(ref_model.forward(tokens)[-1])))
     tok_arg = ",".join(map(str, tokens))
     duet_out = os.path.join(args.workdir, "duet.f32")
     logits_cmd = [args.duet, "logits", "-m", model, "--tokens", tok_arg, "-o", duet_out]
@@ -153,7 +160,7 @@ def main(argv=None):
                         f"token_embd.weight {n_vocab} rows")
     types = {}
     for t in ref_model.g.tensors.values():
-        if len(t.shape) == 2:
+        if len(t.shape) >= 2:  # matrices and per-expert stacks
             types[t.type_name] = types.get(t.type_name, 0) + 1
     print("  matrix types in the file: " + ", ".join(f"{k} x{v}" for k, v in sorted(types.items())))
     if args.expect_type and args.expect_type.upper() not in types:
@@ -171,6 +178,14 @@ def main(argv=None):
     kv_f16 = args.kv_type == "f16"
     kv_int8 = args.kv_type == "int8"
     exact = reference("none", kv_f16, kv_int8)
+    if ref_model.hp.n_expert:
+        # The routing is a discontinuity: a token whose k-th and next expert are closer than the
+        # engine's rounding can tell apart may pick the other one. Printed so a failure can be read.
+        margin = forward.Model(model)
+        margin.forward(tokens)
+        print(f"  experts: {ref_model.hp.n_expert}, top-{ref_model.hp.n_expert_used}, renormalised "
+              f"{ref_model.hp.expert_norm}; smallest routing margin (k-th minus next probability) "
+              f"{margin.routing_margin:.3e}")
     bound = EXACT_BOUND
     if kv_int8:
         # The reference rounds K/V through the same int8 blocks; the engine's f32 K/V can round to
@@ -197,8 +212,10 @@ def main(argv=None):
         bound += NOISE_FACTOR * noise
         print(f"  8-bit activation noise of this model (emulated vs exact reference): {noise:.3e}")
         if noise > NOISE_CAP:
+            why = (" (with experts this is usually a routing flip: see the smallest routing margin above)"
+                   if ref_model.hp.n_expert else "")
             failures.append(f"activation noise {noise:.3e} exceeds {NOISE_CAP:.0e}: the generated model is too "
-                            "sensitive for a meaningful comparison")
+                            f"sensitive for a meaningful comparison{why}")
         # Informational: positions where the engine reproduces the emulated rounding exactly.
         per_pos = np.abs(got - emulated).max(axis=1) / np.abs(emulated).max()
         print(f"  vs emulated reference: max {per_pos.max():.3e}; {int((per_pos < 1e-4).sum())}/{len(tokens)} "

@@ -5,6 +5,7 @@ preset; `logits` runs a float32 forward with ggml-style 8-bit activation blocks 
 engine), optionally with a deliberate bug chosen by FAKE_DUET_BUG:
   rope_order  rotate the other element order     no_bias   ignore the q/k/v biases
   f16_acts    round activations to f16            none      (default) no bug
+  no_renorm   route without renormalising the top-k weights (Mixtral renormalises)
 """
 
 import argparse
@@ -21,6 +22,7 @@ PRESETS = {  # arch, shape (a subset of gen-model's tiny presets, shrunk)
     "tiny-llama": ("llama", dict(n_embd=64, n_head=4, n_head_kv=4, n_ff=192, n_vocab=256)),
     "tiny-qwen2": ("qwen2", dict(n_embd=96, n_head=6, n_head_kv=2, n_ff=256, n_vocab=256, tied=True)),
     "small-llama": ("llama", dict(n_embd=256, n_head=4, n_head_kv=2, n_ff=256, n_vocab=256)),
+    "tiny-mixtral": ("llama", dict(n_embd=64, n_head=4, n_head_kv=2, n_ff=96, n_vocab=256, n_expert=4, n_expert_used=2)),
 }
 
 
@@ -33,7 +35,7 @@ class Engine(forward.Model):
     def has(self, name):
         return super().has(name) and not (self.bug == "no_bias" and name.endswith(".bias"))
 
-    def matmul(self, x, name):
+    def matmul(self, x, name, expert=None):
         x = np.asarray(x, dtype=np.float32)
         if self.bug == "f16_acts":
             x = x.astype(np.float16).astype(np.float32)
@@ -41,7 +43,12 @@ class Engine(forward.Model):
         if tname in forward.ACT_QUANT_BLOCK:
             block, f16_scale = forward.ACT_QUANT_BLOCK[tname]
             x = forward.quantize_activations(x.astype(np.float64), block, f16_scale).astype(np.float32)
-        return x @ self.w(name).T
+        return x @ (self.w(name) if expert is None else self.w(name)[expert]).T
+
+    def moe_ffn(self, h, p):
+        if self.bug == "no_renorm":
+            self.hp.expert_norm = False
+        return super().moe_ffn(h, p)
 
     def rope(self, x, positions):
         if self.bug == "rope_order":

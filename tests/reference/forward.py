@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent numpy forward pass for Llama / Mistral / Qwen2 GGUF files (float64).
+"""Independent numpy forward pass for Llama / Mistral / Qwen2 and Mixtral / Qwen2-MoE / Qwen3-MoE GGUF files (float64).
 
 Written from the model papers and public configs, not from duet's C++:
   x = token_embd[token]
@@ -13,7 +13,10 @@ Written from the model papers and public configs, not from duet's C++:
       causal softmax attention, head h reads kv head h // (n_head / n_head_kv), scale 1/sqrt(head_dim)
       x += Wo attn
       h  = rmsnorm(x) * ffn_norm
-      x += Wdown (silu(Wgate h) * Wup h)
+      x += Wdown (silu(Wgate h) * Wup h)                  Mixture-of-Experts layers (ffn_gate_inp present):
+                                                            moe_mla.py's routed FFN over the 3-D expert
+                                                            stacks, + the (gated) shared expert
+      (qwen3moe: q and k RMS-normed per head by attn_q_norm / attn_k_norm before RoPE)
   logits = Wout (rmsnorm(x) * output_norm)        Wout = output.weight, or token_embd.weight if tied
 
 Optional `kv_f16=True` rounds K (after RoPE) and V to f16, as an f16 KV cache stores them.
@@ -39,8 +42,14 @@ except ImportError:  # the ctest wrapper treats 77 as "skipped"
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dequant import tensor_to_numpy  # noqa: E402
 from gguf_reader import GgufError, GgufFile  # noqa: E402
+from moe_mla import moe_route, sigmoid, softmax  # noqa: E402
 
-SUPPORTED_ARCHS = {"llama": "norm", "mistral": "norm", "qwen2": "neox"}
+SUPPORTED_ARCHS = {"llama": "norm", "mistral": "norm", "qwen2": "neox", "qwen2moe": "neox", "qwen3moe": "neox"}
+# Mixture-of-Experts routing per family: softmax over all experts, the top k, then renormalised to
+# sum 1 or not. Mixtral (arch llama with experts): softmax over the k largest logits (arXiv
+# 2401.04088), i.e. renormalised; Qwen1.5/2-MoE: norm_topk_prob false in their configs;
+# Qwen3-MoE: norm_topk_prob true. llama.cpp applies the same per architecture.
+EXPERT_WEIGHTS_NORM = {"llama": True, "mistral": True, "qwen2moe": False, "qwen3moe": True}
 # weight type -> (activation block, round the activation scale to f16?)
 ACT_QUANT_BLOCK = {"Q8_0": (32, False), "Q4_0": (32, False), "Q5_0": (32, False), "Q4_K": (256, False), "Q6_K": (256, False)}
 
@@ -82,6 +91,14 @@ class Hparams:
             raise GgufError(f"{g.path}: head_count {self.n_head} is not a multiple of head_count_kv {self.n_head_kv}")
         if self.n_rot > self.head_dim or self.n_rot % 2:
             raise GgufError(f"{g.path}: rope.dimension_count {self.n_rot} must be even and <= head_dim {self.head_dim}")
+        self.n_expert = int(g.get(p + "expert_count", 0))
+        self.n_expert_used = int(g.get(p + "expert_used_count", 0))
+        if self.n_expert and not 1 <= self.n_expert_used <= self.n_expert:
+            raise GgufError(f"{g.path}: expert_used_count {self.n_expert_used} outside 1..{self.n_expert}")
+        if arch.endswith("moe") and not self.n_expert:
+            raise GgufError(f"{g.path}: {arch} without {p}expert_count")
+        self.expert_norm = EXPERT_WEIGHTS_NORM.get(arch, False)
+        self.expert_scale = float(g.get(p + "expert_weights_scale", 1.0))
 
 
 class Model:
@@ -94,6 +111,7 @@ class Model:
         self.g = GgufFile(path)
         self.hp = Hparams(self.g)
         self._cache = {}
+        self.routing_margin = float("inf")  # MoE: see moe_ffn
         hp = self.hp
         emb = self.g.tensor("token_embd.weight")
         self.n_vocab = emb.shape[1]
@@ -116,15 +134,43 @@ class Model:
         return name in self.g.tensors
 
     # --- building blocks --------------------------------------------------
-    def matmul(self, x, name):
-        """x [n][k] times the weight `name` stored as [n_out][k] -> [n][n_out]."""
-        W = self.w(name)
+    def matmul(self, x, name, expert=None):
+        """x [n][k] times the weight `name` stored as [n_out][k] -> [n][n_out]; `expert` picks one
+        matrix of a per-expert stack [n_expert][n_out][k]."""
+        W = self.w(name) if expert is None else self.w(name)[expert]
         if self.act_quant == "ggml":
             tname = self.g.tensor(name).type_name
             if tname in ACT_QUANT_BLOCK:
                 block, f16_scale = ACT_QUANT_BLOCK[tname]
                 x = quantize_activations(x, block, f16_scale)
         return x @ W.T
+
+    def swiglu(self, h, gate, up, down, expert=None):
+        g = self.matmul(h, gate, expert)
+        return self.matmul(g / (1.0 + np.exp(-g)) * self.matmul(h, up, expert), down, expert)
+
+    def moe_ffn(self, h, p):
+        """The Mixture-of-Experts FFN of moe_mla.py (routing by moe_mla.moe_route), with each
+        expert's matmuls on the rows routed to it (so --act-quant applies as for dense ones)."""
+        hp = self.hp
+        ids, w = moe_route(self.matmul(h, p + "ffn_gate_inp.weight"), hp.n_expert_used, "softmax",
+                           norm=hp.expert_norm, scale=hp.expert_scale)
+        # the smallest gap between the k-th chosen and the best unchosen probability, over the tokens
+        probs = np.sort(softmax(self.matmul(h, p + "ffn_gate_inp.weight")), axis=-1)[:, ::-1]
+        if hp.n_expert_used < hp.n_expert:
+            gap = float(np.min(probs[:, hp.n_expert_used - 1] - probs[:, hp.n_expert_used]))
+            self.routing_margin = min(self.routing_margin, gap)
+        out = np.zeros_like(h)
+        for e in np.unique(ids):
+            t, j = np.nonzero(ids == e)
+            d = self.swiglu(h[t], p + "ffn_gate_exps.weight", p + "ffn_up_exps.weight", p + "ffn_down_exps.weight", e)
+            np.add.at(out, t, w[t, j][:, None] * d)
+        if self.has(p + "ffn_gate_shexp.weight"):
+            sh = self.swiglu(h, p + "ffn_gate_shexp.weight", p + "ffn_up_shexp.weight", p + "ffn_down_shexp.weight")
+            if self.has(p + "ffn_gate_inp_shexp.weight"):  # qwen2moe: gated by sigmoid(h . w)
+                sh = sh * sigmoid(h @ self.w(p + "ffn_gate_inp_shexp.weight").reshape(-1))[:, None]
+            out += sh
+        return out
 
     def rmsnorm(self, x, name):
         return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.hp.eps) * self.w(name)
@@ -190,8 +236,13 @@ class Model:
                 q = q + self.w(p + "attn_q.bias")
                 k = k + self.w(p + "attn_k.bias")
                 v = v + self.w(p + "attn_v.bias")
-            q = self.rope(q.reshape(T, hp.n_head, hp.head_dim), pos)
-            k = self.rope(k.reshape(T, hp.n_head_kv, hp.head_dim), pos)
+            q = q.reshape(T, hp.n_head, hp.head_dim)
+            k = k.reshape(T, hp.n_head_kv, hp.head_dim)
+            if self.has(p + "attn_q_norm.weight"):  # qwen3: each head RMS-normed before RoPE
+                q = self.rmsnorm(q, p + "attn_q_norm.weight")
+                k = self.rmsnorm(k, p + "attn_k_norm.weight")
+            q = self.rope(q, pos)
+            k = self.rope(k, pos)
             v = v.reshape(T, hp.n_head_kv, hp.head_dim)
             if self.kv_f16:  # an f16 KV cache stores K after RoPE, and V, rounded to half
                 k = k.astype(np.float16).astype(np.float64)
@@ -201,10 +252,10 @@ class Model:
                 v = quantize_activations(v.reshape(T, -1), 32, True).reshape(v.shape)
             x = x + self.matmul(self.attention(q, k, v), p + "attn_output.weight")
             h = self.rmsnorm(x, p + "ffn_norm.weight")
-            gate = self.matmul(h, p + "ffn_gate.weight")
-            up = self.matmul(h, p + "ffn_up.weight")
-            act = gate / (1.0 + np.exp(-gate)) * up
-            x = x + self.matmul(act, p + "ffn_down.weight")
+            if self.has(p + "ffn_gate_inp.weight"):
+                x = x + self.moe_ffn(h, p)
+            else:
+                x = x + self.swiglu(h, p + "ffn_gate.weight", p + "ffn_up.weight", p + "ffn_down.weight")
         h = self.rmsnorm(x, "output_norm.weight")
         return self.matmul(h, self.out_name)
 

@@ -381,7 +381,7 @@ class ForwardTest(unittest.TestCase):
         make_model(p, "gpt2")
         with self.assertRaises(gr.GgufError) as cm:
             forward.Model(p)
-        self.assertIn("general.architecture 'gpt2' is not supported (supported: llama, mistral, qwen2)",
+        self.assertIn("general.architecture 'gpt2' is not supported (supported: llama, mistral, qwen2, qwen2moe, qwen3moe)",
                       str(cm.exception))
         make_model(p, "llama", n_head=4, n_head_kv=3)
         with self.assertRaises(gr.GgufError) as cm:
@@ -441,7 +441,8 @@ class HarnessTest(unittest.TestCase):
         return rc, out.getvalue()
 
     def test_correct_engine_passes(self):
-        for arch, dtype in (("tiny-qwen2", "f32"), ("tiny-llama", "q8_0"), ("small-llama", "q4_k")):
+        for arch, dtype in (("tiny-qwen2", "f32"), ("tiny-llama", "q8_0"), ("small-llama", "q4_k"),
+                            ("tiny-mixtral", "q8_0")):
             rc, out = self.compare(arch, dtype, expect_type=dtype)
             self.assertEqual(rc, 0, out)
             self.assertIn("PASS", out)
@@ -452,7 +453,8 @@ class HarnessTest(unittest.TestCase):
         for arch, dtype, bug, text in (("tiny-llama", "f32", "rope_order", "exceeds the bound"),
                                        ("tiny-qwen2", "q8_0", "no_bias", "exceeds the bound"),
                                        ("small-llama", "q6_k", "rope_order", "argmax differs"),
-                                       ("tiny-qwen2", "bf16", "f16_acts", "exceeds the bound 1e-04")):
+                                       ("tiny-qwen2", "bf16", "f16_acts", "exceeds the bound 1e-04"),
+                                       ("tiny-mixtral", "f32", "no_renorm", "exceeds the bound 1e-04")):
             rc, out = self.compare(arch, dtype, bug=bug)
             self.assertEqual(rc, 1, f"{arch} {dtype} {bug}: {out}")
             self.assertIn(text, out)

@@ -93,8 +93,11 @@ def encode(x, dtype):
 
 
 def make_model(path, arch, seed=0, dtype="F32", n_embd=64, n_head=4, n_head_kv=2, n_ff=96, n_layer=2,
-               n_vocab=64, values=None, bias=None, tied=False, rope_freqs=None, freq_base=10000.0):
-    """Writes a random model; `values` (name -> numpy array) overrides generated weights."""
+               n_vocab=64, values=None, bias=None, tied=False, rope_freqs=None, freq_base=10000.0, n_expert=0,
+               n_expert_used=0):
+    """Writes a random model; `values` (name -> numpy array) overrides generated weights. n_expert > 0:
+    every layer's FFN is n_expert experts n_ff wide (Mixtral's tensors: an F32 router
+    ffn_gate_inp and 3-D ffn_{gate,up,down}_exps stacks), top n_expert_used."""
     rng = np.random.default_rng(seed)
     hd = n_embd // n_head
     bias = (arch == "qwen2") if bias is None else bias
@@ -105,9 +108,15 @@ def make_model(path, arch, seed=0, dtype="F32", n_embd=64, n_head=4, n_head_kv=2
         p = f"blk.{i}."
         shapes.update({p + "attn_norm.weight": (n_embd,), p + "attn_q.weight": (n_head * hd, n_embd),
                        p + "attn_k.weight": (n_head_kv * hd, n_embd), p + "attn_v.weight": (n_head_kv * hd, n_embd),
-                       p + "attn_output.weight": (n_embd, n_head * hd), p + "ffn_norm.weight": (n_embd,),
-                       p + "ffn_gate.weight": (n_ff, n_embd), p + "ffn_up.weight": (n_ff, n_embd),
-                       p + "ffn_down.weight": (n_embd, n_ff)})
+                       p + "attn_output.weight": (n_embd, n_head * hd), p + "ffn_norm.weight": (n_embd,)})
+        if n_expert:
+            shapes.update({p + "ffn_gate_inp.weight": (n_expert, n_embd),
+                           p + "ffn_gate_exps.weight": (n_expert, n_ff, n_embd),
+                           p + "ffn_up_exps.weight": (n_expert, n_ff, n_embd),
+                           p + "ffn_down_exps.weight": (n_expert, n_embd, n_ff)})
+        else:
+            shapes.update({p + "ffn_gate.weight": (n_ff, n_embd), p + "ffn_up.weight": (n_ff, n_embd),
+                           p + "ffn_down.weight": (n_embd, n_ff)})
         if bias:
             shapes.update({p + "attn_q.bias": (n_head * hd,), p + "attn_k.bias": (n_head_kv * hd,),
                            p + "attn_v.bias": (n_head_kv * hd,)})
@@ -118,9 +127,9 @@ def make_model(path, arch, seed=0, dtype="F32", n_embd=64, n_head=4, n_head_kv=2
         elif len(shape) == 1:
             x = 1.0 + 0.1 * rng.standard_normal(shape) if name.endswith("norm.weight") else 0.1 * rng.standard_normal(shape)
         else:
-            x = rng.standard_normal(shape) / np.sqrt(shape[1])
-        t = dtype if len(shape) == 2 else "F32"
-        if t in ("Q4_K", "Q6_K") and shape[1] % 256:
+            x = rng.standard_normal(shape) / np.sqrt(shape[-1])
+        t = dtype if len(shape) >= 2 and not name.endswith("ffn_gate_inp.weight") else "F32"  # routers stay F32
+        if t in ("Q4_K", "Q6_K") and shape[-1] % 256:
             t = "Q8_0"  # k-quants need rows of 256; fall back like llama.cpp's quantizer
         tensors.append((name, list(reversed(shape)), t, encode(x, t)))
     if rope_freqs is not None:
@@ -132,6 +141,7 @@ def make_model(path, arch, seed=0, dtype="F32", n_embd=64, n_head=4, n_head_kv=2
           (p + "attention.layer_norm_rms_epsilon", FLOAT32, 1e-5), (p + "rope.freq_base", FLOAT32, freq_base),
           (p + "rope.dimension_count", UINT32, hd),
           ("tokenizer.ggml.model", STRING, "llama"),
+          *([(p + "expert_count", UINT32, n_expert), (p + "expert_used_count", UINT32, n_expert_used)] if n_expert else []),
           ("tokenizer.ggml.tokens", ARRAY, (STRING, [f"t{i}" for i in range(n_vocab)])),
           ("tokenizer.ggml.token_type", ARRAY, (INT32, [1] * n_vocab))]
     write_gguf(path, md, tensors)

@@ -1,0 +1,130 @@
+// The Mixture-of-Experts FFN of the engine (graph/moe_builder.h has the data flow).
+//
+// MOE_ROUTE turns the router logits into each token's top-k experts and weights: softmax over
+// all experts (or sigmoid), the k largest (ties to the lower expert id), optionally renormalised
+// to sum 1, times expert_weights_scale (model/hparams.h: the family's rule, as llama.cpp's
+// build_moe_ffn applies it). It also groups the batch's (token, slot) pairs by expert.
+// MOE_MATMUL runs one kernels::matmul per expert that has tokens, on that expert's matrix of the
+// stacked tensor and the rows routed to it gathered together: each expert's weights are read
+// once per step (a GEMM in prefill, a GEMV for a single decode token), and experts no token
+// chose are not read at all. MOE_COMBINE sums each token's k expert rows by their weights and
+// adds the shared expert (times sigmoid of its gate where the family has one).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "runtime/engine.h"
+
+namespace duet::runtime {
+
+void Engine::moe_route(const graph::Node& nd, const Step& st) {
+    const model::Hparams& hp = model_->hparams();
+    const int64_t n_exp = nd.n, k = nd.k, n_tok = st.n_tok;
+    const float* logits = ptr(nd.in[0]);
+    const int64_t ls = stride(nd.in[0]);
+    float* w = ptr(nd.out[0]);
+    const int64_t ws = stride(nd.out[0]);
+    moe_ids_.resize(size_t(n_tok * k));
+    moe_slots_.resize(size_t(n_exp));
+    dispatch_.moe([&] {
+        std::vector<float> p(static_cast<size_t>(n_exp));
+        std::vector<int32_t> order(static_cast<size_t>(n_exp));
+        for (auto& s : moe_slots_) s.clear();
+        for (int64_t t = 0; t < n_tok; ++t) {
+            const float* l = logits + t * ls;
+            if (hp.expert_gating == model::ExpertGating::SOFTMAX) {
+                const float mx = *std::max_element(l, l + n_exp);
+                float sum = 0.0f;
+                for (int64_t e = 0; e < n_exp; ++e) sum += p[size_t(e)] = std::exp(l[e] - mx);
+                for (float& v : p) v /= sum;
+            } else {
+                for (int64_t e = 0; e < n_exp; ++e) p[size_t(e)] = 1.0f / (1.0f + std::exp(-l[e]));
+            }
+            for (int64_t e = 0; e < n_exp; ++e) order[size_t(e)] = int32_t(e);
+            std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
+                return p[size_t(a)] > p[size_t(b)] || (p[size_t(a)] == p[size_t(b)] && a < b);
+            });
+            float sum = 0.0f;
+            for (int64_t j = 0; j < k; ++j) sum += p[size_t(order[size_t(j)])];
+            const float norm = hp.expert_weights_norm ? 1.0f / sum : 1.0f;
+            for (int64_t j = 0; j < k; ++j) {
+                const int32_t e = order[size_t(j)];
+                moe_ids_[size_t(t * k + j)] = e;
+                w[t * ws + j] = p[size_t(e)] * norm * hp.expert_weights_scale;
+                moe_slots_[size_t(e)].push_back(t * k + j);
+            }
+        }
+    });
+}
+
+void Engine::moe_matmul(const graph::Node& nd, const Step& st) {
+    const model::TensorRef& stack = plain_.tensor(nd.role, nd.layer);
+    const int64_t n = nd.n, k = nd.k, K = graph_.shape.n_expert_used;
+    const int32_t xt = nd.in[0], yt = nd.out[0];
+    const float* x = ptr(xt);
+    float* y = ptr(yt);
+    const int64_t xs = stride(xt), ys = stride(yt);
+    // gate/up read the token's normed row (width k) for every slot; down reads slot j's own
+    // activation row (width K * k, slot j at column j * k)
+    const bool per_slot = graph_.tensors[size_t(xt)].width == K * k;
+    DUET_CHECK(per_slot || graph_.tensors[size_t(xt)].width == k, "engine: {} of layer {} reads a tensor of width {}",
+               graph::op_kind_name(nd.kind), nd.layer, graph_.tensors[size_t(xt)].width);
+    // The record: the experts this step really reads (the lowering assumes uniform routing).
+    graph::OpRecord rec = graph::lower(graph_, nd, st.lowering);
+    rec.n_expert_active = 0;
+    for (const auto& slots : moe_slots_) rec.n_expert_active += slots.empty() ? 0 : 1;
+    rec.weight_dtype = stack.dtype;
+    rec.weight_bytes = uint64_t(rec.n_expert_active) * uint64_t(n) * stack.row_stride_bytes;
+    dispatch_.set_record(rec);
+    dispatch_.moe([&] {
+        for (size_t e = 0; e < moe_slots_.size(); ++e) {
+            const std::vector<int64_t>& slots = moe_slots_[e];
+            if (slots.empty()) continue;
+            const int64_t m = int64_t(slots.size());
+            moe_x_.resize(std::max(moe_x_.size(), size_t(m * k)));
+            moe_y_.resize(std::max(moe_y_.size(), size_t(m * n)));
+            for (int64_t i = 0; i < m; ++i) {
+                const int64_t t = slots[size_t(i)] / K, j = slots[size_t(i)] % K;
+                const float* src = x + t * xs + (per_slot ? j * k : 0);
+                std::memcpy(moe_x_.data() + i * k, src, size_t(k) * sizeof(float));
+            }
+            const model::TensorRef w = stack.expert(int64_t(e));
+            kernels::matmul(moe_x_.data(), m, k, k, w.data, w.dtype, w.row_stride_bytes, n, moe_y_.data(), n, pool_);
+            for (int64_t i = 0; i < m; ++i) {
+                const int64_t t = slots[size_t(i)] / K, j = slots[size_t(i)] % K;
+                std::memcpy(y + t * ys + j * n, moe_y_.data() + i * n, size_t(n) * sizeof(float));
+            }
+        }
+    });
+}
+
+void Engine::moe_combine(const graph::Node& nd, const Step& st) {
+    const int64_t E = nd.n, K = nd.k, n_tok = st.n_tok;
+    const float* down = ptr(nd.in[0]);
+    const float* w = ptr(nd.in[1]);
+    const float* shared = nd.in.size() > 2 ? ptr(nd.in[2]) : nullptr;
+    const float* gate = nd.in.size() > 3 ? ptr(nd.in[3]) : nullptr;
+    const int64_t ds = stride(nd.in[0]), wsd = stride(nd.in[1]);
+    const int64_t ss = shared ? stride(nd.in[2]) : 0, gs = gate ? stride(nd.in[3]) : 0;
+    float* out = ptr(nd.out[0]);
+    const int64_t os = stride(nd.out[0]);
+    dispatch_.moe([&] {
+        pool_.parallel_for(n_tok, 4, [&](int64_t b, int64_t e) {
+            for (int64_t t = b; t < e; ++t) {
+                float* o = out + t * os;
+                std::memset(o, 0, size_t(E) * sizeof(float));
+                for (int64_t j = 0; j < K; ++j) {
+                    const float wj = w[t * wsd + j];
+                    const float* d = down + t * ds + j * E;
+                    for (int64_t i = 0; i < E; ++i) o[i] += wj * d[i];
+                }
+                if (!shared) continue;
+                const float g = gate ? 1.0f / (1.0f + std::exp(-gate[t * gs])) : 1.0f;
+                for (int64_t i = 0; i < E; ++i) o[i] += g * shared[t * ss + i];
+            }
+        });
+    });
+}
+
+}  // namespace duet::runtime
