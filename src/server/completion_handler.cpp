@@ -126,8 +126,8 @@ std::vector<int32_t> CompletionHandler::prompt_tokens(const CompletionRequest& r
 namespace {
 
 // The compilers' cancel callback (SchemaLimits/GrammarLimits::cancelled, asked once per rule):
-// true once the current request's client has closed its connection. client_gone() is a poll(2),
-// so it runs at most every kCompileGonePollMs of compilation.
+// true once the current request's client has closed its connection or the server is stopping.
+// client_gone() is a poll(2), so it runs at most every kCompileGonePollMs of compilation.
 constexpr int kCompileGonePollMs = 10;
 std::function<bool()> client_gone_poller() {
     return [next = std::chrono::steady_clock::now(), gone = false]() mutable {
@@ -135,15 +135,16 @@ std::function<bool()> client_gone_poller() {
         const auto now = std::chrono::steady_clock::now();
         if (now < next) return false;
         next = now + std::chrono::milliseconds(kCompileGonePollMs);
-        return gone = client_gone();
+        return gone = server_stopping() || client_gone();
     };
 }
 
 }  // namespace
 
 // The grammar the output must match: a forced tool call, a JSON schema or any JSON object.
-// Compiling a schema can take seconds within every limit (docs/grammar.md): it stops when the
-// client leaves (499, duet_grammar_compilations_cancelled_total).
+// Compiling a schema can take seconds within every limit (docs/server.md, "Limits"): it stops
+// when the client leaves (499) or the server stops (503), counted in
+// duet_grammar_compilations_cancelled_total.
 std::shared_ptr<const model::grammar::Grammar> CompletionHandler::grammar_for(const CompletionRequest& r) {
     namespace g = model::grammar;
     const bool forced = r.tool_choice == ToolChoice::REQUIRED || r.tool_choice == ToolChoice::FUNCTION;
@@ -168,9 +169,12 @@ std::shared_ptr<const model::grammar::Grammar> CompletionHandler::grammar_for(co
                                      grammar_limits);
     } catch (const g::GrammarCancelled&) {
         metrics_.inc("duet_grammar_compilations_cancelled_total");
-        DUET_LOG_INFO("{}: grammar compilation stopped after {} ms: the client closed the connection", param,
+        const bool stopping = server_stopping();
+        DUET_LOG_INFO("{}: grammar compilation stopped after {} ms: {}", param,
                       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
-                          .count());
+                          .count(),
+                      stopping ? "the server is stopping" : "the client closed the connection");
+        if (stopping) throw ApiError::unavailable("The server is shutting down");
         throw ApiError::client_closed();
     } catch (const Error& e) {
         throw ApiError::bad_request(e.what(), param);

@@ -75,7 +75,7 @@ void register_server_metrics(Metrics& m) {
                   "Non-streamed completions cancelled because their client closed the connection");
     m.add_counter("duet_grammar_compilations_cancelled_total",
                   "Grammar compilations (response_format, forced tool calls) stopped because their client closed the "
-                  "connection");
+                  "connection or the server was stopping");
     const std::vector<double> latency = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
     m.add_histogram("duet_ttft_seconds", "Time to first token (host)", latency);
     m.add_histogram("duet_tbt_seconds", "Mean time between tokens of a request (host)", latency);

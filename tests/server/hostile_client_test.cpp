@@ -364,11 +364,12 @@ double cancelled_compilations(int port) {
     return at == std::string::npos ? 0 : std::stod(m.substr(at + key.size()));
 }
 
-// Such a schema went on compiling after its client left (and delayed SIGTERM). Now compilation
-// polls the client's connection and stops when it is closed, on the chat route and on
-// /v1/responses. Measured against the same schema compiled for a client that waits, in this run:
-// the stop lands within a quarter of the full compile time after the client leaves.
-TEST(HostileClient, SchemaCompilationStopsWhenItsClientLeaves) {
+// Such a schema went on compiling after its client left, and delayed SIGTERM. Now compilation
+// polls the client's connection and the server's stop, and stops when the connection is closed
+// (on the chat route and on /v1/responses) or the server stops (the client hears 503). Measured
+// against the same schema compiled for a client that waits, in this run: each stop lands within
+// a quarter of the full compile time.
+TEST(HostileClient, SchemaCompilationStopsWhenItsClientLeavesOrTheServerStops) {
     ModelDir d("compile");
     ServerProcess s(d.serve({}), {});
     const json schema = slow_schema();
@@ -382,14 +383,18 @@ TEST(HostileClient, SchemaCompilationStopsWhenItsClientLeaves) {
     const std::string full = post(s.port(), "/v1/chat/completions", chat.dump(), 600000);
     const double full_ms = ms_since(t0);
     ASSERT_EQ(full.rfind("HTTP/1.1 200", 0), 0u) << full.substr(0, 300);
-    int n = 0;
-    for (const auto& [path, body] : {std::pair{"/v1/chat/completions", chat}, std::pair{"/v1/responses", responses}}) {
+    // The request sent, and a tenth of a full compile later: compiling.
+    auto compiling = [&](const std::string& path, const json& body) {
         const std::string text = body.dump();
         const int fd = connect_to(s.port());
-        ASSERT_TRUE(send_all(fd, std::string("POST ") + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                                 "application/json\r\nContent-Length: " + std::to_string(text.size()) + "\r\n\r\n" + text));
-        std::this_thread::sleep_for(std::chrono::milliseconds(std::lround(full_ms / 10)));  // compiling now
-        ::close(fd);  // the client leaves
+        EXPECT_TRUE(send_all(fd, "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                 "Content-Length: " + std::to_string(text.size()) + "\r\n\r\n" + text));
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::lround(full_ms / 10)));
+        return fd;
+    };
+    int n = 0;
+    for (const auto& [path, body] : {std::pair{"/v1/chat/completions", chat}, std::pair{"/v1/responses", responses}}) {
+        ::close(compiling(path, body));  // the client leaves
         const auto left = Clock::now();
         ++n;
         while (cancelled_compilations(s.port()) >= 0 && cancelled_compilations(s.port()) < n && ms_since(left) < full_ms)
@@ -402,6 +407,16 @@ TEST(HostileClient, SchemaCompilationStopsWhenItsClientLeaves) {
     // The server answers as before.
     const std::string ok = post(s.port(), "/v1/completions", R"({"prompt":"Once upon a time","max_tokens":2})");
     EXPECT_EQ(ok.rfind("HTTP/1.1 200", 0), 0u) << ok.substr(0, 300);
+    // SIGTERM while compiling: the server exits without finishing the compile.
+    const int fd = compiling("/v1/chat/completions", chat);
+    const auto term = Clock::now();
+    s.kill_now(SIGTERM);  // returns when the process has exited
+    const double exit_ms = ms_since(term);
+    const std::string r = read_response(fd, 1000);
+    ::close(fd);
+    EXPECT_EQ(r.rfind("HTTP/1.1 503", 0), 0u) << r.substr(0, 300);
+    EXPECT_NE(r.find("The server is shutting down"), std::string::npos) << r.substr(0, 300);
+    EXPECT_LT(exit_ms, full_ms / 4) << "exited " << exit_ms << " ms after SIGTERM (a full compile: " << full_ms << " ms)";
 }
 
 }  // namespace
