@@ -352,7 +352,8 @@ void Batcher::execute(const sched::Step& st) {
         for (const auto& f : s.followers) forked.push_back(f->id);
         fork_followers(s, logits);
     };
-    // A request whose own sampling throws (its grammar, its callbacks) fails alone.
+    // A request whose own sampling throws (its grammar, its callbacks) fails alone; a follower's
+    // first draw in fork_followers likewise.
     auto failed = [&](SequenceRun& run, const std::exception& e) { sampling_failed(slot_of(run), e); };
     const ForwardStatus fs = run_feeds(*engine_, runs, feeds, fork, failed);
     DUET_CHECK(fs == ForwardStatus::OK, "a forward the scheduler reserved KV for returned status {}", int(fs));

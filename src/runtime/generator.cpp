@@ -138,8 +138,8 @@ ForwardStatus run_feeds(Engine& engine, std::span<SequenceRun* const> runs, std:
     if (st != ForwardStatus::OK) return st;
     for (size_t i = 0; i < fed.size(); ++i) {
         if (fed[i]->unfed() > 0) continue;  // prompt chunk, no token yet
+        if (before_sample) before_sample(*fed[i], out.last(i));
         try {
-            if (before_sample) before_sample(*fed[i], out.last(i));
             fed[i]->advance(out.last(i), engine.n_ctx());
         } catch (const std::exception& e) {
             if (!on_sample_error) throw;
