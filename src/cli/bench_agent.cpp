@@ -28,7 +28,7 @@ void add_agent_bench_flags(CLI::App* c, AgentBenchArgs& a) {
                   "With --workload agent: JSONL session to replay (docs/agent.md), instead of the built-in one; with "
                   "--workload serving: a JSONL request trace or ShareGPT JSON (docs/serving.md)");
     number(c, "--turns", a.turns, "With --workload agent: turns of the built-in session", int64_t(1), int64_t(1000));
-    number(c, "--threads", a.threads, "With --workload agent: engine threads of the real replays (0: all)", 0,
+    number(c, "--threads", a.threads, help::kEngineThreads, 0,
            int(kMaxThreads));
     number(c, "--max-ctx", a.max_ctx,
            "With --workload agent: the max-length KV reservation paged KV is compared to (0: the model's trained "

@@ -236,19 +236,18 @@ void register_bench(CLI::App& app) {
     text(c, "--target", a->target, "Target policy");
     number(c, "--seq-len", a->seq_len, "Prompt tokens", int64_t(1), kMaxTokens,
            DefaultFrom{"settings runtime.seq_len"});
-    number(c, "--gen-len", a->gen_len, "Generated tokens (first from prefill)", int64_t(1), int64_t(65536));
+    number(c, "--gen-len", a->gen_len, help::kGenLen, int64_t(1), int64_t(65536));
     number(c, "--batch", a->batch, "Concurrent sequences", int64_t(1), int64_t(4096),
            DefaultFrom{"settings runtime.batch_size"});
-    text(c, "--model,-m", a->model, "Architecture preset, Hugging Face config.json (or its directory) or GGUF file", DefaultFrom{"settings api.model"});
-    text(c, "--settings", a->settings_path, "settings.json");
-    text(c, "--config", a->config_path, "config.toml");
-    text(c, "--pim", a->pim, "PIM preset", DefaultFrom{"pim_hbm2_fimdram"});
-    text(c, "--npu-dispatch", a->dispatch,
-         "NPU host launch mode: eager, queue0, queue1 (TASK_QUEUE_ENABLE=1), queue2, graph",
+    text(c, "--model,-m", a->model, help::kModelAny, DefaultFrom{"settings api.model"});
+    text(c, "--settings", a->settings_path, help::kSettings);
+    text(c, "--config", a->config_path, help::kConfig);
+    text(c, "--pim", a->pim, help::kPim, DefaultFrom{"pim_hbm2_fimdram"});
+    text(c, "--npu-dispatch", a->dispatch, help::kNpuDispatch,
          DefaultFrom{"queue1"});
-    text(c, "--kv-type", a->kv_type, "Modelled KV cache type (trace-only): f16, f32 or int8 (32-value blocks, f16 scale)",
+    text(c, "--kv-type", a->kv_type, help::kKvType,
          DefaultFrom{"settings runtime.dtype"});
-    c->add_flag("--fuse", a->fuse, "Fuse Q/K/V and gate/up into one matmul each, RoPE with the KV write, RMSNorm into quantised matmuls (graph passes; changes the modelled times)");
+    c->add_flag("--fuse", a->fuse, help::kFuse);
     c->add_option("--report", a->report, "Write the JSON report here (docs/report-schema.md)");
     c->add_option("--trace", a->trace, "Write a Chrome/Perfetto trace of both timelines (one track group per device and link)");
     number(c, "--trace-steps", a->trace_steps, "Decode steps the trace records (prefill is always recorded)",

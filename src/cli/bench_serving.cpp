@@ -182,17 +182,6 @@ std::vector<sim::Verdict> judge_serving(const Side& b, const Side& t, const sim:
     return out;
 }
 
-nlohmann::json verdicts_json(const std::vector<sim::Verdict>& vs) {
-    nlohmann::json a = nlohmann::json::array();
-    for (const sim::Verdict& v : vs)
-        a.push_back({{"name", v.name},
-                     {"value", v.value},
-                     {"threshold", v.threshold},
-                     {"met", v.met},
-                     {"binding_limit", v.met ? "" : v.binding_limit}});
-    return a;
-}
-
 nlohmann::json side_json(const Side& s) {
     nlohmann::json j = serving::summary_to_json(s.summary);
     j["policy"] = sim::policy_name(s.policy);
@@ -425,7 +414,7 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
                               {"slo_ttft_ms", a.slo_ttft_ms >= 0 ? nlohmann::json(a.slo_ttft_ms) : nlohmann::json(nullptr)},
                               {"slo_tpot_ms", a.slo_tpot_ms >= 0 ? nlohmann::json(a.slo_tpot_ms) : nlohmann::json(nullptr)}}},
                             {"serving", {{"baseline", side_json(sides[0])}, {"target", side_json(sides[1])}}},
-                            {"verdicts", verdicts_json(verdicts)},
+                            {"verdicts", sim::verdicts_to_json(verdicts)},
                             {"config", workload::config_json(st, cfg)},
                             {"topology", workload::topology_json(hw)}};
         sim::write_file_atomic(c.report, j.dump(2) + "\n");

@@ -160,7 +160,7 @@ void register_client_commands(CLI::App& app) {
         "Send one tiny chat request to settings api.api_base with the key from api.api_key_env and api.model;\n"
         "explains a missing/wrong key (401), an unknown model (404) or an unreachable address.\n"
         "Example:\n  DUET_API_KEY=secret duet ping --settings configs/settings.json");
-    p->add_option("--settings", a->settings_path, "settings.json")->capture_default_str();
+    p->add_option("--settings", a->settings_path, help::kSettings)->capture_default_str();
     p->callback([a] { ping(*a); });
 
     CLI::App* t = app.add_subcommand(
@@ -170,7 +170,7 @@ void register_client_commands(CLI::App& app) {
         "  duet task submit --task npu_pim_gemv_optimize --set pim.alignment=256\n"
         "  duet task status task-0123456789abcdef\n  duet task list");
     t->require_subcommand(1);
-    t->add_option("--settings", a->settings_path, "settings.json")->capture_default_str();
+    t->add_option("--settings", a->settings_path, help::kSettings)->capture_default_str();
 
     struct Submit {
         std::string kind = "bench", output;
@@ -184,7 +184,7 @@ void register_client_commands(CLI::App& app) {
                                       "Submit a task: bench carries every config.toml knob plus --set overrides;\n"
                                       "npu_pim_gemv_optimize carries only --set keys, which stay fixed while duet tune searches the rest");
     sub->add_option("--task", s->kind, "bench or npu_pim_gemv_optimize")->capture_default_str();
-    sub->add_option("--config", a->config_path, "config.toml whose knobs the task carries")->capture_default_str();
+    sub->add_option("--config", a->config_path, help::kConfig)->capture_default_str();
     sub->add_option("--set", s->sets, "KEY=VALUE task parameter (JSON value), e.g. seq_len=4096 or pim.alignment=256");
     sub->add_flag("--wait", s->wait, "Wait for the task, showing progress, and print its result");
     sub->add_option("--output", s->output, "With --wait: write the result JSON here");

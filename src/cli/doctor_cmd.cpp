@@ -194,10 +194,10 @@ void register_doctor(CLI::App& app) {
                                      "-m model.gguf");
     a->settings_path = default_settings_path();
     a->config_path = default_config_path();
-    text(c, "--settings", a->settings_path, "settings.json");
-    text(c, "--config", a->config_path, "config.toml");
-    c->add_option("--model,-m", a->model, "Architecture preset, Hugging Face config.json or GGUF file to check");
-    text(c, "--pim", a->pim, "PIM preset", DefaultFrom{"pim_hbm2_fimdram"});
+    text(c, "--settings", a->settings_path, help::kSettings);
+    text(c, "--config", a->config_path, help::kConfig);
+    c->add_option("--model,-m", a->model, help::kModelAny);
+    text(c, "--pim", a->pim, help::kPim, DefaultFrom{"pim_hbm2_fimdram"});
     c->callback([a]() { run_doctor(*a); });
 }
 

@@ -65,6 +65,8 @@ CLI::Option* text(CLI::App* app, const std::string& names, std::string& target, 
 }
 
 CLI::Option* alias(CLI::App* app, const std::string& old_name, const std::string& canonical, std::string& target) {
+    if (CLI::Option* c = app->get_option_no_throw(canonical))
+        c->description(fmt::format("{} ({}: deprecated alias)", c->get_description(), old_name));
     return app
         ->add_option_function<std::string>(
             old_name,
@@ -73,7 +75,7 @@ CLI::Option* alias(CLI::App* app, const std::string& old_name, const std::string
                 target = v;
             },
             fmt::format("Deprecated alias of {}", canonical))
-        ->group("");  // hidden: --help lists it in the canonical flag's text
+        ->group("");  // hidden: the canonical flag's help names it
 }
 
 CLI::Validator value_alias(const std::string& flag, const std::map<std::string, std::string>& deprecated) {

@@ -54,7 +54,8 @@ CLI::Option* text(CLI::App* app, const std::string& names, std::string& target, 
 CLI::Option* text(CLI::App* app, const std::string& names, std::string& target, const std::string& help,
                   const DefaultFrom& dflt);
 
-// A hidden deprecated flag name: sets `target` like `canonical` does and warns on use.
+// A hidden deprecated flag name: sets `target` like `canonical` does and warns on use; the
+// canonical flag (declared before) gets " (OLD: deprecated alias)" at the end of its help.
 CLI::Option* alias(CLI::App* app, const std::string& old_name, const std::string& canonical, std::string& target);
 
 // Maps a deprecated value spelling to its canonical one (with a warning on stderr), e.g.
@@ -65,6 +66,32 @@ CLI::Validator value_alias(const std::string& flag, const std::map<std::string, 
 // (core/build_paths.h).
 std::string default_settings_path();
 std::string default_config_path();
+
+// The help text of every flag that means one thing in each subcommand that has it, written
+// once here so that every --help says the same (tests/cli/cli_style_test.cpp compares them; the
+// flags whose meaning is the subcommand's own are listed there with the reason).
+namespace help {
+inline constexpr const char* kModelFile = "GGUF model file";
+inline constexpr const char* kModelAny = "Architecture preset, Hugging Face config.json (or its directory) or GGUF file";
+inline constexpr const char* kSettings = "settings.json (runtime settings; docs/configuration.md)";
+inline constexpr const char* kConfig = "config.toml (the cooperation knobs; docs/configuration.md)";
+inline constexpr const char* kKvType = "KV cache type: f16, f32 or int8 (32-value blocks with an f16 scale; docs/engine.md)";
+inline constexpr const char* kChatTemplate = "Chat template: llama2, llama3, chatml, mistral";
+inline constexpr const char* kNpuDispatch =
+    "NPU host launch mode: eager, queue0, queue1, queue2 (TASK_QUEUE_ENABLE levels) or graph";
+inline constexpr const char* kPim = "PIM preset (configs/hw/)";
+inline constexpr const char* kChannels = "Channels (pseudo channels for HBM); 0 = the preset's device";
+inline constexpr const char* kStacks =
+    "Stacks (HBM) or packages: channels = stacks x the preset's per-stack channels; 0 = the preset's";
+inline constexpr const char* kGenLen = "Generated tokens (the first from prefill)";
+inline constexpr const char* kCtx =
+    "Context per sequence in tokens (0: min(trained context, 4096)); checked against memory before allocation";
+inline constexpr const char* kPimDtype = "Operand type: f16, bf16 or int8 (fp16: deprecated spelling of f16)";
+inline constexpr const char* kEngineThreads = "Engine threads (0: all hardware threads)";
+inline constexpr const char* kFuse =
+    "Q/K/V and gate/up as one matmul each, RoPE with the KV write, RMSNorm in the next matmul's input "
+    "quantisation (graph passes: the same tokens, other times)";
+}  // namespace help
 
 // Largest values accepted where nothing smaller is natural (documented per flag).
 inline constexpr int64_t kMaxThreads = 256;  // assumption: more threads than any host duet targets has cores

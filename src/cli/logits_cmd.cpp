@@ -80,12 +80,12 @@ void register_logits(CLI::App& app) {
     auto* cmd = app.add_subcommand("logits", "Write the logits of every prompt position as little-endian f32 "
                                              "[n_tokens][n_vocab]");
     cmd->footer("Example:\n  duet logits -m build/tiny.gguf --tokens 1,15,27,3 -o build/tiny.logits.f32\n");
-    cmd->add_option("-m,--model", args->model_path, "GGUF model file")->required();
+    cmd->add_option("-m,--model", args->model_path, help::kModelFile)->required();
     cmd->add_option("--tokens", args->tokens, "Comma-separated token ids, e.g. 1,2,3")->required();
     cmd->add_option("-o,--output", args->out_path, "Output file (raw f32, row-major [n_tokens][n_vocab])")
         ->required();
-    number(cmd, "-t,--threads", args->threads, "Threads (0: all hardware threads)", 0, int(kMaxThreads));
-    text(cmd, "--kv-type", args->kv_type, "KV cache type: f32, f16 or int8")
+    number(cmd, "-t,--threads", args->threads, help::kEngineThreads, 0, int(kMaxThreads));
+    text(cmd, "--kv-type", args->kv_type, help::kKvType)
         ->transform(value_alias("--kv-type", {{"fp16", "f16"}, {"fp32", "f32"}}));
     cmd->callback([args] { run(*args); });
 }

@@ -246,9 +246,8 @@ void register_pim_sim(CLI::App& app) {
            uint64_t(1) << 40);
     number(mem, "--bytes", ma.bytes, "Bytes requested (whole bursts)", uint64_t(1), uint64_t(1) << 40);
     text(mem, "--fidelity", ma.fidelity, "command | analytical");
-    number(mem, "--channels", ma.channels, "Channels (pseudo channels for HBM); 0 = the preset's device", 0, 4096);
-    number(mem, "--stacks", ma.stacks,
-           "Stacks (HBM) or packages: channels = stacks x the preset's per-stack channels; 0 = the preset's", 0, 64);
+    number(mem, "--channels", ma.channels, help::kChannels, 0, 4096);
+    number(mem, "--stacks", ma.stacks, help::kStacks, 0, 64);
     number(mem, "--write-fraction", ma.write_fraction, "Share of requests that are writes", 0.0, 1.0);
     text(mem, "--mapping", ma.mapping, "Address mapping, MSB first, e.g. RoRaBaCoBgCh");
     number(mem, "--queue-depth", ma.queue_depth, "Read and write queue depth per channel", 1, 4096);
@@ -266,18 +265,17 @@ void register_pim_sim(CLI::App& app) {
         "  duet pim-sim gemv --pim pim_gddr6_aim --m 1024 --k 1024 --fidelity analytical\n"
         "  duet pim-sim gemv --pim pim_lpddr5x_bank --m 6144 --k 2048 --dtype int8 --batch 2\n"
         "Presets: pim_hbm2_fimdram, pim_gddr6_aim, pim_lpddr5x_bank, pim_hbm3_bank, pim_cxl_aim (configs/hw/<name>.toml).");
-    gemv->add_option("--pim", ga.pim, "PIM preset")->required();
+    gemv->add_option("--pim", ga.pim, help::kPim)->required();
     number(gemv, "--m", ga.m, "Output rows", int64_t(1), kMaxTokens);
     number(gemv, "--k", ga.k, "Input length", int64_t(1), kMaxTokens);
-    text(gemv, "--dtype", ga.dtype, "f16 | bf16 | int8 (fp16: deprecated alias of f16)",
+    text(gemv, "--dtype", ga.dtype, help::kPimDtype,
          DefaultFrom{"the preset's first"})
         ->transform(value_alias("--dtype", {{"fp16", "f16"}}));
     number(gemv, "--alignment", ga.alignment, "Layout granule in bits, [pim] alignment", 8, 65536,
            DefaultFrom{"128"});
     text(gemv, "--fidelity", ga.fidelity, "command | analytical");
-    number(gemv, "--channels", ga.channels, "Channels; 0 = the preset's device", 0, 4096);
-    number(gemv, "--stacks", ga.stacks,
-           "Copies of the preset's device (HBM stacks, chips) instead of --channels; 0 = the preset's", 0, 64);
+    number(gemv, "--channels", ga.channels, help::kChannels, 0, 4096);
+    number(gemv, "--stacks", ga.stacks, help::kStacks, 0, 64);
     gemv->add_flag("--functional", ga.functional, "Also run the lane-accurate arithmetic on reordered weights");
     text(gemv, "--layout", ga.layout, "Weight placement for --functional: row_major_128bit | row_per_unit");
     number(gemv, "--seed", ga.seed, "Seed of the random weights and input", uint64_t(0), std::numeric_limits<uint64_t>::max());

@@ -127,10 +127,9 @@ void register_pim_sim_npu(CLI::App& app) {
     number(cmd, "--heads", args->heads, "attention: query heads", int64_t(1), int64_t(4096));
     number(cmd, "--kv-heads", args->kv_heads, "attention: KV heads", int64_t(1), int64_t(4096),
            DefaultFrom{"= --heads"});
-    text(cmd, "--dtype", args->dtype, "f16, bf16 or int8 (fp16: deprecated alias of f16)")
+    text(cmd, "--dtype", args->dtype, help::kPimDtype)
         ->transform(value_alias("--dtype", {{"fp16", "f16"}}));
-    text(cmd, "--npu-dispatch", args->dispatch,
-         "eager, queue0, queue1, queue2 (TASK_QUEUE_ENABLE levels) or graph (--dispatch: deprecated alias)");
+    text(cmd, "--npu-dispatch", args->dispatch, help::kNpuDispatch);
     alias(cmd, "--dispatch", "--npu-dispatch", args->dispatch);
     text(cmd, "--memory-efficiency", args->memory_efficiency,
          "sustained fraction of the peak memory bandwidth: peak (as duet bench), dram (the DRAM model's analytical "

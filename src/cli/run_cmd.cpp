@@ -179,12 +179,12 @@ void register_run(CLI::App& app) {
         "  duet run -m build/tiny.gguf -p \"JSON:\" -n 200 --json-schema person.schema.json\n"
         "  mpirun -np 2 duet run -m build/tiny.gguf -p \"Hi\" -n 16 --temp 0 --tp 2 --threads 1\n"
         "  mpirun -np 2 duet run -m build/tiny.gguf -p \"Hi\" -n 16 --temp 0 --pp 2 --threads 1\n");
-    cmd->add_option("-m,--model", args->model_path, "GGUF model file")->required();
+    cmd->add_option("-m,--model", args->model_path, help::kModelFile)->required();
     cmd->add_option("-p,--prompt", args->prompt, "Prompt text")->required();
     number(cmd, "-n,--n-predict", args->n_predict, "Tokens to generate at most (-1: until end of text)", int64_t(-1),
            kMaxTokens);
     cmd->add_flag("--chat", args->chat, "Wrap the prompt in the model's chat template");
-    text(cmd, "--chat-template", args->chat_template, "Chat template: llama2, llama3, chatml, mistral",
+    text(cmd, "--chat-template", args->chat_template, help::kChatTemplate,
          DefaultFrom{"from the file"});
     cmd->add_option("--system", args->system, "System message (with --chat)");
     cmd->add_flag("--parse-special", args->parse_special,
@@ -203,11 +203,11 @@ void register_run(CLI::App& app) {
     number(cmd, "--presence-penalty", args->sampling.presence_penalty, "Presence penalty", -2.0f, 2.0f);
     number(cmd, "--seed", args->seed, "Random seed (-1: random); the same seed gives the same text", int64_t(-1),
            std::numeric_limits<int64_t>::max());
-    number(cmd, "-t,--threads", args->threads, "Threads (0: all hardware threads)", 0, int(kMaxThreads));
+    number(cmd, "-t,--threads", args->threads, help::kEngineThreads, 0, int(kMaxThreads));
     number(cmd, "-c,--ctx", args->ctx,
-           "Context positions (0: min(trained context, 4096)); checked against memory before allocation",
+           help::kCtx,
            int64_t(0), kMaxCtx);
-    text(cmd, "--kv-type", args->kv_type, "KV cache type: f16, f32 or int8 (per-32-value f16 scales; docs/engine.md)");
+    text(cmd, "--kv-type", args->kv_type, help::kKvType);
     number(cmd, "--tp", args->tp,
            "Tensor-parallel ranks: each loads its slice of every layer; run as mpirun -np N duet run --tp N "
            "(docs/scale-out.md)",
@@ -216,7 +216,7 @@ void register_run(CLI::App& app) {
            "Pipeline stages: rank s runs and reads only its layers; run as mpirun -np M duet run --pp M; not with "
            "--tp > 1 (docs/scale-out.md)",
            1, 1024);
-    cmd->add_flag("--fuse", args->fuse, "Run Q/K/V and gate/up as one matmul each, RoPE with the KV write, RMSNorm in the next matmul's input quantisation (same tokens)");
+    cmd->add_flag("--fuse", args->fuse, help::kFuse);
     add_warmup_flags(cmd, args->warmup);
     cmd->add_flag("--echo", args->echo, "Print the prompt before the generated text");
     cmd->add_flag("--no-timings", args->no_timings, "Do not print the timing block on stderr");

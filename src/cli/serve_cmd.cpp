@@ -207,14 +207,14 @@ void register_serve(CLI::App& app) {
         "  duet serve -m model.gguf --no-auth --port 0      # any free port, printed at start");
     a->settings_path = default_settings_path();
     a->config_path = default_config_path();
-    c->add_option("-m,--model", a->model_path, "GGUF model file")->required();
-    text(c, "--settings", a->settings_path, "settings.json");
-    text(c, "--config", a->config_path, "config.toml");
+    c->add_option("-m,--model", a->model_path, help::kModelFile)->required();
+    text(c, "--settings", a->settings_path, help::kSettings);
+    text(c, "--config", a->config_path, help::kConfig);
     text(c, "--host", a->host, "Address to listen on (the loopback only unless you name another, e.g. 0.0.0.0)");
     number(c, "--port", a->port, "Port (0: any free port)", 0, 65535);
     number(c, "--parallel", a->parallel, "Sequences in the running batch at most", int64_t(1), int64_t(256));
-    text(c, "--kv-type", a->kv_type, "KV cache type: f16, f32 or int8 (32-value blocks with an f16 scale)");
-    number(c, "--ctx", a->ctx, "Context per sequence in tokens (0: min(training context, 4096))", int64_t(0),
+    text(c, "--kv-type", a->kv_type, help::kKvType);
+    number(c, "--ctx", a->ctx, help::kCtx, int64_t(0),
            kMaxCtx);
     number(c, "--kv-blocks", a->kv_blocks,
            "KV cache pool in blocks of 16 tokens (0: enough for --parallel sequences of --ctx tokens); a prompt the "
@@ -228,7 +228,7 @@ void register_serve(CLI::App& app) {
     c->add_option("--request-log", a->request_log,
                   "Append one JSON line per finished request (arrival, prompt and output tokens, latencies): the "
                   "trace `duet bench --workload serving --workload-file` replays (docs/serving.md)");
-    number(c, "--threads", a->threads, "Engine threads (0: all)", 0, int(kMaxThreads));
+    number(c, "--threads", a->threads, help::kEngineThreads, 0, int(kMaxThreads));
     number(c, "--tp", a->tp,
            "Tensor-parallel ranks: run as mpirun -np N duet serve --tp N; rank 0 serves HTTP, n = 1 only, no prefix "
            "cache (docs/scale-out.md)",
@@ -242,7 +242,7 @@ void register_serve(CLI::App& app) {
            "Responses kept for GET /v1/responses/{id} and previous_response_id; storing one more deletes the oldest",
            int64_t(1), int64_t(1) << 30);
     text(c, "--model-id", a->model_id, "Model name clients use", DefaultFrom{"the file name without .gguf"});
-    text(c, "--chat-template", a->chat_template, "llama2, llama3, chatml, mistral", DefaultFrom{"from the file"});
+    text(c, "--chat-template", a->chat_template, help::kChatTemplate, DefaultFrom{"from the file"});
     number(c, "--max-body-bytes", a->max_body_bytes,
            "Larger request bodies get 413 (any Content-Type; counted while reading, chunked bodies too)",
            int64_t(1), int64_t(1) << 30);

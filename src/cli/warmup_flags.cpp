@@ -16,9 +16,9 @@ void add_warmup_flags(CLI::App* cmd, runtime::WarmupOptions& opts, bool serve_ro
                   "Do not pre-fault a --mmap mapping at load (the first request then pays the page faults); read files need none");
     const std::string help =
         "Dummy prefill + decode rounds at load, so the first request finds scratch, threads and kernels ready";
-    if (serve_rounds)
-        number(cmd, "--warmup", opts.n_rounds, help + " (at least the default unless --no-warmup)", int64_t(0),
-               kMaxWarmupRounds, DefaultFrom{std::to_string(runtime::kServeWarmRounds)});
+    if (serve_rounds)  // serve runs at least its default rounds, none with --no-warmup
+        number(cmd, "--warmup", opts.n_rounds, help, int64_t(0), kMaxWarmupRounds,
+               DefaultFrom{std::to_string(runtime::kServeWarmRounds) + " at least, unless --no-warmup"});
     else
         number(cmd, "--warmup", opts.n_rounds, help, int64_t(0), kMaxWarmupRounds);
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/svg.h"
 
 namespace duet::serving {
 
@@ -52,13 +53,10 @@ SweepResult rate_sweep(const std::function<ServingSummary(double)>& run, double 
 
 std::string sweep_svg(const std::string& title, const std::vector<std::string>& names,
                       const std::vector<SweepResult>& sweeps, const Slo& slo) {
-    const double W = 960, H = 420, top = 50, plot_w = 360, plot_h = 280;
+    const double top = 50, plot_w = 360, plot_h = 280;
     const double lefts[2] = {70, 560};
-    std::string s = fmt::format(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
-        "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-        "<text x=\"{}\" y=\"20\" font-size=\"14\">{}</text>\n",
-        W, H, lefts[0], title);
+    svg::Document doc(960, 420, 12);
+    doc.text(lefts[0], 20, title, {.font_size = 14});
     const char* colors[2] = {"#1f77b4", "#d62728"};
     double max_x = 0;
     for (const SweepResult& sw : sweeps)
@@ -74,45 +72,36 @@ std::string sweep_svg(const std::string& title, const std::vector<std::string>& 
             for (const SweepPoint& p : sw.points) max_y = std::max(max_y, y_of(p));
         if (slo_ms > 0) max_y = std::min(max_y, slo_ms * 4);  // past 4x the SLO the curve leaves the plot
         if (max_y <= 0) max_y = 1;
-        s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", left, top - 8, label);
-        s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", left, top,
-                         top + plot_h);
-        s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/>\n", left, top + plot_h,
-                         left + plot_w);
+        const svg::Scale xs{0, max_x, left, left + plot_w}, ys{0, max_y, top + plot_h, top};
+        doc.text(left, top - 8, label);
+        svg::axes(doc, xs, ys);
         for (int i = 0; i <= 4; ++i) {
-            const double y = top + plot_h - plot_h * i / 4, x = left + plot_w * i / 4;
-            s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{:.1f}</text>\n", left - 4, y + 4,
-                             max_y * i / 4);
-            s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{:.2f}</text>\n", x, top + plot_h + 16,
-                             max_x * i / 4);
+            doc.text(left - 4, ys(max_y * i / 4) + 4, fmt::format("{:.1f}", max_y * i / 4), {.anchor = "end"});
+            doc.text(xs(max_x * i / 4), top + plot_h + 16, fmt::format("{:.2f}", max_x * i / 4), {.anchor = "middle"});
         }
-        s += fmt::format("<text x=\"{}\" y=\"{}\">achieved requests/s</text>\n", left + plot_w / 2 - 50,
-                         top + plot_h + 34);
+        doc.text(left + plot_w / 2 - 50, top + plot_h + 34, "achieved requests/s");
         if (slo_ms > 0) {
-            const double y = top + plot_h - plot_h * slo_ms / max_y;
-            s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"gray\" "
-                             "stroke-dasharray=\"5,4\"/><text x=\"{}\" y=\"{:.1f}\" fill=\"gray\">SLO {:g} ms</text>\n",
-                             left, y, left + plot_w, y, left + plot_w - 80, y - 4, slo_ms);
+            doc.line(left, ys(slo_ms), left + plot_w, ys(slo_ms), {.stroke = "gray", .dash = "5,4"});
+            doc.text(left + plot_w - 80, ys(slo_ms) - 4, fmt::format("SLO {:g} ms", slo_ms), {.fill = "gray"});
         }
         for (size_t k = 0; k < sweeps.size(); ++k) {
-            std::string pts;
+            std::vector<svg::Point> pts;
             for (const SweepPoint& p : sweeps[k].points) {
-                const double x = left + plot_w * p.summary.requests_per_s / max_x;
-                const double y = top + plot_h - plot_h * std::min(y_of(p), max_y) / max_y;
-                pts += fmt::format("{:.1f},{:.1f} ", x, y);
-                s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"><title>{}: {:g} req/s offered, "
-                                 "{:.3f} achieved, {} {:.2f} ms</title></circle>\n",
-                                 x, y, colors[k % 2], names[k], p.rate_rps, p.summary.requests_per_s, label, y_of(p));
+                const double x = xs(p.summary.requests_per_s), y = ys(std::min(y_of(p), max_y));
+                pts.emplace_back(x, y);
+                doc.circle(x, y, 3,
+                           {.fill = colors[k % 2],
+                            .title = fmt::format("{}: {:g} req/s offered, {:.3f} achieved, {} {:.2f} ms", names[k],
+                                                 p.rate_rps, p.summary.requests_per_s, label, y_of(p))});
             }
-            s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/>\n",
-                             colors[k % 2], pts);
+            doc.polyline(pts, {.stroke = colors[k % 2], .stroke_width = 1.5});
             if (panel == 0)
-                s += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\">{} (max {:.3g} req/s within the SLOs)</text>\n",
-                                 left + 10, top + 15 + 15 * double(k), colors[k % 2], names[k], sweeps[k].max_rate_rps);
+                doc.text(left + 10, top + 15 + 15 * double(k),
+                         fmt::format("{} (max {:.3g} req/s within the SLOs)", names[k], sweeps[k].max_rate_rps),
+                         {.fill = colors[k % 2]});
         }
     }
-    s += "</svg>\n";
-    return s;
+    return doc.str();
 }
 
 }  // namespace duet::serving

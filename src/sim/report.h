@@ -72,6 +72,10 @@ std::string format_table(const BenchReport& r);  // side-by-side table, verdicts
 nlohmann::json run_to_json(const RunReport& r);
 // Names of the devices that ran at least one operator (prefill or decode), in SimHardware order.
 std::vector<std::string> devices_used(const RunReport& r);
+// The verdicts as docs/report-schema.md's VERDICT array (name, value, threshold, met,
+// binding_limit, line): the one form of `duet bench`, `bench --workload serving` and `duet tune`.
+nlohmann::json verdicts_to_json(const std::vector<Verdict>& vs);
+std::vector<Verdict> verdicts_from_json(const nlohmann::json& a);  // throws nlohmann's errors on a bad shape
 nlohmann::json report_to_json(const BenchReport& r);
 // Reads what report_to_json wrote (schema "duet.bench/1"); per-token TBT included, events not.
 BenchReport report_from_json(const nlohmann::json& j);

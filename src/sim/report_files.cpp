@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/svg.h"
 
 namespace duet::sim {
 
@@ -70,12 +71,9 @@ std::string chrome_trace_json(const BenchReport& r) {
 }
 
 std::string svg_chart(const BenchReport& r) {
-    const double W = 900, H = 420, left = 70, plot_w = 520, top = 40, plot_h = 300;
-    std::string s = fmt::format(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
-        "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-        "<text x=\"{}\" y=\"20\" font-size=\"14\">{}: TBT per token (ms), prompt {}</text>\n",
-        W, H, left, r.model, r.seq_len);
+    const double left = 70, plot_w = 520, top = 40, plot_h = 300;
+    svg::Document doc(900, 420, 12);
+    doc.text(left, 20, fmt::format("{}: TBT per token (ms), prompt {}", r.model, r.seq_len), {.font_size = 14});
     double max_tbt = 0;
     size_t n = 0;
     for (const RunReport* run : {&r.baseline, &r.target}) {
@@ -83,41 +81,34 @@ std::string svg_chart(const BenchReport& r) {
         n = std::max(n, run->timeline.tbt_ns.size());
     }
     if (max_tbt <= 0) max_tbt = 1;
-    s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", left, top, top + plot_h);
-    s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/>\n", left, top + plot_h,
-                     left + plot_w);
+    const svg::Scale xs{0, double(n > 1 ? n - 1 : 1), left, left + plot_w};
+    const svg::Scale ys{0, max_tbt, top + plot_h, top};
+    svg::axes(doc, xs, ys);
     for (int i = 0; i <= 4; ++i) {
-        double v = max_tbt * i / 4, y = top + plot_h - plot_h * i / 4;
-        s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{:.3f}</text>\n", left - 4, y + 4, v / 1e6);
+        const double v = max_tbt * i / 4;
+        doc.text(left - 4, ys(v) + 4, fmt::format("{:.3f}", v / 1e6), {.anchor = "end"});
     }
     // x ticks: decode token numbers (1-based) at 0, 1/4, ..., 1 of the axis
     for (int i = 0; i <= 4; ++i) {
         const double x = left + plot_w * i / 4;
         const size_t token = 1 + (n > 1 ? size_t(std::llround(double(n - 1) * i / 4)) : 0);
-        s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", x, top + plot_h,
-                         top + plot_h + 4);
-        s += fmt::format("<text class=\"xtick\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x,
-                         top + plot_h + 16, token);
+        doc.line(x, top + plot_h, x, top + plot_h + 4, {.stroke = "black"});
+        doc.text(x, top + plot_h + 16, std::to_string(token), {.anchor = "middle", .css_class = "xtick"});
     }
-    s += fmt::format("<text x=\"{}\" y=\"{}\">decode token</text>\n", left + plot_w / 2 - 30, top + plot_h + 32);
+    doc.text(left + plot_w / 2 - 30, top + plot_h + 32, "decode token");
     const char* colors[2] = {"#1f77b4", "#d62728"};
     int ci = 0;
     for (const RunReport* run : {&r.baseline, &r.target}) {
-        std::string pts;
+        std::vector<svg::Point> pts;
         const auto& v = run->timeline.tbt_ns;
-        for (size_t i = 0; i < v.size(); ++i) {
-            double x = left + (n > 1 ? plot_w * double(i) / double(n - 1) : 0);
-            double y = top + plot_h - plot_h * v[i] / max_tbt;
-            pts += fmt::format("{:.1f},{:.1f} ", x, y);
-        }
-        s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/>\n", colors[ci], pts);
-        s += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\">{}</text>\n", left + 10, top + 15 + 15 * ci, colors[ci],
-                         run->policy);
+        for (size_t i = 0; i < v.size(); ++i) pts.emplace_back(xs(double(i)), ys(v[i]));
+        doc.polyline(pts, {.stroke = colors[ci], .stroke_width = 1.5});
+        doc.text(left + 10, top + 15 + 15 * ci, run->policy, {.fill = colors[ci]});
         ++ci;
     }
     // memory breakdown: one stacked bar per run
     const double bx = 660, bw = 70, max_mem = double(std::max(r.baseline.memory.total_bytes(), r.target.memory.total_bytes()));
-    s += fmt::format("<text x=\"{}\" y=\"20\" font-size=\"14\">Peak memory (MiB)</text>\n", bx);
+    doc.text(bx, 20, "Peak memory (MiB)", {.font_size = 14});
     const char* part_colors[6] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948"};
     const char* part_names[6] = {"weights", "block index", "KV cache", "activations", "conversion", "workspace"};
     int bi = 0;
@@ -125,24 +116,22 @@ std::string svg_chart(const BenchReport& r) {
         const MemoryBreakdown& m = run->memory;
         const uint64_t parts[6] = {m.weights_bytes, m.block_index_bytes, m.kv_cache_bytes, m.activations_bytes,
                                    m.conversion_bytes, m.workspace_bytes};
-        double y = top + plot_h, x = bx + bi * (bw + 30);
+        double y = top + plot_h;
+        const double x = bx + bi * (bw + 30);
         for (int p = 0; p < 6; ++p) {
-            double h = max_mem > 0 ? plot_h * double(parts[p]) / max_mem : 0;
+            const double h = max_mem > 0 ? plot_h * double(parts[p]) / max_mem : 0;
             y -= h;
-            s += fmt::format("<rect x=\"{}\" y=\"{:.1f}\" width=\"{}\" height=\"{:.1f}\" fill=\"{}\"><title>{} {:.1f} "
-                             "MiB</title></rect>\n",
-                             x, y, bw, h, part_colors[p], part_names[p], double(parts[p]) / (1 << 20));
+            doc.rect(x, y, bw, h,
+                     {.fill = part_colors[p],
+                      .title = fmt::format("{} {:.1f} MiB", part_names[p], double(parts[p]) / (1 << 20))});
         }
-        s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", x, top + plot_h + 15, run->policy);
-        s += fmt::format("<text x=\"{}\" y=\"{:.1f}\">{:.0f}</text>\n", x, y - 4, double(m.total_bytes()) / (1 << 20));
+        doc.text(x, top + plot_h + 15, run->policy);
+        doc.text(x, y - 4, fmt::format("{:.0f}", double(m.total_bytes()) / (1 << 20)));
         ++bi;
     }
     for (int p = 0; p < 6; ++p)
-        s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n",
-                         bx + (p % 3) * 80, top + plot_h + 35 + (p / 3) * 15, part_colors[p], bx + (p % 3) * 80 + 14,
-                         top + plot_h + 44 + (p / 3) * 15, part_names[p]);
-    s += "</svg>\n";
-    return s;
+        doc.legend_entry(bx + (p % 3) * 80, top + plot_h + 35 + (p / 3) * 15, part_colors[p], part_names[p]);
+    return doc.str();
 }
 
 }  // namespace duet::sim

@@ -186,11 +186,23 @@ json run_to_json(const RunReport& r) {
             {"warnings", r.warnings}};
 }
 
+json verdicts_to_json(const std::vector<Verdict>& vs) {
+    json a = json::array();
+    for (const Verdict& v : vs)
+        a.push_back({{"name", v.name}, {"value", v.value}, {"threshold", v.threshold}, {"met", v.met},
+                     {"binding_limit", v.met ? "" : v.binding_limit}, {"line", v.line}});
+    return a;
+}
+
+std::vector<Verdict> verdicts_from_json(const json& a) {
+    std::vector<Verdict> out;
+    for (const json& v : a)
+        out.push_back({v.at("name"), v.at("value"), v.at("threshold"), v.at("met"), v.at("binding_limit"), v.at("line")});
+    return out;
+}
+
 json report_to_json(const BenchReport& r) {
-    json verdicts = json::array();
-    for (const Verdict& v : r.verdicts)
-        verdicts.push_back({{"name", v.name}, {"value", v.value}, {"threshold", v.threshold}, {"met", v.met},
-                            {"binding_limit", v.binding_limit}, {"line", v.line}});
+    const json verdicts = verdicts_to_json(r.verdicts);
     nlohmann::json j = {{"schema", "duet.bench/1"},
             {"model", r.model},
             {"seq_len", r.seq_len},
@@ -233,9 +245,7 @@ BenchReport report_from_json(const json& j) {
         if (j.contains("pim_precision")) r.pim_precision = j.at("pim_precision");
         r.baseline = run_from(j.at("baseline"));
         r.target = run_from(j.at("target"));
-        for (const json& v : j.at("verdicts"))
-            r.verdicts.push_back({v.at("name"), v.at("value"), v.at("threshold"), v.at("met"), v.at("binding_limit"),
-                                  v.at("line")});
+        r.verdicts = verdicts_from_json(j.at("verdicts"));
         return r;
     } catch (const nlohmann::json::exception& e) {
         fail("bench report: {}", e.what());

@@ -78,12 +78,7 @@ nlohmann::json point_to_json(const PointResult& r) {
     j["baseline_ttft_ms"] = r.baseline_ttft_ms;
     j["objective"] = r.objective;
     j["violation"] = r.violation;
-    nlohmann::json v = nlohmann::json::object();
-    for (const auto& x : r.verdicts) {
-        v[x.name] = {{"value", x.value}, {"threshold", x.threshold}, {"met", x.met}};
-        if (!x.met) v[x.name]["binding_limit"] = x.binding;
-    }
-    j["verdicts"] = v;
+    j["verdicts"] = sim::verdicts_to_json(r.verdicts);
     return j;
 }
 
@@ -105,9 +100,7 @@ PointResult point_from_json(const nlohmann::json& j) {
     r.baseline_ttft_ms = j.at("baseline_ttft_ms").get<double>();
     r.objective = j.at("objective").get<double>();
     r.violation = j.at("violation").get<double>();
-    for (const auto& [name, v] : j.at("verdicts").items())
-        r.verdicts.push_back({name, v.at("value").get<double>(), v.at("threshold").get<double>(), v.at("met").get<bool>(),
-                              v.value("binding_limit", "")});
+    r.verdicts = sim::verdicts_from_json(j.at("verdicts"));
     return r;
 }
 
@@ -200,8 +193,8 @@ PointResult Evaluator::evaluate(const Point& p) {
     r.energy_pj_per_token = b.target.decode_energy_per_token_pj;
     r.tokens_per_s = b.target.tbt_mean_ns > 0 ? double(b.batch) * 1e9 / b.target.tbt_mean_ns : 0;
     r.feasible = true;
+    r.verdicts = b.verdicts;
     for (const auto& v : b.verdicts) {
-        r.verdicts.push_back({v.name, v.value, v.threshold, v.met, v.binding_limit});
         r.feasible = r.feasible && v.met;
         if (!v.met) {  // relative miss: below a minimum, or at/above a maximum
             const double scale = std::max(1e-9, std::fabs(v.threshold));

@@ -29,13 +29,6 @@ enum class Objective { TBT, ENERGY, TOKENS_PER_S };
 Objective objective_from_name(const std::string& name);  // tbt, energy, tokens_per_s; throws naming --objective
 const char* objective_name(Objective o);
 
-struct VerdictResult {
-    std::string name;     // tbt_reduction, ttft_increase_ms, memory_increase
-    double value = 0, threshold = 0;
-    bool met = false;
-    std::string binding;  // the limit that decides it when not met
-};
-
 struct PointResult {
     std::string key;           // Space::key
     nlohmann::json values;     // Space::values_json
@@ -44,7 +37,7 @@ struct PointResult {
     double tbt_ms = 0, ttft_ms = 0, energy_pj_per_token = 0, tokens_per_s = 0;  // target run
     double baseline_tbt_ms = 0, baseline_ttft_ms = 0;
     double memory_bytes = 0;   // target peak memory
-    std::vector<VerdictResult> verdicts;
+    std::vector<sim::Verdict> verdicts;  // those of `duet bench` (sim/report.h)
     bool feasible = false;     // ok and every verdict met
     double objective = 0;      // lower is better (tokens/s negated)
     double violation = 0;      // sum of the verdicts' relative misses (0 when feasible)

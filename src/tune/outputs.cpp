@@ -6,6 +6,7 @@
 #include <map>
 
 #include "config/coop_config.h"
+#include "core/svg.h"
 
 namespace duet::tune {
 namespace {
@@ -19,7 +20,7 @@ std::string verdict_summary(const PointResult& p) {
         s += fmt::format("  {:<18} {:>9} (limit {}) {}\n", v.name,
                          pct ? fmt::format("{:.1f}%", 100 * v.value) : fmt::format("{:.2f} ms", v.value),
                          pct ? fmt::format("{:.0f}%", 100 * v.threshold) : fmt::format("{:.0f} ms", v.threshold),
-                         v.met ? "MET" : "NOT MET: " + v.binding);
+                         v.met ? "MET" : "NOT MET: " + v.binding_limit);
     }
     return s;
 }
@@ -106,7 +107,7 @@ std::string format_pairs(const TuneResult& r) {
         }
         std::string lim;
         for (const auto& v : p.verdicts)
-            if (!v.met) lim += (lim.empty() ? "" : "; ") + v.name + ": " + v.binding;
+            if (!v.met) lim += (lim.empty() ? "" : "; ") + v.name + ": " + v.binding_limit;
         s += fmt::format("  {:<40} NOT MET (closest point): {}\n", pair, lim);
     }
     return s;
@@ -127,32 +128,30 @@ std::string pareto_svg(const TuneResult& r) {
     if (x0 > x1) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
     if (x1 - x0 < 1e-12) x1 = x0 + 1;
     if (y1 - y0 < 1e-12) y1 = y0 + 1;
-    auto X = [&](double v) { return L + (v - x0) / (x1 - x0) * (W - L - R); };
-    auto Y = [&](double v) { return H - B - (v - y0) / (y1 - y0) * (H - B - T); };
-    std::string s = fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
-                                "font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n", W, H);
-    s += fmt::format("<text x=\"{}\" y=\"18\" font-size=\"13\">duet tune: TBT vs peak memory ({} points, {} on the "
-                     "Pareto front; red: all targets met)</text>\n", L, r.points.size(), r.pareto.size());
-    s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/><line x1=\"{0}\" y1=\"{3}\" "
-                     "x2=\"{0}\" y2=\"{1}\" stroke=\"black\"/>\n", L, H - B, W - R, T);
-    s += fmt::format("<text x=\"{}\" y=\"{}\">decode TBT (ms): {:.3f} .. {:.3f}</text>\n", L, H - 15, x0, x1);
-    s += fmt::format("<text x=\"12\" y=\"{}\" transform=\"rotate(-90 12 {})\">peak memory (MiB): {:.0f} .. {:.0f}</text>\n",
-                     H / 2 + 60, H / 2 + 60, y0, y1);
+    const svg::Scale X{x0, x1, L, W - R}, Y{y0, y1, H - B, T};
+    svg::Document doc(W, H, 11);
+    doc.text(L, 18,
+             fmt::format("duet tune: TBT vs peak memory ({} points, {} on the Pareto front; red: all targets met)",
+                         r.points.size(), r.pareto.size()),
+             {.font_size = 13});
+    svg::axes(doc, X, Y);
+    doc.text(L, H - 15, fmt::format("decode TBT (ms): {:.3f} .. {:.3f}", x0, x1));
+    doc.text(12, H / 2 + 60, fmt::format("peak memory (MiB): {:.0f} .. {:.0f}", y0, y1), {.rotate = -90});
     size_t drawn = 0;
     for (const auto& p : r.points) {
         if (!p.ok || drawn++ > 20000) continue;
-        s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"1.5\" fill=\"{}\" fill-opacity=\"0.4\"/>\n", X(p.tbt_ms),
-                         Y(mib(p.memory_bytes)), p.feasible ? "#d62728" : "#999999");
+        doc.circle(X(p.tbt_ms), Y(mib(p.memory_bytes)), 1.5,
+                   {.fill = p.feasible ? "#d62728" : "#999999", .fill_opacity = 0.4});
     }
-    std::string path;
     for (int i : r.pareto) {
         const auto& p = r.points[size_t(i)];
-        s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\">"
-                         "<title>TBT {:.3f} ms, memory {:.1f} MiB, TTFT {:.2f} ms</title></circle>\n",
-                         X(p.tbt_ms), Y(mib(p.memory_bytes)), p.tbt_ms, mib(p.memory_bytes), p.ttft_ms);
+        doc.circle(X(p.tbt_ms), Y(mib(p.memory_bytes)), 4,
+                   {.stroke = "#1f77b4",
+                    .stroke_width = 1.5,
+                    .title = fmt::format("TBT {:.3f} ms, memory {:.1f} MiB, TTFT {:.2f} ms", p.tbt_ms,
+                                         mib(p.memory_bytes), p.ttft_ms)});
     }
-    s += "</svg>\n";
-    return s;
+    return doc.str();
 }
 
 std::string best_toml(const Candidate& c, const std::string& reproduce_cmd) {

@@ -19,13 +19,15 @@ ResultsFile::ResultsFile(const std::string& path, const nlohmann::json& header, 
             nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
             // Line 1 must be the header: a file that is not a results file is never overwritten.
             if (n == 0 && (j.is_discarded() || !j.is_object()))
-                fail("{}: --resume: line 1 is not a duet.tune/1 header (the file is not a duet tune results file; "
+                fail("{}: --resume: line 1 is not a {} header (the file is not a duet tune results file; "
                      "allowed: a file written by --results, or a path that does not exist yet)",
-                     path);
+                     path, kResultsSchema);
             if (j.is_discarded() || !complete) break;  // a torn last line: redo that point
             if (n++ == 0) {
-                if (j.value("schema", "") != "duet.tune/1")
-                    fail("{}: --resume: line 1 is not a duet.tune/1 header", path);
+                if (j.value("schema", "") != kResultsSchema)
+                    fail("{}: --resume: line 1 is not a {} header (it says schema {}; allowed: a file written by "
+                         "this duet's --results)",
+                         path, kResultsSchema, j.contains("schema") ? j["schema"].dump() : "missing");
                 for (const auto& [k, v] : header["run"].items())
                     if (!j["run"].contains(k) || j["run"][k] != v)
                         fail("{}: --resume: the file was written by a different search ('{}' = {} there, {} now); "

@@ -1,6 +1,6 @@
 #pragma once
 // The results file of `duet tune`: JSON Lines, one object per line. Line 1 is the header
-// {"schema": "duet.tune/1", "run": {...}} describing the search (model, lengths, thresholds,
+// {"schema": "duet.tune/2", "run": {...}} describing the search (model, lengths, thresholds,
 // objective, dimensions and their values, fixed keys); every further line is one evaluated
 // point (tune::point_to_json plus "i", its evaluation order). The file is appended to as points
 // finish (so an interrupted search keeps its work; a torn last line is dropped on resume) —
@@ -16,6 +16,9 @@
 #include "tune/evaluator.h"
 
 namespace duet::tune {
+
+// The results file's schema: /2 writes the verdicts as docs/report-schema.md's VERDICT array.
+inline constexpr const char* kResultsSchema = "duet.tune/2";
 
 class ResultsFile {
 public:

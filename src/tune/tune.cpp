@@ -62,7 +62,7 @@ public:
         run["dims"] = dims;
         // Every rank reads the file (for the memo); only the root writes it.
         if (exec.is_root()) {
-            file_ = std::make_unique<ResultsFile>(opt.results_path, nlohmann::json{{"schema", "duet.tune/1"}, {"run", run}},
+            file_ = std::make_unique<ResultsFile>(opt.results_path, nlohmann::json{{"schema", kResultsSchema}, {"run", run}},
                                                   opt.resume);
             load(file_->previous());
         } else if (opt.resume) {  // the root checked the header

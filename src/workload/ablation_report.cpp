@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/svg.h"
 #include "workload/ablation.h"
 
 namespace duet::workload {
@@ -97,16 +98,14 @@ std::string ablation_svg(const AgentAblation& a) {
     double y_max = 1.2;
     for (const AblationSide* s : sides)
         for (const AblationRow& r : s->rows) y_max = std::max({y_max, r.ttft_ratio * 1.1, r.peak_memory_ratio * 1.1});
-    auto y_of = [&](double v) { return top + plot_h * (1 - v / y_max); };
-    std::string svg = fmt::format(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"11\">\n"
-        "<text x=\"{}\" y=\"20\" font-size=\"14\">agent workload ablation: ratio to all-off (lower is better)</text>\n",
-        W, H, left);
+    const svg::Scale y_of{0, y_max, top + plot_h, top};
+    svg::Document doc(W, H, 11);
+    doc.text(left, 20, "agent workload ablation: ratio to all-off (lower is better)", {.font_size = 14});
     const char* colours[2][2] = {{"#1f77b4", "#aec7e8"}, {"#d62728", "#ff9896"}};  // [ttft|mem][real|modelled]
-    for (double target : {a.targets.ttft_ratio_max, a.targets.peak_memory_ratio_max, 1.0})
-        svg += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#888\" stroke-dasharray=\"4 3\"/>"
-                           "<text x=\"4\" y=\"{:.1f}\">{:.2f}x</text>\n",
-                           left, W - 20, y_of(target), y_of(target), y_of(target) + 4, target);
+    for (double target : {a.targets.ttft_ratio_max, a.targets.peak_memory_ratio_max, 1.0}) {
+        doc.line(left, y_of(target), W - 20, y_of(target), {.stroke = "#888", .dash = "4 3"});
+        doc.text(4, y_of(target) + 4, fmt::format("{:.2f}x", target));
+    }
     for (size_t i = 0; i < n_rows; ++i) {
         const double x0 = left + group_w * double(i) + bar_w / 2;
         size_t b = 0;
@@ -114,20 +113,15 @@ std::string ablation_svg(const AgentAblation& a) {
             for (size_t s = 0; s < sides.size(); ++s, ++b) {
                 const AblationRow& r = sides[s]->rows[i];
                 const double v = metric == 0 ? r.ttft_ratio : r.peak_memory_ratio;
-                const double colour_side = sides[s] == (a.real ? &*a.real : nullptr) ? 0 : 1;
-                svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"{}/>\n",
-                                   x0 + bar_w * double(b), y_of(v), bar_w * 0.9, top + plot_h - y_of(v),
-                                   colours[metric][size_t(colour_side)], r.applies ? "" : " fill-opacity=\"0.25\"");
+                const size_t colour_side = sides[s] == (a.real ? &*a.real : nullptr) ? 0 : 1;
+                doc.rect(x0 + bar_w * double(b), y_of(v), bar_w * 0.9, top + plot_h - y_of(v),
+                         {.fill = colours[metric][colour_side], .fill_opacity = r.applies ? 1.0 : 0.25});
             }
-        svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", x0 + group_w / 2 - bar_w / 2,
-                           top + plot_h + 16, sides.front()->rows[i].name);
+        doc.text(x0 + group_w / 2 - bar_w / 2, top + plot_h + 16, sides.front()->rows[i].name, {.anchor = "middle"});
     }
     const char* legend[] = {"TTFT real", "TTFT modelled", "memory real", "memory modelled"};
-    for (int k = 0; k < 4; ++k)
-        svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n",
-                           left + 170 * k, H - 30, colours[k / 2][k % 2], left + 170 * k + 14, H - 21, legend[k]);
-    svg += "</svg>\n";
-    return svg;
+    for (int k = 0; k < 4; ++k) doc.legend_entry(left + 170 * k, H - 30, colours[k / 2][k % 2], legend[k]);
+    return doc.str();
 }
 
 }  // namespace duet::workload

@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -194,6 +195,69 @@ TEST(CliStyle, DefaultsAreShownOneWayInEveryHelp) {
             EXPECT_EQ(o.line.find("(default"), std::string::npos) << path << ": " << o.line;
             EXPECT_EQ(o.line.find("default:"), std::string::npos) << path << ": " << o.line;
         }
+}
+
+// Each flag's help description ("--flag -> text") in one command's --help: the text starts at
+// column 30, on the option's line or, when the names are wider, on the next one (CLI11's layout).
+// A deprecated alias's note at the end is not part of the meaning.
+std::map<std::string, std::string> descriptions_of(const std::string& path) {
+    std::map<std::string, std::string> out;
+    std::istringstream in(duet(path + " --help").out);
+    std::vector<std::string> lines;
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    bool inside = false;
+    for (size_t i = 0; i < lines.size(); ++i) {
+        const std::string& l = lines[i];
+        if (!l.empty() && l[0] != ' ') inside = l.rfind("Options:", 0) == 0;
+        if (!inside || l.rfind("  -", 0) != 0) continue;
+        std::string names;
+        std::istringstream(l) >> names;
+        std::string flag;
+        std::istringstream n(names);
+        for (std::string part; std::getline(n, part, ',') && flag.empty();)
+            if (part.rfind("--", 0) == 0) flag = part;
+        const bool next = i + 1 < lines.size() && lines[i + 1].size() > 30 &&
+                          lines[i + 1].find_first_not_of(' ') == 30;
+        std::string text = next ? lines[i + 1].substr(30) : l.size() > 30 ? l.substr(30) : "";
+        const size_t note = text.find(": deprecated alias)");
+        if (note != std::string::npos) text = text.substr(0, text.rfind(" (", note));
+        if (!flag.empty()) out[flag] = text;
+    }
+    return out;
+}
+
+// One flag, one text: a flag that two commands share says the same in both --help texts
+// (cli/flags.h `help::`). Listed here are the flags whose meaning is the command's own.
+TEST(CliStyle, ASharedFlagHasOneHelpText) {
+    const std::set<std::string> own_meaning = {
+        "--help",
+        "--model",       // run, logits, serve load a GGUF; bench, tune, doctor also take presets and config.json
+        "--threads",     // engine threads; gen-model's weight writers; tune's evaluators
+        "--seed",        // what is random: weights, sampling, memory traffic, arrivals, restarts
+        "--batch",       // bench: concurrent sequences; pim-sim gemv: vectors per weight read
+        "--m", "--k",    // pim-sim gemv: the matrix; pim-sim npu: the operator's shape
+        "--dtype",       // gen-model: every weight type; pim-sim: the device's operand types
+        "--output",      // a model file, logits, a task result
+        "--ctx",         // run, serve: the allocated context; bench: a modelled sequence's
+        "--kv-blocks",   // serve: the real pool; bench: the modelled machine's
+        "--tp", "--pp",  // run, serve: MPI ranks of the engine; bench: modelled devices
+    };
+    std::map<std::string, std::map<std::string, std::string>> texts;  // flag -> text -> first command
+    int shared = 0;
+    for (const auto& path : command_paths())
+        for (const auto& [flag, text] : descriptions_of(path)) texts[flag].emplace(text, path);
+    for (const auto& [flag, by_text] : texts) {
+        if (own_meaning.count(flag)) continue;
+        ++shared;
+        if (by_text.size() > 1) {
+            std::string all;
+            for (const auto& [text, path] : by_text) all += "\n  " + path + ": " + text;
+            ADD_FAILURE() << flag << " has " << by_text.size() << " help texts:" << all;
+        }
+    }
+    EXPECT_GT(shared, 40);  // the walk found the flags (a parser that found none would pass)
+    EXPECT_EQ(texts["--settings"].size(), 1u);
+    EXPECT_EQ(texts["--settings"].begin()->first, "settings.json (runtime settings; docs/configuration.md)");
 }
 
 TEST(CliStyle, RequiredOptionsAreMarked) {

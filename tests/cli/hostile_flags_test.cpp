@@ -94,7 +94,7 @@ TEST_F(HostileFlags, TuneRefusesBadVaryValuesAndForeignResultsFiles) {
     std::ofstream(notes) << "my notes, not a results file\n";
     expect_error("tune --budget 2 --resume --results " + notes,
                  notes +
-                     ": --resume: line 1 is not a duet.tune/1 header (the file is not a duet tune results file; "
+                     ": --resume: line 1 is not a duet.tune/2 header (the file is not a duet tune results file; "
                      "allowed: a file written by --results, or a path that does not exist yet)");
     std::ifstream f(notes);
     EXPECT_EQ(std::string(std::istreambuf_iterator<char>(f), {}), "my notes, not a results file\n");  // untouched
