@@ -1,5 +1,6 @@
 // `duet run`: generate text from a GGUF model, streaming it to stdout; timings on stderr.
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <random>
@@ -33,6 +34,8 @@ struct RunArgs {
     std::string model_path, prompt, chat_template, system, kv_type = "f16", op_trace;
     int64_t n_predict = 128, ctx = 0;
     bool chat = false, echo = false, no_timings = false, fuse = false;
+    bool parse_special = false;   // control-token text in -p/--system becomes control tokens
+    bool verbose_prompt = false;  // print the prompt's token ids
     int threads = 0, tp = 1, pp = 1;
     int64_t seed = -1;
     model::SamplerParams sampling;
@@ -53,24 +56,34 @@ std::shared_ptr<const model::grammar::Grammar> output_grammar(const RunArgs& a) 
     return model::grammar::Grammar::parse(model::grammar::json_schema_to_grammar(schema, a.json_schema), a.json_schema);
 }
 
-std::string chat_prompt(const runtime::Model& m, const RunArgs& a) {
-    model::ChatTemplate tmpl;
-    if (!a.chat_template.empty()) {
-        tmpl = chat_template_flag(a.chat_template);
-    } else if (m.chat_template()) {
-        tmpl = *m.chat_template();
-    } else {
-        fail("{}: no recognised tokenizer.chat_template; choose one with --chat-template (allowed: llama2, llama3, "
-             "chatml, mistral)",
-             m.path());
-    }
-    std::vector<model::ChatMessage> msgs;
-    if (!a.system.empty()) msgs.push_back({"system", a.system});
-    msgs.push_back({"user", a.prompt});
+model::ChatTemplate chat_template_of(const runtime::Model& m, const RunArgs& a) {
+    if (!a.chat_template.empty()) return chat_template_flag(a.chat_template);
+    if (m.chat_template()) return *m.chat_template();
+    fail("{}: no recognised tokenizer.chat_template; choose one with --chat-template (allowed: llama2, llama3, "
+         "chatml, mistral)",
+         m.path());
+}
+
+// The prompt's tokens. Control tokens come only from the chat template, as on the server
+// (docs/server.md, "Special tokens"): control-token text in -p or --system ("<|im_start|>",
+// "</s>") is spelled out as text unless --parse-special. With --chat the prompt is rendered
+// twice, from the flags' text and from the same text defused, and only the control-token texts
+// both renderings have at one offset become control tokens (Tokenizer::encode_chat).
+std::vector<int32_t> prompt_tokens(const runtime::Model& m, const RunArgs& a) {
     const model::Tokenizer& tok = m.tokenizer();
+    if (!a.chat) return tok.encode(a.prompt, tok.add_bos_default() && tok.bos() >= 0, a.parse_special);
+    const model::ChatTemplate tmpl = chat_template_of(m, a);
     const std::string bos = tok.bos() >= 0 ? tok.token_text(tok.bos()) : "";
     const std::string eos = tok.eos() >= 0 ? tok.token_text(tok.eos()) : "";
-    return model::render_chat(tmpl, msgs, true, bos, eos);
+    auto render = [&](const std::function<std::string(const std::string&)>& text_of) {
+        std::vector<model::ChatMessage> msgs;
+        if (!a.system.empty()) msgs.push_back({"system", text_of(a.system)});
+        msgs.push_back({"user", text_of(a.prompt)});
+        return model::render_chat(tmpl, msgs, true, bos, eos);  // BOS written by the template when wanted
+    };
+    const std::string text = render([](const std::string& s) { return s; });
+    if (a.parse_special) return tok.encode(text, false, true);
+    return tok.encode_chat(text, render([&](const std::string& s) { return tok.defuse_special(s); }), false);
 }
 
 void run(const RunArgs& a) {
@@ -117,18 +130,18 @@ void run(const RunArgs& a) {
     runtime::GenerateOptions go;
     go.n_predict = a.n_predict;
     go.sampling = sp;
-    std::string text = a.prompt;
-    if (a.chat) {
-        text = chat_prompt(*model, a);
-        go.parse_special = true;
-        go.add_bos = false;  // the template writes BOS itself when the family wants it
+    const std::vector<int32_t> prompt = prompt_tokens(*model, a);
+    if (a.verbose_prompt) {
+        std::string ids;
+        for (int32_t t : prompt) ids += fmt::format(" {}", t);
+        std::fprintf(stderr, "duet: prompt: %zu tokens:%s\n", prompt.size(), ids.c_str());
     }
     if (a.echo) {
         std::fwrite(a.prompt.data(), 1, a.prompt.size(), stdout);
         std::fflush(stdout);
     }
     runtime::GenerateStats st;
-    gen.generate(text, go, [](std::string_view piece) {
+    gen.generate_tokens(prompt, go, [](std::string_view piece) {
         std::fwrite(piece.data(), 1, piece.size(), stdout);
         std::fflush(stdout);
     }, &st);
@@ -161,6 +174,7 @@ void register_run(CLI::App& app) {
         "  duet gen-model --arch tiny-llama --seed 42 -o build/tiny.gguf\n"
         "  duet run -m build/tiny.gguf -p \"Once upon a time\" -n 32 --temp 0\n"
         "  duet run -m qwen.gguf --chat --system \"Be brief.\" -p \"What is PIM?\" --seed 1\n"
+        "  duet run -m qwen.gguf --parse-special -p \"$(cat turns.txt)\"   # control tokens written by hand\n"
         "  duet run -m build/tiny.gguf -p \"Hi\" -n 4 --temp 0 --op-trace ops.csv\n"
         "  duet run -m build/tiny.gguf -p \"JSON:\" -n 200 --json-schema person.schema.json\n"
         "  mpirun -np 2 duet run -m build/tiny.gguf -p \"Hi\" -n 16 --temp 0 --tp 2 --threads 1\n"
@@ -173,6 +187,10 @@ void register_run(CLI::App& app) {
     text(cmd, "--chat-template", args->chat_template, help::kChatTemplate,
          DefaultFrom{"from the file"});
     cmd->add_option("--system", args->system, "System message (with --chat)");
+    cmd->add_flag("--parse-special", args->parse_special,
+                  "Read control-token text in -p and --system (<|im_start|>, </s>, [INST] ...) as control tokens; "
+                  "without it that text stays text and only the chat template writes control tokens");
+    cmd->add_flag("--verbose-prompt", args->verbose_prompt, "Print the prompt's token ids on stderr before generating");
     number(cmd, "--temp", args->sampling.temperature, "Temperature (0 = greedy)", 0.0f, 100.0f);
     number(cmd, "--top-k", args->sampling.top_k, "Top-k (0 = off)", int32_t(0), std::numeric_limits<int32_t>::max());
     number(cmd, "--top-p", args->sampling.top_p, "Top-p (1 = off; must be above 0)", 0.0f, 1.0f);

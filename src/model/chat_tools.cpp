@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/json_budget.h"
+#include "model/grammar/grammar.h"
 #include "model/grammar/json_schema.h"
 
 namespace duet::model {
@@ -228,14 +229,17 @@ std::string tool_call_suffix(ChatTemplate t) {
     }
 }
 
-std::string tool_call_grammar(ChatTemplate t, const std::vector<ToolFunction>& tools) {
+std::string tool_call_grammar(ChatTemplate t, const std::vector<ToolFunction>& tools,
+                              const grammar::SchemaLimits& limits) {
     if (tools.empty()) fail("a forced tool call needs at least one tool");
-    grammar::JsonSchemaCompiler c("tools");
+    grammar::JsonSchemaCompiler c("tools", limits);
     std::string root = "root ::=";
     for (size_t i = 0; i < tools.size(); ++i) {
         std::string args;
         try {
             args = c.add(tools[i].parameters, "fn" + std::to_string(i));
+        } catch (const grammar::GrammarCancelled&) {
+            throw;  // not the schema's fault
         } catch (const Error& e) {
             fail("tool '{}': parameters: {}", tools[i].name, e.what());
         }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "model/chat_template.h"
+#include "model/grammar/json_schema.h"
 
 namespace duet::model {
 
@@ -58,9 +59,11 @@ std::string tool_call_suffix(ChatTemplate t);
 std::string_view tool_call_marker(ChatTemplate t);
 
 // Grammar text (grammar/grammar.h) matching exactly one call, in t's format, to one of
-// `tools` with arguments valid against its parameters schema. Throws duet::Error naming the
-// function for a schema the compiler refuses.
-std::string tool_call_grammar(ChatTemplate t, const std::vector<ToolFunction>& tools);
+// `tools` with arguments valid against its parameters schema, compiled within `limits`. Throws
+// duet::Error naming the function for a schema the compiler refuses, GrammarCancelled when
+// limits.cancelled says so.
+std::string tool_call_grammar(ChatTemplate t, const std::vector<ToolFunction>& tools,
+                              const grammar::SchemaLimits& limits = {});
 
 // The calls in generated text written in t's format (ids left empty) and the text before
 // them; nullopt when the text is not a well-formed call.

@@ -46,6 +46,7 @@ struct Batcher::Slot {
     GenResult result;
     int64_t t_submit_ns = 0;
     bool done = false;
+    std::string error;  // why its own sampling failed (it then finishes with "error")
     std::vector<std::unique_ptr<Slot>> followers;  // submit_group: fork this slot's prompt once it is computed
 
     bool cancelled() const { return req.cancelled && req.cancelled->load(); }
@@ -339,16 +340,22 @@ void Batcher::execute(const sched::Step& st) {
         runs.push_back(slots_.at(c.id)->run.get());
         feeds.push_back(c.n_tokens);
     }
+    auto slot_of = [&](const SequenceRun& run) -> Slot& {
+        const auto it = std::find_if(st.chunks.begin(), st.chunks.end(),
+                                     [&](const sched::Chunk& c) { return slots_.at(c.id)->run.get() == &run; });
+        DUET_CHECK(it != st.chunks.end(), "a run outside the step sampled");
+        return *slots_.at(it->id);
+    };
     std::vector<sched::SeqId> forked;
     auto fork = [&](SequenceRun& run, const float* logits) {
-        for (const sched::Chunk& c : st.chunks) {
-            Slot& s = *slots_.at(c.id);
-            if (s.run.get() != &run || s.followers.empty()) continue;
-            for (const auto& f : s.followers) forked.push_back(f->id);
-            fork_followers(s, logits);
-        }
+        Slot& s = slot_of(run);
+        for (const auto& f : s.followers) forked.push_back(f->id);
+        fork_followers(s, logits);
     };
-    const ForwardStatus fs = run_feeds(*engine_, runs, feeds, fork);
+    // A request whose own sampling throws (its grammar, its callbacks) fails alone; a follower's
+    // first draw in fork_followers likewise.
+    auto failed = [&](SequenceRun& run, const std::exception& e) { sampling_failed(slot_of(run), e); };
+    const ForwardStatus fs = run_feeds(*engine_, runs, feeds, fork, failed);
     DUET_CHECK(fs == ForwardStatus::OK, "a forward the scheduler reserved KV for returned status {}", int(fs));
     std::vector<sched::SeqId> stopped;
     for (const sched::Chunk& c : st.chunks)
@@ -360,7 +367,18 @@ void Batcher::execute(const sched::Step& st) {
         std::lock_guard<std::mutex> lock(mu_);
         stats_.steps++;
     }
-    for (sched::SeqId id : stopped) finish_id(id, slots_.at(id)->run->stop_reason());
+    for (sched::SeqId id : stopped) {
+        const Slot& s = *slots_.at(id);
+        finish_id(id, s.run->stop_reason(), std::string(s.error));  // a copy: finish_id frees the slot
+    }
+}
+
+// Engine thread. One request's sampling threw after a complete forward: it alone finishes with
+// "error" (its KV is valid and goes back as any finished request's); the step goes on.
+void Batcher::sampling_failed(Slot& s, const std::exception& e) {
+    s.run->stop(StopReason::ERROR);
+    s.error = e.what();
+    DUET_LOG_WARN("batcher: a request's sampling failed ({}); failing that request only", s.error);
 }
 
 // Engine thread, during the leader's sampling: each follower draws its first token from the
@@ -371,7 +389,11 @@ void Batcher::fork_followers(Slot& leader, const float* logits) {
         f->result.forked_tokens = leader.kv.n_tokens();
         f->result.cached_tokens = leader.result.cached_tokens;
         f->result.queue_ms = leader.result.queue_ms;
-        f->run->advance(logits, n_ctx_);
+        try {
+            f->run->advance(logits, n_ctx_);
+        } catch (const std::exception& e) {
+            sampling_failed(*f, e);
+        }
         const sched::SeqId id = f->id;
         slots_[id] = std::move(f);
     }

@@ -18,6 +18,8 @@
 // A step that throws (a bug, std::bad_alloc, an injected fault) does not end the engine
 // thread: every request in the running batch finishes with "error" and the exception's text,
 // its KV blocks go back to the pool (not into the prefix cache), and queued requests go on.
+// An error that belongs to one request — its sampling after a complete forward (a grammar that
+// cannot go on, a throwing callback) — fails that request alone; the others go on in the batch.
 //
 // Callbacks run on the batcher's engine thread and must not block for long. A request is
 // cancelled by setting its `cancelled` flag (e.g. when its HTTP client disconnects): its
@@ -171,6 +173,7 @@ private:
     std::unique_ptr<Slot> make_slot(GenRequest req);
     void fork_followers(Slot& leader, const float* logits);
     void fail_running(const std::string& error);  // after a step threw
+    void sampling_failed(Slot& s, const std::exception& e);  // s alone failed to sample
     void finish(Slot& s, StopReason reason, const std::string& error = "");
     void finish_id(sched::SeqId id, StopReason reason, const std::string& error = "");
     void publish_locked();  // stats_ from engine-thread state; mu_ held

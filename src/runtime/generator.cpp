@@ -118,7 +118,8 @@ ForwardStatus step_runs(Engine& engine, std::span<SequenceRun* const> runs, int6
 }
 
 ForwardStatus run_feeds(Engine& engine, std::span<SequenceRun* const> runs, std::span<const int64_t> feeds,
-                        const std::function<void(SequenceRun&, const float*)>& before_sample) {
+                        const std::function<void(SequenceRun&, const float*)>& before_sample,
+                        const std::function<void(SequenceRun&, const std::exception&)>& on_sample_error) {
     DUET_CHECK(feeds.size() == runs.size());
     std::vector<SeqInput> batch;
     std::vector<SequenceRun*> fed;
@@ -138,7 +139,13 @@ ForwardStatus run_feeds(Engine& engine, std::span<SequenceRun* const> runs, std:
     for (size_t i = 0; i < fed.size(); ++i) {
         if (fed[i]->unfed() > 0) continue;  // prompt chunk, no token yet
         if (before_sample) before_sample(*fed[i], out.last(i));
-        fed[i]->advance(out.last(i), engine.n_ctx());
+        try {
+            fed[i]->advance(out.last(i), engine.n_ctx());
+        } catch (const std::exception& e) {
+            if (!on_sample_error) throw;
+            fed[i]->stop(StopReason::ERROR);
+            on_sample_error(*fed[i], e);
+        }
     }
     return st;
 }

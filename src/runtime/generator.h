@@ -11,6 +11,7 @@
 // state (block table + sampler) on a shared Engine and releases its KV blocks when destroyed.
 // Thread safety: one thread per engine.
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <span>
@@ -86,7 +87,8 @@ private:
     friend ForwardStatus step_runs(Engine& engine, std::span<SequenceRun* const> runs, int64_t token_budget,
                                    const std::function<void(SequenceRun&, const float*)>& before_sample);
     friend ForwardStatus run_feeds(Engine& engine, std::span<SequenceRun* const> runs, std::span<const int64_t> feeds,
-                                   const std::function<void(SequenceRun&, const float*)>& before_sample);
+                                   const std::function<void(SequenceRun&, const float*)>& before_sample,
+                                   const std::function<void(SequenceRun&, const std::exception&)>& on_sample_error);
     void emit_text(bool final);
 
     const Model& model_;
@@ -123,8 +125,13 @@ ForwardStatus step_runs(Engine& engine, std::span<SequenceRun* const> runs, int6
 // Executes a step whose composition was decided elsewhere (sched::Scheduler for the batcher):
 // feeds[i] tokens of runs[i] (0: none) in one Engine::forward, in this order; each run whose
 // tokens are then all fed samples its next token (before_sample first) and may stop.
+// on_sample_error (optional): a run whose own sampling throws (advance: its sampler or grammar,
+// its callbacks) is stopped with ERROR and handed to it with the exception, and the other runs
+// sample as usual; the forward itself was complete, so every run's KV is valid. Without it the
+// exception propagates, as one from the forward or from before_sample always does.
 ForwardStatus run_feeds(Engine& engine, std::span<SequenceRun* const> runs, std::span<const int64_t> feeds,
-                        const std::function<void(SequenceRun&, const float*)>& before_sample = {});
+                        const std::function<void(SequenceRun&, const float*)>& before_sample = {},
+                        const std::function<void(SequenceRun&, const std::exception&)>& on_sample_error = {});
 
 struct GenerateOptions {
     int64_t n_predict = 128;          // tokens to generate at most; < 0: until EOG or context full

@@ -23,5 +23,8 @@ ApiError ApiError::rate_limited(const std::string& message) {
     return ApiError(429, "rate_limit_error", message, "", "rate_limit_exceeded");
 }
 ApiError ApiError::unavailable(const std::string& message) { return ApiError(503, "server_error", message); }
+ApiError ApiError::client_closed() {
+    return ApiError(499, "invalid_request_error", "the client closed the connection before the response");
+}
 
 }  // namespace duet::server

@@ -23,6 +23,8 @@ public:
     static ApiError too_large(const std::string& message);                                   // 413
     static ApiError rate_limited(const std::string& message);                                // 429
     static ApiError unavailable(const std::string& message);                                 // 503
+    // 499 (nginx's "client closed request"): the client left before the response; nobody reads it.
+    static ApiError client_closed();
 
 private:
     int status_;

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "model/grammar/json_schema.h"
 #include "model/tokenizer/tokenizer.h"
 #include "server/api_error.h"
@@ -122,27 +123,61 @@ std::vector<int32_t> CompletionHandler::prompt_tokens(const CompletionRequest& r
     }
 }
 
+namespace {
+
+// The compilers' cancel callback (SchemaLimits/GrammarLimits::cancelled, asked once per rule):
+// true once the current request's client has closed its connection or the server is stopping.
+// client_gone() is a poll(2), so it runs at most every kCompileGonePollMs of compilation.
+constexpr int kCompileGonePollMs = 10;
+std::function<bool()> client_gone_poller() {
+    return [next = std::chrono::steady_clock::now(), gone = false]() mutable {
+        if (gone) return true;
+        const auto now = std::chrono::steady_clock::now();
+        if (now < next) return false;
+        next = now + std::chrono::milliseconds(kCompileGonePollMs);
+        return gone = server_stopping() || client_gone();
+    };
+}
+
+}  // namespace
+
 // The grammar the output must match: a forced tool call, a JSON schema or any JSON object.
+// Compiling a schema can take seconds within every limit (docs/server.md, "Limits"): it stops
+// when the client leaves (499) or the server stops (503), counted in
+// duet_grammar_compilations_cancelled_total.
 std::shared_ptr<const model::grammar::Grammar> CompletionHandler::grammar_for(const CompletionRequest& r) {
     namespace g = model::grammar;
+    const bool forced = r.tool_choice == ToolChoice::REQUIRED || r.tool_choice == ToolChoice::FUNCTION;
+    const std::string param = forced ? "tools" : "response_format.json_schema.schema";
+    g::SchemaLimits schema_limits;
+    schema_limits.cancelled = client_gone_poller();
+    g::GrammarLimits grammar_limits;
+    grammar_limits.cancelled = schema_limits.cancelled;
+    const auto t0 = std::chrono::steady_clock::now();
     try {
-        if (r.tool_choice == ToolChoice::REQUIRED || r.tool_choice == ToolChoice::FUNCTION) {
+        if (forced) {
             std::vector<model::ToolFunction> allowed;
             for (const auto& t : r.tools)
                 if (r.tool_choice == ToolChoice::REQUIRED || t.name == r.tool_choice_name) allowed.push_back(t);
-            return g::Grammar::parse(model::tool_call_grammar(settings_.chat_template, allowed), "tools");
+            return g::Grammar::parse(model::tool_call_grammar(settings_.chat_template, allowed, schema_limits), param,
+                                     grammar_limits);
         }
-    } catch (const Error& e) {
-        throw ApiError::bad_request(e.what(), "tools");
-    }
-    try {
         if (r.response_format == ResponseFormat::JSON_OBJECT)
             return g::Grammar::parse(g::json_object_grammar(), "json_object");
         if (r.response_format == ResponseFormat::JSON_SCHEMA)
-            return g::Grammar::parse(g::json_schema_to_grammar(r.json_schema, "response_format.json_schema.schema"),
-                                     "response_format.json_schema.schema");
+            return g::Grammar::parse(g::json_schema_to_grammar(r.json_schema, param, schema_limits), param,
+                                     grammar_limits);
+    } catch (const g::GrammarCancelled&) {
+        metrics_.inc("duet_grammar_compilations_cancelled_total");
+        const bool stopping = server_stopping();
+        DUET_LOG_INFO("{}: grammar compilation stopped after {} ms: {}", param,
+                      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+                          .count(),
+                      stopping ? "the server is stopping" : "the client closed the connection");
+        if (stopping) throw ApiError::unavailable("The server is shutting down");
+        throw ApiError::client_closed();
     } catch (const Error& e) {
-        throw ApiError::bad_request(e.what(), "response_format.json_schema.schema");
+        throw ApiError::bad_request(e.what(), param);
     }
     return nullptr;
 }
@@ -156,7 +191,6 @@ CompletionHandler::Prepared CompletionHandler::prepare(const CompletionRequest& 
                                                 model::chat_template_name(settings_.chat_template)),
                                     "tools");
     p.prompt = prompt_tokens(r, tools_on ? r.tools : std::vector<model::ToolFunction>{});
-    p.grammar = grammar_for(r);
     if (r.tool_choice == ToolChoice::AUTO) p.tool_mode = ToolCallStream::Mode::AUTO;
     if (r.tool_choice == ToolChoice::REQUIRED || r.tool_choice == ToolChoice::FUNCTION) {
         p.tool_mode = ToolCallStream::Mode::FORCED;
@@ -181,6 +215,7 @@ CompletionHandler::Prepared CompletionHandler::prepare(const CompletionRequest& 
                               n_ctx, param, n_prompt, param);
         throw ApiError(400, "invalid_request_error", msg, param, "context_length_exceeded");
     }
+    p.grammar = grammar_for(r);  // last: compiling a schema is the expensive part
     return p;
 }
 
@@ -290,7 +325,7 @@ void CompletionHandler::render_json(const CompletionRequest& r, const Prepared& 
         if (client_gone()) {
             ex.cancelled->store(true);
             metrics_.inc("duet_requests_abandoned_total");
-            throw ApiError(499, "invalid_request_error", "the client closed the connection before the response");
+            throw ApiError::client_closed();
         }
     }
     json choices = json::array();

@@ -100,6 +100,8 @@ bool client_gone() {
     return ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;  // orderly close (pipelined data is not)
 }
 
+bool server_stopping() { return t_current.stopping && t_current.stopping->load(); }
+
 // One connection: its socket, the bytes read and not yet consumed, and its deadlines.
 struct HttpFront::Conn {
     int fd = -1;
@@ -406,7 +408,7 @@ struct HttpFront::Impl {
         bool closed = false, ok = false;
         {
             ConnStream s(*c, limits);
-            t_current = {&c->head, c->fd};
+            t_current = {&c->head, c->fd, &stopping};
             try {
                 ok = process(s, last, closed);
             } catch (...) {

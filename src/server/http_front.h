@@ -23,8 +23,8 @@
 // Memory: at most (max_connections + kOverCapConnections) x (max_head_bytes + max_body_bytes)
 // of buffered input, whatever the clients send.
 //
-// Thread safety: start()/stop() from one owner thread; current_request() and client_gone()
-// on a worker thread inside a handler.
+// Thread safety: start()/stop() from one owner thread; current_request(), client_gone() and
+// server_stopping() on a worker thread inside a handler.
 #include <atomic>
 #include <cstddef>
 #include <functional>
@@ -57,6 +57,7 @@ struct FrontLimits {
 struct CurrentRequest {
     const RequestHead* head = nullptr;
     int fd = -1;
+    const std::atomic<bool>* stopping = nullptr;  // the front's: stop() was called
 };
 
 // Processes one complete request read from `stream`; close_connection: this is the last
@@ -96,5 +97,9 @@ const CurrentRequest& current_request();
 // True when the client of the current request has closed its connection (or reset it):
 // the result nobody waits for can be abandoned. Never blocks.
 bool client_gone();
+
+// True when the server answering the current request is stopping (HttpFront::stop()): work
+// that has not started generating (e.g. compiling a grammar) can be refused. Never blocks.
+bool server_stopping();
 
 }  // namespace duet::server

@@ -73,6 +73,9 @@ void register_server_metrics(Metrics& m) {
     m.add_counter("duet_engine_step_failures_total", "Engine steps that threw (their requests got 500)");
     m.add_counter("duet_requests_abandoned_total",
                   "Non-streamed completions cancelled because their client closed the connection");
+    m.add_counter("duet_grammar_compilations_cancelled_total",
+                  "Grammar compilations (response_format, forced tool calls) stopped because their client closed the "
+                  "connection or the server was stopping");
     const std::vector<double> latency = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
     m.add_histogram("duet_ttft_seconds", "Time to first token (host)", latency);
     m.add_histogram("duet_tbt_seconds", "Mean time between tokens of a request (host)", latency);

@@ -267,7 +267,7 @@ void ResponsesHandler::render_json(std::shared_ptr<Turn> t, httplib::Response& r
         if (client_gone()) {
             ex.cancelled->store(true);
             completions_.metrics_.inc("duet_requests_abandoned_total");
-            throw ApiError(499, "invalid_request_error", "the client closed the connection before the response");
+            throw ApiError::client_closed();
         }
     }
     auto& c = ex.choices[0];

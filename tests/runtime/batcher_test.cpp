@@ -9,6 +9,8 @@
 #include <mutex>
 #include <thread>
 
+#include "model/grammar/grammar.h"
+#include "model/grammar/token_table.h"
 #include "runtime/model.h"
 #include "runtime/prefix_cache.h"
 #include "test_models.h"
@@ -323,6 +325,54 @@ TEST(Batcher, StopsDuringTheAdmissionWindow) {
     }  // the destructor stops the engine thread inside its window
     std::lock_guard<std::mutex> lock(c.mu);
     EXPECT_FALSE(c.results[0].finish_reason.empty());  // the request was still answered (on_done ran)
+}
+
+// A request whose own sampling fails (here its grammar: after its first byte, 5000 alternatives
+// are alive at once, more parses than the matcher keeps) failed the whole step, and with it
+// every request in the batch. Now it fails alone, with the grammar's message; a group
+// of such requests fails leader and forked follower alike; the requests beside them finish with
+// the tokens they have alone, and no step counts as failed.
+TEST(Batcher, ARequestWhoseSamplingFailsFailsAlone) {
+    auto model = tiny_llama();
+    ASSERT_TRUE(model);
+    const std::string prompt = "Once upon a time";
+    const std::vector<int32_t> alone = alone_tokens(model, prompt, 24);
+    ASSERT_EQ(alone.size(), 24u);
+    BatcherOptions bo;
+    bo.n_parallel = 5;
+    Collected c(5);
+    Batcher b(model, one_thread(128), bo);
+    const auto table = model::grammar::TokenTable::from_tokenizer(model->tokenizer());
+    std::string text = "root ::= \"x\" v\nv ::= \"0\"";
+    for (int i = 1; i < 5000; ++i) text += " | \"" + std::to_string(i) + "\"";
+    const auto ambiguous = model::grammar::Grammar::parse(text, "g");
+    auto constrained = [&](size_t slot) {
+        GenRequest r = greedy_request(*model, prompt, 24, c, slot);
+        r.sampling.grammar = ambiguous;
+        r.sampling.grammar_tokens = table;
+        r.sampling.max_tokens = 24;
+        return r;
+    };
+    std::vector<GenRequest> group;
+    group.push_back(constrained(2));
+    group.push_back(constrained(3));
+    ASSERT_EQ(b.submit(greedy_request(*model, prompt, 24, c, 0)), SubmitStatus::ACCEPTED);
+    ASSERT_EQ(b.submit(constrained(1)), SubmitStatus::ACCEPTED);
+    ASSERT_EQ(b.submit_group(std::move(group)), SubmitStatus::ACCEPTED);
+    ASSERT_EQ(b.submit(greedy_request(*model, prompt, 24, c, 4)), SubmitStatus::ACCEPTED);
+    b.wait_idle();
+    for (size_t i : {size_t(1), size_t(2), size_t(3)}) {
+        EXPECT_EQ(c.results[i].finish_reason, "error") << i;
+        EXPECT_EQ(c.results[i].error.rfind("grammar: the text so far can be read in more than 4096 ways", 0), 0u)
+            << i << ": " << c.results[i].error;
+    }
+    for (size_t i : {size_t(0), size_t(4)}) {
+        EXPECT_EQ(c.results[i].finish_reason, "length") << i << ": " << c.results[i].error;
+        EXPECT_EQ(c.results[i].tokens, alone) << i;
+    }
+    EXPECT_EQ(b.stats().step_failures, 0u);
+    EXPECT_EQ(b.stats().completed, 5u);
+    EXPECT_EQ(b.stats().kv_blocks_used - b.stats().prefix_cached_blocks, 0);  // only the prefix cache holds blocks
 }
 
 }  // namespace

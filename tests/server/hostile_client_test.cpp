@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -327,7 +328,9 @@ TEST(HostileClient, ANonStreamedRequestWhoseClientLeftIsCancelled) {
     httplib::Client c("127.0.0.1", s.port());
     std::string m;
     for (int i = 0; i < 100; ++i) {  // up to 10 s for the cancel to land
-        m = c.Get("/metrics")->body;
+        const auto r = c.Get("/metrics");
+        ASSERT_TRUE(r) << "the server stopped answering";
+        m = r->body;
         if (m.find("\nduet_requests_abandoned_total 1\n") != std::string::npos &&
             m.find("\nduet_requests_running 0\n") != std::string::npos)
             break;
@@ -339,6 +342,81 @@ TEST(HostileClient, ANonStreamedRequestWhoseClientLeftIsCancelled) {
     const size_t at = m.find("\nduet_generation_tokens_total ");
     ASSERT_NE(at, std::string::npos);
     EXPECT_LT(std::stod(m.substr(at + 30)), 2000.0);
+}
+
+// A schema within every limit that takes about a second to compile: each anyOf branch is a $ref
+// with a sibling keyword, which the compiler merges with a copy of the definition, and the
+// definition carries a 16000-number annotation. (It scales with both counts: 5000 branches over
+// 50000 numbers, a 355 KB body, took 18 s.)
+json slow_schema() {
+    json branches = json::array();
+    for (int i = 0; i < 1000; ++i) branches.push_back({{"$ref", "#/$defs/a"}, {"type", "object"}});
+    return {{"$defs", {{"a", {{"type", "object"}, {"examples", std::vector<int>(16000, 0)}}}}}, {"anyOf", branches}};
+}
+
+// -1 when the server does not answer.
+double cancelled_compilations(int port) {
+    const auto r = httplib::Client("127.0.0.1", port).Get("/metrics");
+    if (!r) return -1;
+    const std::string& m = r->body;
+    const std::string key = "\nduet_grammar_compilations_cancelled_total ";
+    const size_t at = m.find(key);
+    return at == std::string::npos ? 0 : std::stod(m.substr(at + key.size()));
+}
+
+// Such a schema went on compiling after its client left, and delayed SIGTERM. Now compilation
+// polls the client's connection and the server's stop, and stops when the connection is closed
+// (on the chat route and on /v1/responses) or the server stops (the client hears 503). Measured
+// against the same schema compiled for a client that waits, in this run: each stop lands within
+// a quarter of the full compile time.
+TEST(HostileClient, SchemaCompilationStopsWhenItsClientLeavesOrTheServerStops) {
+    ModelDir d("compile");
+    ServerProcess s(d.serve({}), {});
+    const json schema = slow_schema();
+    const json chat = {{"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                       {"max_tokens", 1},
+                       {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", schema}}}}}};
+    const json responses = {{"input", "hi"},
+                            {"max_output_tokens", 16},
+                            {"text", {{"format", {{"type", "json_schema"}, {"name", "x"}, {"schema", schema}}}}}};
+    const auto t0 = Clock::now();
+    const std::string full = post(s.port(), "/v1/chat/completions", chat.dump(), 600000);
+    const double full_ms = ms_since(t0);
+    ASSERT_EQ(full.rfind("HTTP/1.1 200", 0), 0u) << full.substr(0, 300);
+    // The request sent, and a tenth of a full compile later: compiling.
+    auto compiling = [&](const std::string& path, const json& body) {
+        const std::string text = body.dump();
+        const int fd = connect_to(s.port());
+        EXPECT_TRUE(send_all(fd, "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                 "Content-Length: " + std::to_string(text.size()) + "\r\n\r\n" + text));
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::lround(full_ms / 10)));
+        return fd;
+    };
+    int n = 0;
+    for (const auto& [path, body] : {std::pair{"/v1/chat/completions", chat}, std::pair{"/v1/responses", responses}}) {
+        ::close(compiling(path, body));  // the client leaves
+        const auto left = Clock::now();
+        ++n;
+        while (cancelled_compilations(s.port()) >= 0 && cancelled_compilations(s.port()) < n && ms_since(left) < full_ms)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        const double stop_ms = ms_since(left);
+        EXPECT_EQ(cancelled_compilations(s.port()), n) << path << ": still compiling " << stop_ms << " ms after the "
+                                                       << "client left (a full compile: " << full_ms << " ms)";
+        EXPECT_LT(stop_ms, full_ms / 4) << path;
+    }
+    // The server answers as before.
+    const std::string ok = post(s.port(), "/v1/completions", R"({"prompt":"Once upon a time","max_tokens":2})");
+    EXPECT_EQ(ok.rfind("HTTP/1.1 200", 0), 0u) << ok.substr(0, 300);
+    // SIGTERM while compiling: the server exits without finishing the compile.
+    const int fd = compiling("/v1/chat/completions", chat);
+    const auto term = Clock::now();
+    s.kill_now(SIGTERM);  // returns when the process has exited
+    const double exit_ms = ms_since(term);
+    const std::string r = read_response(fd, 1000);
+    ::close(fd);
+    EXPECT_EQ(r.rfind("HTTP/1.1 503", 0), 0u) << r.substr(0, 300);
+    EXPECT_NE(r.find("The server is shutting down"), std::string::npos) << r.substr(0, 300);
+    EXPECT_LT(exit_ms, full_ms / 4) << "exited " << exit_ms << " ms after SIGTERM (a full compile: " << full_ms << " ms)";
 }
 
 }  // namespace
