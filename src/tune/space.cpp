@@ -1,5 +1,7 @@
 #include "tune/space.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "config/json_value.h"
@@ -92,7 +94,7 @@ void set_knob(Candidate& c, const std::string& dotted, const std::string& json_l
         const size_t plus = s.find('+');
         if (plus == std::string::npos)
             fail("{}: key 'hw.pair' = \"{}\" is not SOC+PIM_PRESET (e.g. Ascend910B+pim_hbm2_fimdram)", where, s);
-        set_knob(c, "ascend.soc_version", "\"" + s.substr(0, plus) + "\"", where);
+        set_knob(c, "ascend.soc_version", fmt::format("\"{}\"", s.substr(0, plus)), where);
         c.in.pim = s.substr(plus + 1);
         return;
     }

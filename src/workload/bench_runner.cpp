@@ -34,7 +34,7 @@ std::string rig_key(const config::Settings& st, const config::CoopConfig& cfg, c
                     const std::string& dispatch, bool host_cpu) {
     std::string key = st.ascend.soc_version + "|" + pim + "|" + dispatch + "|" + hw::config_dir();
     if (host_cpu) key += "|cpu0";
-    for (const auto& f : config::coop_config_fields()) key += "|" + f.show(cfg);
+    for (const auto& f : config::coop_config_fields()) key += fmt::format("|{}", f.show(cfg));
     for (const auto& [k, v] : st.runtime.knobs) key += "|" + k + "=" + v;  // the rig reads the runtime knobs
     for (const auto& [k, v] : config::runtime_knob_env()) key += "|env " + k + "=" + v;
     return key;
