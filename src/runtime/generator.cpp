@@ -19,6 +19,7 @@ const char* stop_reason_name(StopReason r) {
         case StopReason::STOP_SEQUENCE: return "stop sequence";
         case StopReason::LENGTH: return "length";
         case StopReason::CONTEXT: return "context";
+        case StopReason::INCOMPLETE: return "incomplete";
         case StopReason::CANCELLED: return "cancelled";
         case StopReason::ERROR: return "error";
     }
@@ -30,12 +31,18 @@ const char* finish_reason(StopReason r) {
         case StopReason::EOG:
         case StopReason::STOP_SEQUENCE: return "stop";
         case StopReason::LENGTH:
-        case StopReason::CONTEXT: return "length";
+        case StopReason::CONTEXT:
+        case StopReason::INCOMPLETE: return "length";
         case StopReason::CANCELLED: return "cancelled";
         case StopReason::ERROR: return "error";
         case StopReason::NONE: break;
     }
     return "?";
+}
+
+StopReason end_of_generation(const model::Sampler& sampler) {
+    const model::grammar::Matcher* m = sampler.matcher();
+    return m && !m->can_end() ? StopReason::INCOMPLETE : StopReason::EOG;
 }
 
 SequenceRun::SequenceRun(const Model& model, const model::SamplerParams& sampling, std::vector<int32_t> prompt,
@@ -57,7 +64,7 @@ void SequenceRun::advance(const float* logits, int64_t n_ctx) {
     if (on_sample_) on_sample_(tok, logits);
     if (++n_sampled_ == 1) first_token_ns_ = now_ns();
     if (!limits_.ignore_eos && model_.has_tokenizer() && model_.tokenizer().is_eog(tok))
-        return stop(StopReason::EOG);  // never fed back, not part of the output
+        return stop(end_of_generation(*sampler_));  // never fed back, not part of the output
     tokens_.push_back(tok);
     generated_.push_back(tok);
     if (on_token_) on_token_(tok);

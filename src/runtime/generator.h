@@ -36,11 +36,18 @@ enum class StopReason {
     STOP_SEQUENCE,  // a stop string appeared in the text (the text ends before it)
     LENGTH,         // max tokens generated
     CONTEXT,        // the context (n_ctx) or the KV pool is full
+    INCOMPLETE,     // end of generation where the grammar cannot end: no token continues the text
+                    // (a vocabulary without a token for some byte; docs/grammar.md, closing reserve)
     CANCELLED,      // the client went away
     ERROR,          // the engine step failed
 };
-const char* stop_reason_name(StopReason r);  // "eog", "stop sequence", "length", "context", "cancelled", "error"
-const char* finish_reason(StopReason r);     // OpenAI's: "stop" (EOG, stop sequence), "length", "cancelled", "error"
+const char* stop_reason_name(StopReason r);  // "eog", "stop sequence", "length", "context", "incomplete", ...
+// OpenAI's: "stop" (EOG, stop sequence), "length" (also context and incomplete: the text is not
+// complete), "cancelled", "error"
+const char* finish_reason(StopReason r);
+// Why an end-of-generation token ends a sequence: EOG, or INCOMPLETE when its grammar (if any)
+// cannot end where the text stands.
+StopReason end_of_generation(const model::Sampler& sampler);
 
 struct RunLimits {
     int64_t max_tokens = -1;        // < 0: until EOG or the context is full; 0: none

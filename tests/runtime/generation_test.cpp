@@ -5,6 +5,8 @@
 #include <cctype>
 #include <sstream>
 
+#include "model/grammar/grammar.h"
+#include "model/grammar/token_table.h"
 #include "runtime/generator.h"
 #include "test_models.h"
 
@@ -204,3 +206,44 @@ TEST(StepPolicy, ShortPromptIsNotHeldBehindALongOneAndTheLongOneIsNotStarved) {
     EXPECT_GT(patient.kv().n_tokens(), 0);
     for (SequenceKv& k : kv) k.release(engine.kv_cache());
 }
+
+namespace {
+
+// A vocabulary with no token for "}" (docs/grammar.md, closing reserve): the grammar's text can
+// reach a point no token continues, and the sampler then ends the generation. That end is
+// reported as incomplete (finish_reason "length"), never as a finished text ("stop"); an end
+// where the grammar can end, or without a grammar, is EOG.
+TEST(Generation, AnEndWhereTheGrammarCannotEndIsIncomplete) {
+    using model::grammar::Grammar;
+    using model::grammar::TokenTable;
+    const std::vector<std::string> pieces = {"{\"", "a", "b", "\"", "\":", " ", ""};
+    auto table = std::make_shared<TokenTable>(pieces, std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 1});
+    model::SamplerParams p;
+    p.temperature = 0.0f;
+    p.grammar = Grammar::parse(R"(root ::= "{\"" [ab]* "\"}")", "g");
+    p.grammar_tokens = table;
+    p.max_tokens = 6;
+    model::Sampler s(p, table->n_vocab());
+    const std::vector<float> logits = {0, 5, 1, 0, 0, 0, 0};
+    int32_t t = -1;
+    for (int i = 0; i < 6 && !table->is_eog(t); ++i) s.accept(t = s.sample(logits.data()));
+    ASSERT_TRUE(table->is_eog(t));
+    EXPECT_EQ(end_of_generation(s), StopReason::INCOMPLETE);
+    EXPECT_STREQ(finish_reason(end_of_generation(s)), "length");
+    EXPECT_STREQ(stop_reason_name(StopReason::INCOMPLETE), "incomplete");
+
+    // The same grammar where "}" is a token: the text closes and the end is a normal one.
+    const std::vector<std::string> closing = {"{\"", "a", "b", "\"", "\"}", " ", ""};
+    p.grammar_tokens = std::make_shared<TokenTable>(closing, std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 1});
+    model::Sampler ok(p, 7);
+    const std::vector<float> prefer_closing = {0, 5, 1, 0, 0.5f, 0, 0};  // "\"}" over "\""
+    t = -1;
+    for (int i = 0; i < 6 && !table->is_eog(t); ++i) ok.accept(t = ok.sample(prefer_closing.data()));
+    ASSERT_TRUE(table->is_eog(t));
+    EXPECT_EQ(end_of_generation(ok), StopReason::EOG);
+    EXPECT_STREQ(finish_reason(end_of_generation(ok)), "stop");
+    model::SamplerParams plain;
+    EXPECT_EQ(end_of_generation(model::Sampler(plain, 7)), StopReason::EOG);
+}
+
+}  // namespace
