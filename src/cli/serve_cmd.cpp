@@ -42,6 +42,7 @@ struct ServeArgs {
     std::string model_path, settings_path, config_path, host = "127.0.0.1", tasks_db = "duet-tasks.db", model_id,
                                                         chat_template;
     int port = 8080;
+    int64_t max_schema_work = int64_t(1) << 20;
     int64_t parallel = 4, ctx = 0, queue = 64, max_body_bytes = 1 << 20, kv_blocks = 0, max_connections = 256;
     int64_t max_head_bytes = 32768, max_headers = 100, head_timeout_ms = 10000, idle_timeout_ms = 5000,
             body_timeout_ms = 30000;
@@ -75,6 +76,7 @@ void serve(const ServeArgs& a, const CLI::App& root) {
     so.max_connections = size_t(a.max_connections);
     so.responses_db = a.tasks_db;  // stored /v1/responses live beside the tasks
     so.max_stored_responses = a.max_stored_responses;
+    so.max_schema_work = size_t(a.max_schema_work);
     so.max_head_bytes = size_t(a.max_head_bytes);
     so.max_headers = size_t(a.max_headers);
     so.head_timeout_ms = int(a.head_timeout_ms);
@@ -243,6 +245,10 @@ void register_serve(CLI::App& app) {
            "only, no prefix cache; not with --tp > 1 (docs/scale-out.md)",
            1, 1024);
     text(c, "--tasks-db", a->tasks_db, "SQLite file of the tasks API and of stored /v1/responses (created 0600)");
+    number(c, "--max-schema-work", a->max_schema_work,
+           "JSON values compiling one request's schema may copy (resolving $ref with siblings, nullable, allOf); "
+           "past it the request gets 400",
+           int64_t(1), int64_t(1) << 30);
     number(c, "--max-stored-responses", a->max_stored_responses,
            "Responses kept for GET /v1/responses/{id} and previous_response_id; storing one more deletes the oldest",
            int64_t(1), int64_t(1) << 30);

@@ -150,6 +150,7 @@ std::shared_ptr<const model::grammar::Grammar> CompletionHandler::grammar_for(co
     const bool forced = r.tool_choice == ToolChoice::REQUIRED || r.tool_choice == ToolChoice::FUNCTION;
     const std::string param = forced ? "tools" : "response_format.json_schema.schema";
     g::SchemaLimits schema_limits;
+    schema_limits.max_copied_values = settings_.max_schema_work;
     schema_limits.cancelled = client_gone_poller();
     g::GrammarLimits grammar_limits;
     grammar_limits.cancelled = schema_limits.cancelled;

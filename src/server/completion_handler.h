@@ -18,6 +18,7 @@
 
 #include "model/chat_template.h"
 #include "model/grammar/grammar.h"
+#include "model/grammar/json_schema.h"
 #include "model/grammar/token_table.h"
 #include "runtime/batcher.h"
 #include "server/completion_request.h"
@@ -34,6 +35,7 @@ namespace duet::server {
 struct CompletionSettings {
     std::string model_id;  // the name requests must use
     model::ChatTemplate chat_template = model::ChatTemplate::CHATML;
+    size_t max_schema_work = model::grammar::SchemaLimits{}.max_copied_values;  // --max-schema-work
 };
 
 class CompletionHandler {

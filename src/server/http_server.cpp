@@ -86,7 +86,7 @@ HttpServer::HttpServer(ServerOptions opts, runtime::Batcher& batcher, TaskServic
                        ModelledTimings timings)
     : opts_(std::move(opts)), batcher_(batcher), tasks_(tasks), metrics_(metrics), timings_(std::move(timings)),
       http_(std::make_unique<RoutedServer>()),
-      completions_(std::make_unique<CompletionHandler>(CompletionSettings{opts_.model_id, opts_.chat_template}, batcher,
+      completions_(std::make_unique<CompletionHandler>(CompletionSettings{opts_.model_id, opts_.chat_template, opts_.max_schema_work}, batcher,
                                                        metrics, timings_)),
       responses_store_(std::make_unique<ResponsesStore>(opts_.responses_db, opts_.max_stored_responses)),
       responses_(std::make_unique<ResponsesHandler>(*completions_, *responses_store_)) {

@@ -46,6 +46,7 @@ struct ServerOptions {
     model::ChatTemplate chat_template = model::ChatTemplate::CHATML;
     std::string responses_db = ":memory:";  // SQLite file of stored /v1/responses (responses_store.h)
     int64_t max_stored_responses = 1000;    // the oldest is deleted past this many
+    size_t max_schema_work = size_t(1) << 20;  // JSON values a schema's compilation may copy (--max-schema-work)
 };
 
 class HttpServer {

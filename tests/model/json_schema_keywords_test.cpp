@@ -265,6 +265,23 @@ TEST(JsonSchemaBudget, SchemaTextParsesInLinearTimeWithADepthLimit) {
     EXPECT_EQ(w["k199999"], 199999);
 }
 
+// Each anyOf branch is a $ref with a sibling keyword: the compiler merges a copy of the
+// definition (with its 100-number annotation) per branch, so the work grows with branches x size.
+TEST(JsonSchemaBudget, CopyingWorkIsBoundedByItsLimit) {
+    auto schema = [](int branches) {
+        ojson any = ojson::array();
+        for (int i = 0; i < branches; ++i) any.push_back({{"$ref", "#/$defs/a"}, {"type", "object"}});
+        return ojson{{"$defs", {{"a", {{"type", "object"}, {"examples", std::vector<int>(100, 0)}}}}}, {"anyOf", any}};
+    };
+    SchemaLimits limits;
+    limits.max_copied_values = 1000;
+    EXPECT_EQ(error_of_schema(schema(4), limits), "(no error)");
+    EXPECT_EQ(error_of_schema(schema(40), limits),
+              "s.json: /anyOf/8: resolving $ref, nullable and allOf copies more than 1000 JSON values (the limit "
+              "on schema compilation work; a definition referenced many times with sibling keywords multiplies it)");
+    EXPECT_EQ(error_of_schema(schema(40)), "(no error)");  // the default limit, 1048576 values
+}
+
 TEST(JsonSchemaBudget, CompilationStopsWhenCancelled) {
     std::atomic<int> polls{0};
     SchemaLimits limits;

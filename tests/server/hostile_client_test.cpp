@@ -344,14 +344,30 @@ TEST(HostileClient, ANonStreamedRequestWhoseClientLeftIsCancelled) {
     EXPECT_LT(std::stod(m.substr(at + 30)), 2000.0);
 }
 
-// A schema within every limit that takes about a second to compile: each anyOf branch is a $ref
-// with a sibling keyword, which the compiler merges with a copy of the definition, and the
-// definition carries a 16000-number annotation. (It scales with both counts: 5000 branches over
-// 50000 numbers, a 355 KB body, took 18 s.)
+// A schema that takes about a second to compile once the work limit allows it: each anyOf branch
+// is a $ref with a sibling keyword, which the compiler merges with a copy of the definition, and
+// the definition carries a 16000-number annotation: 16 M JSON values copied. (It scales with both
+// counts: 5000 branches over 50000 numbers, a 355 KB body, took 18 s without the limit.)
 json slow_schema() {
     json branches = json::array();
     for (int i = 0; i < 1000; ++i) branches.push_back({{"$ref", "#/$defs/a"}, {"type", "object"}});
     return {{"$defs", {{"a", {{"type", "object"}, {"examples", std::vector<int>(16000, 0)}}}}}, {"anyOf", branches}};
+}
+
+// By default the same schema is refused at the work limit, before it has copied much.
+TEST(HostileClient, SchemaCompilationWorkIsBounded) {
+    ModelDir d("work");
+    ServerProcess s(d.serve({}), {});
+    const json chat = {{"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                       {"max_tokens", 1},
+                       {"response_format",
+                        {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", slow_schema()}}}}}};
+    const std::string r = post(s.port(), "/v1/chat/completions", chat.dump());
+    ASSERT_EQ(r.rfind("HTTP/1.1 400", 0), 0u) << r.substr(0, 300);
+    EXPECT_EQ(error_message(r),
+              "response_format.json_schema.schema: /anyOf/65: resolving $ref, nullable and allOf copies more than "
+              "1048576 JSON values (the limit on schema compilation work; a definition referenced many times with "
+              "sibling keywords multiplies it)");
 }
 
 // -1 when the server does not answer.
@@ -371,7 +387,7 @@ double cancelled_compilations(int port) {
 // a quarter of the full compile time.
 TEST(HostileClient, SchemaCompilationStopsWhenItsClientLeavesOrTheServerStops) {
     ModelDir d("compile");
-    ServerProcess s(d.serve({}), {});
+    ServerProcess s(d.serve({"--max-schema-work", "100000000"}), {});
     const json schema = slow_schema();
     const json chat = {{"messages", {{{"role", "user"}, {"content", "hi"}}}},
                        {"max_tokens", 1},

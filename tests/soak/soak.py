@@ -473,9 +473,9 @@ class Soak:
         self.probe_chunked_memory()
 
         # kill -9 in the middle of work: start tasks and requests, then SIGKILL
-        # long tasks (a 7B preset, 64K tokens), so some are still queued or running at the kill
+        # long tasks (a 7B preset, 4000 tokens: its whole context), so some are still queued or running at the kill
         for _ in range(3):
-            status, text = self.request("POST", "/v1/tasks", {"task": "bench", "model": "llama2-7b", "gen_len": 65536})
+            status, text = self.request("POST", "/v1/tasks", {"task": "bench", "model": "llama2-7b", "seq_len": 64, "gen_len": 4000})
             if status == 200:
                 self.add_task(json.loads(text)["id"])
         self.restarting.set()

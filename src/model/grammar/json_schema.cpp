@@ -205,6 +205,20 @@ std::string JsonSchemaCompiler::visit_ref(const ojson& s, const std::string& /*n
     return rule;
 }
 
+void JsonSchemaCompiler::charge_copy(const ojson& copied, const std::string& path, Ctx& ctx) {
+    std::vector<const ojson*> todo = {&copied};
+    while (!todo.empty()) {
+        const ojson* x = todo.back();
+        todo.pop_back();
+        if (++ctx.copied_values > limits_.max_copied_values)
+            fail("{}: resolving $ref, nullable and allOf copies more than {} JSON values (the limit on schema "
+                 "compilation work; a definition referenced many times with sibling keywords multiplies it)",
+                 where(path), limits_.max_copied_values);
+        if (x->is_structured())
+            for (const auto& v : *x) todo.push_back(&v);
+    }
+}
+
 std::string JsonSchemaCompiler::visit(const ojson& s, const std::string& name, const std::string& path, Ctx& ctx) {
     DepthGuard guard(ctx.depth, limits_.max_depth, where(path));
     if (s.is_boolean()) {
@@ -218,6 +232,7 @@ std::string JsonSchemaCompiler::visit(const ojson& s, const std::string& name, c
 
     if (auto n = s.find("nullable"); n != s.end()) {
         if (!n->is_boolean()) fail("{}nullable: must be true or false", into(where(path)));
+        charge_copy(s, path, ctx);
         const std::string inner = visit(without(s, {"nullable"}), name, path, ctx);
         if (!n->get<bool>()) return inner;
         const std::string rule = fresh(name + "-or-null");
@@ -227,6 +242,7 @@ std::string JsonSchemaCompiler::visit(const ojson& s, const std::string& name, c
     if (s.contains("$ref")) {
         if (only_annotations(without(s, {"$ref"}))) return visit_ref(s, name, path, ctx);
         // siblings constrain the referenced schema too: the same as allOf [ref, siblings]
+        charge_copy(s, path, ctx);
         ojson all = {{"allOf", ojson::array({ojson{{"$ref", s["$ref"]}}, without(s, {"$ref"})})}};
         return visit(all, name, path, ctx);
     }

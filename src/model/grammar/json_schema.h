@@ -38,6 +38,10 @@ struct SchemaLimits {
     int max_depth = 64;                      // schema objects nested inside each other
     size_t max_rules = 20000;                // grammar rules generated
     size_t max_grammar_bytes = size_t(4) << 20;  // grammar text generated
+    // JSON values copied while resolving $ref with siblings, nullable and allOf (each a merge
+    // over copies): bounds the compile time and memory a small schema can ask for, e.g. a
+    // thousand references to one large definition.
+    size_t max_copied_values = size_t(1) << 20;
     std::function<bool()> cancelled;         // polled while compiling; true throws GrammarCancelled
 };
 
@@ -66,6 +70,8 @@ private:
     std::string counted_contents(const std::string& contents, int lo, int hi, const std::string& w,
                                  const std::string& what);
     nlohmann::ordered_json merge_all_of(const nlohmann::ordered_json& s, const std::string& path, Ctx& ctx);
+    // Counts the values of `copied` against max_copied_values; throws naming the limit past it.
+    void charge_copy(const nlohmann::ordered_json& copied, const std::string& path, Ctx& ctx);
     const nlohmann::ordered_json& resolve(const std::string& ref, const std::string& path, const Ctx& ctx) const;
     const nlohmann::ordered_json& deref(const nlohmann::ordered_json& s, const std::string& path, const Ctx& ctx) const;
     unsigned type_bits(const nlohmann::ordered_json& s, const std::string& path, const Ctx& ctx, int depth) const;

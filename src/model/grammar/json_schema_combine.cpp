@@ -82,6 +82,7 @@ ojson JsonSchemaCompiler::merge_all_of(const ojson& s, const std::string& path, 
     const std::string w = into(where(path)) + "allOf";
     const ojson& members = s["allOf"];
     if (!members.is_array() || members.empty()) fail("{}: must be a non-empty array", w);
+    charge_copy(s, path, ctx);
     ojson merged = without(s, {"allOf"});
     std::vector<std::unordered_set<std::string>> closed;  // property sets of members with additionalProperties false
     auto note_closed = [&](const ojson& x) {
@@ -94,11 +95,13 @@ ojson JsonSchemaCompiler::merge_all_of(const ojson& s, const std::string& path, 
     };
     note_closed(merged);
     for (size_t i = 0; i < members.size(); ++i) {
+        charge_copy(members[i], path, ctx);
         ojson x = members[i];
         for (int hops = 0; x.is_object() && x.contains("$ref"); ++hops) {
             if (hops >= limits_.max_depth) fail("{}{}: $ref chain longer than {} (a reference cycle?)", into(w), i, limits_.max_depth);
             if (!x["$ref"].is_string()) fail("{}{}/$ref: must be a string", into(w), i);
             const ojson& target = resolve(x["$ref"].get<std::string>(), path, ctx);
+            charge_copy(target, path, ctx);
             const ojson rest = without(x, {"$ref"});
             x = only_annotations(rest) ? target : ojson{{"allOf", ojson::array({target, rest})}};
         }
@@ -118,7 +121,11 @@ ojson JsonSchemaCompiler::merge_all_of(const ojson& s, const std::string& path, 
             if (k == "properties" && m.is_object() && v.is_object()) {
                 for (const auto& [p, ps] : v.items())
                     if (!m.contains(p) || m[p] == ps) m[p] = ps;
-                    else m[p] = ojson{{"allOf", ojson::array({m[p], ps})}};
+                    else {
+                        charge_copy(m[p], path, ctx);
+                        charge_copy(ps, path, ctx);
+                        m[p] = ojson{{"allOf", ojson::array({m[p], ps})}};
+                    }
             } else if (k == "required" && m.is_array() && v.is_array()) {
                 for (const auto& r : v)
                     if (std::find(m.begin(), m.end(), r) == m.end()) m.push_back(r);

@@ -35,6 +35,7 @@ struct JsonSchemaCompiler::Ctx {
     const detail::ojson* root;
     std::map<std::string, std::string> refs;  // "#/$defs/x" -> rule name
     int depth = 0;
+    size_t copied_values = 0;  // charged by charge_copy
 };
 
 namespace detail {
