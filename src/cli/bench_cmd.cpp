@@ -26,6 +26,7 @@
 #include "sim/planner.h"
 #include "sim/report.h"
 #include "sim/report_files.h"
+#include "tune/memory_estimate.h"
 #include "workload/bench_runner.h"
 #include "workload/model_limits.h"
 
@@ -62,6 +63,7 @@ struct BenchArgs {
     bool fuse = false;
     std::string kv_type;  // "" = settings runtime.dtype; int8 = the int8 KV cache (trace-only)
     bool no_verdict_exit = false;
+    int64_t max_memory_mb = int64_t(tune::kDefaultMemoryCapBytes >> 20);  // trace-only plans (tune/memory_estimate.h)
     runtime::WarmupOptions warmup;  // FILE mode
     AgentBenchArgs agent;           // --workload agent (cli/bench_agent.h)
     ServingBenchArgs serving;       // --workload serving (cli/bench_serving.h)
@@ -122,6 +124,9 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
         workload::check_context(limits, a.seq_len != -1 ? in.seq_len : 0, in.gen_len);
     else
         in.seq_len = workload::cut_to_context(limits, in.seq_len, in.gen_len);
+    if (!file_mode)  // one baseline and one target plan of gen_len forwards, estimated before they are built
+        tune::check_memory(tune::plan_memory(in.model, st.runtime.dtype, in.gen_len), uint64_t(a.max_memory_mb) << 20,
+                           "this bench of " + in.model, "duet bench --max-memory-mb", "a smaller --gen-len");
     workload::BenchSetup setup = workload::prepare_bench(st, cfg, in, file_mode);
     if (!a.kv_type.empty() && a.kv_type != "f16") {  // the modelled KV cache in int8 blocks (runtime/kv_cache.h)
         if (file_mode) fail("--kv-type {} with a model file: FILE mode traces the engine's f16 KV (allowed: f16)", a.kv_type);
@@ -248,14 +253,15 @@ void register_bench(CLI::App& app) {
     number(c, "--gen-len", a->gen_len, help::kGenLen, int64_t(1), int64_t(65536));
     number(c, "--batch", a->batch, "Concurrent sequences", int64_t(1), int64_t(4096),
            DefaultFrom{"settings runtime.batch_size"});
+    number(c, "--max-memory-mb", a->max_memory_mb, help::kMaxMemoryMb, int64_t(128), int64_t(1) << 22);
     text(c, "--model,-m", a->model, help::kModelAny, DefaultFrom{"settings api.model"});
     text(c, "--settings", a->settings_path, help::kSettings);
     text(c, "--config", a->config_path, help::kConfig);
     text(c, "--pim", a->pim, help::kPim, DefaultFrom{"pim_hbm2_fimdram"});
     text(c, "--npu-dispatch", a->dispatch, help::kNpuDispatch,
          DefaultFrom{"queue1"});
-    text(c, "--kv-type", a->kv_type, help::kKvType,
-         DefaultFrom{"settings runtime.dtype"});
+    text(c, "--kv-type", a->kv_type, help::kKvType, DefaultFrom{"settings runtime.dtype"})
+        ->transform(dtype_alias("--kv-type", {"int8"}));
     c->add_flag("--fuse", a->fuse, help::kFuse);
     c->add_option("--report", a->report, "Write the JSON report here (docs/report-schema.md)");
     c->add_option("--trace", a->trace, "Write a Chrome/Perfetto trace of both timelines (one track group per device and link)");

@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 
 #include "core/build_paths.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -78,13 +80,13 @@ CLI::Option* alias(CLI::App* app, const std::string& old_name, const std::string
         ->group("");  // hidden: the canonical flag's help names it
 }
 
-CLI::Validator value_alias(const std::string& flag, const std::map<std::string, std::string>& deprecated) {
+CLI::Validator dtype_alias(const std::string& flag, std::vector<std::string> keep) {
     return CLI::Validator(
-        [flag, deprecated](std::string& s) -> std::string {
-            const auto it = deprecated.find(s);
-            if (it != deprecated.end()) {
-                DUET_LOG_WARN("{} '{}' is a deprecated spelling; use '{}'", flag, s, it->second);
-                s = it->second;
+        [flag, keep](std::string& s) -> std::string {
+            const std::string name = canonical_dtype_name(s);
+            if (name != s && std::find(keep.begin(), keep.end(), s) == keep.end()) {
+                DUET_LOG_WARN("{} '{}' is a deprecated spelling; use '{}'", flag, s, name);
+                s = name;
             }
             return "";
         },

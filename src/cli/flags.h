@@ -9,12 +9,13 @@
 //              defaults: "INT:in 0 to 256=0"; a default computed at run time shows where it
 //              comes from ("=settings runtime.seq_len"), never "(default ...)" in the text.
 //   alias()    a deprecated spelling of a flag (still accepted, warns on use, named in the canonical flag's help).
-//   value_alias()  a deprecated spelling of a value ("fp16" for "f16").
+//   dtype_alias()  another spelling of a dtype value ("fp16" for "f16"), read as the name.
 //
 // Thread safety: call while building the CLI (main thread).
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <map>
+#include <vector>
 #include <string>
 #include <type_traits>
 
@@ -58,9 +59,9 @@ CLI::Option* text(CLI::App* app, const std::string& names, std::string& target, 
 // canonical flag (declared before) gets " (OLD: deprecated alias)" at the end of its help.
 CLI::Option* alias(CLI::App* app, const std::string& old_name, const std::string& canonical, std::string& target);
 
-// Maps a deprecated value spelling to its canonical one (with a warning on stderr), e.g.
-// value_alias("--dtype", {{"fp16", "f16"}}); other values pass unchanged.
-CLI::Validator value_alias(const std::string& flag, const std::map<std::string, std::string>& deprecated);
+// Reads another spelling of a dtype (core/dtype.h dtype_aliases(): fp16, float16 -> f16, ...) as
+// its name, with a warning on stderr; other values, and those in `keep`, pass unchanged.
+CLI::Validator dtype_alias(const std::string& flag, std::vector<std::string> keep = {});
 
 // Default --settings and --config: settings.json and config.toml of the build's configs/ folder
 // (core/build_paths.h).
@@ -83,10 +84,12 @@ inline constexpr const char* kPim = "PIM preset (configs/hw/)";
 inline constexpr const char* kChannels = "Channels (pseudo channels for HBM); 0 = the preset's device";
 inline constexpr const char* kStacks =
     "Stacks (HBM) or packages: channels = stacks x the preset's per-stack channels; 0 = the preset's";
+inline constexpr const char* kMaxMemoryMb =
+    "Memory the run may hold, estimated before it starts (more is refused; docs/tune.md \"Memory\")";
 inline constexpr const char* kGenLen = "Generated tokens (the first from prefill)";
 inline constexpr const char* kCtx =
     "Context per sequence in tokens (0: min(trained context, 4096)); checked against memory before allocation";
-inline constexpr const char* kPimDtype = "Operand type: f16, bf16 or int8 (fp16: deprecated spelling of f16)";
+inline constexpr const char* kPimDtype = "Operand type: f16, bf16 or i8 (fp16, int8: deprecated spellings)";
 inline constexpr const char* kEngineThreads = "Engine threads (0: all hardware threads)";
 inline constexpr const char* kFuse =
     "Q/K/V and gate/up as one matmul each, RoPE with the KV write, RMSNorm in the next matmul's input "

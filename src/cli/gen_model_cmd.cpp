@@ -148,7 +148,7 @@ void register_gen_model(CLI::App& app) {
         "Same preset, dtype and seed give a byte-identical file.");
     cmd->add_option("--arch", args->arch, "Architecture preset (see --list); required unless --list");
     text(cmd, "--dtype", args->dtype, "Weight type: " + model::synthetic_dtype_names())
-        ->transform(value_alias("--dtype", {{"fp16", "f16"}, {"fp32", "f32"}}));
+        ->transform(dtype_alias("--dtype"));
     number(cmd, "--seed", args->seed, "Random seed", uint64_t(0), std::numeric_limits<uint64_t>::max());
     cmd->add_option("-o,--output", args->out, "Output file (written to FILE.tmp, then renamed); required unless --list");
     number(cmd, "--layers", args->layers, "Override the preset's layer count", int64_t(1), int64_t(4096),

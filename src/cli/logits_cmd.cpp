@@ -86,7 +86,7 @@ void register_logits(CLI::App& app) {
         ->required();
     number(cmd, "-t,--threads", args->threads, help::kEngineThreads, 0, int(kMaxThreads));
     text(cmd, "--kv-type", args->kv_type, help::kKvType)
-        ->transform(value_alias("--kv-type", {{"fp16", "f16"}, {"fp32", "f32"}}));
+        ->transform(dtype_alias("--kv-type", {"int8"}));
     cmd->callback([args] { run(*args); });
 }
 

@@ -128,8 +128,8 @@ DType gemv_dtype(const hw::pim::PimSpec& s, const std::string& name) {
     if (name.empty()) return s.unit.fp16 ? DType::F16 : (s.unit.bf16 ? DType::BF16 : DType::I8);
     if (name == "f16") return DType::F16;
     if (name == "bf16") return DType::BF16;
-    if (name == "int8") return DType::I8;
-    fail("--dtype '{}' is not allowed (allowed: f16, bf16, int8)", name);
+    if (name == "i8") return DType::I8;
+    fail("--dtype '{}' is not allowed (allowed: f16, bf16, i8)", name);
 }
 
 // Random operands in the dtype's raw encoding.
@@ -231,7 +231,7 @@ void run_gemv(const GemvArgs& a) {
     } else {
         fail("--layout '{}' is not allowed (allowed: row_major_128bit, row_per_unit)", a.layout);
     }
-    const char* acc = g.dtype == DType::I8 ? "int32" : (spec.unit.acc == hw::pim::AccPrecision::FP16 ? "fp16" : "fp32");
+    const char* acc = g.dtype == DType::I8 ? "int32" : (spec.unit.acc == hw::pim::AccPrecision::FP16 ? "f16" : "f32");
     std::printf("functional    layout %s, %s operands, %s accumulators, lane reduction in %s\n", a.layout.c_str(),
                 dtype_name(g.dtype), acc, spec.unit.reduce_in_unit ? "unit" : "host");
     std::printf("              %llu column commands, %llu partial sums reduced on the host\n",
@@ -291,7 +291,7 @@ void register_pim_sim(CLI::App& app) {
     number(gemv, "--k", ga.k, "Input length", int64_t(1), kMaxTokens);
     text(gemv, "--dtype", ga.dtype, help::kPimDtype,
          DefaultFrom{"the preset's first"})
-        ->transform(value_alias("--dtype", {{"fp16", "f16"}}));
+        ->transform(dtype_alias("--dtype"));
     number(gemv, "--alignment", ga.alignment, "Layout granule in bits, [pim] alignment", 8, 65536,
            DefaultFrom{"128"});
     text(gemv, "--fidelity", ga.fidelity, "command | analytical");

@@ -28,8 +28,8 @@ struct NpuArgs {
 DType parse_dtype(const std::string& s) {
     if (s == "f16") return DType::F16;
     if (s == "bf16") return DType::BF16;
-    if (s == "int8") return DType::I8;
-    fail("--dtype = '{}' is not allowed (allowed: f16, bf16, int8)", s);
+    if (s == "i8") return DType::I8;
+    fail("--dtype = '{}' is not allowed (allowed: f16, bf16, i8)", s);
 }
 
 void run(const NpuArgs& a) {
@@ -87,7 +87,7 @@ void run(const NpuArgs& a) {
                 b.effective_bandwidth_gbps, b.operands_fit_l2 ? " (operands stay in L2)" : "",
                 b.l2_bytes / 1048576.0);
     std::printf("  device            %.1f TFLOP/s %s peak, %s %.0f GiB at %.1f GB/s x efficiency %.3f (%s)\n",
-                p.peak_cube_flops(int8) * 1e-12, int8 ? "int8" : "fp16", p.memory_type.c_str(), p.memory_capacity_gib,
+                p.peak_cube_flops(int8) * 1e-12, int8 ? "i8" : "f16", p.memory_type.c_str(), p.memory_capacity_gib,
                 p.memory_bandwidth_gbps, opt.memory_efficiency,
                 a.memory_efficiency == "dram"   ? "DRAM model, sequential stream"
                 : a.memory_efficiency == "peak" ? "published peak, as duet bench"
@@ -128,7 +128,7 @@ void register_pim_sim_npu(CLI::App& app) {
     number(cmd, "--kv-heads", args->kv_heads, "attention: KV heads", int64_t(1), int64_t(4096),
            DefaultFrom{"= --heads"});
     text(cmd, "--dtype", args->dtype, help::kPimDtype)
-        ->transform(value_alias("--dtype", {{"fp16", "f16"}}));
+        ->transform(dtype_alias("--dtype"));
     text(cmd, "--npu-dispatch", args->dispatch, help::kNpuDispatch);
     alias(cmd, "--dispatch", "--npu-dispatch", args->dispatch);
     text(cmd, "--memory-efficiency", args->memory_efficiency,

@@ -207,7 +207,7 @@ void register_run(CLI::App& app) {
     number(cmd, "-c,--ctx", args->ctx,
            help::kCtx,
            int64_t(0), kMaxCtx);
-    text(cmd, "--kv-type", args->kv_type, help::kKvType);
+    text(cmd, "--kv-type", args->kv_type, help::kKvType)->transform(dtype_alias("--kv-type", {"int8"}));
     number(cmd, "--tp", args->tp,
            "Tensor-parallel ranks: each loads its slice of every layer; run as mpirun -np N duet run --tp N "
            "(docs/scale-out.md)",

@@ -33,6 +33,7 @@
 #include "server/task_store.h"
 #include "tune/memory_estimate.h"
 #include "workload/bench_runner.h"
+#include "workload/serve_twin.h"
 
 namespace duet::cli {
 namespace {
@@ -125,6 +126,14 @@ void serve(const ServeArgs& a, const CLI::App& root) {
     bo.admit_window_us = a.admit_window_ms * 1000;
     bo.request_log = a.request_log;
     bo.warmup_rounds = runtime::serve_warm_rounds(a.warmup);  // dummy forwards on the batcher's engine thread
+    // Every real step timed on the modelled machine as it runs (workload/serve_twin.h): each
+    // response's duet.in_batch. TASK_QUEUE_ENABLE picks the modelled NPU's dispatch mode.
+    const std::string dispatch = config::effective_npu_dispatch("", knobs);
+    const workload::ServeTwin twin = workload::make_serve_twin(st, cfg, a.model_path, dispatch);
+    if (twin.twin)
+        bo.on_step = [t = twin.twin](const runtime::StepRecord& r) { t->observe(r.arrived, r.step); };
+    else
+        DUET_LOG_WARN("the modelled twin is off (duet.in_batch gives the reason): {}", twin.unavailable);
     server::Metrics metrics;  // outlives the batcher: its callbacks update it
     server::register_server_metrics(metrics);
     std::unique_ptr<runtime::TpRank> tp;  // --tp or --pp > 1: outlives the batcher, then tells the other ranks to stop
@@ -158,10 +167,10 @@ void serve(const ServeArgs& a, const CLI::App& root) {
     register_serve_tasks(tasks, st, cfg, path, uint64_t(a.task_memory_mb) << 20);
 
     // The modelled NPU-only and NPU+PIM timings of a request of this size on the served model,
-    // computed once per size (server/timings_cache.h).
-    // TASK_QUEUE_ENABLE picks the modelled NPU's dispatch mode (config/runtime_knobs.h)
-    const std::string dispatch = config::effective_npu_dispatch("", knobs);
-    server::ModelledTimings timings = server::memoise_timings([st, cfg, path, dispatch](int64_t n_prompt, int64_t n_gen) -> nlohmann::json {
+    // computed once per size (server/timings_cache.h), and of each request in its real batch.
+    server::ModelledTimings timings;
+    timings.in_batch = [twin](int64_t id) { return workload::in_batch_json(twin, id); };
+    timings.by_size = server::memoise_timings([st, cfg, path, dispatch](int64_t n_prompt, int64_t n_gen) -> nlohmann::json {
         workload::TraceBenchInputs in;
         in.model = path;
         in.dispatch = dispatch;
@@ -173,7 +182,7 @@ void serve(const ServeArgs& a, const CLI::App& root) {
                 return nlohmann::json{{"policy", x.policy},
                                       {"ttft_ms", x.timeline.ttft_ns / 1e6},
                                       {"tbt_ms", x.tbt_mean_ns / 1e6},
-                                      {"energy_per_token_pj", x.decode_energy_per_token_pj}};
+                                      {"decode_energy_per_token_pj", x.decode_energy_per_token_pj}};
             };
             return {{"npu", r.npu}, {"pim", r.pim}, {"baseline", run(r.baseline)}, {"target", run(r.target)}};
         } catch (const Error& e) {
@@ -217,7 +226,7 @@ void register_serve(CLI::App& app) {
     text(c, "--host", a->host, "Address to listen on (the loopback only unless you name another, e.g. 0.0.0.0)");
     number(c, "--port", a->port, "Port (0: any free port)", 0, 65535);
     number(c, "--parallel", a->parallel, "Sequences in the running batch at most", int64_t(1), int64_t(256));
-    text(c, "--kv-type", a->kv_type, help::kKvType);
+    text(c, "--kv-type", a->kv_type, help::kKvType)->transform(dtype_alias("--kv-type", {"int8"}));
     number(c, "--ctx", a->ctx, help::kCtx, int64_t(0),
            kMaxCtx);
     number(c, "--kv-blocks", a->kv_blocks,

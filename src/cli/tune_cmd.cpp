@@ -204,9 +204,7 @@ void register_tune(CLI::App& app) {
     c->add_option("--pareto-json", a->pareto_json, "Write the Pareto front as JSON");
     c->add_option("--pareto-svg", a->pareto_svg, "Write the Pareto front as an SVG scatter plot");
     number(c, "--threads", a->threads, "Evaluator threads per process", 1, 256);
-    number(c, "--max-memory-mb", a->max_memory_mb,
-           "Memory the search may hold, estimated before it starts (more is refused; docs/tune.md \"Memory\")",
-           int64_t(128), int64_t(1) << 22);
+    number(c, "--max-memory-mb", a->max_memory_mb, help::kMaxMemoryMb, int64_t(128), int64_t(1) << 22);
     c->add_flag("--no-sensitivity", a->no_sensitivity, "Skip the one-at-a-time sweep around the best point");
     c->add_flag("--progress", a->progress, "Show the progress bar even when stderr is not a terminal");
     c->add_flag("--quiet", a->quiet, "No progress bar");

@@ -56,9 +56,10 @@ std::vector<F> build() {
     v.push_back(align);
     v.push_back(enum_field("pim", "compute_unit", &C::pim, &PimSection::compute_unit,
                            {{"gemv", ComputeUnit::GEMV}, {"gemv_attention", ComputeUnit::GEMV_ATTENTION}}));
-    v.push_back(enum_field("pim", "precision", &C::pim, &PimSection::precision,
-                           {{"fp16", PimPrecision::FP16}, {"bf16", PimPrecision::BF16}, {"int8", PimPrecision::INT8},
-                            {"auto", PimPrecision::AUTO}}));
+    v.push_back(dtype_enum(enum_field("pim", "precision", &C::pim, &PimSection::precision,
+                                      {{"f16", PimPrecision::FP16}, {"bf16", PimPrecision::BF16},
+                                       {"i8", PimPrecision::INT8}, {"auto", PimPrecision::AUTO}}),
+                           {"f16", "bf16", "i8", "auto"}));
     F block = ranged(make("reorder", "block_size_kb", K::INT, &C::reorder, &ReorderSection::block_size_kb), 1, 4096);
     block.check = power_of_two;
     v.push_back(block);
@@ -147,7 +148,7 @@ void check_pim_presets(const TopologySection& t) {
 }
 
 const char* pim_precision_name(PimPrecision p) {
-    return p == PimPrecision::BF16 ? "bf16" : p == PimPrecision::INT8 ? "int8" : p == PimPrecision::AUTO ? "auto" : "fp16";
+    return p == PimPrecision::BF16 ? "bf16" : p == PimPrecision::INT8 ? "i8" : p == PimPrecision::AUTO ? "auto" : "f16";
 }
 
 const std::vector<std::string>& link_preset_names() {

@@ -30,6 +30,7 @@ struct Field {
     FieldKind kind = FieldKind::STRING;
     double min = 0, max = 0;            // INT / DOUBLE range, inclusive
     std::vector<std::string> allowed;   // ENUM values
+    std::vector<std::string> aliases;   // ENUM: other accepted spellings; set() reads each as its value
     std::string env;                    // environment override variable: DUET_SEQ_LEN
     std::function<void(T&, const Value&)> set;
     std::function<std::string(const T&)> show;  // the current value as written in the file
@@ -64,6 +65,10 @@ template <class T>
 Field<T> ranged(Field<T> f, double min, double max);  // numeric range, inclusive
 template <class T>
 Field<T> one_of(Field<T> f, std::vector<std::string> allowed);  // ENUM values
+// A dtype-valued ENUM: `canonical` names (core/dtype.h), the aliases of core/dtype.h that stand
+// for one of them accepted too and stored as the canonical name.
+template <class T>
+Field<T> dtype_enum(Field<T> f, std::vector<std::string> canonical);
 template <class T>
 Field<T> checked(Field<T> f, std::function<std::string(const Value&)> check);  // extra rule
 

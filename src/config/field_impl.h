@@ -1,10 +1,13 @@
 #pragma once
 // Template part of field.h (included from it).
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <type_traits>
 
 #include <fmt/format.h>
+
+#include "core/dtype.h"
 
 namespace duet::config {
 
@@ -20,9 +23,11 @@ std::string validate_value(const Field<T>& f, const Value& v, const std::string&
     if (f.kind == FieldKind::ENUM) {
         bool ok = false;
         for (const auto& a : f.allowed) ok = ok || a == v.s;
+        for (const auto& a : f.aliases) ok = ok || a == v.s;
         if (!ok)
-            return fmt::format("{}: key '{}' = \"{}\" is not allowed (allowed: {})", where, f.dotted(), v.s,
-                               join_names(f.allowed));
+            return fmt::format("{}: key '{}' = \"{}\" is not allowed (allowed: {}{}{})", where, f.dotted(), v.s,
+                               join_names(f.allowed), f.aliases.empty() ? "" : "; also read as one of those: ",
+                               join_names(f.aliases));
     }
     if (f.check) {
         std::string rule = f.check(v);
@@ -68,6 +73,19 @@ Field<T> ranged(Field<T> f, double min, double max) {
 template <class T>
 Field<T> one_of(Field<T> f, std::vector<std::string> allowed) {
     f.allowed = std::move(allowed);
+    return f;
+}
+
+template <class T>
+Field<T> dtype_enum(Field<T> f, std::vector<std::string> canonical) {
+    f.allowed = std::move(canonical);
+    for (const DTypeAlias& a : dtype_aliases())
+        if (std::find(f.allowed.begin(), f.allowed.end(), a.name) != f.allowed.end()) f.aliases.push_back(a.alias);
+    f.set = [set = f.set](T& out, const Value& v) {
+        Value c = v;
+        c.s = canonical_dtype_name(v.s);
+        set(out, c);
+    };
     return f;
 }
 

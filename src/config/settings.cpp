@@ -72,8 +72,8 @@ std::vector<F> build() {
                         [](const Value& x) { return x.s.empty() ? std::string("a non-empty model name") : std::string(); }));
     v.push_back(ranged(make("runtime", "seq_len", K::INT, &Settings::runtime, &RuntimeSettings::seq_len), 1, 1048576));
     v.push_back(ranged(make("runtime", "batch_size", K::INT, &Settings::runtime, &RuntimeSettings::batch_size), 1, 4096));
-    v.push_back(one_of(make("runtime", "dtype", K::ENUM, &Settings::runtime, &RuntimeSettings::dtype),
-                       {"float16", "bfloat16", "float32"}));
+    v.push_back(dtype_enum(make("runtime", "dtype", K::ENUM, &Settings::runtime, &RuntimeSettings::dtype),
+                           {"f16", "bf16", "f32"}));
     v.push_back(one_of(make("runtime", "log_level", K::ENUM, &Settings::runtime, &RuntimeSettings::log_level),
                        {"trace", "debug", "info", "warn", "error", "off"}));
     for (const RuntimeKnobInfo& k : runtime_knobs()) v.push_back(knob_field(k.name));

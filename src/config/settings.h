@@ -51,7 +51,7 @@ struct ApiSettings {
 struct RuntimeSettings {
     int64_t seq_len = 2048;
     int64_t batch_size = 1;
-    std::string dtype = "float16";
+    std::string dtype = "f16";  // f16, bf16 or f32 (core/dtype.h names; float16 etc. read as these)
     std::string log_level = "info";
     std::map<std::string, std::string> knobs;  // runtime knob name (TASK_QUEUE_ENABLE) -> value; absent = not set
 };

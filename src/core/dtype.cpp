@@ -1,5 +1,6 @@
 #include "core/dtype.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -47,6 +48,35 @@ std::string dtype_names() {
         s += i.name;
     }
     return s;
+}
+
+const std::vector<DType>& matmul_weight_dtypes() {
+    static const std::vector<DType> types = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,
+                                             DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q6_K};
+    return types;
+}
+
+bool is_matmul_weight_dtype(DType t) {
+    const auto& m = matmul_weight_dtypes();
+    return std::find(m.begin(), m.end(), t) != m.end();
+}
+
+std::string matmul_weight_dtype_names() {
+    std::string s;
+    for (DType t : matmul_weight_dtypes()) s += (s.empty() ? "" : ", ") + std::string(dtype_name(t));
+    return s;
+}
+
+const std::vector<DTypeAlias>& dtype_aliases() {
+    static const std::vector<DTypeAlias> aliases = {
+        {"float32", "f32"}, {"fp32", "f32"}, {"float16", "f16"}, {"fp16", "f16"}, {"bfloat16", "bf16"}, {"int8", "i8"}};
+    return aliases;
+}
+
+std::string canonical_dtype_name(std::string_view name) {
+    for (const DTypeAlias& a : dtype_aliases())
+        if (name == a.alias) return a.name;
+    return std::string(name);
 }
 
 size_t row_bytes(DType t, int64_t n) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace duet {
 
@@ -35,6 +36,22 @@ const DTypeInfo& dtype_info(DType t);
 std::optional<DType> dtype_from_ggml_id(uint32_t id);  // nullopt for types duet does not support
 std::optional<DType> dtype_from_name(std::string_view name);
 std::string dtype_names();  // "f32, f16, bf16, ..." for error messages
+// The one spelling of each dtype is its name above ("f16"); where a user writes a dtype
+// (settings.json runtime.dtype, config.toml pim.precision, --dtype/--kv-type) these other
+// spellings are accepted and read as that name: float32, fp32 -> f32; float16, fp16 -> f16;
+// bfloat16 -> bf16; int8 -> i8. Every output prints the one spelling.
+// The dtypes a matmul weight may have: the one list the engine's kernels, quantisation, GGUF
+// binding and gen-model take (f32, f16, bf16, q8_0, q4_0, q5_0, q4_k, q6_k).
+const std::vector<DType>& matmul_weight_dtypes();
+bool is_matmul_weight_dtype(DType t);
+std::string matmul_weight_dtype_names();  // "f32, f16, bf16, q8_0, ..." for error messages
+struct DTypeAlias {
+    const char* alias;
+    const char* name;
+};
+const std::vector<DTypeAlias>& dtype_aliases();
+// `name` when it is no alias, else the name it stands for.
+std::string canonical_dtype_name(std::string_view name);
 
 inline const char* dtype_name(DType t) { return dtype_info(t).name; }
 inline bool dtype_is_quantized(DType t) { return dtype_info(t).block_elems > 1; }

@@ -16,9 +16,8 @@ namespace {
 constexpr float kGroupMaxEps = 1e-15f;
 
 void check_row(DType type, int64_t n, const char* what) {
-    if (!is_supported(type))
-        fail("{}: dtype '{}' is not supported (allowed: f32, f16, bf16, q8_0, q4_0, q5_0, q4_k, q6_k)", what,
-             dtype_name(type));
+    if (!is_matmul_weight_dtype(type))
+        fail("{}: dtype '{}' is not supported (allowed: {})", what, dtype_name(type), matmul_weight_dtype_names());
     const int be = dtype_info(type).block_elems;
     if (n < 0 || n % be != 0)
         fail("{}: row of {} elements is not a multiple of the {} block size {}", what, n, dtype_name(type), be);
@@ -332,22 +331,6 @@ void dequantize_q6_k(const BlockQ6_K* b, float* y, int64_t nb) {
 }  // namespace
 
 int nearest_int(float v) { return int(std::nearbyint(v)); }
-
-bool is_supported(DType type) {
-    switch (type) {
-        case DType::F32:
-        case DType::F16:
-        case DType::BF16:
-        case DType::Q8_0:
-        case DType::Q4_0:
-        case DType::Q5_0:
-        case DType::Q4_K:
-        case DType::Q6_K:
-            return true;
-        default:
-            return false;
-    }
-}
 
 void q4k_get_scale_min(int j, const uint8_t* q, uint8_t* scale, uint8_t* min) {
     if (j < 4) {

@@ -24,9 +24,7 @@ struct BlockQ8_K {
 };
 static_assert(sizeof(BlockQ8_K) == 292);
 
-// True for the types quantize_row / dequantize_row accept.
-bool is_supported(DType type);
-
+// quantize_row / dequantize_row accept the matmul weight dtypes (is_matmul_weight_dtype, core/dtype.h).
 // Encodes n floats into `dst` (row_bytes(type, n) bytes). Throws duet::Error when the type is
 // not supported or n is not a multiple of its block size (the message names both).
 void quantize_row(const float* src, DType type, void* dst, int64_t n);

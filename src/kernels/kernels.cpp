@@ -53,9 +53,8 @@ const KernelTable& active_table() {
 
 void check_matmul_args(int64_t m, int64_t k, int64_t x_stride, DType wtype, size_t w_row_stride_bytes, int64_t n,
                        int64_t y_stride) {
-    if (!quant::is_supported(wtype))
-        fail("matmul: weight dtype '{}' is not supported (allowed: f32, f16, bf16, q8_0, q4_0, q5_0, q4_k, q6_k)",
-             dtype_name(wtype));
+    if (!is_matmul_weight_dtype(wtype))
+        fail("matmul: weight dtype '{}' is not supported (allowed: {})", dtype_name(wtype), matmul_weight_dtype_names());
     const int be = dtype_info(wtype).block_elems;
     if (k <= 0 || k % be != 0)
         fail("matmul: k = {} must be a positive multiple of the {} block size {}", k, dtype_name(wtype), be);
@@ -90,8 +89,7 @@ size_t act_bytes(ActFormat f, int64_t m, int64_t k) {
 void check_rmsnorm_quantize_args(const char* name, ActFormatFn act_format, ActFormat f, int64_t m, int64_t k,
                                  int64_t x_stride) {
     bool used = false;  // does this table's matmul feed any weight type with f?
-    for (DType w :
-         {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q6_K})
+    for (DType w : matmul_weight_dtypes())
         used = used || act_format(w) == f;
     if (!used)
         fail("rmsnorm_quantize: the {} kernels' matmul takes no activations in {} (it takes {} for q8_0, {} for q4_k)",
@@ -105,7 +103,7 @@ void check_rmsnorm_quantize_args(const char* name, ActFormatFn act_format, ActFo
 }
 
 void check_matmul_quantized_args(const char* name, ActFormatFn act_format, ActFormat f, DType wtype) {
-    if (!quant::is_supported(wtype)) return;  // check_matmul_args names it
+    if (!is_matmul_weight_dtype(wtype)) return;  // check_matmul_args names it
     if (act_format(wtype) != f)
         fail("matmul_quantized: activations in {} do not feed {} weights on the {} kernels (they take {})",
              act_format_name(f), dtype_name(wtype), name, act_format_name(act_format(wtype)));

@@ -14,14 +14,6 @@ std::string shape_string(const std::vector<int64_t>& s) {
     return out + "]";
 }
 
-bool is_matmul_type(DType t) {
-    switch (t) {
-        case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0:
-        case DType::Q4_0: case DType::Q5_0: case DType::Q4_K: case DType::Q6_K: return true;
-        default: return false;
-    }
-}
-
 class Binder {
 public:
     Binder(const format::GgufFile& f) : f_(f) {}
@@ -38,9 +30,9 @@ public:
         if (s != want)
             fail("{}: tensor '{}' has shape {} but the hparams need {} (ggml order)", f_.path(), name,
                  shape_string(t->shape), shape_string(want));
-        if (matmul ? !is_matmul_type(t->dtype) : t->dtype != DType::F32)
+        if (matmul ? !is_matmul_weight_dtype(t->dtype) : t->dtype != DType::F32)
             fail("{}: tensor '{}' has dtype {} (allowed: {})", f_.path(), name, dtype_name(t->dtype),
-                 matmul ? "f32, f16, bf16, q8_0, q4_0, q5_0, q4_k, q6_k" : "f32");
+                 matmul ? matmul_weight_dtype_names() : "f32");
         TensorRef r;
         r.data = t->data;
         r.dtype = t->dtype;

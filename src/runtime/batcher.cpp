@@ -224,7 +224,8 @@ SubmitStatus Batcher::submit_group(std::vector<GenRequest> reqs) {
         if (stop_) return SubmitStatus::STOPPED;
         if (int64_t(incoming_.size()) + n_waiting_ >= opts_.max_queue) return SubmitStatus::QUEUE_FULL;
         slot->id = next_id_++;
-        for (auto& f : slot->followers) f->id = next_id_++;
+        slot->result.seq_id = slot->id;
+        for (auto& f : slot->followers) f->result.seq_id = f->id = next_id_++;
         incoming_.push_back(std::move(slot));
         stats_.queued = int64_t(incoming_.size()) + n_waiting_;
     }

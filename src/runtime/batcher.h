@@ -97,6 +97,7 @@ struct GenResult {
     int64_t completion_tokens = 0;  // tokens sampled, including an end-of-generation token that ended it
     int64_t cached_tokens = 0;  // prompt tokens reused from the prefix cache or a running request
     int64_t forked_tokens = 0;  // prompt tokens whose KV blocks were shared with the group's first request (submit_group)
+    int64_t seq_id = -1;        // the scheduler's id of the sequence (StepRecord, serving/batch_twin.h)
     double queue_ms = 0;        // submit -> admitted
     double ttft_ms = 0;         // submit -> first token
     double total_ms = 0;        // submit -> done

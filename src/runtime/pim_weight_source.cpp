@@ -45,8 +45,8 @@ void PimLayoutWeightSource::add(WeightRole role, int32_t layer, const layout::Pi
     const model::TensorRef& t = plain_.tensor(role, layer);
     Matrix m;
     if (q8_0_as_int8 && !dtype_is_quantized(t.dtype))
-        fail("config.toml [pim] precision = int8 holds Q8_0 matrices as int8 quants with their block scales, but the "
-             "model's {}{} is {} (allowed: [pim] precision = fp16, bf16 or int8; int8 needs a Q8_0 model file, whose "
+        fail("config.toml [pim] precision = i8 holds Q8_0 matrices as int8 quants with their block scales, but the "
+             "model's {}{} is {} (allowed: [pim] precision = f16, bf16 or i8; i8 needs a Q8_0 model file, whose "
              "other quantised matrices are widened to int8)",
              graph::weight_role_name(role), layer >= 0 ? fmt::format(" of layer {}", layer) : std::string(),
              dtype_name(t.dtype));

@@ -1,5 +1,6 @@
 #include "server/completion_handler.h"
 
+#include <fmt/format.h>
 #include <httplib.h>
 
 #include <chrono>
@@ -307,11 +308,25 @@ std::shared_ptr<CompletionHandler::Exchange> CompletionHandler::schedule(const C
     return ex;
 }
 
+void CompletionHandler::observe_in_batch(const json& in_batch) const {
+    for (const char* side : {"baseline", "target"}) {
+        const auto it = in_batch.find(side);
+        if (it == in_batch.end() || !it->is_object() || it->value("tokens", 0) < 1) continue;
+        metrics_.observe(fmt::format("duet_modelled_{}_ttft_seconds", side), (*it)["ttft_ms"].get<double>() / 1e3);
+        if ((*it)["tokens"].get<int64_t>() > 1)
+            metrics_.observe(fmt::format("duet_modelled_{}_tpot_seconds", side), (*it)["tpot_ms"].get<double>() / 1e3);
+    }
+}
+
 json CompletionHandler::duet_json(const std::vector<runtime::GenResult>& results) const {
     const auto& first = results.at(0);
     int64_t completion = 0, shared = 0;
     for (const auto& r : results) completion += r.completion_tokens, shared += r.forked_tokens;
-    json d = timings_ ? timings_(first.prompt_tokens, completion) : json::object();
+    json d = timings_.by_size ? timings_.by_size(first.prompt_tokens, completion) : json::object();
+    if (timings_.in_batch) {
+        d["in_batch"] = timings_.in_batch(first.seq_id);
+        observe_in_batch(d["in_batch"]);
+    }
     d["host"] = {{"queue_ms", first.queue_ms}, {"ttft_ms", first.ttft_ms}, {"total_ms", first.total_ms}};
     d["shared_prompt_tokens"] = shared;  // n > 1: prompt tokens choices 2..n forked instead of computing
     return d;

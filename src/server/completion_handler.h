@@ -62,6 +62,7 @@ private:
     std::shared_ptr<const model::grammar::Grammar> grammar_for(const CompletionRequest& r);
     std::shared_ptr<const model::grammar::TokenTable> token_table();
     nlohmann::json duet_json(const std::vector<runtime::GenResult>& results) const;
+    void observe_in_batch(const nlohmann::json& in_batch) const;  // the duet_modelled_* histograms
 
     CompletionSettings settings_;
     runtime::Batcher& batcher_;

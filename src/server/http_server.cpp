@@ -1,5 +1,6 @@
 #include "server/http_server.h"
 
+#include <fmt/format.h>
 #include <httplib.h>
 
 #include <limits>
@@ -80,6 +81,15 @@ void register_server_metrics(Metrics& m) {
     m.add_histogram("duet_ttft_seconds", "Time to first token (host)", latency);
     m.add_histogram("duet_tbt_seconds", "Mean time between tokens of a request (host)", latency);
     m.add_histogram("duet_request_seconds", "Time from submit to the last token (host)", latency);
+    const std::vector<double> modelled = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+    for (const char* side : {"baseline", "target"}) {
+        m.add_histogram(fmt::format("duet_modelled_{}_ttft_seconds", side),
+                        fmt::format("Modelled TTFT under the {} policy in the steps the request really ran in", side),
+                        modelled);
+        m.add_histogram(fmt::format("duet_modelled_{}_tpot_seconds", side),
+                        fmt::format("Modelled TPOT under the {} policy in the steps the request really ran in", side),
+                        modelled);
+    }
 }
 
 HttpServer::HttpServer(ServerOptions opts, runtime::Batcher& batcher, TaskService& tasks, Metrics& metrics,

@@ -7,7 +7,7 @@
 
 namespace duet::server {
 
-ModelledTimings memoise_timings(ModelledTimings compute, size_t max_entries) {
+SizeTimings memoise_timings(SizeTimings compute, size_t max_entries) {
     struct Cache {
         std::mutex mu;
         std::map<std::pair<int64_t, int64_t>, nlohmann::json> results;

@@ -17,9 +17,18 @@
 
 namespace duet::server {
 
-// Modelled device timings for a request of this size: the `duet` object of each response.
-using ModelledTimings = std::function<nlohmann::json(int64_t prompt_tokens, int64_t completion_tokens)>;
+// Modelled device timings for a request of this size, as if it had the machine to itself.
+using SizeTimings = std::function<nlohmann::json(int64_t prompt_tokens, int64_t completion_tokens)>;
+// Modelled timings of a request in the steps it really ran in (serving/batch_twin.h), by the
+// scheduler's id of its first choice (runtime::GenResult::seq_id); null when not known.
+using InBatchTimings = std::function<nlohmann::json(int64_t seq_id)>;
 
-ModelledTimings memoise_timings(ModelledTimings compute, size_t max_entries = 4096);
+// The modelled parts of the `duet` object of each response; either may be empty.
+struct ModelledTimings {
+    SizeTimings by_size;
+    InBatchTimings in_batch;
+};
+
+SizeTimings memoise_timings(SizeTimings compute, size_t max_entries = 4096);
 
 }  // namespace duet::server

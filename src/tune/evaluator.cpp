@@ -72,7 +72,7 @@ nlohmann::json point_to_json(const PointResult& r) {
     j["tbt_ms"] = r.tbt_ms;
     j["ttft_ms"] = r.ttft_ms;
     j["memory_bytes"] = r.memory_bytes;
-    j["energy_pj_per_token"] = r.energy_pj_per_token;
+    j["decode_energy_per_token_pj"] = r.decode_energy_per_token_pj;
     j["tokens_per_s"] = r.tokens_per_s;
     j["baseline_tbt_ms"] = r.baseline_tbt_ms;
     j["baseline_ttft_ms"] = r.baseline_ttft_ms;
@@ -94,7 +94,7 @@ PointResult point_from_json(const nlohmann::json& j) {
     r.tbt_ms = j.at("tbt_ms").get<double>();
     r.ttft_ms = j.at("ttft_ms").get<double>();
     r.memory_bytes = j.at("memory_bytes").get<double>();
-    r.energy_pj_per_token = j.at("energy_pj_per_token").get<double>();
+    r.decode_energy_per_token_pj = j.at("decode_energy_per_token_pj").get<double>();
     r.tokens_per_s = j.at("tokens_per_s").get<double>();
     r.baseline_tbt_ms = j.at("baseline_tbt_ms").get<double>();
     r.baseline_ttft_ms = j.at("baseline_ttft_ms").get<double>();
@@ -222,7 +222,7 @@ PointResult Evaluator::evaluate(const Point& p) {
     r.baseline_tbt_ms = b.baseline.tbt_mean_ns / 1e6;
     r.baseline_ttft_ms = b.baseline.timeline.ttft_ns / 1e6;
     r.memory_bytes = double(b.target.memory.total_bytes());
-    r.energy_pj_per_token = b.target.decode_energy_per_token_pj;
+    r.decode_energy_per_token_pj = b.target.decode_energy_per_token_pj;
     r.tokens_per_s = b.target.tbt_mean_ns > 0 ? double(b.batch) * 1e9 / b.target.tbt_mean_ns : 0;
     r.feasible = true;
     r.verdicts = b.verdicts;
@@ -236,7 +236,7 @@ PointResult Evaluator::evaluate(const Point& p) {
     }
     switch (objective_) {
         case Objective::TBT: r.objective = r.tbt_ms; break;
-        case Objective::ENERGY: r.objective = r.energy_pj_per_token; break;
+        case Objective::ENERGY: r.objective = r.decode_energy_per_token_pj; break;
         case Objective::TOKENS_PER_S: r.objective = -r.tokens_per_s; break;
     }
     return r;

@@ -36,7 +36,7 @@ struct PointResult {
     nlohmann::json values;     // Space::values_json
     bool ok = false;           // false: the configuration was refused (error says why)
     std::string error;
-    double tbt_ms = 0, ttft_ms = 0, energy_pj_per_token = 0, tokens_per_s = 0;  // target run
+    double tbt_ms = 0, ttft_ms = 0, decode_energy_per_token_pj = 0, tokens_per_s = 0;  // target run
     double baseline_tbt_ms = 0, baseline_ttft_ms = 0;
     double memory_bytes = 0;   // target peak memory
     std::vector<sim::Verdict> verdicts;  // those of `duet bench` (sim/report.h)

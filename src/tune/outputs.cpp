@@ -37,7 +37,7 @@ std::string format_best(const TuneResult& r, Objective o) {
     s += fmt::format("  -> TBT {:.3f} ms (baseline {:.3f}), TTFT {:.2f} ms (baseline {:.2f}), memory {:.1f} MiB, "
                      "{:.1f} tokens/s, {:.3g} pJ/token\n",
                      b.tbt_ms, b.baseline_tbt_ms, b.ttft_ms, b.baseline_ttft_ms, mib(b.memory_bytes), b.tokens_per_s,
-                     b.energy_pj_per_token);
+                     b.decode_energy_per_token_pj);
     s += verdict_summary(b);
     return s;
 }

@@ -180,7 +180,7 @@ Candidate Space::apply(const Candidate& base, const Point& p, const std::string&
     const bool float_precision =
         c.cfg.pim.precision == config::PimPrecision::FP16 || c.cfg.pim.precision == config::PimPrecision::BF16;
     if (!fixed_.count("pim.precision") && float_precision)
-        c.cfg.pim.precision = c.st.runtime.dtype == "bfloat16" ? config::PimPrecision::BF16 : config::PimPrecision::FP16;
+        c.cfg.pim.precision = c.st.runtime.dtype == "bf16" ? config::PimPrecision::BF16 : config::PimPrecision::FP16;
     config::Diagnostics diag;  // throws: the loader's message
     config::check_coop_config(c.cfg, where, diag);
     return c;

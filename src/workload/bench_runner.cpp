@@ -19,7 +19,6 @@
 #include "model/arch_presets.h"
 #include "model/hf_config.h"
 #include "model/hparams.h"
-#include "model/hparams.h"
 #include "sim/scale_out.h"
 #include "sim/topology.h"
 #include "workload/model_limits.h"
@@ -104,7 +103,7 @@ config::TopologySection topology_from_flags(const config::TopologySection& base,
 // --model PRESET|CONFIG.JSON|FILE -> the shape the planner needs. Shared with doctor.
 graph::ModelShape bench_model_shape(const std::string& model, const std::string& dtype) {
     const model::Hparams hp = bench_model_hparams(model);
-    const DType w = dtype == "bfloat16" ? DType::BF16 : dtype == "float32" ? DType::F32 : DType::F16;
+    const DType w = dtype_from_name(canonical_dtype_name(dtype)).value_or(DType::F16);
     return model::model_shape(hp, w, w, model);
 }
 
@@ -154,7 +153,7 @@ PimPrecisionChoice choose_pim_precision(config::PimPrecision configured, const s
     PimPrecisionChoice c;
     c.precision = configured;
     if (configured == config::PimPrecision::AUTO) {
-        c.precision = runtime_dtype == "bfloat16" ? config::PimPrecision::BF16 : config::PimPrecision::FP16;
+        c.precision = runtime_dtype == "bf16" ? config::PimPrecision::BF16 : config::PimPrecision::FP16;
         if (c.precision == config::PimPrecision::FP16 && !fp16 && bf16) {
             c.precision = config::PimPrecision::BF16;
             c.automatic = true;
@@ -169,8 +168,8 @@ PimPrecisionChoice choose_pim_precision(config::PimPrecision configured, const s
     if (!c.supported)
         c.note = fmt::format("PIM preset '{}' has no {} MACs: the PIM runs no operator (config.toml [pim] "
                              "precision = \"{}\"; allowed for this preset: {}auto)",
-                             pim_preset, want_bf16 ? "bf16" : "fp16", config::pim_precision_name(configured),
-                             std::string(fp16 ? "fp16, " : "") + (bf16 ? "bf16, " : ""));
+                             pim_preset, want_bf16 ? "bf16" : "f16", config::pim_precision_name(configured),
+                             std::string(fp16 ? "f16, " : "") + (bf16 ? "bf16, " : ""));
     return c;
 }
 
@@ -197,18 +196,18 @@ BenchSetup prepare_bench(const config::Settings& st, const config::CoopConfig& c
                  s.rig->pim_preset, s.rig->pim_unavailable);
     const bool pim_used = s.pb != sim::Policy::NPU_ONLY || s.pt != sim::Policy::NPU_ONLY;
     if (!file_mode && pim_used && cfg.pim.precision == config::PimPrecision::INT8)
-        fail("config.toml [pim] precision = \"int8\" needs a Q8_0 model file (duet bench --model FILE.gguf): the "
+        fail("config.toml [pim] precision = \"i8\" needs a Q8_0 model file (duet bench --model FILE.gguf): the "
              "architecture preset '{}' is modelled with settings runtime.dtype = \"{}\" weights (allowed with a "
-             "preset: [pim] precision = auto, fp16 with float16, bf16 with bfloat16)",
+             "preset: [pim] precision = auto, f16 with f16, bf16 with bf16)",
              in.model, st.runtime.dtype);
     const PimPrecisionChoice choice = choose_pim_precision(cfg.pim.precision, st.runtime.dtype,
                                                            s.rig->pim.get(), s.rig->pim_preset);
     const bool bf16 = choice.precision == config::PimPrecision::BF16;
-    const std::string want = bf16 && !choice.automatic ? "bfloat16" : "float16";
+    const std::string want = bf16 && !choice.automatic ? "bf16" : "f16";
     if (!file_mode && pim_used && st.runtime.dtype != want)
         fail("settings runtime.dtype = \"{}\" but config.toml pim.precision = \"{}\": the baseline and the PIM base "
-             "would hold different weights (allowed: runtime.dtype float16 with pim.precision fp16 or auto, bfloat16 "
-             "with bf16 or auto)",
+             "would hold different weights (allowed: runtime.dtype f16 with pim.precision f16 or auto, bf16 with bf16 "
+             "or auto)",
              st.runtime.dtype, config::pim_precision_name(cfg.pim.precision));
     if (pim_used && !file_mode) {
         s.pim_precision = {{"configured", config::pim_precision_name(cfg.pim.precision)},

@@ -41,9 +41,9 @@ struct TraceBenchInputs {
 int micro_batches_for(int32_t batch, int pp);
 
 // The PIM weight base's operand type for config.toml [pim] precision. `configured` AUTO: bf16
-// for runtime_dtype bfloat16; else fp16, or bf16 (automatic = true) when pim0 (a
-// hw::pim::PimDevice of preset `pim_preset`) has bf16 MACs and no fp16 MACs. `supported` is false
-// when pim0 has no MACs of the chosen type (int8 is always supported: widened by the PIM model);
+// for runtime_dtype bf16; else f16, or bf16 (automatic = true) when pim0 (a
+// hw::pim::PimDevice of preset `pim_preset`) has bf16 MACs and no f16 MACs. `supported` is false
+// when pim0 has no MACs of the chosen type (i8 is always supported: widened by the PIM model);
 // `note` then names the knob, else states an automatic choice ("" when neither).
 struct PimPrecisionChoice {
     config::PimPrecision precision = config::PimPrecision::FP16;
@@ -61,7 +61,7 @@ struct BenchSetup {
     std::shared_ptr<const sim::HardwareRig> rig;  // shared with the rig cache: immutable
     // The PIM weight base's operand type when a policy uses the PIM (report "pim_precision",
     // docs/report-schema.md; null otherwise): config.toml [pim] precision = "auto" takes
-    // runtime.dtype, and bf16 for float16 when pim0's preset has bf16 MACs but no fp16 MACs.
+    // runtime.dtype, and bf16 for f16 when pim0's preset has bf16 MACs but no f16 MACs.
     nlohmann::json pim_precision;
     // Set when the chosen operand type is one pim0 has no MACs for: the PIM runs no operator.
     // Names the knob (config.toml [pim] precision); added to the target run's warnings.

@@ -57,7 +57,7 @@ double cent_system_token_ms(const std::string& model, int devices, const std::st
                             const std::vector<int64_t>& positions) {
     if (positions.empty()) fail("cent_system_token_ms: no context positions");
     config::Settings st;
-    st.runtime.dtype = "bfloat16";  // CENT's AiM computes in bf16
+    st.runtime.dtype = "bf16";  // CENT's AiM computes in bf16
     config::CoopConfig cfg;
     cfg.topology.pims = devices;
     cfg.topology.pim_link = link;

@@ -38,7 +38,7 @@ struct StepTimes {
 StepTimes simulate(const std::string& dispatch, int32_t batch) {
     config::Settings st;
     st.ascend.soc_version = "Ascend910B4";
-    st.runtime.dtype = "bfloat16";
+    st.runtime.dtype = "bf16";
     config::CoopConfig cfg;
     TraceBenchInputs in;
     in.model = "qwen2.5-7b";

@@ -72,7 +72,7 @@ TEST(CoopConfig, CollectAll) {
     EXPECT_EQ(d.errors()[0],
               p + ": unknown key 'memory.foo' (allowed here: weight_base_shared, index_granularity, cache_limit_mb)");
     EXPECT_EQ(d.errors()[1], p + ": key 'pim.alignment' = 3 is out of range (allowed: 128 to 256)");
-    EXPECT_EQ(d.errors()[2], p + ": key 'pim.precision' = \"fp8\" is not allowed (allowed: fp16, bf16, int8, auto)");
+    EXPECT_EQ(d.errors()[2], p + ": key 'pim.precision' = \"fp8\" is not allowed (allowed: f16, bf16, i8, auto; also read as one of those: float16, fp16, bfloat16, int8)");
     EXPECT_EQ(d.errors()[3],
               "environment variable DUET_MEMORY_CACHE_LIMIT_MB: key 'memory.cache_limit_mb' = 0 is out of range "
               "(allowed: 1 to 1048576)");
@@ -118,7 +118,7 @@ TEST(CoopConfig, EnumsAreTypedAtLoad) {
         if (f.dotted() == "reorder.target_format") EXPECT_EQ(f.show(c), "\"ND\"");
     const CoopConfig i8 = load_coop_config("", {{"DUET_PIM_PRECISION", "int8"}});
     EXPECT_EQ(i8.pim.precision, PimPrecision::INT8);
-    EXPECT_STREQ(pim_precision_name(i8.pim.precision), "int8");
+    EXPECT_STREQ(pim_precision_name(i8.pim.precision), "i8");
 }
 
 TEST(CoopConfig, TopologyFileOnlyTakesTopologyKeys) {

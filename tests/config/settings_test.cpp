@@ -51,7 +51,12 @@ TEST(Settings, WrongTypeAndRange) {
     auto q = write_test_file("range.json", R"({"runtime": {"seq_len": 0}})");
     EXPECT_EQ(error_of(q), q + ": key 'runtime.seq_len' = 0 is out of range (allowed: 1 to 1048576)");
     auto r = write_test_file("enum.json", R"({"runtime": {"dtype": "fp8"}})");
-    EXPECT_EQ(error_of(r), r + ": key 'runtime.dtype' = \"fp8\" is not allowed (allowed: float16, bfloat16, float32)");
+    EXPECT_EQ(error_of(r), r + ": key 'runtime.dtype' = \"fp8\" is not allowed (allowed: f16, bf16, f32; "
+              "also read as one of those: float32, fp32, float16, fp16, bfloat16)");
+    // an alias is read as its one spelling (core/dtype.h), from the file and from DUET_DTYPE
+    auto a = write_test_file("alias.json", R"({"runtime": {"dtype": "bfloat16"}})");
+    EXPECT_EQ(load_settings(a, {}, kSocs).runtime.dtype, "bf16");
+    EXPECT_EQ(load_settings(a, {{"DUET_DTYPE", "fp16"}}, kSocs).runtime.dtype, "f16");
     auto u = write_test_file("url.json", R"({"api": {"api_base": "localhost:8080"}})");
     EXPECT_EQ(error_of(u), u + ": key 'api.api_base' = \"localhost:8080\" is not allowed (allowed: an http:// or https:// URL)");
 }

@@ -311,7 +311,7 @@ TEST(PimDeviceTest, Int8NativeOrWidened) {
     wide.scale_block = 32;
     EXPECT_DOUBLE_EQ(hbm2_wide.estimate(op).t_ns, pim::estimate_gemv(hbm2_wide.spec(), wide).t_ns);
     EXPECT_EQ(hbm2_wide.quantised_operands(),
-              "widened to fp16 MACs (the preset has no int8 MACs: costed as a 16-bit GEMV of the same shape)");
+              "widened to f16 MACs (the preset has no int8 MACs: costed as a 16-bit GEMV of the same shape)");
     const PimDevice aim(load_pim_preset("pim_gddr6_aim"), 128, 0, true);
     EXPECT_EQ(aim.operand_dtype(DType::Q8_0), DType::BF16);
     EXPECT_EQ(aim.operand_dtype(DType::F16), DType::F16);  // float weights are not touched

@@ -41,7 +41,7 @@ TEST(PimSimCli, MemPrintsBandwidthLatencyAndRowHits) {
 
 TEST(PimSimCli, GemvPrintsCountsUtilisationSpeedupAndFunctionalError) {
     if (!have_binary()) GTEST_SKIP() << "duet binary not built";
-    const CliRun r = run("pim-sim gemv --pim pim_lpddr5x_bank --m 256 --k 512 --dtype int8 --alignment 256 --functional");
+    const CliRun r = run("pim-sim gemv --pim pim_lpddr5x_bank --m 256 --k 512 --dtype i8 --alignment 256 --functional");
     EXPECT_EQ(r.code, 0) << r.out;
     for (const char* line : {"commands      ACT_AB ", "MAC_AB ", "mode switches 32", "utilisation   units ",
                              "lanes 100.0 % (256-bit columns", "PIM speedup ", "error vs f64  max 0, mean 0"})
@@ -50,7 +50,7 @@ TEST(PimSimCli, GemvPrintsCountsUtilisationSpeedupAndFunctionalError) {
 
 TEST(PimSimCli, BatchAndRequestBytes) {
     if (!have_binary()) GTEST_SKIP() << "duet binary not built";
-    CliRun r = run("pim-sim gemv --pim pim_lpddr5x_bank --m 2048 --k 2048 --dtype int8 --batch 2 --fidelity analytical");
+    CliRun r = run("pim-sim gemv --pim pim_lpddr5x_bank --m 2048 --k 2048 --dtype i8 --batch 2 --fidelity analytical");
     EXPECT_EQ(r.code, 0) << r.out;
     EXPECT_NE(r.out.find("batch 2, fidelity analytical"), std::string::npos) << r.out;
     r = run("pim-sim mem --memory hbm3 --pattern random --bytes 65536 --fidelity analytical");
@@ -64,12 +64,12 @@ TEST(PimSimCli, BatchAndRequestBytes) {
 // Q8_0 as int8 with its block scales: the scale columns are printed and cost time.
 TEST(PimSimCli, ScaleBlockLoadsScales) {
     if (!have_binary()) GTEST_SKIP() << "duet binary not built";
-    CliRun r = run("pim-sim gemv --pim pim_lpddr5x_bank --m 4096 --k 4096 --dtype int8 --scale-block 32");
+    CliRun r = run("pim-sim gemv --pim pim_lpddr5x_bank --m 4096 --k 4096 --dtype i8 --scale-block 32");
     EXPECT_EQ(r.code, 0) << r.out;
     EXPECT_NE(r.out.find("block scales  one f16 per 32 elements: 8 column loads per 4096-element task"), std::string::npos)
         << r.out;
     EXPECT_NE(r.out.find("MAC_AB 34816 "), std::string::npos) << r.out;  // 4096 x (128 + 8) / 16 units
-    r = run("pim-sim gemv --pim pim_lpddr5x_bank --m 64 --k 64 --dtype int8 --scale-block 24");
+    r = run("pim-sim gemv --pim pim_lpddr5x_bank --m 64 --k 64 --dtype i8 --scale-block 24");
     EXPECT_EQ(r.code, 2);
     EXPECT_EQ(r.out, "duet: error: --scale-block 24 is not allowed (allowed: 0 for none, or a power of two from 8 to 4096, "
                      "e.g. 32)\n");

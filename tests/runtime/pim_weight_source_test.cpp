@@ -144,11 +144,11 @@ TEST(PimWeightSource, Int8RefusesFloatMatrices) {
                                   layout::MemoryOrganisation{}, false, true);
         FAIL();
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("config.toml [pim] precision = int8 holds Q8_0 matrices as int8 quants "
+        EXPECT_NE(std::string(e.what()).find("config.toml [pim] precision = i8 holds Q8_0 matrices as int8 quants "
                                              "with their block scales, but the model's "),
                   std::string::npos)
             << e.what();
-        EXPECT_NE(std::string(e.what()).find(" is f16 (allowed: [pim] precision = fp16, bf16 or int8; int8 needs a Q8_0 "
+        EXPECT_NE(std::string(e.what()).find(" is f16 (allowed: [pim] precision = f16, bf16 or i8; i8 needs a Q8_0 "
                                              "model file, whose other quantised matrices are widened to int8)"),
                   std::string::npos)
             << e.what();

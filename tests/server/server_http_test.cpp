@@ -156,6 +156,42 @@ TEST_F(ServerTest, NonStreamingAndStreamingEqualDuetRun) {
     EXPECT_EQ(r["choices"][0]["text"], sampled);
 }
 
+// The modelled twin (workload/serve_twin.h): each response's duet.in_batch holds the modelled
+// TTFT/TPOT of the steps the request really ran in. Alone, the request's steps are one prefill
+// and one decode token per step, as the by-size figures model it; beside three others, each of
+// its decode steps carries four sequences and its first step four prompts, so neither figure
+// can be smaller than alone.
+TEST_F(ServerTest, InBatchModelledTimesFollowTheRealSteps) {
+    const json body = {{"prompt", "Once upon a time"}, {"max_tokens", 8}, {"temperature", 0}, {"ignore_eos", true}};
+    const double before = metric("duet_modelled_target_ttft_seconds_count");
+    const json alone = post("/v1/completions", body);
+    const json& in = alone["duet"]["in_batch"];
+    ASSERT_TRUE(in.contains("target")) << in.dump();
+    EXPECT_EQ(in["baseline"]["policy"], "npu_only");
+    EXPECT_EQ(in["target"]["policy"], "npu_pim_coop");
+    EXPECT_EQ(in["target"]["tokens"], alone["usage"]["completion_tokens"]);
+    for (const char* side : {"baseline", "target"}) {
+        SCOPED_TRACE(side);
+        EXPECT_GT(in[side]["ttft_ms"].get<double>(), 0);
+        EXPECT_GT(in[side]["tpot_ms"].get<double>(), 0);
+        // the same prefill as the by-size model's, within the step cache's 6.25 % length grid
+        EXPECT_NEAR(in[side]["ttft_ms"].get<double>() / alone["duet"][side]["ttft_ms"].get<double>(), 1.0, 0.15);
+    }
+    EXPECT_EQ(metric("duet_modelled_target_ttft_seconds_count"), before + 1);
+
+    std::vector<json> together(4);
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < together.size(); ++i)
+        threads.emplace_back([&, i] { together[i] = post("/v1/completions", body); });
+    for (auto& t : threads) t.join();
+    for (const json& r : together) {
+        const json& b = r["duet"]["in_batch"];
+        ASSERT_TRUE(b.contains("baseline")) << b.dump();
+        EXPECT_GE(b["baseline"]["ttft_ms"].get<double>(), in["baseline"]["ttft_ms"].get<double>() * 0.999);
+        EXPECT_GE(b["baseline"]["tpot_ms"].get<double>(), in["baseline"]["tpot_ms"].get<double>() * 0.999);
+    }
+}
+
 TEST_F(ServerTest, SixteenConcurrentStreamsFinishAndFreeTheirBlocks) {
     const std::string expect = stream_text({{"prompt", "A dog"}, {"max_tokens", 12}, {"temperature", 0}, {"stream", true}});
     std::vector<std::thread> threads;

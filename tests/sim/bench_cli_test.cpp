@@ -134,18 +134,18 @@ TEST(BenchCli, AlignmentAndPrecision) {
     EXPECT_EQ(pim_ops(bf16), 0);
     // an idle PIM is never silent: the warning names the knob
     EXPECT_NE(bf16.out.find("  warning: PIM preset 'pim_hbm2_fimdram' has no bf16 MACs: the PIM runs no operator "
-                            "(config.toml [pim] precision = \"bf16\"; allowed for this preset: fp16, auto)\n"),
+                            "(config.toml [pim] precision = \"bf16\"; allowed for this preset: f16, auto)\n"),
               std::string::npos)
         << bf16.out;
     EXPECT_FALSE(bf16.report["pim_precision"]["pim_supports"].get<bool>());
-    Result mixed = run("DUET_DTYPE=float32", kBench, false);
+    Result mixed = run("DUET_DTYPE=float32", kBench, false);  // an alias, read as f32
     EXPECT_EQ(mixed.code, 2);
-    EXPECT_NE(mixed.out.find("duet: error: settings runtime.dtype = \"float32\" but config.toml pim.precision = \"auto\""),
+    EXPECT_NE(mixed.out.find("duet: error: settings runtime.dtype = \"f32\" but config.toml pim.precision = \"auto\""),
               std::string::npos)
         << mixed.out;
 }
 
-// GDDR6-AiM has bf16 MACs only: with the default settings (runtime.dtype float16, [pim]
+// GDDR6-AiM has bf16 MACs only: with the default settings (runtime.dtype f16, [pim]
 // precision auto) the PIM base is held in bf16, the PIM runs, and the report says so.
 TEST(BenchCli, Bf16IsChosenAutomaticallyForABf16OnlyPim) {
     for (const std::string preset : {"pim_gddr6_aim", "pim_cxl_aim"}) {
@@ -156,7 +156,7 @@ TEST(BenchCli, Bf16IsChosenAutomaticallyForABf16OnlyPim) {
         EXPECT_GT(r.report["target"]["timeline"]["decode"]["pim"]["busy_ns"].get<double>(), 0);
         EXPECT_NE(r.out.find("PIM precision: bf16 (bf16 chosen automatically: PIM preset '" + preset +
                              "' has bf16 MACs only (config.toml [pim] precision = \"auto\"; settings runtime.dtype = "
-                             "\"float16\" stays on the NPU))\n"),
+                             "\"f16\" stays on the NPU))\n"),
                   std::string::npos)
             << r.out;
         const auto& p = r.report["pim_precision"];
@@ -168,15 +168,15 @@ TEST(BenchCli, Bf16IsChosenAutomaticallyForABf16OnlyPim) {
     }
     // FIMDRAM has fp16 MACs: auto keeps fp16 and states nothing more
     Result fim = run("", kBench);
-    EXPECT_EQ(fim.report["pim_precision"]["precision"], "fp16");
+    EXPECT_EQ(fim.report["pim_precision"]["precision"], "f16");
     EXPECT_FALSE(fim.report["pim_precision"]["chosen_automatically"].get<bool>());
-    EXPECT_NE(fim.out.find("PIM precision: fp16\n"), std::string::npos) << fim.out;
+    EXPECT_NE(fim.out.find("PIM precision: f16\n"), std::string::npos) << fim.out;
     // fp16 forced on the bf16-only AiM: nothing runs on the PIM, and the warning names the knob
     Result forced = run("DUET_PIM_PRECISION=fp16", std::string(kBench) + " --pim pim_gddr6_aim");
     ASSERT_EQ(forced.code, 0) << forced.out;
     EXPECT_EQ(pim_ops(forced), 0);
-    EXPECT_NE(forced.out.find("  warning: PIM preset 'pim_gddr6_aim' has no fp16 MACs: the PIM runs no operator "
-                              "(config.toml [pim] precision = \"fp16\"; allowed for this preset: bf16, auto)\n"),
+    EXPECT_NE(forced.out.find("  warning: PIM preset 'pim_gddr6_aim' has no f16 MACs: the PIM runs no operator "
+                              "(config.toml [pim] precision = \"f16\"; allowed for this preset: bf16, auto)\n"),
               std::string::npos)
         << forced.out;
 }
@@ -374,14 +374,14 @@ TEST(BenchCli, Int8PrecisionHoldsQ8_0AsInt8WithScales) {
     EXPECT_TRUE(f["identical"].get<bool>());
     EXPECT_FALSE(f["precision_changed"].get<bool>());
     EXPECT_EQ(f["max_logit_diff"].get<double>(), 0.0);
-    EXPECT_EQ(f["pim_precision"].get<std::string>(), "int8");
+    EXPECT_EQ(f["pim_precision"].get<std::string>(), "i8");
     EXPECT_EQ(f["pim_int8"]["q8_0_matrices"].get<int64_t>(), 7 * 2 + 1);
     // the scales are 2 of every 34 bytes of the Q8_0 matrices the target reads
     const double w = r.report["target"]["memory"]["weights_bytes"].get<double>();
     EXPECT_GT(f["pim_int8"]["scale_bytes"].get<double>(), 0.0);
     EXPECT_LE(f["pim_int8"]["scale_bytes"].get<double>(), w * 2.0 / 34.0 + 1);
     EXPECT_EQ(f["pim_int8"]["pim_macs"].get<std::string>(),
-              "widened to fp16 MACs (the preset has no int8 MACs: costed as a 16-bit GEMV of the same shape)");
+              "widened to f16 MACs (the preset has no int8 MACs: costed as a 16-bit GEMV of the same shape)");
     EXPECT_GT(pim_ops(r), 0);
     EXPECT_NE(r.out.find("[pim] precision = int8: 15 Q8_0 matrices held as int8 quants in the PIM layout, their f16 "
                          "block scales beside it"),
@@ -406,24 +406,24 @@ TEST(BenchCli, Int8PrecisionHoldsQ8_0AsInt8WithScales) {
         << q4.out;
     Result f16 = run("DUET_PIM_PRECISION=int8", "bench -m " + file_of("f16") + " --seq-len 9 --gen-len 5", false);
     EXPECT_EQ(f16.code, 2);
-    EXPECT_NE(f16.out.find("duet: error: config.toml [pim] precision = int8 holds Q8_0 matrices as int8 quants with "
+    EXPECT_NE(f16.out.find("duet: error: config.toml [pim] precision = i8 holds Q8_0 matrices as int8 quants with "
                            "their block scales, but the model's "),
               std::string::npos)
         << f16.out;
-    EXPECT_NE(f16.out.find("(allowed: [pim] precision = fp16, bf16 or int8; int8 needs a Q8_0 model file"),
+    EXPECT_NE(f16.out.find("(allowed: [pim] precision = f16, bf16 or i8; i8 needs a Q8_0 model file"),
               std::string::npos);
     Result preset = run("DUET_PIM_PRECISION=int8", kBench, false);
     EXPECT_EQ(preset.code, 2);
-    EXPECT_NE(preset.out.find("duet: error: config.toml [pim] precision = \"int8\" needs a Q8_0 model file (duet bench "
+    EXPECT_NE(preset.out.find("duet: error: config.toml [pim] precision = \"i8\" needs a Q8_0 model file (duet bench "
                               "--model FILE.gguf): the architecture preset 'llama2-7b' is modelled with settings "
-                              "runtime.dtype = \"float16\" weights (allowed with a preset: [pim] precision = auto, fp16 with "
-                              "float16, bf16 with bfloat16)"),
+                              "runtime.dtype = \"f16\" weights (allowed with a preset: [pim] precision = auto, f16 with "
+                              "f16, bf16 with bf16)"),
               std::string::npos)
         << preset.out;
     Result bad = run("DUET_PIM_PRECISION=int4", kBench, false);
     EXPECT_EQ(bad.code, 2);
     EXPECT_NE(bad.out.find("pim.precision"), std::string::npos) << bad.out;
-    EXPECT_NE(bad.out.find("(allowed: fp16, bf16, int8, auto)"), std::string::npos) << bad.out;
+    EXPECT_NE(bad.out.find("(allowed: f16, bf16, i8, auto; also read as one of those: float16, fp16, bfloat16, int8)"), std::string::npos) << bad.out;
 }
 
 // Batched decode with a shared weight base (issue 9 item 3): a decode GEMM of B vectors stays on
@@ -741,4 +741,17 @@ TEST(BenchCli, PipelineStagesSplitTheBatchIntoMicroBatches) {
                               "(--pims 8 gives each rank its own)"),
               std::string::npos)
         << shared.out;
+}
+
+// The plans a trace-only bench holds (gen_len forwards of op records per policy) are estimated
+// before they are built (tune/memory_estimate.h) and refused past --max-memory-mb; measured:
+// 457 MB peak RSS for this run within the default cap, against the 0.50 GiB estimate.
+TEST(BenchCli, PlansPastTheMemoryCapAreRefusedBeforeTheyAreBuilt) {
+    const Result r = run("", "bench --model llama2-7b --gen-len 4000 --seq-len 64 --max-memory-mb 128", false);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.out,
+              "duet: error: this bench of llama2-7b needs at least 0.50 GiB: 64 MiB base + 1 thread(s) x 443.1 MiB of "
+              "plans (1 batch size(s) x 2 plans x 4000 forwards x 484 op records x 120 B), more than the cap of 0.12 GiB "
+              "(duet bench --max-memory-mb 128; allowed: a smaller --gen-len, or a larger cap)\n");
+    EXPECT_EQ(run("", "bench --model llama2-7b --gen-len 400 --seq-len 64 --max-memory-mb 128", false).code, 0);
 }

@@ -144,14 +144,14 @@ TEST(TuneEvaluator, KeepsABoundedNumberOfRigsWithTheSameNumbers) {
 }
 
 // A hw.pair row with the bf16-only GDDR6-AiM keeps config.toml's precision = "auto", so the bench
-// picks bf16 for it and the PIM runs the decode GEMVs (the row used to force fp16 from the float16
+// picks bf16 for it and the PIM runs the decode GEMVs (the row used to force f16 from the f16
 // runtime dtype: the AiM then ran nothing and the target equalled the NPU-only baseline).
 TEST(TuneSpace, HwPairRowsKeepAutoPrecision) {
     TuneOptions o = small_options();
     o.space.hw_pairs = true;
     o.space.only = {"hw.pair"};
     ASSERT_EQ(o.base.cfg.pim.precision, config::PimPrecision::AUTO);
-    ASSERT_EQ(o.base.st.runtime.dtype, "float16");
+    ASSERT_EQ(o.base.st.runtime.dtype, "f16");  // configs/settings.json's "float16", read as f16
     const Space space = make_space(o);
     const auto& vals = space.dims()[0].values;
     const auto it = std::find(vals.begin(), vals.end(), "\"Ascend910B4+pim_gddr6_aim\"");

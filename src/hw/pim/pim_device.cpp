@@ -13,7 +13,7 @@ DType PimDevice::operand_dtype(DType t) const {
 std::string PimDevice::quantised_operands() const {
     if (spec_.supports(DType::I8)) return "int8 MACs (" + std::to_string(spec_.unit.lanes_int8) + " lanes)";
     if (!widen_int8_) return "not supported (the preset has no int8 MACs)";
-    return std::string("widened to ") + (spec_.supports(DType::F16) ? "fp16" : "bf16") +
+    return std::string("widened to ") + (spec_.supports(DType::F16) ? "f16" : "bf16") +
            " MACs (the preset has no int8 MACs: costed as a 16-bit GEMV of the same shape)";
 }
 

@@ -1,0 +1,50 @@
+#include "workload/serve_twin.h"
+
+#include "core/error.h"
+#include "serving/step_cost.h"
+#include "sim/placement.h"
+#include "workload/bench_runner.h"
+
+namespace duet::workload {
+
+ServeTwin make_serve_twin(const config::Settings& st, const config::CoopConfig& cfg, const std::string& model,
+                          const std::string& dispatch) {
+    ServeTwin t;
+    try {
+        TraceBenchInputs in;
+        in.model = model;
+        in.dispatch = dispatch;
+        const BenchSetup setup = prepare_bench(st, cfg, in, false);
+        std::vector<serving::TwinPolicy> policies;
+        for (const auto& [p, shape] : {std::pair{setup.pb, &setup.shape_b}, std::pair{setup.pt, &setup.shape_t}}) {
+            // one cost model per policy, owned by its timer; the rig outlives it through the capture
+            auto cost = std::make_shared<serving::StepCostModel>(*shape, bench_run_options(cfg, p, in), setup.rig->hw);
+            policies.push_back({sim::policy_name(p), [cost, rig = setup.rig](const sched::Step& s) {
+                                    (void)rig;  // holds the hardware cost refers to
+                                    return cost->step_ns(s);
+                                }});
+        }
+        t.twin = std::make_shared<serving::BatchTwin>(std::move(policies));
+    } catch (const Error& e) {
+        t.unavailable = e.what();
+    }
+    return t;
+}
+
+nlohmann::json in_batch_json(const ServeTwin& t, int64_t id) {
+    if (!t.twin) return {{"error", t.unavailable}};
+    const auto times = t.twin->take(id);
+    if (!times) return {{"error", "the twin no longer holds this request's steps"}};
+    nlohmann::json j = {{"steps", t.twin->steps()}};
+    const char* sides[] = {"baseline", "target"};
+    for (size_t p = 0; p < times->size() && p < 2; ++p) {
+        const serving::InBatchTimes& x = (*times)[p];
+        j[sides[p]] = {{"policy", t.twin->policies()[p].name},
+                       {"ttft_ms", x.tokens > 0 ? x.ttft_ns / 1e6 : 0.0},
+                       {"tpot_ms", x.tpot_ns / 1e6},
+                       {"tokens", x.tokens}};
+    }
+    return j;
+}
+
+}  // namespace duet::workload
