@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "hw/npu/npu_device.h"
 #include "workload/bench_runner.h"
 #include "workload/serving_means.h"
 
@@ -127,6 +128,35 @@ void add_points(const Setup& s, const Ref& r, std::vector<Point>& out) {
     for (bool prefill : {true, false}) out.push_back(make_point(s, r, d, prefill));
 }
 
+// One decode operator as a profile measured it: vllm-ascend issue #4167 (v0.11.0, QwQ-32B bf16,
+// tensor parallel 4, decode batch 1, cudagraph_mode FULL_DECODE_ONLY; msprof kernel times "up/gate
+// proj 要110us左右, down proj 要 60us"). QwQ-32B has Qwen2.5-32B's shape (hidden 5120, FFN 27648),
+// so one rank's fused gate/up GEMV is [2 x 27648 / 4][5120] and its down GEMV [5120][27648 / 4].
+// The A2 chip is not stated: duet runs the 910B2 (settings' Ascend910B); on the 910B3 the two
+// GEMVs take 126 and 64 us, within the same tolerance.
+Point kernel_point(const char* what, int64_t n, int64_t k, double ref_us) {
+    hw::npu::NpuOptions o;
+    o.dispatch = hw::npu::DispatchMode::GRAPH;
+    const hw::npu::NpuDevice npu(hw::npu::load_npu_preset("Ascend910B2"), o);
+    hw::OpShape op;
+    op.cls = hw::OpClass::GEMV;
+    op.m = 1, op.n = n, op.k = k;
+    op.weight_dtype = op.act_dtype = DType::BF16;
+    Point p;
+    p.name = fmt::format("Ascend 910B QwQ-32B TP4 decode {} GEMV {}x{} bf16, batch 1, graph", what, n, k);
+    p.source = "vllm-project/vllm-ascend: issue #4167 (v0.11.0 msprof of QwQ-32B bf16, TP4, decode batch 1, "
+               "FULL_DECODE_ONLY)";
+    p.note = "one operator's kernel time on an A2 card whose chip the issue does not name; duet: ascend910b2, "
+             "graph dispatch (3 us task start), peak memory efficiency";
+    p.check = Check::RELATIVE;
+    p.unit = "us";
+    p.reference = ref_us;
+    p.duet = npu.estimate(op).t_ns / 1e3;
+    p.tolerance = 0.20;
+    p.device = "Ascend NPU (one operator)";
+    return p;
+}
+
 }  // namespace
 
 std::vector<Point> npu_reference_points() {
@@ -151,6 +181,8 @@ std::vector<Point> npu_reference_points() {
     std::vector<Point> out;
     for (const Ref& r : torchair) add_points(kTorchAir, r, out);
     for (const Ref& r : vllm_ascend) add_points(kVllmAscend, r, out);
+    out.push_back(kernel_point("gate/up", 2 * 27648 / 4, 5120, 110));
+    out.push_back(kernel_point("down", 5120, 27648 / 4, 60));
     return out;
 }
 
