@@ -81,6 +81,10 @@ struct SimHardware {
     uint64_t npu_l2_bytes = 0;        // one NPU's L2 cache (0: unknown); caps the modelled MLP prefetch
     double conversion_pj_per_byte = 0;  // energy of one extra byte read by a layout conversion
     double pointer_switch_ns = 0;     // prefill -> decode switch with zero_copy_switch (a sync)
+    // Host work of the serving stack per engine step on npu0's host (scheduler, input preparation,
+    // sampling, detokenisation), ns: hw::npu::NpuDevice::step_overhead_ns of the dispatch mode.
+    // The timeline charges it once per forward when RunOptions::serving_step_cost (0: not modelled).
+    double step_host_ns = 0;
     int64_t kv_block_tokens = 128;    // paged KV cache block (tokens per block)
 
     // Indices of the devices of `kind`, in order (npu0, npu1, ... / pim0, pim1, ...).

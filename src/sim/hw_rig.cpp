@@ -147,6 +147,7 @@ std::unique_ptr<HardwareRig> make_hardware_rig(const config::Settings& settings,
     SimHardware& h = rig->hw;
     rig->npu = make_npu(np, dispatch, efficiency, fused);
     h.add_device(DeviceKind::NPU, rig->npu.get());
+    h.step_host_ns = rig->npu->step_overhead_ns();
     if (n_npus > 1) {
         const SimLink link = load_link_preset(topo.npu_link);
         for (int64_t i = 1; i < n_npus; ++i) {

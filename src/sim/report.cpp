@@ -116,6 +116,10 @@ std::vector<Verdict> judge(const RunReport& b, const RunReport& t, const Thresho
             // tensor/pipeline parallel: npu0's exposed collective time is part of every step
             const double comm = t.timeline.decode.device.empty() ? 0 : t.timeline.decode.device[0].exposed_comm_ns;
             if (comm > 0) v.binding_limit += fmt::format("; exposed communication {:.2f}", comm / steps / b.tbt_mean_ns);
+            // the serving stack's host work per step (the NPU preset's [serving_step]): no placement cuts it
+            const double host = t.timeline.decode.step_host_ns;
+            if (host > 0 && !(t.policy != "npu_only" && tp.ops == 0))
+                v.binding_limit += fmt::format("; serving step (host) {:.2f}", host / steps / b.tbt_mean_ns);
         }
         if (b.timeline.tbt_ns.empty()) v.binding_limit = "no decode step to measure (--gen-len 1)";
         v.line = fmt::format("TBT reduction     {:6.1f} %   (required >= {:.0f} %)   {}", 100 * v.value,

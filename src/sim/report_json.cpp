@@ -51,12 +51,13 @@ json phase_json(const PhaseStats& p) {
         e["kind"] = device_kind_name(d.kind);
         devices.push_back(e);
     }
-    return {{"wall_ns", p.wall_ns}, {"npu", device_json(p.npu())}, {"pim", device_json(p.pim())},
+    return {{"wall_ns", p.wall_ns}, {"step_host_ns", p.step_host_ns}, {"npu", device_json(p.npu())}, {"pim", device_json(p.pim())},
             {"cpu", device_json(p.total(DeviceKind::CPU))}, {"devices", devices}};
 }
 PhaseStats phase_from(const json& j) {
     PhaseStats p;
     p.wall_ns = j.at("wall_ns");
+    p.step_host_ns = j.value("step_host_ns", 0.0);  // absent in reports written before it existed
     for (const json& e : j.at("devices")) {
         DeviceStats d = device_from(e);
         d.name = e.at("name").get<std::string>();

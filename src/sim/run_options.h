@@ -32,6 +32,10 @@ struct RunOptions {
     // Activations of the int8-weight matmuls: F16 (W8A16, weights dequantised on the load path,
     // fp16 cube rate) or I8 (W8A8: inputs quantised per token, the int8 cube fractal; outputs f16).
     DType int8_matmul_act_dtype = DType::F16;
+    // Charge SimHardware::step_host_ns once per forward (the serving stack's per-step host work).
+    // false: the model step alone, as a harness timing the forward between device syncs measures it.
+    // Never charged under placement pim_only (no NPU host runtime).
+    bool serving_step_cost = true;
     bool record_events = false;         // keep per-op events for --trace
     int64_t record_decode_steps = -1;   // with record_events: decode steps recorded (-1: all; prefill always)
     ParallelOptions parallel;

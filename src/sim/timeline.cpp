@@ -157,6 +157,7 @@ private:
         const Phase phase = plan_.forwards[f].phase;
         PhaseStats& ps = phase == Phase::PREFILL ? tl_.prefill : tl_.decode;
         const double fw_start = t_;
+        charge_step_host(phase, ps);
         for (int j = 0; j < micro(); ++j)
             for (int s = 0; s < pp(); ++s) run_stage(f, s, j, ps);
         for (const Lane& l : lanes_) t_ = std::max(t_, l.t);
@@ -171,6 +172,22 @@ private:
             for (int r = 0; r < tp(); ++r) sampled = std::max(sampled, lane(pp() - 1, r, j).t);
             for (int r = 0; r < tp(); ++r) lane(0, r, j).t = std::max(lane(0, r, j).t, sampled);
         }
+    }
+
+    // The serving stack's host work of one engine step (scheduler, input preparation, sampling,
+    // detokenisation) before the forward's operators: once per forward; with pipeline
+    // parallelism every lane's chain (each micro-batch is its own step) waits for it.
+    void charge_step_host(Phase phase, PhaseStats& ps) {
+        const double step = hw_.step_host_ns;
+        if (!opts_.serving_step_cost || opts_.placement.policy == Policy::PIM_ONLY || step <= 0) return;
+        emit(launch_track_[0], [] { return std::string("engine step (host)"); }, t_, step, phase);
+        ps.step_host_ns += step;
+        if (pp() > 1) {
+            for (Lane& l : lanes_) l.t += step;
+            return;
+        }
+        t_ += step;
+        for (Lane& l : lanes_) l.t = std::max(l.t, t_);
     }
 
     // Forward f of stage s for micro-batch j on every tensor-parallel rank, op by op.

@@ -19,6 +19,9 @@
 //  - The switch after prefill: zero_copy_switch -> pointer switch (hw.pointer_switch_ns);
 //    otherwise every PIM-layout matrix is converted NZ -> PIM (LayoutModel::nz_to_pim_ns).
 //    Both count in TTFT.
+//  - Every forward is one engine step: with RunOptions::serving_step_cost its operators start
+//    after SimHardware::step_host_ns of serving-stack host work (not under pim_only); it counts
+//    in TTFT and in every TBT.
 //  - Decode with batch > 1: weight_base_shared -> one MATMUL with m = batch; off -> one
 //    MATMUL per sequence, each streaming the weights again.
 // Thread safety: pure function of its inputs (devices are only asked const questions).
@@ -62,6 +65,7 @@ struct DeviceStats {
 struct PhaseStats {
     std::vector<DeviceStats> device;  // indexed like SimHardware::devices
     double wall_ns = 0;
+    double step_host_ns = 0;          // serving-stack host work charged to the phase's forwards (in wall_ns)
     DeviceStats total(DeviceKind kind) const;  // summed over the devices of `kind`
     DeviceStats npu() const { return total(DeviceKind::NPU); }
     DeviceStats pim() const { return total(DeviceKind::PIM); }

@@ -260,6 +260,7 @@ sim::RunOptions bench_run_options(const config::CoopConfig& cfg, sim::Policy p, 
         o.parallel.launch = sim::load_expansion_cost(sim::expansion_mode_from_name(in.hccl_expansion, "--hccl-expansion"));
     o.prefetch_mlp = in.prefetch_mlp;
     o.multi_stream_memory_reuse = in.multi_stream_memory_reuse;
+    o.serving_step_cost = in.serving_step_cost;
     return o;
 }
 

@@ -34,6 +34,7 @@ struct TraceBenchInputs {
     std::string hccl_expansion = "HOST";
     bool prefetch_mlp = false;         // VLLM_ASCEND_ENABLE_PREFETCH_MLP (sim::RunOptions)
     int multi_stream_memory_reuse = 1; // MULTI_STREAM_MEMORY_REUSE (sim::RunOptions)
+    bool serving_step_cost = true;     // the serving stack's per-step host work (sim::RunOptions)
 };
 
 // Micro-batches of a pipeline-parallel run: the largest divisor of the batch not above pp

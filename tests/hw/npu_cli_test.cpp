@@ -3,6 +3,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <sys/wait.h>
 
@@ -67,4 +69,39 @@ TEST(NpuCli, MemoryEfficiencyDefaultIsBenchsPeak) {
     EXPECT_EQ(bad.code, 2);
     EXPECT_EQ(bad.out, "duet: error: --memory-efficiency = '1.5' is not allowed (allowed: peak, dram, or a number greater "
                        "than 0 and at most 1)\n");
+}
+
+// A bad [serving_step] value in an NPU preset stops `duet bench` with exit 2 and one line naming
+// the file, the key, the value and the allowed range.
+TEST(NpuCli, BadServingStepKeyExitsWith2) {
+    if (!have_binary()) GTEST_SKIP() << "build the duet target first";
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / "duet_npu_cli_step_test";
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    fs::copy(std::string(DUET_SOURCE_DIR) + "/configs/hw", dir / "hw", fs::copy_options::recursive);
+    const fs::path preset = dir / "hw" / "ascend910b2.toml";
+    std::string text;
+    {
+        std::ifstream in(preset);
+        text.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    const std::string key = "eager_step_us = 10630";
+    ASSERT_NE(text.find(key), std::string::npos);
+    text.replace(text.find(key), key.size(), "eager_step_us = -1   ");
+    std::ofstream(preset) << text;
+    const std::string cmd = "DUET_CONFIG_DIR=" + dir.string() + " " + std::string(DUET_BINARY_DIR) +
+                            "/duet bench --model llama2-7b --seq-len 64 --gen-len 4 --baseline npu_only --target "
+                            "npu_only 2>&1";
+    CliRun r;
+    FILE* p = popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    char buf[4096];
+    while (size_t n = fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
+    const int status = pclose(p);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_EQ(r.out, "duet: error: " + preset.string() +
+                         ": key 'serving_step.eager_step_us' = -1 is out of range (allowed: 0 to 1000000)\n");
+    fs::remove_all(dir);
 }

@@ -202,3 +202,19 @@ TEST(NpuDevice, CausalPrefillAttentionSkipsMaskedWork) {
     EXPECT_EQ(dense.tiling.tiles, 2048);
     EXPECT_NEAR(dense.t_cube_ns, 86 * (4.0 * 32 * 2048 * 2048 * 128 / 2048) / (4096 * 2 * 1.8), 1e-6 * dense.t_cube_ns);
 }
+
+// The serving stack's per-step host work is a property of the dispatch family: the preset's
+// eager value for eager and queue0/1/2, its graph value for graph replay (configs/hw
+// ascend910b4.toml [serving_step]); it is charged per engine step by the timeline, never per op.
+TEST(NpuDevice, StepOverheadFollowsTheDispatchFamily) {
+    for (DispatchMode m : {DispatchMode::EAGER, DispatchMode::QUEUE0, DispatchMode::QUEUE1, DispatchMode::QUEUE2})
+        EXPECT_DOUBLE_EQ(device("Ascend910B4", m).step_overhead_ns(), 10630e3) << dispatch_name(m);
+    EXPECT_DOUBLE_EQ(device("Ascend910B4", DispatchMode::GRAPH).step_overhead_ns(), 1270e3);
+    NpuPreset p = load_npu_preset("Ascend910B4", kDir);
+    const NpuDevice with(p, {});
+    p.serving_step = {};
+    const NpuDevice without(p, {});
+    EXPECT_DOUBLE_EQ(without.step_overhead_ns(), 0);
+    const OpShape op = gemm(1, 4096, 4096);
+    EXPECT_DOUBLE_EQ(with.estimate(op).t_ns, without.estimate(op).t_ns);
+}

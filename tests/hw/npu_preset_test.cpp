@@ -102,3 +102,42 @@ TEST(NpuPreset, EveryNumberCitesItsSource) {
     }
     EXPECT_GE(checked, 6 * 30);
 }
+
+namespace {
+
+// Loads ascend910b4.toml with `from` replaced by `to`; returns the error message ("(no error)").
+std::string load_edited(const std::string& from, const std::string& to, std::string& path) {
+    const auto tmp = std::filesystem::temp_directory_path() / "duet_npu_step_test";
+    std::filesystem::create_directories(tmp);
+    std::ifstream in(kDir + "/ascend910b4.toml");
+    std::stringstream text;
+    text << in.rdbuf();
+    path = (tmp / "ascend_edit.toml").string();
+    std::ofstream(path) << std::regex_replace(text.str(), std::regex(from), to);
+    std::string msg = "(no error)";
+    try {
+        load_npu_preset_file(path);
+    } catch (const Error& e) {
+        msg = e.what();
+    }
+    std::filesystem::remove_all(tmp);
+    return msg;
+}
+
+}  // namespace
+
+// [serving_step] is required, strict and range-checked; every message names the file and key.
+TEST(NpuPreset, ServingStepKeysAreValidated) {
+    const NpuPreset p = load_npu_preset("Ascend910B4", kDir);
+    EXPECT_DOUBLE_EQ(p.serving_step.eager_step_us, 10630);
+    EXPECT_DOUBLE_EQ(p.serving_step.graph_step_us, 1270);
+    std::string path;
+    std::string msg = load_edited("eager_step_us = 10630", "eager_step_us = -1", path);
+    EXPECT_EQ(msg, path + ": key 'serving_step.eager_step_us' = -1 is out of range (allowed: 0 to 1000000)");
+    msg = load_edited("graph_step_us = 1270", "graph_step_us = \"fast\"", path);
+    EXPECT_EQ(msg, path + ": key 'serving_step.graph_step_us' has type string, expected number");
+    msg = load_edited("\\[serving_step\\]", "[serving_step]\nstep_us = 1", path);
+    EXPECT_EQ(msg, path + ": unknown key 'serving_step.step_us' (allowed here: eager_step_us, graph_step_us)");
+    msg = load_edited("\\[serving_step\\]", "[serving]", path);
+    EXPECT_EQ(msg, path + ": missing section [serving_step]");
+}

@@ -55,6 +55,11 @@ double NpuDevice::effective_bandwidth_gbps(int active_cores, double clock_mhz) c
     return std::min(preset_.memory_bandwidth_gbps * options_.memory_efficiency, per_core_limit);
 }
 
+double NpuDevice::step_overhead_ns() const {
+    const StepOverheads& s = preset_.serving_step;
+    return (options_.dispatch == DispatchMode::GRAPH ? s.graph_step_us : s.eager_step_us) * 1e3;
+}
+
 bool NpuDevice::supports(const OpShape& op) const {
     if ((op.weight_dtype == DType::BF16 || op.act_dtype == DType::BF16) && !preset_.supports_bf16) return false;
     switch (op.cls) {

@@ -66,6 +66,10 @@ public:
 
     const NpuPreset& preset() const { return preset_; }
     const NpuOptions& options() const { return options_; }
+    // Host time of one engine step of the serving stack under this dispatch mode, ns: the preset's
+    // graph_step_us for GRAPH, eager_step_us for EAGER and QUEUE0/1/2. Charged once per forward by
+    // the timeline (sim/timeline.h), not by estimate().
+    double step_overhead_ns() const;
     // min(peak * memory_efficiency, active_cores * ddr_read_bytes_per_cycle * clock)
     double effective_bandwidth_gbps(int active_cores, double clock_mhz) const;
 

@@ -106,6 +106,12 @@ NpuPreset load_npu_preset_file(const std::string& path) {
         s.finish();
     }
     {
+        TomlSection s = doc.section("serving_step");
+        p.serving_step.eager_step_us = s.get_double("eager_step_us", 0, 1e6);
+        p.serving_step.graph_step_us = s.get_double("graph_step_us", 0, 1e6);
+        s.finish();
+    }
+    {
         TomlSection s = doc.section("power");
         p.tdp_w = s.get_double("tdp_w", 0, 1e5);
         s.finish();

@@ -27,6 +27,15 @@ struct LaunchOverheads {
     double device_task_us = 3;   // per-task start on the device (scheduling, core start), every mode
 };
 
+// Host work of the serving stack once per engine step (scheduler, input preparation, sampling,
+// detokenisation, the framework's per-step Python/runtime work) that the device cannot overlap,
+// by dispatch family: eager covers eager and queue0/1/2 (operators launched one by one), graph a
+// captured graph replayed (ACL graph / TorchAir). docs/hardware-model.md section 6.2 has the sources.
+struct StepOverheads {
+    double eager_step_us = 0;  // [serving_step] eager_step_us
+    double graph_step_us = 0;  // [serving_step] graph_step_us
+};
+
 struct NpuPreset {
     std::string file;               // the preset file it came from
     std::string soc_version;        // "Ascend910B2"
@@ -60,6 +69,7 @@ struct NpuPreset {
     double memory_bandwidth_gbps = 0;  // published peak device-memory bandwidth (1e9 B/s)
 
     LaunchOverheads launch;
+    StepOverheads serving_step;
     double tdp_w = 0;            // 0 when not published
 
     // Peak cube throughput in FLOP/s (2 per MAC) for a dtype: cube_cores * m0*k0*n0 * 2 * clock.
