@@ -76,7 +76,7 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
         return run_bench_serving(a.serving, {a.model, a.settings_path, a.config_path, a.pim, a.dispatch, a.report,
                                              a.topology, a.agent.workload_file, a.svg, a.trace, a.trace_steps,
                                              a.baseline, a.target, a.npus, a.pims, a.seq_len, a.gen_len, a.tp, a.pp,
-                                             a.th, a.no_verdict_exit});
+                                             a.flashcomm, a.hccl_expansion, a.th, a.no_verdict_exit});
     const auto t0 = std::chrono::steady_clock::now();
     const config::EnvMap env = config::process_env();
     config::Settings st = config::load_settings(a.settings_path, env, workload::known_soc_names());
@@ -103,11 +103,7 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
     in.multi_stream_memory_reuse = knobs.multi_stream_memory_reuse;
     in.tp = int(a.tp);
     in.pp = int(a.pp);
-    in.flashcomm = a.flashcomm || knobs.flashcomm;  // the flag wins over VLLM_ASCEND_ENABLE_FLASHCOMM
-    in.hccl_expansion = !a.hccl_expansion.empty()         ? a.hccl_expansion
-                        : !knobs.hccl_op_expansion_mode.empty() ? knobs.hccl_op_expansion_mode
-                                                                : "HOST";
-    sim::expansion_mode_from_name(in.hccl_expansion, "--hccl-expansion");  // exit 2 before any work
+    workload::set_collective_knobs(in, a.flashcomm, a.hccl_expansion, knobs);
     in.thresholds = a.th;
     in.record_events = !a.trace.empty();
     in.fuse = a.fuse;

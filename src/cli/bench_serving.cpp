@@ -257,9 +257,12 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
     const config::Settings st = config::load_settings(c.settings_path, env, workload::known_soc_names());
     config::CoopConfig cfg = config::load_coop_config(c.config_path, env);
     cfg.topology = workload::topology_from_flags(cfg.topology, c.topology, c.npus, c.pims);
-    if (c.tp * c.pp > 1)
-        fail("--tp {} --pp {} with --workload serving: the serving model runs one device group (allowed: --tp 1 --pp 1)",
-             c.tp, c.pp);
+    if (c.pp > 1)
+        fail("--pp {} with --workload serving: the serving model has no pipeline stages (allowed: --pp 1; --tp N "
+             "splits every step's layers over N ranks)", c.pp);
+    if (c.tp > 1 && (a.dp > 1 || a.disaggregate))
+        fail("--tp {} with {}: a replica or instance is one device group of the machine (allowed: --tp with --dp 1 "
+             "and without --disaggregate)", c.tp, a.dp > 1 ? "--dp " + std::to_string(a.dp) : std::string("--disaggregate"));
     const workload::ArrivalSpec spec{parse_rate(a.rate), a.burstiness, uint64_t(a.seed)};
     const serving::Slo slo{a.slo_ttft_ms, a.slo_tpot_ms};
     if (a.rate_sweep && slo.ttft_ms < 0 && slo.tpot_ms < 0)
@@ -276,7 +279,9 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
     in.baseline = c.baseline;
     in.target = c.target;
     in.pim = c.pim;
+    in.tp = int(c.tp);
     const config::RuntimeKnobs knobs = runtime_knobs_of(st);
+    workload::set_collective_knobs(in, c.flashcomm, c.hccl_expansion, knobs);
     in.dispatch = config::effective_npu_dispatch(c.dispatch, knobs);
     in.prefetch_mlp = knobs.prefetch_mlp;
     in.multi_stream_memory_reuse = knobs.multi_stream_memory_reuse;
@@ -399,7 +404,10 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
         const sim::RunOptions ro = workload::bench_run_options(cfg, s.policy, in);
         const sim::SimHardware& decode_hw = lay.disaggregated ? lay.decode_hw : hw;
         s.kv = capacity(shape, ro, decode_hw, lay.disaggregated ? ", decode instance" : "");
-        s.cost = std::make_unique<serving::StepCostModel>(shape, ro, decode_hw);
+        graph::GraphOptions go;  // --tp: each step as rank 0's graph with its collectives
+        go.tp = in.tp;
+        go.flashcomm = in.flashcomm;
+        s.cost = std::make_unique<serving::StepCostModel>(shape, ro, decode_hw, go);
         uint64_t kv_bytes_per_token = 0;
         if (lay.disaggregated) {  // the prefill instance: the same weights in NZ on npu1 alone
             const sim::RunOptions pro = workload::bench_run_options(cfg, sim::Policy::NPU_ONLY, in);

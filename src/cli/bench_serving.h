@@ -38,6 +38,8 @@ struct ServingBenchCommon {
     int64_t npus = -1, pims = -1;
     int64_t seq_len = -1, gen_len = 256;
     int64_t tp = 1, pp = 1;
+    bool flashcomm = false;      // --flashcomm (with --tp)
+    std::string hccl_expansion;  // --hccl-expansion
     sim::Thresholds th;            // the three verdicts' thresholds (--tbt-reduction-min ...)
     bool no_verdict_exit = false;  // exit 0 even when a verdict is NOT MET
 };

@@ -3,7 +3,9 @@
 // (SimHardware::mem_capacity_bytes, from the memory preset) minus everything else one serving
 // step needs — weights, block index, activations of a step of step_tokens tokens, conversion
 // cache and workspace (sim/memory_accounting.h) — divided into paged blocks of
-// SimHardware::kv_block_tokens tokens.
+// SimHardware::kv_block_tokens tokens. With tensor parallelism (opts.parallel.tp ranks, one per
+// NPU) each rank holds its share of the weights and of the KV heads in its own NPU's memory; a
+// block spans the ranks, and the bytes reported are summed over them.
 #include <nlohmann/json.hpp>
 
 #include <cstdint>

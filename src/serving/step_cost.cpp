@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "sim/placement.h"
 #include "sim/planner.h"
+#include "sim/scale_out.h"
 #include "sim/timeline.h"
 
 namespace duet::serving {
@@ -64,11 +65,16 @@ sim::OpTrace step_records(const graph::Graph& g, const std::vector<sched::Chunk>
     return out;
 }
 
-StepCostModel::StepCostModel(const graph::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw)
-    : shape_(shape), opts_(opts), hw_(hw), graph_(std::make_shared<const graph::Graph>(graph::build_graph(shape))) {
+StepCostModel::StepCostModel(const graph::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw,
+                             const graph::GraphOptions& go)
+    : shape_(shape), opts_(opts), go_(go), hw_(hw) {
     opts_.record_events = false;
-    if (opts_.parallel.tp * opts_.parallel.pp > 1)
-        fail("--workload serving models one device group without tensor or pipeline parallelism (--tp 1 --pp 1)");
+    if (opts_.parallel.pp > 1 || go_.pp > 1)
+        fail("--workload serving has no pipeline stages (allowed: --pp 1; --tp N splits every step's layers)");
+    DUET_CHECK(go_.tp == opts_.parallel.tp, "graph split over {} ranks, run options over {}", go_.tp, opts_.parallel.tp);
+    go_.tp_rank = 0;
+    graph_ = std::make_shared<const graph::Graph>(go_.tp > 1 || go_.fuse ? graph::build_graph(shape, go_)
+                                                                          : graph::build_graph(shape));
 }
 
 double StepCostModel::step_ns(const sched::Step& step) {
@@ -97,6 +103,7 @@ double StepCostModel::step_ns(const sched::Step& step) {
     sim::Plan plan;
     plan.graph = graph_;
     plan.ops = step_records(*graph_, chunks);
+    if (go_.flashcomm && go_.tp > 1) sim::apply_flashcomm(plan.ops, go_.tp);
     const sim::Phase phase = pre.empty() ? sim::Phase::DECODE : sim::Phase::PREFILL;
     plan.forwards.push_back({phase, dec_past, 1, 0, plan.ops.size()});
     const sim::Placer placer(opts_.placement, hw_);

@@ -42,7 +42,11 @@ sim::OpTrace step_records(const graph::Graph& g, const std::vector<sched::Chunk>
 
 class StepCostModel {
 public:
-    StepCostModel(const graph::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw);
+    // `go`: the graph's split (tp ranks, FlashComm; go.tp must equal opts.parallel.tp): every
+    // step runs as rank 0's graph with its collectives on the machine's ranks (sim/scale_out.h).
+    // Pipeline parallelism is refused (a step is one forward, not micro-batches).
+    StepCostModel(const graph::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw,
+                  const graph::GraphOptions& go = {});
     // Modelled time of the step, ns (0 for a step with no chunks).
     double step_ns(const sched::Step& step);
     int64_t evaluations() const { return evaluations_; }  // distinct compositions timed
@@ -53,6 +57,7 @@ private:
     using Key = std::vector<int64_t>;
     graph::ModelShape shape_;
     sim::RunOptions opts_;
+    graph::GraphOptions go_;
     const sim::SimHardware& hw_;
     std::shared_ptr<const graph::Graph> graph_;
     struct Timed {

@@ -249,6 +249,15 @@ void plan_generations(const BenchSetup& s, const TraceBenchInputs& in, sim::Plan
     plan_t = s.shape_t.weight_dtype == s.shape_b.weight_dtype ? plan_b : plan(s.shape_t);
 }
 
+void set_collective_knobs(TraceBenchInputs& in, bool flashcomm_flag, const std::string& expansion_flag,
+                          const config::RuntimeKnobs& knobs) {
+    in.flashcomm = flashcomm_flag || knobs.flashcomm;  // the flag wins over VLLM_ASCEND_ENABLE_FLASHCOMM
+    in.hccl_expansion = !expansion_flag.empty()                ? expansion_flag
+                        : !knobs.hccl_op_expansion_mode.empty() ? knobs.hccl_op_expansion_mode
+                                                                : "HOST";
+    sim::expansion_mode_from_name(in.hccl_expansion, "--hccl-expansion");  // exit 2 before any work
+}
+
 sim::RunOptions bench_run_options(const config::CoopConfig& cfg, sim::Policy p, const TraceBenchInputs& in) {
     sim::RunOptions o = sim::run_options_from(cfg, p);
     o.record_events = in.record_events;

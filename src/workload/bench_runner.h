@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "config/coop_config.h"
+#include "config/runtime_knobs.h"
 #include "config/settings.h"
 #include "sim/hw_rig.h"
 #include "graph/model_shape.h"
@@ -73,6 +74,11 @@ BenchSetup prepare_bench(const config::Settings& st, const config::CoopConfig& c
                          bool file_mode);
 // Trace-only plans of both runs from the shapes.
 void plan_generations(const BenchSetup& s, const TraceBenchInputs& in, sim::Plan& plan_b, sim::Plan& plan_t);
+// --flashcomm and --hccl-expansion over the settings knobs they override
+// (VLLM_ASCEND_ENABLE_FLASHCOMM, HCCL_OP_EXPANSION_MODE; HOST when neither names a mode); a
+// mode it does not know is an error naming --hccl-expansion.
+void set_collective_knobs(TraceBenchInputs& in, bool flashcomm_flag, const std::string& expansion_flag,
+                          const config::RuntimeKnobs& knobs);
 // The run options of one side of the comparison (policy `p`) as finish_bench simulates it.
 sim::RunOptions bench_run_options(const config::CoopConfig& cfg, sim::Policy p, const TraceBenchInputs& in);
 // Simulates both plans and judges them; `seq_len` is the prompt length actually planned. A

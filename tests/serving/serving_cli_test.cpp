@@ -241,6 +241,38 @@ TEST(ServingCli, PrefixAffinityKeepsASessionsTranscriptCached) {
     }
 }
 
+// Tensor parallelism: every step runs as rank 0's graph with its collectives over the 8 ranks'
+// links, so one request alone gets `duet bench --tp 8`'s TTFT and TBT; with many, each rank's
+// share of weights and KV heads decides the KV pool. --pp and --tp beside --dp are refused.
+TEST(ServingCli, TensorParallelStepsAreTheBenchsTensorParallelForwards) {
+    const std::string machine = "--model llama2-70b --tp 8 --npus 8 --pims 8 --seq-len 128 --gen-len 16 ";
+    const Result s = run(machine + "--requests 1 --rate inf");
+    ASSERT_EQ(s.code, 0) << s.out;
+    const std::string report = std::string(DUET_BINARY_DIR) + "/serving_cli_test_tp_bench.json";
+    const std::string cmd = std::string(DUET_BINARY_DIR) + "/duet --log-level off bench " + machine +
+                            "--no-verdict-exit --report " + report + " > /dev/null 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    const nlohmann::json b = nlohmann::json::parse(std::ifstream(report));
+    for (const char* side : {"baseline", "target"}) {
+        const nlohmann::json& sv = s.report["serving"][side];
+        const double ttft_ms = b[side]["timeline"]["ttft_ns"].get<double>() / 1e6;
+        const double tbt_ms = b[side]["tbt_mean_ns"].get<double>() / 1e6;
+        EXPECT_NEAR(sv["ttft_ms"]["p50"].get<double>(), ttft_ms, ttft_ms * 1e-3) << side;
+        EXPECT_NEAR(sv["tpot_ms"]["mean"].get<double>(), tbt_ms, tbt_ms * 0.01) << side;
+        // 8 ranks of 64 GiB: per rank 1/8 of the weights and one of the 8 KV heads
+        EXPECT_EQ(sv["kv_cache"]["device_bytes"].get<double>(), 512.0 * (1 << 30)) << side;
+        EXPECT_LT(sv["kv_cache"]["other_bytes"].get<double>(), 160.0 * (1 << 30)) << side;
+    }
+    Result r = run(machine + "--requests 4 --pp 2");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.out, "duet: error: --pp 2 with --workload serving: the serving model has no pipeline stages (allowed: "
+                     "--pp 1; --tp N splits every step's layers over N ranks)\n");
+    r = run(machine + "--requests 4 --dp 2");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.out, "duet: error: --tp 8 with --dp 2: a replica or instance is one device group of the machine "
+                     "(allowed: --tp with --dp 1 and without --disaggregate)\n");
+}
+
 TEST(ServingCli, BadReplicaAndDisaggregationFlagsExitTwo) {
     Result r = run(std::string(kSmall) + "--dp 2 --router random");
     EXPECT_EQ(r.code, 2);
