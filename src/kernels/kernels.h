@@ -139,6 +139,23 @@ struct KvView {
 void attention(const float* q, int64_t n_q, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
                const KvView& kv, float scale, float* out, ThreadPool& pool);
 
+// Multi-head latent attention in the absorbed form (DeepSeek-V2/V3; graph/mla_builder.h): n_q query
+// tokens of one sequence at positions pos0 .. pos0 + n_q - 1 against its cached rows 0 .. pos0 +
+// n_q - 1, each [kv_lora_rank latent | rope_dim RoPE key], f32, back to back in `kv`. Query token i,
+// head h: score_u = (lat[i][h] . latent_u + pe[i][h] . key_u) * scale, causal softmax over u, then
+// out[i][h] = sum_u p_u latent_u (kv_lora_rank values; the caller up-projects them per head).
+struct MlaQuery {
+    const float* lat;        // [n_q][n_head][kv_lora_rank], rows lat_stride floats apart
+    int64_t lat_stride;
+    const float* pe;         // head h of token i: rope_dim floats at pe + i * pe_stride + h * pe_head_stride
+    int64_t pe_stride, pe_head_stride;
+    int64_t n_head, kv_lora_rank, rope_dim;
+};
+// out rows out_stride floats apart. Work is split over the pool by (query token, head); throws
+// duet::Error on shapes that do not fit.
+void mla_attention(const MlaQuery& q, int64_t n_q, int64_t pos0, const float* kv, float scale, float* out,
+                   int64_t out_stride, ThreadPool& pool);
+
 // Converts one row of n elements of `type` to f32 (used for embedding lookups).
 void dequantize_row(const void* src, DType type, float* dst, int64_t n);
 

@@ -1,0 +1,32 @@
+#pragma once
+// The `deepseek2` GGUF metadata (DeepSeek-V2/V3: latent attention and experts) as llama.cpp's
+// converter writes it (convert_hf_to_gguf.py DeepseekV2Model) and its loader reads it
+// (llama-model.cpp, LLM_ARCH_DEEPSEEK2). Internal to model/hparams.cpp.
+//
+//   <a>.attention.kv_lora_rank            C, the cached latent's width (required)
+//   <a>.attention.q_lora_rank             the low-rank query's width; 0 or absent: one attn_q matrix
+//   <a>.attention.key_length_mla          N + R per query/key head; value_length_mla: V per value head.
+//                                         Files written for llama.cpp's absorbed cache (attn_k_b,
+//                                         attn_v_b) carry them, and then key_length = C + R and
+//                                         value_length = C (the latent "head"); older files
+//                                         (attn_kv_b) carry only key_length = N + R, value_length = V
+//   <a>.rope.dimension_count              R = qk_rope_head_dim (required)
+//   <a>.expert_count, expert_used_count, expert_feed_forward_length (required), expert_shared_count
+//   (shared width = count x expert width), leading_dense_block_count, expert_weights_scale (default 1),
+//   expert_weights_norm (default false), expert_gating_func (1 softmax, 2 sigmoid; absent: softmax,
+//   as llama.cpp for DeepSeek-V2 files)
+// Refused, naming the key: rope scaling other than none (YaRN changes the attention scale), a
+// gating function other than softmax/sigmoid, group-limited routing (expert_group_used_count <
+// expert_group_count).
+// Tensors decide: exp_probs_b (the selection bias) and attn_kv_b vs attn_k_b/attn_v_b.
+#include "model/hparams.h"
+
+namespace duet::model {
+
+// Fills every field but the common ones hparams_from_gguf reads (context, embedding, blocks,
+// heads, norm epsilon, rope base, vocabulary). Throws duet::Error "<file>: metadata key ...".
+void read_deepseek2(const format::GgufFile& f, Hparams& hp);
+// The keys read_deepseek2 reads (the newer, absorbed-cache form: key_length_mla and friends).
+void write_deepseek2(format::GgufWriter& w, const Hparams& hp);
+
+}  // namespace duet::model
