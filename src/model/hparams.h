@@ -87,7 +87,7 @@ struct Hparams {
     bool expert_weights_norm = false;   // top-k weights renormalised to sum 1
     float expert_weights_scale = 1.0f;  // routed output scale (DeepSeek routed_scaling_factor)
     bool shared_expert_gate = false;    // qwen2moe: the shared expert is scaled by sigmoid(x · w[n_embd])
-    // deepseek2 (DeepSeek-V3): a per-expert bias [n_expert] (exp_probs_b) added to the gating scores
+    // deepseek2 (DeepSeek-V3): a per-expert bias [n_expert] added to the gating scores
     // to choose the top k; the weights are the unbiased scores of the chosen experts.
     bool expert_probs_bias = false;
 
@@ -103,7 +103,7 @@ struct Hparams {
     int64_t qk_rope_head_dim = 0;
     int64_t qk_nope_head_dim = 0;
     int64_t v_head_dim = 0;
-    bool mla_kv_b = false;  // the file stores W_kv_b unsplit (attn_kv_b, older llama.cpp conversions)
+    bool mla_kv_b = false;  // the file stores W_kv_b unsplit (older llama.cpp conversions), not its halves
 
     bool is_moe() const { return n_expert > 0; }
     bool is_mla() const { return kv_lora_rank > 0; }

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
+#include "graph/tensor_catalogue.h"
 
 namespace duet::model {
 namespace {
@@ -66,9 +67,12 @@ void read_deepseek2(const format::GgufFile& f, Hparams& hp) {
         fail("{}: metadata key '{}rope.scaling.type' = '{}' is not supported for deepseek2 (supported: none; YaRN "
              "also rescales the attention scores)", f.path(), a, scaling);
     hp.rope_neox = false;  // llama.cpp rotates deepseek2's rope part in adjacent pairs (LLAMA_ROPE_TYPE_NORM)
-    const int64_t first_moe = hp.n_layer_dense_lead;
-    hp.expert_probs_bias = f.find_tensor("blk." + std::to_string(first_moe) + ".exp_probs_b.bias") != nullptr;
-    hp.mla_kv_b = f.find_tensor("blk.0.attn_k_b.weight") == nullptr && f.find_tensor("blk.0.attn_kv_b.weight");
+    using graph::WeightRole;
+    const auto has = [&](WeightRole r, int64_t layer) {
+        return f.find_tensor(graph::gguf_name(graph::weight_spec(r), layer)) != nullptr;
+    };
+    hp.expert_probs_bias = has(WeightRole::FFN_EXP_PROBS_B, hp.n_layer_dense_lead);  // the first expert layer's
+    hp.mla_kv_b = has(WeightRole::ATTN_KV_B, 0);  // W_kv_b whole (the engine splits it at load)
 }
 
 void write_deepseek2(format::GgufWriter& w, const Hparams& hp) {

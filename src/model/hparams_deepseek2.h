@@ -4,12 +4,12 @@
 // (llama-model.cpp, LLM_ARCH_DEEPSEEK2). Internal to model/hparams.cpp.
 //
 //   <a>.attention.kv_lora_rank            C, the cached latent's width (required)
-//   <a>.attention.q_lora_rank             the low-rank query's width; 0 or absent: one attn_q matrix
+//   <a>.attention.q_lora_rank             the low-rank query's width; 0 or absent: one query matrix
 //   <a>.attention.key_length_mla          N + R per query/key head; value_length_mla: V per value head.
-//                                         Files written for llama.cpp's absorbed cache (attn_k_b,
-//                                         attn_v_b) carry them, and then key_length = C + R and
+//                                         Files written for llama.cpp's absorbed cache (W_kv_b in
+//                                         per-head halves) carry them, and then key_length = C + R and
 //                                         value_length = C (the latent "head"); older files
-//                                         (attn_kv_b) carry only key_length = N + R, value_length = V
+//                                         (W_kv_b whole) carry only key_length = N + R, value_length = V
 //   <a>.rope.dimension_count              R = qk_rope_head_dim (required)
 //   <a>.expert_count, expert_used_count, expert_feed_forward_length (required), expert_shared_count
 //   (shared width = count x expert width), leading_dense_block_count, expert_weights_scale (default 1),
@@ -18,7 +18,7 @@
 // Refused, naming the key: rope scaling other than none (YaRN changes the attention scale), a
 // gating function other than softmax/sigmoid, group-limited routing (expert_group_used_count <
 // expert_group_count).
-// Tensors decide: exp_probs_b (the selection bias) and attn_kv_b vs attn_k_b/attn_v_b.
+// Tensors decide (by their catalogue names): the router's selection bias, and W_kv_b whole or split.
 #include "model/hparams.h"
 
 namespace duet::model {

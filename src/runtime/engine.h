@@ -171,7 +171,7 @@ private:
     void mla_write_kv(const graph::Node& node, const Step& st);
     void head_matmul(const graph::Node& node, const Step& st);
     void mla_attend(const graph::Node& node, const Step& st);
-    void split_kv_b();  // a file's unsplit attn_kv_b into f32 per-head attn_k_b / attn_v_b (mla_split_)
+    void split_kv_b();  // a file's unsplit W_kv_b into f32 per-head halves (mla_split_)
     const model::TensorRef& head_weights(graph::WeightRole role, int32_t layer) const;
     // One row of n floats into the KV cache's type (F32, F16, Q8_0).
     static void store_kv_row(const float* src, uint8_t* dst, int64_t n, DType type);
@@ -213,8 +213,8 @@ private:
     std::vector<std::vector<int64_t>> moe_slots_;
     std::vector<float> moe_x_, moe_y_;
     // Latent attention: a sequence's cached rows of one layer as f32 [n_ctx][kv_lora_rank +
-    // qk_rope_head_dim]; one cache row being written; per layer the f32 attn_k_b / attn_v_b of a
-    // file that stores attn_kv_b (empty otherwise).
+    // qk_rope_head_dim]; one cache row being written; per layer the f32 halves of W_kv_b of a
+    // file that stores it whole (empty otherwise).
     std::vector<float> mla_ctx_, mla_row_;
     struct MlaSplit {
         std::vector<float> k_b, v_b;  // [n_head][kv_lora_rank][qk_nope], [n_head][v_head][kv_lora_rank]

@@ -6,12 +6,12 @@
 // key shared by all heads — instead of K and V of every head. ROPE rotates the last
 // qk_rope_head_dim values of every query head (llama.cpp's layout: head h is [nope | rope]) and
 // k_pe, in adjacent pairs (deepseek2 is LLAMA_ROPE_TYPE_NORM). HEAD_MATMUL runs one matmul per
-// head on that head's slice (attn_k_b: q_nope -> latent space; attn_v_b: latent -> value head).
+// head on that head's slice (W_UK^T: q_nope -> latent space; W_UV: latent -> value head).
 // MLA_ATTENTION copies a sequence's cached rows of the layer to f32 once and runs
 // kernels::mla_attention over them with scale 1/sqrt(qk_nope_head_dim + qk_rope_head_dim).
-// A file with W_kv_b unsplit (attn_kv_b, older llama.cpp conversions) is split at load into f32
-// per-head matrices of the attn_k_b / attn_v_b shapes (k_b transposed), as llama.cpp's converter
-// now writes them.
+// A file with W_kv_b unsplit (older llama.cpp conversions) is split at load into f32 per-head
+// matrices of the split tensors' shapes (the key half transposed), as llama.cpp's converter now
+// writes them.
 #include <cmath>
 #include <cstring>
 

@@ -110,7 +110,8 @@ TEST(Hparams, LinearRopeScalingAndDefaults) {
 TEST(Hparams, Errors) {
     const Hparams base = *find_arch_preset("tiny-llama");
     std::string p = write_file(base, [](GgufWriter& w) { w.set_string("general.architecture", "mamba"); });
-    EXPECT_EQ(error_of(p), p + ": architecture 'mamba' is not supported (supported: llama, qwen2, qwen2moe, qwen3moe)");
+    EXPECT_EQ(error_of(p),
+              p + ": architecture 'mamba' is not supported (supported: llama, qwen2, qwen2moe, qwen3moe, deepseek2)");
 
     p = temp_path("noarch.gguf");
     GgufWriter(p).write();
