@@ -76,7 +76,7 @@ Hparams deepseek2_tiny() {
     return hp;
 }
 
-// Mixture-of-Experts and latent-attention models, modelled trace-only: each is its public
+// Mixture-of-Experts and latent-attention models of real shapes: each is its public
 // config.json (the fields that shape the model, values as published) read by the same reader
 // as `--model config.json` (model/hf_config.h), so a preset and its file cannot disagree.
 struct HfPreset {

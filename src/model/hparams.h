@@ -60,7 +60,7 @@ struct Hparams {
     int64_t n_head_kv = 0;
     int64_t n_ff = 0;
     int64_t head_dim = 0;  // per-head size of q, k and v
-    int64_t n_rot = 0;     // rotated dimensions per head (== head_dim for every supported model)
+    int64_t n_rot = 0;     // rotated dimensions per head (head_dim, but qk_rope_head_dim with latent attention)
 
     float norm_eps = 1e-5f;
     float rope_freq_base = 10000.0f;

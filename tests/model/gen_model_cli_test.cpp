@@ -7,6 +7,8 @@
 #include <filesystem>
 
 #include "format/gguf.h"
+#include "format/gguf_writer.h"
+#include "model/arch_presets.h"
 #include "model/hparams.h"
 
 namespace duet::model {
@@ -88,6 +90,27 @@ TEST_F(GenModelCli, HelpShowsAnExampleThatWorks) {
     r = run("gen-model --list");
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_NE(r.out.find("bench-1b"), std::string::npos);
+}
+
+// deepseek2 end to end: gen-model writes it, `duet run` generates from it, and a real DeepSeek
+// file's YaRN scaling (not run yet) stops `duet run` with exit status 2 naming the key.
+TEST_F(GenModelCli, Deepseek2RunsAndYarnIsRefusedWithStatus2) {
+    const std::string out = (dir_ / "ds.gguf").string();
+    Result r = run("gen-model --arch tiny-deepseek2 --dtype q8_0 --seed 12 -o " + out);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    r = run("run -m " + out + " -p Hello -n 4 --temp 0 --threads 2");
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("generated 4 tokens"), std::string::npos) << r.out;
+    const std::string yarn = (dir_ / "yarn.gguf").string();
+    format::GgufWriter w(yarn);
+    write_hparams(w, *find_arch_preset("tiny-deepseek2"));
+    w.set_string("deepseek2.rope.scaling.type", "yarn");
+    w.add_tensor_f32("token_embd.weight", DType::F32, {4}, std::vector<float>(4));
+    w.write();
+    r = run("run -m " + yarn + " -p Hello -n 4");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "duet: error: " + yarn + ": metadata key 'deepseek2.rope.scaling.type' = 'yarn' is not "
+                     "supported for deepseek2 (supported: none; YaRN also rescales the attention scores)\n");
 }
 
 }  // namespace
