@@ -29,6 +29,7 @@ void Engine::split_kv_b() {
     std::vector<float> row(static_cast<size_t>(C));
     for (int32_t l = 0; l < int32_t(hp.n_layer); ++l) {
         const model::TensorRef& kv_b = plain_.tensor(WeightRole::ATTN_KV_B, l);  // [H * (N + V)][C]
+        if (!kv_b.present()) continue;  // a pipeline stage holds its own layers only
         MlaSplit& sp = mla_split_[size_t(l)];
         sp.k_b.resize(size_t(H * C * N));
         sp.v_b.resize(size_t(H * V * C));
