@@ -23,8 +23,8 @@ void mla_attention(const MlaQuery& q, int64_t n_q, int64_t pos0, const float* kv
                    int64_t out_stride, ThreadPool& pool) {
     const int64_t H = q.n_head, C = q.kv_lora_rank, R = q.rope_dim, row = C + R;
     if (H < 1 || C < 1 || R < 0 || n_q < 1 || pos0 < 0 || out_stride < H * C)
-        fail("mla_attention: bad shape (n_head {}, kv_lora_rank {}, rope_dim {}, n_q {}, pos0 {}, out_stride {})", H,
-             C, R, n_q, pos0, out_stride);
+        fail("mla_attention: bad shape (n_head {}, kv_lora_rank {}, rope_dim {}, n_q {}, pos0 {}, out_stride {})", H, C,
+             R, n_q, pos0, out_stride);
     pool.parallel_for(n_q * H, 1, [&](int64_t b, int64_t e) {
         std::vector<float> p(static_cast<size_t>(pos0 + n_q));
         for (int64_t ih = b; ih < e; ++ih) {

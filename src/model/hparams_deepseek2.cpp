@@ -24,9 +24,10 @@ void read_mla_heads(const format::GgufFile& f, const std::string& a, Hparams& hp
     }
     hp.qk_nope_head_dim = hp.head_dim - hp.qk_rope_head_dim;
     if (hp.qk_nope_head_dim < 1)
-        fail("{}: metadata key '{}rope.dimension_count' = {} leaves no un-rotated part of the {}-wide query head "
-             "(key_length_mla, or key_length in older files)",
-             f.path(), a, hp.qk_rope_head_dim, hp.head_dim);
+        fail(
+            "{}: metadata key '{}rope.dimension_count' = {} leaves no un-rotated part of the {}-wide query head "
+            "(key_length_mla, or key_length in older files)",
+            f.path(), a, hp.qk_rope_head_dim, hp.head_dim);
     hp.n_rot = hp.qk_rope_head_dim;
     hp.n_head_kv = hp.n_head;  // every head has its own K and V, up-projected from the one latent
 }
@@ -35,8 +36,10 @@ void read_routing(const format::GgufFile& f, const std::string& a, Hparams& hp) 
     hp.n_expert = f.get_int(a + "expert_count");
     hp.n_expert_used = f.get_int(a + "expert_used_count");
     if (hp.n_expert < 1 || hp.n_expert_used < 1 || hp.n_expert_used > hp.n_expert)
-        fail("{}: metadata keys '{}expert_count' = {}, 'expert_used_count' = {} are out of range (allowed: 1 <= "
-             "used <= count)", f.path(), a, hp.n_expert, hp.n_expert_used);
+        fail(
+            "{}: metadata keys '{}expert_count' = {}, 'expert_used_count' = {} are out of range (allowed: 1 <= "
+            "used <= count)",
+            f.path(), a, hp.n_expert, hp.n_expert_used);
     hp.n_ff_exp = f.get_int(a + "expert_feed_forward_length");
     hp.n_expert_shared = f.find_int(a + "expert_shared_count").value_or(0);
     hp.n_ff_shexp = hp.n_expert_shared * hp.n_ff_exp;
@@ -51,9 +54,10 @@ void read_routing(const format::GgufFile& f, const std::string& a, Hparams& hp) 
     const int64_t groups = f.find_int(a + "expert_group_count").value_or(1);
     const int64_t groups_used = f.find_int(a + "expert_group_used_count").value_or(groups);
     if (groups > 1 && groups_used < groups)
-        fail("{}: metadata key '{}expert_group_used_count' = {} (of {} groups): group-limited expert routing is not "
-             "supported (allowed: every group, expert_group_used_count = expert_group_count)",
-             f.path(), a, groups_used, groups);
+        fail(
+            "{}: metadata key '{}expert_group_used_count' = {} (of {} groups): group-limited expert routing is not "
+            "supported (allowed: every group, expert_group_used_count = expert_group_count)",
+            f.path(), a, groups_used, groups);
 }
 
 }  // namespace
@@ -64,8 +68,10 @@ void read_deepseek2(const format::GgufFile& f, Hparams& hp) {
     read_routing(f, a, hp);
     const std::string scaling = f.find_string(a + "rope.scaling.type").value_or("none");
     if (scaling != "none" && !scaling.empty())
-        fail("{}: metadata key '{}rope.scaling.type' = '{}' is not supported for deepseek2 (supported: none; YaRN "
-             "also rescales the attention scores)", f.path(), a, scaling);
+        fail(
+            "{}: metadata key '{}rope.scaling.type' = '{}' is not supported for deepseek2 (supported: none; YaRN "
+            "also rescales the attention scores)",
+            f.path(), a, scaling);
     hp.rope_neox = false;  // llama.cpp rotates deepseek2's rope part in adjacent pairs (LLAMA_ROPE_TYPE_NORM)
     using graph::WeightRole;
     const auto has = [&](WeightRole r, int64_t layer) {
@@ -90,8 +96,8 @@ void write_deepseek2(format::GgufWriter& w, const Hparams& hp) {
     w.set_u32(a + "leading_dense_block_count", uint32_t(hp.n_layer_dense_lead));
     w.set_f32(a + "expert_weights_scale", hp.expert_weights_scale);
     w.set_bool(a + "expert_weights_norm", hp.expert_weights_norm);
-    w.set_u32(a + "expert_gating_func", uint32_t(hp.expert_gating == ExpertGating::SIGMOID ? kGatingSigmoid
-                                                                                            : kGatingSoftmax));
+    w.set_u32(a + "expert_gating_func",
+              uint32_t(hp.expert_gating == ExpertGating::SIGMOID ? kGatingSigmoid : kGatingSoftmax));
 }
 
 }  // namespace duet::model

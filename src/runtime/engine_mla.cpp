@@ -35,11 +35,14 @@ void Engine::split_kv_b() {
         sp.v_b.resize(size_t(H * V * C));
         for (int64_t h = 0; h < H; ++h) {
             for (int64_t r = 0; r < N + V; ++r) {
-                const auto* src = static_cast<const uint8_t*>(kv_b.data) + size_t(h * (N + V) + r) * kv_b.row_stride_bytes;
+                const auto* src =
+                    static_cast<const uint8_t*>(kv_b.data) + size_t(h * (N + V) + r) * kv_b.row_stride_bytes;
                 kernels::dequantize_row(src, kv_b.dtype, row.data(), C);
                 for (int64_t c = 0; c < C; ++c) {
-                    if (r < N) sp.k_b[size_t((h * C + c) * N + r)] = row[size_t(c)];  // k_b[h]: [C][N]
-                    else sp.v_b[size_t((h * V + r - N) * C + c)] = row[size_t(c)];   // v_b[h]: [V][C]
+                    if (r < N)
+                        sp.k_b[size_t((h * C + c) * N + r)] = row[size_t(c)];  // k_b[h]: [C][N]
+                    else
+                        sp.v_b[size_t((h * V + r - N) * C + c)] = row[size_t(c)];  // v_b[h]: [V][C]
                 }
             }
         }
@@ -78,7 +81,8 @@ void Engine::mla_rope(const graph::Node& nd, const Step& st) {
         pool_.parallel_for(st.n_tok, 4, [&](int64_t b, int64_t e) {
             for (int64_t i = b; i < e; ++i) {
                 // head h's rope part starts N after it; heads are N + R apart
-                kernels::rope(q + i * qs + N, H, N + R, R, pos_[size_t(i)], p.freq_base, p.freq_scale, nullptr, p.order);
+                kernels::rope(q + i * qs + N, H, N + R, R, pos_[size_t(i)], p.freq_base, p.freq_scale, nullptr,
+                              p.order);
                 kernels::rope(k + i * ks, 1, R, R, pos_[size_t(i)], p.freq_base, p.freq_scale, nullptr, p.order);
             }
         });
@@ -115,7 +119,8 @@ void Engine::head_matmul(const graph::Node& nd, const Step& st) {
     const int32_t xt = nd.in[0], yt = nd.out[0];
     const int64_t x_head = graph_.tensors[size_t(xt)].width / H;  // head h's k inputs start h * x_head in
     DUET_CHECK(x_head >= k && graph_.tensors[size_t(yt)].width == H * n, "engine: {} of layer {} has shapes {}/{}",
-               graph::op_kind_name(nd.kind), nd.layer, graph_.tensors[size_t(xt)].width, graph_.tensors[size_t(yt)].width);
+               graph::op_kind_name(nd.kind), nd.layer, graph_.tensors[size_t(xt)].width,
+               graph_.tensors[size_t(yt)].width);
     const float* x = ptr(xt);
     float* y = ptr(yt);
     const int64_t xs = stride(xt), ys = stride(yt);

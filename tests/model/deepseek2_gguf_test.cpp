@@ -3,9 +3,9 @@
 // LLM_ARCH_DEEPSEEK2; converter DeepseekV2Model), the older key form (key_length = the query head,
 // no *_mla keys) reads the same shape, and what the engine does not run is refused naming the key.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
-#include <unistd.h>
 
 #include "core/error.h"
 #include "format/gguf.h"
@@ -121,7 +121,8 @@ TEST(Deepseek2Gguf, OlderKeyFormReadsTheSameHeads) {
     const auto newer = format::GgufFile::open(keys);
     format::GgufWriter w(path);
     for (const auto& [k, v] : newer.metadata())
-        if (!k.ends_with("_length_mla") && !k.ends_with("key_length") && !k.ends_with("value_length")) w.set_value(k, v);
+        if (!k.ends_with("_length_mla") && !k.ends_with("key_length") && !k.ends_with("value_length"))
+            w.set_value(k, v);
     w.set_u32("deepseek2.attention.key_length", 64);
     w.set_u32("deepseek2.attention.value_length", 32);
     w.add_tensor_f32("token_embd.weight", DType::F32, {4}, std::vector<float>(4));
@@ -142,19 +143,23 @@ TEST(Deepseek2Gguf, UnsupportedRoutingAndRopeAreRefusedNamingTheKey) {
                   w.set_string("deepseek2.rope.scaling.type", "yarn");
                   w.set_f32("deepseek2.rope.scaling.factor", 40.0f);
               }),
-              ds_path("edited.gguf") + ": metadata key 'deepseek2.rope.scaling.type' = 'yarn' is not supported for "
-                                       "deepseek2 (supported: none; YaRN also rescales the attention scores)");
+              ds_path("edited.gguf") +
+                  ": metadata key 'deepseek2.rope.scaling.type' = 'yarn' is not supported for "
+                  "deepseek2 (supported: none; YaRN also rescales the attention scores)");
     EXPECT_EQ(error_with([](format::GgufWriter& w) { w.set_u32("deepseek2.expert_gating_func", 3); }),
-              ds_path("edited.gguf") + ": metadata key 'deepseek2.expert_gating_func' = 3 is not supported (allowed: "
-                                       "1 = softmax, 2 = sigmoid)");
+              ds_path("edited.gguf") +
+                  ": metadata key 'deepseek2.expert_gating_func' = 3 is not supported (allowed: "
+                  "1 = softmax, 2 = sigmoid)");
     EXPECT_EQ(error_with([](format::GgufWriter& w) {
                   w.set_u32("deepseek2.expert_group_count", 8);
                   w.set_u32("deepseek2.expert_group_used_count", 4);
               }),
-              ds_path("edited.gguf") + ": metadata key 'deepseek2.expert_group_used_count' = 4 (of 8 groups): "
-                                       "group-limited expert routing is not supported (allowed: every group, "
-                                       "expert_group_used_count = expert_group_count)");
+              ds_path("edited.gguf") +
+                  ": metadata key 'deepseek2.expert_group_used_count' = 4 (of 8 groups): "
+                  "group-limited expert routing is not supported (allowed: every group, "
+                  "expert_group_used_count = expert_group_count)");
     EXPECT_EQ(error_with([](format::GgufWriter& w) { w.set_u32("deepseek2.rope.dimension_count", 64); }),
-              ds_path("edited.gguf") + ": metadata key 'deepseek2.rope.dimension_count' = 64 leaves no un-rotated "
-                                       "part of the 64-wide query head (key_length_mla, or key_length in older files)");
+              ds_path("edited.gguf") +
+                  ": metadata key 'deepseek2.rope.dimension_count' = 64 leaves no un-rotated "
+                  "part of the 64-wide query head (key_length_mla, or key_length in older files)");
 }

@@ -134,8 +134,9 @@ TEST(MlaEngine, FusionAndAnotherWeightLayoutAreRefused) {
         Engine e(m, o);
         FAIL();
     } catch (const Error& e) {
-        EXPECT_STREQ(e.what(), "--fuse is not supported for latent-attention models yet (deepseek2, kv_lora_rank 64): "
-                               "run without --fuse");
+        EXPECT_STREQ(e.what(),
+                     "--fuse is not supported for latent-attention models yet (deepseek2, kv_lora_rank 64): "
+                     "run without --fuse");
     }
     Engine e(m, mla_opts());
     PlainWeightSource other(m->weights());
@@ -143,7 +144,8 @@ TEST(MlaEngine, FusionAndAnotherWeightLayoutAreRefused) {
         e.set_weight_source(&other);
         FAIL();
     } catch (const Error& err) {
-        EXPECT_STREQ(err.what(), "the PIM weight layout is not supported for latent-attention models yet (deepseek2, "
-                                 "kv_lora_rank 64): use the plain layout (duet bench --target npu_only)");
+        EXPECT_STREQ(err.what(),
+                     "the PIM weight layout is not supported for latent-attention models yet (deepseek2, "
+                     "kv_lora_rank 64): use the plain layout (duet bench --target npu_only)");
     }
 }
