@@ -114,6 +114,22 @@ enum class RopeOrder {
 void rope(float* x, int64_t n_head, int64_t head_dim, int64_t n_rot, int64_t pos, float freq_base, float freq_scale,
           const float* freq_factors, RopeOrder order);
 
+// YaRN RoPE (DeepSeek-V2/V3's files), adjacent pairs, in place: head h's first n_rot values at
+// x + h * head_stride. Pair i (theta_i = freq_base^(-2i/n_rot)) turns by
+// pos * theta_i * (freq_scale * (1 - r_i) + r_i), r_i = 1 - clamp((i - corr_low) / (corr_high -
+// corr_low), 0, 1): the high frequencies extrapolate, the low ones interpolate; cos and sin are
+// multiplied by `magnitude` (ggml's rope_yarn with ext_factor 1).
+struct YarnRope {
+    float freq_base = 10000.0f, freq_scale = 1.0f;
+    float corr_low = 0.0f, corr_high = 0.0f;  // pair indices (ggml's corr_dims)
+    float magnitude = 1.0f;
+};
+// freq_scale = 1 / factor; the correction dimensions are where a frequency turns beta_fast and
+// beta_slow times over orig_ctx positions (floor / ceil, clamped to 0 .. n_rot - 1).
+YarnRope yarn_rope(int64_t n_rot, float freq_base, float factor, int64_t orig_ctx, float beta_fast, float beta_slow,
+                   float magnitude);
+void rope_yarn(float* x, int64_t n_head, int64_t head_stride, int64_t n_rot, int64_t pos, const YarnRope& y);
+
 // In place softmax over n elements.
 void softmax(float* x, int64_t n);
 

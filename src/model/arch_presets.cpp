@@ -76,6 +76,18 @@ Hparams deepseek2_tiny() {
     return hp;
 }
 
+// tiny-deepseek2 with YaRN as DeepSeek-V3's files carry it (factor 4 over an original context of
+// 256, mscale_all_dim 1): the rotation of its 16 RoPE pairs ramps from extrapolated (pair 0) to
+// interpolated (pairs 7 and up), and the attention scale gains (1 + 0.1 ln 4)^2.
+Hparams deepseek2_tiny_yarn() {
+    Hparams hp = deepseek2_tiny();
+    hp.rope_yarn = true;
+    hp.rope_freq_scale = 0.25f;
+    hp.rope_yarn_orig_ctx = 256;
+    hp.rope_yarn_log_mul = 1.0f;
+    return hp;
+}
+
 // Mixture-of-Experts and latent-attention models of real shapes: each is its public
 // config.json (the fields that shape the model, values as published) read by the same reader
 // as `--model config.json` (model/hf_config.h), so a preset and its file cannot disagree.
@@ -174,6 +186,8 @@ std::vector<ArchPreset> build_table() {
                  "RoPE part 32), 8 experts top-2 with sigmoid gating and a selection bias, 1 shared expert, first "
                  "layer dense",
                  deepseek2_tiny(), BPE, "qwen2", "chatml", true});
+    t.push_back({"tiny-deepseek2-yarn", "tiny-deepseek2 with YaRN RoPE scaling (factor 4, original context 256)",
+                 deepseek2_tiny_yarn(), BPE, "qwen2", "chatml", true});
     // --- real shapes (Hugging Face config.json of each model) ---
     t.push_back({"llama2-7b", "Llama-2-7B (meta-llama/Llama-2-7b-hf config.json)",
                  make(L, {32000, 4096, 4096, 32, 32, 32, 11008, 128, 1e-5f, 10000.0f}, false, false), SPM, "",

@@ -136,7 +136,9 @@ bool operator==(const Hparams& a, const Hparams& b) {
            a.shared_expert_gate == b.shared_expert_gate && a.q_lora_rank == b.q_lora_rank &&
            a.kv_lora_rank == b.kv_lora_rank && a.qk_rope_head_dim == b.qk_rope_head_dim &&
            a.qk_nope_head_dim == b.qk_nope_head_dim && a.v_head_dim == b.v_head_dim && a.qk_norm == b.qk_norm &&
-           a.expert_probs_bias == b.expert_probs_bias && a.mla_kv_b == b.mla_kv_b;
+           a.expert_probs_bias == b.expert_probs_bias && a.mla_kv_b == b.mla_kv_b && a.rope_yarn == b.rope_yarn &&
+           a.rope_yarn_orig_ctx == b.rope_yarn_orig_ctx && a.rope_yarn_log_mul == b.rope_yarn_log_mul &&
+           a.rope_yarn_beta_fast == b.rope_yarn_beta_fast && a.rope_yarn_beta_slow == b.rope_yarn_beta_slow;
 }
 
 namespace {
@@ -290,7 +292,7 @@ void write_hparams(format::GgufWriter& w, const Hparams& hp) {
     w.set_f32(a + "attention.layer_norm_rms_epsilon", hp.norm_eps);
     w.set_f32(a + "rope.freq_base", hp.rope_freq_base);
     w.set_u32(a + "rope.dimension_count", uint32_t(hp.n_rot));
-    if (hp.rope_freq_scale != 1.0f) {
+    if (hp.rope_freq_scale != 1.0f && !hp.rope_yarn) {
         w.set_string(a + "rope.scaling.type", "linear");
         w.set_f32(a + "rope.scaling.factor", 1.0f / hp.rope_freq_scale);
     }

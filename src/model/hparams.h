@@ -40,7 +40,8 @@ namespace duet::model {
 enum class Arch { LLAMA, QWEN2, QWEN2MOE, QWEN3MOE, DEEPSEEK2 };
 
 const char* arch_name(Arch a);       // "llama", "qwen2", "qwen2moe", "qwen3moe", "deepseek2"
-std::string supported_arch_names();  // the GGUF architectures the engine runs: "llama, qwen2, qwen2moe, qwen3moe, deepseek2"
+// The GGUF architectures the engine runs: "llama, qwen2, qwen2moe, qwen3moe, deepseek2".
+std::string supported_arch_names();
 
 // How a Mixture-of-Experts router turns its logits into expert weights (llama.cpp's
 // expert_gating_func): SOFTMAX over all experts (Mixtral, Qwen-MoE, DeepSeek-V2) or an
@@ -70,6 +71,14 @@ struct Hparams {
     bool qkv_bias = false;   // qwen2: true
     bool tied_output = false;
     bool has_rope_freqs = false;
+    // YaRN RoPE scaling (deepseek2 with rope.scaling.type = yarn; model/hparams_deepseek2.h has the
+    // formulas): rope_freq_scale = 1 / factor; the rotation angles of the pairs between the
+    // beta_fast and beta_slow correction dimensions of rope_yarn_orig_ctx blend interpolation and
+    // extrapolation; the attention scale gains (1 + 0.1 * rope_yarn_log_mul * ln factor)^2.
+    bool rope_yarn = false;
+    int64_t rope_yarn_orig_ctx = 0;
+    float rope_yarn_log_mul = 0.0f;  // DeepSeek's mscale_all_dim: the file's yarn_log_multiplier / 0.1, as llama.cpp
+    float rope_yarn_beta_fast = 32.0f, rope_yarn_beta_slow = 1.0f;
     bool qk_norm = false;  // qwen3: q and k RMS-normed per head (weights [head_dim] each) before RoPE
 
     // --- Mixture-of-Experts FFN (n_expert == 0: every layer has the dense SwiGLU FFN of n_ff) ---

@@ -1,5 +1,7 @@
 #include "model/hparams_deepseek2.h"
 
+#include <cmath>
+
 #include "core/error.h"
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
@@ -60,18 +62,38 @@ void read_routing(const format::GgufFile& f, const std::string& a, Hparams& hp) 
             f.path(), a, groups_used, groups);
 }
 
+// YaRN as llama.cpp applies it to deepseek2: the file's yarn_log_multiplier is 0.1 x DeepSeek's
+// mscale_all_dim (the converter's factor, which llama.cpp's loader divides back out).
+void read_rope_scaling(const format::GgufFile& f, const std::string& a, Hparams& hp) {
+    const std::string scaling = f.find_string(a + "rope.scaling.type").value_or("none");
+    if (scaling == "none" || scaling.empty()) return;
+    if (scaling != "yarn")
+        fail("{}: metadata key '{}rope.scaling.type' = '{}' is not supported for deepseek2 (supported: none, yarn)",
+             f.path(), a, scaling);
+    const double factor = f.get_float(a + "rope.scaling.factor");
+    if (!(factor >= 1.0) || !std::isfinite(factor))
+        fail("{}: metadata key '{}rope.scaling.factor' = {} is out of range (allowed: >= 1 with yarn)", f.path(), a,
+             factor);
+    if (auto af = f.find_float(a + "rope.scaling.attn_factor"); af && *af != 1.0)
+        fail("{}: metadata key '{}rope.scaling.attn_factor' = {} is not supported (allowed: 1)", f.path(), a, *af);
+    hp.rope_yarn = true;
+    hp.rope_freq_scale = float(1.0 / factor);
+    hp.rope_yarn_orig_ctx = f.find_int(a + "rope.scaling.original_context_length").value_or(hp.n_ctx_train);
+    hp.rope_yarn_log_mul = float(f.find_float(a + "rope.scaling.yarn_log_multiplier").value_or(0.0) / 0.1);
+    hp.rope_yarn_beta_fast = float(f.find_float(a + "rope.scaling.yarn_beta_fast").value_or(32.0));
+    hp.rope_yarn_beta_slow = float(f.find_float(a + "rope.scaling.yarn_beta_slow").value_or(1.0));
+    if (hp.rope_yarn_orig_ctx < 1)
+        fail("{}: metadata key '{}rope.scaling.original_context_length' = {} must be positive", f.path(), a,
+             hp.rope_yarn_orig_ctx);
+}
+
 }  // namespace
 
 void read_deepseek2(const format::GgufFile& f, Hparams& hp) {
     const std::string a = hp.arch_name + ".";
     read_mla_heads(f, a, hp);
     read_routing(f, a, hp);
-    const std::string scaling = f.find_string(a + "rope.scaling.type").value_or("none");
-    if (scaling != "none" && !scaling.empty())
-        fail(
-            "{}: metadata key '{}rope.scaling.type' = '{}' is not supported for deepseek2 (supported: none; YaRN "
-            "also rescales the attention scores)",
-            f.path(), a, scaling);
+    read_rope_scaling(f, a, hp);
     hp.rope_neox = false;  // llama.cpp rotates deepseek2's rope part in adjacent pairs (LLAMA_ROPE_TYPE_NORM)
     using graph::WeightRole;
     const auto has = [&](WeightRole r, int64_t layer) {
@@ -96,6 +118,12 @@ void write_deepseek2(format::GgufWriter& w, const Hparams& hp) {
     w.set_u32(a + "leading_dense_block_count", uint32_t(hp.n_layer_dense_lead));
     w.set_f32(a + "expert_weights_scale", hp.expert_weights_scale);
     w.set_bool(a + "expert_weights_norm", hp.expert_weights_norm);
+    if (hp.rope_yarn) {
+        w.set_string(a + "rope.scaling.type", "yarn");
+        w.set_f32(a + "rope.scaling.factor", 1.0f / hp.rope_freq_scale);
+        w.set_u32(a + "rope.scaling.original_context_length", uint32_t(hp.rope_yarn_orig_ctx));
+        w.set_f32(a + "rope.scaling.yarn_log_multiplier", 0.1f * hp.rope_yarn_log_mul);
+    }
     w.set_u32(a + "expert_gating_func",
               uint32_t(hp.expert_gating == ExpertGating::SIGMOID ? kGatingSigmoid : kGatingSoftmax));
 }

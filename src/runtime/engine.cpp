@@ -98,7 +98,7 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts, gr
     if (opts_.fuse && hp.is_moe())
         fail("--fuse is not supported for Mixture-of-Experts models yet ({}, {} experts): run without --fuse",
              hp.arch_name, hp.n_expert);
-    if (hp.mla_kv_b) split_kv_b();
+    if (hp.is_mla()) init_mla();
     if (opts_.fuse) graph_ = graph::fuse_all(graph_);
     plain_.bind_fused(graph_);
     mem_ = opts_.static_plan ? graph::plan_memory(graph_) : graph::plan_memory_without_reuse(graph_);
@@ -238,7 +238,7 @@ void Engine::run_node(const graph::Node& nd, const Step& st) {
                 dispatch_.rmsnorm(ptr(x), vec, ptr(y), rows(y) * (nd.n / nd.k), nd.k, hp.norm_eps);
                 break;
             }
-            if (rows(x) == rows(y) && stride(x) != nd.n) {  // a column view (MLA's latent): rows to y, then in place
+            if (rows(x) == rows(y) && stride(x) != nd.n) {  // a column view (MLA's latent): to y, then in place
                 DUET_CHECK(stride(y) == nd.n, "engine: norm of layer {} writes a strided tensor", nd.layer);
                 for (int64_t i = 0; i < rows(y); ++i)
                     std::memcpy(ptr(y) + i * nd.n, ptr(x) + i * stride(x), size_t(nd.n) * sizeof(float));

@@ -171,6 +171,7 @@ private:
     void mla_write_kv(const graph::Node& node, const Step& st);
     void head_matmul(const graph::Node& node, const Step& st);
     void mla_attend(const graph::Node& node, const Step& st);
+    void init_mla();    // the attention scale and YaRN rotation; split_kv_b when the file needs it
     void split_kv_b();  // a file's unsplit W_kv_b into f32 per-head halves (mla_split_)
     const model::TensorRef& head_weights(graph::WeightRole role, int32_t layer) const;
     // One row of n floats into the KV cache's type (F32, F16, Q8_0).
@@ -221,6 +222,8 @@ private:
         model::TensorRef k_b_ref, v_b_ref;
     };
     std::vector<MlaSplit> mla_split_;
+    float mla_kq_scale_ = 0.0f;   // 1/sqrt(qk_nope + qk_rope), times YaRN's mscale^2
+    kernels::YarnRope mla_yarn_;  // used when hparams().rope_yarn
 };
 
 }  // namespace duet::runtime

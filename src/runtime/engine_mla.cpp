@@ -22,6 +22,24 @@ namespace duet::runtime {
 
 using graph::WeightRole;
 
+// YaRN as llama.cpp's deepseek2 graph applies it (its llama-context.cpp sets the rope's attention
+// factor so that the rotation keeps unit magnitude when the file gives yarn_log_multiplier, else
+// 1 + 0.1 ln f; deepseek2.cpp scales the scores by mscale^2, mscale = that magnitude x (1 + 0.1 x
+// mscale_all_dim x ln f)).
+void Engine::init_mla() {
+    const model::Hparams& hp = model_->hparams();
+    float mscale = 1.0f;
+    if (hp.rope_yarn) {
+        const float factor = 1.0f / hp.rope_freq_scale, ln_f = std::log(factor);
+        const float magnitude = hp.rope_yarn_log_mul != 0.0f ? 1.0f : 1.0f + 0.1f * ln_f;
+        mla_yarn_ = kernels::yarn_rope(hp.qk_rope_head_dim, hp.rope_freq_base, factor, hp.rope_yarn_orig_ctx,
+                                       hp.rope_yarn_beta_fast, hp.rope_yarn_beta_slow, magnitude);
+        mscale = magnitude * (1.0f + 0.1f * hp.rope_yarn_log_mul * ln_f);
+    }
+    mla_kq_scale_ = mscale * mscale / std::sqrt(float(hp.qk_nope_head_dim + hp.qk_rope_head_dim));
+    if (hp.mla_kv_b) split_kv_b();
+}
+
 void Engine::split_kv_b() {
     const model::Hparams& hp = model_->hparams();
     const int64_t H = hp.n_head, C = hp.kv_lora_rank, N = hp.qk_nope_head_dim, V = hp.v_head_dim;
@@ -77,9 +95,15 @@ void Engine::mla_rope(const graph::Node& nd, const Step& st) {
     float* k = ptr(nd.out[1]);
     const int64_t qs = stride(nd.out[0]), ks = stride(nd.out[1]);
     const Dispatcher::RopeParams p = rope_params();
+    const bool yarn = model_->hparams().rope_yarn;
     dispatch_.mla([&] {
         pool_.parallel_for(st.n_tok, 4, [&](int64_t b, int64_t e) {
             for (int64_t i = b; i < e; ++i) {
+                if (yarn) {
+                    kernels::rope_yarn(q + i * qs + N, H, N + R, R, pos_[size_t(i)], mla_yarn_);
+                    kernels::rope_yarn(k + i * ks, 1, R, R, pos_[size_t(i)], mla_yarn_);
+                    continue;
+                }
                 // head h's rope part starts N after it; heads are N + R apart
                 kernels::rope(q + i * qs + N, H, N + R, R, pos_[size_t(i)], p.freq_base, p.freq_scale, nullptr,
                               p.order);
@@ -143,7 +167,7 @@ void Engine::mla_attend(const graph::Node& nd, const Step& st) {
     const int32_t il = nd.layer - kv_layer0_;
     const int64_t H = s.n_head, C = s.kv_lora_rank, R = s.qk_rope_head_dim, N = s.qk_nope_head_dim;
     const int64_t row = C + R, bt = cache.block_tokens();
-    const float scale = 1.0f / std::sqrt(float(N + R));
+    const float scale = mla_kq_scale_;
     const DType kv_type = cache.config().kv_type;
     const size_t rb = cache.row_bytes();
     const float* q_lat = ptr(nd.in[0]);

@@ -140,12 +140,19 @@ TEST(Deepseek2Gguf, OlderKeyFormReadsTheSameHeads) {
 TEST(Deepseek2Gguf, UnsupportedRoutingAndRopeAreRefusedNamingTheKey) {
     EXPECT_EQ(error_with([](format::GgufWriter&) {}), "(no error)");
     EXPECT_EQ(error_with([](format::GgufWriter& w) {
-                  w.set_string("deepseek2.rope.scaling.type", "yarn");
-                  w.set_f32("deepseek2.rope.scaling.factor", 40.0f);
+                  w.set_string("deepseek2.rope.scaling.type", "linear");
+                  w.set_f32("deepseek2.rope.scaling.factor", 4.0f);
               }),
               ds_path("edited.gguf") +
-                  ": metadata key 'deepseek2.rope.scaling.type' = 'yarn' is not supported for "
-                  "deepseek2 (supported: none; YaRN also rescales the attention scores)");
+                  ": metadata key 'deepseek2.rope.scaling.type' = 'linear' is not supported for "
+                  "deepseek2 (supported: none, yarn)");
+    EXPECT_EQ(error_with([](format::GgufWriter& w) {
+                  w.set_string("deepseek2.rope.scaling.type", "yarn");
+                  w.set_f32("deepseek2.rope.scaling.factor", 40.0f);
+                  w.set_f32("deepseek2.rope.scaling.attn_factor", 0.5f);
+              }),
+              ds_path("edited.gguf") +
+                  ": metadata key 'deepseek2.rope.scaling.attn_factor' = 0.5 is not supported (allowed: 1)");
     EXPECT_EQ(error_with([](format::GgufWriter& w) { w.set_u32("deepseek2.expert_gating_func", 3); }),
               ds_path("edited.gguf") +
                   ": metadata key 'deepseek2.expert_gating_func' = 3 is not supported (allowed: "
@@ -162,4 +169,25 @@ TEST(Deepseek2Gguf, UnsupportedRoutingAndRopeAreRefusedNamingTheKey) {
               ds_path("edited.gguf") +
                   ": metadata key 'deepseek2.rope.dimension_count' = 64 leaves no un-rotated "
                   "part of the 64-wide query head (key_length_mla, or key_length in older files)");
+}
+
+TEST(Deepseek2Gguf, YarnKeysAsLlamaCppsConverterWritesThem) {
+    // DeepSeek-V3's rope_scaling {type yarn, factor 40, original_max_position_embeddings 4096,
+    // mscale_all_dim 1}: the converter writes yarn_log_multiplier = 0.1 x mscale_all_dim
+    const std::string path = ds_path("yarn.gguf");
+    format::GgufWriter w(path);
+    write_hparams(w, *find_arch_preset("tiny-deepseek2"));
+    w.set_string("deepseek2.rope.scaling.type", "yarn");
+    w.set_f32("deepseek2.rope.scaling.factor", 40.0f);
+    w.set_u32("deepseek2.rope.scaling.original_context_length", 4096);
+    w.set_f32("deepseek2.rope.scaling.yarn_log_multiplier", 0.1f);
+    w.add_tensor_f32("token_embd.weight", DType::F32, {4}, std::vector<float>(4));
+    w.write();
+    const Hparams hp = hparams_from_gguf(format::GgufFile::open(path));
+    EXPECT_TRUE(hp.rope_yarn);
+    EXPECT_FLOAT_EQ(hp.rope_freq_scale, 1.0f / 40.0f);
+    EXPECT_EQ(hp.rope_yarn_orig_ctx, 4096);
+    EXPECT_FLOAT_EQ(hp.rope_yarn_log_mul, 1.0f);
+    EXPECT_EQ(hp.rope_yarn_beta_fast, 32.0f);
+    EXPECT_EQ(hp.rope_yarn_beta_slow, 1.0f);
 }

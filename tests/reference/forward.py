@@ -83,6 +83,8 @@ class Hparams:
         scaling = g.get(p + "rope.scaling.type", "none")
         if scaling == "linear":
             self.freq_scale = 1.0 / float(g.require(p + "rope.scaling.factor"))
+        elif scaling == "yarn" and arch == "deepseek2":
+            pass  # read_mla
         elif scaling in ("none", ""):
             if p + "rope.scale_linear" in g.metadata:  # the older spelling of the same thing
                 self.freq_scale = 1.0 / float(g.metadata[p + "rope.scale_linear"])
@@ -128,8 +130,35 @@ class Hparams:
         self.n_rot = int(g.require(p + "rope.dimension_count"))
         self.qk_nope = self.head_dim - self.n_rot
         self.n_head_kv = self.n_head
-        if g.get(p + "rope.scaling.type", "none") not in ("none", ""):
-            raise GgufError(f"{g.path}: {p}rope.scaling.type is not supported for deepseek2 (none)")
+        self.yarn = None
+        if g.get(p + "rope.scaling.type", "none") == "yarn":
+            self.read_yarn(g, p)
+
+    def read_yarn(self, g, p):
+        """YaRN (Peng et al. 2023, arXiv 2309.00071) with DeepSeek's mscale, as the Hugging Face
+        DeepSeek modelling code defines it: the converter stores 0.1 x mscale_all_dim as
+        yarn_log_multiplier. Pair i's frequency is the interpolated one (/ factor) blended with the
+        original by 1 - ramp(i) between the correction dims of beta_fast and beta_slow rotations over
+        the original context; cos/sin keep unit size, and the softmax scale gains
+        (1 + 0.1 mscale_all_dim ln factor)^2 (when the file gives no multiplier: llama.cpp's rule,
+        cos/sin and the scale by 1 + 0.1 ln factor)."""
+        factor = float(g.require(p + "rope.scaling.factor"))
+        orig = int(g.get(p + "rope.scaling.original_context_length", g.require(p + "context_length")))
+        mscale_all = float(g.get(p + "rope.scaling.yarn_log_multiplier", 0.0)) / 0.1
+        beta_fast = float(g.get(p + "rope.scaling.yarn_beta_fast", 32.0))
+        beta_slow = float(g.get(p + "rope.scaling.yarn_beta_slow", 1.0))
+        R, base = self.n_rot, self.freq_base
+
+        def corr_dim(rotations):
+            return R * np.log(orig / (rotations * 2 * np.pi)) / (2 * np.log(base))
+
+        low = max(np.floor(corr_dim(beta_fast)), 0)
+        high = min(np.ceil(corr_dim(beta_slow)), R - 1)
+        ramp = np.clip((np.arange(R // 2) - low) / max(high - low, 0.001), 0, 1)
+        extra = 1 - ramp  # the share of the original (extrapolated) frequency
+        mag = 1.0 if mscale_all != 0 else 1 + 0.1 * np.log(factor)
+        kq = mag * (1 + 0.1 * mscale_all * np.log(factor))
+        self.yarn = {"extra": extra, "factor": factor, "mag": mag, "kq": kq * kq}
 
 
 class Model:
@@ -248,7 +277,8 @@ class Model:
         c, k_pe = cache[:, :C], cache[:, C:]
         k_b, k_name, v_b, v_name = self.mla_kv_b(p)
         q_lat = np.stack([self.head_matmul(q_nope[:, i], k_b, k_name, i) for i in range(H)], axis=1)  # [T][H][C]
-        s = (np.einsum("thc,uc->htu", q_lat, c) + np.einsum("thr,ur->htu", q_pe, k_pe)) / np.sqrt(N + R)
+        scale = (hp.yarn["kq"] if hp.yarn else 1.0) / np.sqrt(N + R)
+        s = (np.einsum("thc,uc->htu", q_lat, c) + np.einsum("thr,ur->htu", q_pe, k_pe)) * scale
         s = np.where(np.arange(T)[None, :] > np.arange(T)[:, None], -np.inf, s)
         o_lat = np.einsum("htu,uc->thc", softmax(s), c)
         o = np.concatenate([self.head_matmul(o_lat[:, i], v_b, v_name, i) for i in range(H)], axis=1)
@@ -264,8 +294,13 @@ class Model:
         inv = hp.freq_base ** (-2.0 * np.arange(half) / hp.n_rot)
         if self.freq_factors is not None:
             inv = inv / self.freq_factors
+        mag = 1.0
+        if getattr(hp, "yarn", None):  # deepseek2 YaRN: blend per pair, see Hparams.read_yarn
+            y = hp.yarn
+            inv = inv / y["factor"] * (1 - y["extra"]) + inv * y["extra"]
+            mag = y["mag"]
         theta = (np.asarray(positions, dtype=np.float64) * hp.freq_scale)[:, None] * inv[None, :]
-        cos, sin = np.cos(theta)[:, None, :], np.sin(theta)[:, None, :]
+        cos, sin = mag * np.cos(theta)[:, None, :], mag * np.sin(theta)[:, None, :]
         out = x.copy()
         if hp.rope_order == "norm":
             a, b = x[..., 0:hp.n_rot:2], x[..., 1:hp.n_rot:2]
