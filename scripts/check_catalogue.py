@@ -20,6 +20,10 @@ BLOCK_TENSORS = [
     ("attn_norm", "ATTN_NORM"), ("attn_q", "ATTN_Q"), ("attn_k", "ATTN_K"), ("attn_v", "ATTN_V"),
     ("attn_output", "ATTN_OUT"), ("ffn_norm", "FFN_NORM"), ("ffn_gate", "FFN_GATE"), ("ffn_up", "FFN_UP"),
     ("ffn_down", "FFN_DOWN"),
+    # latent attention (deepseek2) and its router's selection bias
+    ("attn_q_a", "ATTN_Q_A"), ("attn_q_a_norm", "ATTN_Q_A_NORM"), ("attn_q_b", "ATTN_Q_B"),
+    ("attn_kv_a_mqa", "ATTN_KV_A_MQA"), ("attn_kv_a_norm", "ATTN_KV_A_NORM"), ("attn_kv_b", "ATTN_KV_B"),
+    ("attn_k_b", "ATTN_K_B"), ("attn_v_b", "ATTN_V_B"), ("exp_probs_b", "FFN_EXP_PROBS_B"),
 ]
 LIMIT = 3
 ALLOWED = [re.compile(p) for p in (r"^graph/tensor_catalogue\.(h|cpp)$", r"^graph/op_types\.h$",

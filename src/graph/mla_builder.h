@@ -4,7 +4,7 @@
 // V = v_head_dim:
 //   q       = MATMUL(attn_q_b, RMSNORM(attn_q_a_norm, MATMUL(attn_q_a, xn)))   [T][H * (N + R)]
 //             (MATMUL(attn_q, xn) when q_lora_rank == 0)
-//   q_nope, q_pe = the N and R columns of each head
+//   q_nope, q_pe = the N and R columns of each head (llama.cpp's layout: head h is [N | R])
 //   kv_a    = MATMUL(attn_kv_a_mqa, xn)                                       [T][C + R]
 //   c_kv    = RMSNORM(attn_kv_a_norm, kv_a[:, :C]); k_pe = kv_a[:, C:]
 //   ROPE(q_pe, k_pe)                                                          one RoPE key for all heads
@@ -15,7 +15,8 @@
 //   o       = HEAD_MATMUL(attn_v_b, o_lat)    per head W_UV[V][C]                         [T][H * V]
 // then the caller's MATMUL(attn_output). This is the form llama.cpp's deepseek2 graph runs with
 // attn_k_b/attn_v_b in every phase; the naive form (K and V up-projected per token, then ordinary
-// attention) gives the same output (tests/reference/mla.py checks it) and is not planned.
+// attention) gives the same output (tests/reference/moe_mla.py checks it) and is not planned. The
+// real engine runs these nodes as they are (runtime/engine_mla.cpp), the cache a latent one.
 // Thread safety: appends to the builder's graph.
 #include "graph/block_builder.h"
 

@@ -43,13 +43,15 @@ struct ModelShape {
     int64_t n_layer_dense_lead = 0;  // leading layers with the dense FFN of n_ff
     bool shared_expert_gate = false; // qwen2moe: a [1][n_embd] gate scales the shared expert
     bool qk_norm = false;            // qwen3: q and k RMS-normed per head before RoPE
+    bool expert_probs_bias = false;  // the router has a selection-only bias per expert
     // Multi-head Latent Attention (kv_lora_rank 0: standard attention). head_dim is then
-    // qk_nope_head_dim + qk_rope_head_dim. Trace-only.
+    // qk_nope_head_dim + qk_rope_head_dim.
     int64_t q_lora_rank = 0;  // 0: q is one n_embd -> n_head * head_dim matrix
     int64_t kv_lora_rank = 0;
     int64_t qk_rope_head_dim = 0;
     int64_t qk_nope_head_dim = 0;
     int64_t v_head_dim = 0;
+    bool mla_kv_b = false;    // W_kv_b is stored unsplit instead of as its two per-head halves
 
     bool is_moe() const { return n_expert > 0; }
     bool is_mla() const { return kv_lora_rank > 0; }

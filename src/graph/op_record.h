@@ -42,7 +42,7 @@
 //   ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER  m rows of n = n_embd, k = group size; in = out =
 //             4*m*n; flops = m*n (the sums; 0 for ALL_GATHER)
 //   SEND, RECV  m rows of n = n_embd, k = the peer stage; in = out = 4*m*n
-// Mixture-of-Experts and latent attention (graph/moe_builder.h, graph/mla_builder.h; trace-only).
+// Mixture-of-Experts and latent attention (graph/moe_builder.h, graph/mla_builder.h).
 // K = n_expert_used, R = routed rows = T*K, H = n_head, C = kv_lora_rank, P = qk_rope_head_dim:
 //   RMSNORM     Qwen3's per-head q/k norms: n = the q or k row, weight_bytes = 4*head_dim
 //   MOE_ROUTE   m=T, n=n_expert, k=K; in = 4*m*n (logits); out = 8*m*k (f32 weights, i32 ids);

@@ -83,6 +83,10 @@ enum class WeightRole {
     // Qwen3's per-head query/key norms (attn_q_norm, attn_k_norm: [head_dim] each).
     ATTN_Q_NORM,
     ATTN_K_NORM,
+    // deepseek2 as older llama.cpp conversions store it: W_kv_b unsplit (attn_kv_b), and the
+    // router's selection-only expert bias (exp_probs_b, DeepSeek-V3's e_score_correction_bias).
+    ATTN_KV_B,
+    FFN_EXP_PROBS_B,
 };
 
 enum class Phase { PREFILL, DECODE };

@@ -26,18 +26,18 @@ constexpr TensorSpec kRows[] = {
 
     {R::ATTN_NORM, P::WEIGHT, "attn_norm", "blk.%d.attn_norm.weight", B::BLOCK, K::VECTOR, D::ONE, D::N_EMBD},
     {R::ATTN_Q, P::WEIGHT, "attn_q", "blk.%d.attn_q.weight", B::BLOCK, K::MATRIX, D::Q_DIM, D::N_EMBD, D::ONE,
-     When::ALWAYS, TpSplit::ROWS, R::ATTN_QKV},
+     When::Q_FULL, TpSplit::ROWS, R::ATTN_QKV},
     {R::ATTN_K, P::WEIGHT, "attn_k", "blk.%d.attn_k.weight", B::BLOCK, K::MATRIX, D::KV_DIM, D::N_EMBD, D::ONE,
-     When::ALWAYS, TpSplit::ROWS, R::ATTN_QKV},
+     When::KV_DENSE, TpSplit::ROWS, R::ATTN_QKV},
     {R::ATTN_V, P::WEIGHT, "attn_v", "blk.%d.attn_v.weight", B::BLOCK, K::MATRIX, D::KV_DIM, D::N_EMBD, D::ONE,
-     When::ALWAYS, TpSplit::ROWS, R::ATTN_QKV, false, Q4kmMix::MORE_BITS_LAYERS},
+     When::KV_DENSE, TpSplit::ROWS, R::ATTN_QKV, false, Q4kmMix::MORE_BITS_LAYERS},
     {R::ATTN_Q, P::BIAS, "attn_q", "blk.%d.attn_q.bias", B::BLOCK, K::VECTOR, D::ONE, D::Q_DIM, D::ONE,
      When::QKV_BIAS, TpSplit::ROWS},
     {R::ATTN_K, P::BIAS, "attn_k", "blk.%d.attn_k.bias", B::BLOCK, K::VECTOR, D::ONE, D::KV_DIM, D::ONE,
      When::QKV_BIAS, TpSplit::ROWS},
     {R::ATTN_V, P::BIAS, "attn_v", "blk.%d.attn_v.bias", B::BLOCK, K::VECTOR, D::ONE, D::KV_DIM, D::ONE,
      When::QKV_BIAS, TpSplit::ROWS},
-    {R::ATTN_OUT, P::WEIGHT, "attn_out", "blk.%d.attn_output.weight", B::BLOCK, K::MATRIX, D::N_EMBD, D::Q_DIM,
+    {R::ATTN_OUT, P::WEIGHT, "attn_out", "blk.%d.attn_output.weight", B::BLOCK, K::MATRIX, D::N_EMBD, D::O_DIM,
      D::ONE, When::ALWAYS, TpSplit::COLS, R::NONE, true, Q4kmMix::BASE, Expert::NONE, R::NONE, "attention-output"},
     {R::FFN_NORM, P::WEIGHT, "ffn_norm", "blk.%d.ffn_norm.weight", B::BLOCK, K::VECTOR, D::ONE, D::N_EMBD},
     {R::FFN_GATE, P::WEIGHT, "ffn_gate", "blk.%d.ffn_gate.weight", B::BLOCK, K::MATRIX, D::N_FF, D::N_EMBD, D::ONE,
@@ -75,23 +75,33 @@ constexpr TensorSpec kRows[] = {
     {R::FFN_GATE_INP_SHEXP, P::WEIGHT, "ffn_gate_inp_shexp", "blk.%d.ffn_gate_inp_shexp.weight", B::BLOCK,
      K::MATRIX, D::ONE, D::N_EMBD, D::ONE, When::MOE_SHEXP_GATE, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::BASE,
      Expert::SHARED, R::NONE, nullptr, true},
-    // Multi-head Latent Attention (graph/mla_builder.h; llama.cpp deepseek2): attn_k_b / attn_v_b
-    // are the two halves of W_kv_b, one matrix per head. With MLA, attn_q is [n_head*head_dim]
-    // rows (q_lora_rank 0) and attn_output reads n_head * v_head_dim features.
+    // The router's selection-only bias of DeepSeek-V3 (llama.cpp LLM_TENSOR_FFN_EXP_PROBS_B, named
+    // "blk.N.exp_probs_b.bias", {n_expert} F32): added to the scores to choose the experts, not to
+    // their weights.
+    {R::FFN_EXP_PROBS_B, P::WEIGHT, "exp_probs_b", "blk.%d.exp_probs_b.bias", B::BLOCK, K::VECTOR, D::ONE,
+     D::N_EXPERT, D::ONE, When::MOE_PROBS_BIAS},
+    // Multi-head Latent Attention (graph/mla_builder.h; llama.cpp deepseek2, its llama-model.cpp
+    // shapes): attn_k_b {qk_nope, kv_lora_rank, n_head} / attn_v_b {kv_lora_rank, v_head, n_head} are
+    // the two halves of W_kv_b, one matrix per head (attn_k_b transposed by the converter), or, in
+    // older conversions, attn_kv_b {kv_lora_rank, n_head * (qk_nope + v_head)} unsplit. attn_q
+    // ([n_head*head_dim] rows) is the query when q_lora_rank is 0; attn_output reads n_head *
+    // v_head_dim features (O_DIM).
     {R::ATTN_Q_A, P::WEIGHT, "attn_q_a", "blk.%d.attn_q_a.weight", B::BLOCK, K::MATRIX, D::Q_LORA, D::N_EMBD, D::ONE,
-     When::TRACE_ONLY},
+     When::MLA_Q_LORA},
     {R::ATTN_Q_A_NORM, P::WEIGHT, "attn_q_a_norm", "blk.%d.attn_q_a_norm.weight", B::BLOCK, K::VECTOR, D::ONE,
-     D::Q_LORA, D::ONE, When::TRACE_ONLY},
+     D::Q_LORA, D::ONE, When::MLA_Q_LORA},
     {R::ATTN_Q_B, P::WEIGHT, "attn_q_b", "blk.%d.attn_q_b.weight", B::BLOCK, K::MATRIX, D::Q_DIM, D::Q_LORA, D::ONE,
-     When::TRACE_ONLY},
+     When::MLA_Q_LORA},
     {R::ATTN_KV_A_MQA, P::WEIGHT, "attn_kv_a_mqa", "blk.%d.attn_kv_a_mqa.weight", B::BLOCK, K::MATRIX, D::KV_A,
-     D::N_EMBD, D::ONE, When::TRACE_ONLY},
+     D::N_EMBD, D::ONE, When::MLA},
     {R::ATTN_KV_A_NORM, P::WEIGHT, "attn_kv_a_norm", "blk.%d.attn_kv_a_norm.weight", B::BLOCK, K::VECTOR, D::ONE,
-     D::KV_LORA, D::ONE, When::TRACE_ONLY},
+     D::KV_LORA, D::ONE, When::MLA},
+    {R::ATTN_KV_B, P::WEIGHT, "attn_kv_b", "blk.%d.attn_kv_b.weight", B::BLOCK, K::MATRIX, D::KV_B, D::KV_LORA,
+     D::ONE, When::MLA_KV_B},
     {R::ATTN_K_B, P::WEIGHT, "attn_k_b", "blk.%d.attn_k_b.weight", B::BLOCK, K::MATRIX, D::KV_LORA, D::QK_NOPE,
-     D::N_HEAD, When::TRACE_ONLY},
+     D::N_HEAD, When::MLA_KV_SPLIT},
     {R::ATTN_V_B, P::WEIGHT, "attn_v_b", "blk.%d.attn_v_b.weight", B::BLOCK, K::MATRIX, D::V_HEAD, D::KV_LORA,
-     D::N_HEAD, When::TRACE_ONLY},
+     D::N_HEAD, When::MLA_KV_SPLIT},
     // Qwen3's per-head q/k norms (llama.cpp LLM_TENSOR_ATTN_Q_NORM / ATTN_K_NORM).
     {R::ATTN_Q_NORM, P::WEIGHT, "attn_q_norm", "blk.%d.attn_q_norm.weight", B::BLOCK, K::VECTOR, D::ONE, D::HEAD_DIM,
      D::ONE, When::QK_NORM},
@@ -162,6 +172,8 @@ int64_t dim_value(Dim d, const ModelShape& s) {
         case D::QK_NOPE: return s.qk_nope_head_dim;
         case D::V_HEAD: return s.v_head_dim;
         case D::MLA_OUT: return s.n_head * s.v_head_dim;
+        case D::O_DIM: return s.is_mla() ? s.n_head * s.v_head_dim : s.n_head * s.head_dim;
+        case D::KV_B: return s.n_head * (s.qk_nope_head_dim + s.v_head_dim);
     }
     DUET_CHECK(false, "tensor catalogue: dim {} has no single value", int(d));
     __builtin_unreachable();
@@ -192,7 +204,13 @@ bool present(const TensorSpec& t, const ModelShape& s, int64_t layer) {
         case When::QKV_BIAS: return s.qkv_bias;
         case When::UNTIED_OUTPUT: return !s.tied_output;
         case When::ROPE_FREQS: return s.has_rope_freqs;
-        case When::TRACE_ONLY: return false;
+        case When::MOE_PROBS_BIAS: return s.moe_layer(layer) && s.expert_probs_bias;
+        case When::Q_FULL: return !s.is_mla() || s.q_lora_rank == 0;
+        case When::KV_DENSE: return !s.is_mla();
+        case When::MLA: return s.is_mla();
+        case When::MLA_Q_LORA: return s.is_mla() && s.q_lora_rank > 0;
+        case When::MLA_KV_SPLIT: return s.is_mla() && !s.mla_kv_b;
+        case When::MLA_KV_B: return s.is_mla() && s.mla_kv_b;
     }
     return false;
 }
@@ -232,7 +250,9 @@ Dim tp_split_dim(const TensorSpec& t) {
 
 Range tp_range(Dim d, const TpShard& sh, const ModelShape& full) {
     switch (d) {
-        case D::Q_DIM: return {sh.q_heads.begin * full.head_dim, sh.q_heads.count * full.head_dim};
+        case D::Q_DIM:
+        case D::O_DIM:  // tensor parallelism refuses latent attention: O_DIM is Q_DIM here
+            return {sh.q_heads.begin * full.head_dim, sh.q_heads.count * full.head_dim};
         case D::KV_DIM: return {sh.kv_heads.begin * full.head_dim, sh.kv_heads.count * full.head_dim};
         case D::N_FF: return sh.ff;
         default: return {0, dim_value(d, full)};

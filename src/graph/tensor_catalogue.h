@@ -77,14 +77,18 @@ enum class Dim : uint8_t {
     QK_NOPE,       // qk_nope_head_dim
     V_HEAD,        // v_head_dim
     MLA_OUT,       // n_head * v_head_dim (the attention output projection's input)
+    O_DIM,         // the attention output projection's input: MLA_OUT with latent attention, else Q_DIM
+    KV_B,          // n_head * (qk_nope_head_dim + v_head_dim) (the unsplit W_kv_b's rows)
 };
 // DENSE_FFN: the layer has the dense FFN (every layer of a dense model; the leading dense layers
 // of a Mixture-of-Experts one); MOE: the layer has experts (ModelShape::moe_layer); MOE_SHEXP:
 // an expert layer with shared experts (n_ff_shexp > 0); MOE_SHEXP_GATE: one whose shared expert
-// is gated (qwen2moe); QK_NORM: Qwen3's per-head q/k norms.
-// TRACE_ONLY: a row of a family duet models from its shape only (latent attention): no file
-// duet reads or writes holds it yet, so present() is false and the graph's nodes (not the rows)
-// say which layers read it; Hparams::n_params counts that family's parameters.
+// is gated (qwen2moe); MOE_PROBS_BIAS: an expert layer whose router has a selection bias
+// (exp_probs_b); QK_NORM: Qwen3's per-head q/k norms.
+// Attention: Q_FULL: one n_embd -> n_head * head_dim query matrix (every model but latent attention
+// with a low-rank query); KV_DENSE: separate K and V projections (every model but latent
+// attention); MLA: latent attention; MLA_Q_LORA: latent attention with q_lora_rank > 0;
+// MLA_KV_SPLIT / MLA_KV_B: W_kv_b stored as attn_k_b + attn_v_b (newer llama.cpp) / as attn_kv_b.
 enum class When : uint8_t {
     ALWAYS,
     QKV_BIAS,
@@ -95,7 +99,13 @@ enum class When : uint8_t {
     MOE_SHEXP,
     MOE_SHEXP_GATE,
     QK_NORM,
-    TRACE_ONLY,
+    MOE_PROBS_BIAS,
+    Q_FULL,
+    KV_DENSE,
+    MLA,
+    MLA_Q_LORA,
+    MLA_KV_SPLIT,
+    MLA_KV_B,
 };
 enum class TpSplit : uint8_t { REPLICATED, ROWS, COLS };
 enum class Q4kmMix : uint8_t { BASE, MORE_BITS_LAYERS, Q6_K };
@@ -163,6 +173,6 @@ Range tp_range(Dim d, const TpShard& sh, const ModelShape& full);
 bool ffn_input_matmul(WeightRole role);
 
 // Number of WeightRole values (for tables indexed by role).
-constexpr int kWeightRoleCount = int(WeightRole::ATTN_K_NORM) + 1;
+constexpr int kWeightRoleCount = int(WeightRole::FFN_EXP_PROBS_B) + 1;
 
 }  // namespace duet::graph

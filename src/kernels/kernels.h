@@ -114,6 +114,22 @@ enum class RopeOrder {
 void rope(float* x, int64_t n_head, int64_t head_dim, int64_t n_rot, int64_t pos, float freq_base, float freq_scale,
           const float* freq_factors, RopeOrder order);
 
+// YaRN RoPE (DeepSeek-V2/V3's files), adjacent pairs, in place: head h's first n_rot values at
+// x + h * head_stride. Pair i (theta_i = freq_base^(-2i/n_rot)) turns by
+// pos * theta_i * (freq_scale * (1 - r_i) + r_i), r_i = 1 - clamp((i - corr_low) / (corr_high -
+// corr_low), 0, 1): the high frequencies extrapolate, the low ones interpolate; cos and sin are
+// multiplied by `magnitude` (ggml's rope_yarn with ext_factor 1).
+struct YarnRope {
+    float freq_base = 10000.0f, freq_scale = 1.0f;
+    float corr_low = 0.0f, corr_high = 0.0f;  // pair indices (ggml's corr_dims)
+    float magnitude = 1.0f;
+};
+// freq_scale = 1 / factor; the correction dimensions are where a frequency turns beta_fast and
+// beta_slow times over orig_ctx positions (floor / ceil, clamped to 0 .. n_rot - 1).
+YarnRope yarn_rope(int64_t n_rot, float freq_base, float factor, int64_t orig_ctx, float beta_fast, float beta_slow,
+                   float magnitude);
+void rope_yarn(float* x, int64_t n_head, int64_t head_stride, int64_t n_rot, int64_t pos, const YarnRope& y);
+
 // In place softmax over n elements.
 void softmax(float* x, int64_t n);
 
@@ -138,6 +154,23 @@ struct KvView {
 // not fit (kernel_table.h check_attention_args).
 void attention(const float* q, int64_t n_q, int64_t pos0, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
                const KvView& kv, float scale, float* out, ThreadPool& pool);
+
+// Multi-head latent attention in the absorbed form (DeepSeek-V2/V3; graph/mla_builder.h): n_q query
+// tokens of one sequence at positions pos0 .. pos0 + n_q - 1 against its cached rows 0 .. pos0 +
+// n_q - 1, each [kv_lora_rank latent | rope_dim RoPE key], f32, back to back in `kv`. Query token i,
+// head h: score_u = (lat[i][h] . latent_u + pe[i][h] . key_u) * scale, causal softmax over u, then
+// out[i][h] = sum_u p_u latent_u (kv_lora_rank values; the caller up-projects them per head).
+struct MlaQuery {
+    const float* lat;        // [n_q][n_head][kv_lora_rank], rows lat_stride floats apart
+    int64_t lat_stride;
+    const float* pe;         // head h of token i: rope_dim floats at pe + i * pe_stride + h * pe_head_stride
+    int64_t pe_stride, pe_head_stride;
+    int64_t n_head, kv_lora_rank, rope_dim;
+};
+// out rows out_stride floats apart. Work is split over the pool by (query token, head); throws
+// duet::Error on shapes that do not fit.
+void mla_attention(const MlaQuery& q, int64_t n_q, int64_t pos0, const float* kv, float scale, float* out,
+                   int64_t out_stride, ThreadPool& pool);
 
 // Converts one row of n elements of `type` to f32 (used for embedding lookups).
 void dequantize_row(const void* src, DType type, float* dst, int64_t n);

@@ -51,7 +51,44 @@ Hparams moe(Hparams hp, int64_t n_expert, int64_t n_used, int64_t n_ff_exp, int6
     return hp;
 }
 
-// Mixture-of-Experts and latent-attention models, modelled trace-only: each is its public
+// DeepSeek-V2/V3's block at test size (as hparams_from_gguf reads a deepseek2 file): a low-rank
+// query, the latent KV (kv_lora_rank 64 + a 32-wide RoPE key: rows of 96, whole int8 KV blocks),
+// 8 experts top-2 with sigmoid gating, a selection bias, renormalised and scaled by 2.5, one shared
+// expert, the first layer dense. Widths are multiples of 32 so every 32-block dtype applies.
+Hparams deepseek2_tiny() {
+    Hparams hp = make(Arch::DEEPSEEK2, {448, 1024, 64, 2, 4, 4, 96, 64, 1e-6f, 10000.0f}, false, false);
+    hp.q_lora_rank = 32;
+    hp.kv_lora_rank = 64;
+    hp.qk_rope_head_dim = 32;
+    hp.qk_nope_head_dim = 32;
+    hp.v_head_dim = 32;
+    hp.n_rot = 32;
+    hp.n_expert = 8;
+    hp.n_expert_used = 2;
+    hp.n_ff_exp = 32;
+    hp.n_expert_shared = 1;
+    hp.n_ff_shexp = 32;
+    hp.n_layer_dense_lead = 1;
+    hp.expert_gating = ExpertGating::SIGMOID;
+    hp.expert_weights_norm = true;
+    hp.expert_weights_scale = 2.5f;
+    hp.expert_probs_bias = true;
+    return hp;
+}
+
+// tiny-deepseek2 with YaRN as DeepSeek-V3's files carry it (factor 4 over an original context of
+// 256, mscale_all_dim 1): the rotation of its 16 RoPE pairs ramps from extrapolated (pair 0) to
+// interpolated (pairs 7 and up), and the attention scale gains (1 + 0.1 ln 4)^2.
+Hparams deepseek2_tiny_yarn() {
+    Hparams hp = deepseek2_tiny();
+    hp.rope_yarn = true;
+    hp.rope_freq_scale = 0.25f;
+    hp.rope_yarn_orig_ctx = 256;
+    hp.rope_yarn_log_mul = 1.0f;
+    return hp;
+}
+
+// Mixture-of-Experts and latent-attention models of real shapes: each is its public
 // config.json (the fields that shape the model, values as published) read by the same reader
 // as `--model config.json` (model/hf_config.h), so a preset and its file cannot disagree.
 struct HfPreset {
@@ -144,6 +181,13 @@ std::vector<ArchPreset> build_table() {
                  moe(make(Arch::QWEN3MOE, {448, 1024, 64, 2, 4, 2, 192, 32, 1e-6f, 1000000.0f}, true, false), 8, 2,
                      32, 0),
                  BPE, "qwen2", "chatml", true});
+    t.push_back({"tiny-deepseek2",
+                 "DeepSeek-V3 style test model (arch deepseek2): latent attention (q_lora_rank 32, kv_lora_rank 64, "
+                 "RoPE part 32), 8 experts top-2 with sigmoid gating and a selection bias, 1 shared expert, first "
+                 "layer dense",
+                 deepseek2_tiny(), BPE, "qwen2", "chatml", true});
+    t.push_back({"tiny-deepseek2-yarn", "tiny-deepseek2 with YaRN RoPE scaling (factor 4, original context 256)",
+                 deepseek2_tiny_yarn(), BPE, "qwen2", "chatml", true});
     // --- real shapes (Hugging Face config.json of each model) ---
     t.push_back({"llama2-7b", "Llama-2-7B (meta-llama/Llama-2-7b-hf config.json)",
                  make(L, {32000, 4096, 4096, 32, 32, 32, 11008, 128, 1e-5f, 10000.0f}, false, false), SPM, "",
@@ -206,10 +250,9 @@ std::vector<std::string> arch_preset_names() {
     return names;
 }
 
-std::string arch_preset_list(bool gen_model_only) {
+std::string arch_preset_list(bool /*gen_model_only*/) {
     std::string s;
     for (const auto& p : arch_presets()) {
-        if (gen_model_only && p.hparams.is_mla()) continue;
         if (!s.empty()) s += ", ";
         s += p.name;
     }

@@ -3,13 +3,14 @@
 // files and that the simulator uses for trace-only runs (shapes without weights).
 //
 // Tiny presets (tiny-llama, tiny-llama3, tiny-mistral, tiny-qwen2, small-llama, and the
-// Mixture-of-Experts tiny-mixtral, tiny-qwen2moe, tiny-qwen3moe) are test sizes covering every
+// Mixture-of-Experts tiny-mixtral, tiny-qwen2moe, tiny-qwen3moe, and the latent-attention
+// tiny-deepseek2) are test sizes covering every
 // architecture variant the engine runs: SPM vs byte-level BPE tokenizer, MHA vs GQA, separate vs
 // tied output, QKV bias, both RoPE orders, Llama-3.1 rope_freqs, routed and shared experts, q/k
 // norms. The others carry the real shapes of public models (numbers from their Hugging Face
 // config.json). The Mixture-of-Experts and latent-attention presets (mixtral-8x7b,
 // qwen3-30b-a3b, qwen3-235b-a22b, deepseek-v3) embed their public config.json and are read
-// through model/hf_config.h; gen-model refuses the latent-attention one (deepseek-v3).
+// through model/hf_config.h.
 //
 // The table is static and immutable; every function is thread-safe.
 #include <string>
@@ -43,7 +44,7 @@ const ArchPreset* find_arch_preset_info(std::string_view name);
 const ArchPreset& arch_preset(std::string_view name, std::string_view what = "architecture preset");
 std::vector<std::string> arch_preset_names();
 // "tiny-llama, tiny-llama3, ..." for messages and --help; gen_model_only: only the presets
-// gen-model can write (not latent attention).
+// gen-model can write (every preset, now that the engine runs latent attention).
 std::string arch_preset_list(bool gen_model_only = false);
 const std::vector<ArchPreset>& arch_presets();
 

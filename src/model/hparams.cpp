@@ -6,6 +6,7 @@
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
 #include "graph/tensor_catalogue.h"
+#include "model/hparams_deepseek2.h"
 
 namespace duet::model {
 
@@ -27,37 +28,9 @@ const char* arch_name(Arch a) {
 
 const char* expert_gating_name(ExpertGating g) { return g == ExpertGating::SIGMOID ? "sigmoid" : "softmax"; }
 
-std::string supported_arch_names() { return "llama, qwen2, qwen2moe, qwen3moe"; }
+std::string supported_arch_names() { return "llama, qwen2, qwen2moe, qwen3moe, deepseek2"; }
 
-namespace {
-
-// Attention weights of one MLA layer (the Hparams comment's data flow).
-int64_t mla_layer_params(const Hparams& h) {
-    const int64_t qk = h.qk_nope_head_dim + h.qk_rope_head_dim;
-    int64_t p = h.q_lora_rank > 0 ? h.n_embd * h.q_lora_rank + h.q_lora_rank + h.q_lora_rank * h.n_head * qk
-                                  : h.n_embd * h.n_head * qk;
-    p += h.n_embd * (h.kv_lora_rank + h.qk_rope_head_dim) + h.kv_lora_rank;
-    p += h.n_head * h.kv_lora_rank * (h.qk_nope_head_dim + h.v_head_dim);
-    p += h.n_head * h.v_head_dim * h.n_embd;
-    return p;
-}
-
-// Latent attention's rows are TRACE_ONLY (no file duet reads holds them yet): its parameters
-// are counted here, from the catalogue's count (graph::count_params, which holds the experts and
-// the q/k norms) with the dense attention matrices replaced.
-int64_t trace_only_params(const Hparams& h) {
-    int64_t total = graph::count_params(model_shape(h));
-    const int64_t dense_attn = 2 * h.n_embd * h.n_embd_q() + 2 * h.n_embd * h.n_embd_kv();  // q, out; k, v
-    if (h.is_mla()) total += h.n_layer * (mla_layer_params(h) - dense_attn);
-    return total;
-}
-
-}  // namespace
-
-int64_t Hparams::n_params() const {
-    if (is_mla()) return trace_only_params(*this);
-    return graph::count_params(model_shape(*this));
-}
+int64_t Hparams::n_params() const { return graph::count_params(model_shape(*this)); }
 
 graph::ModelShape model_shape(const Hparams& hp, DType weight_dtype, DType kv_dtype, std::string name) {
     graph::ModelShape s;
@@ -88,6 +61,8 @@ graph::ModelShape model_shape(const Hparams& hp, DType weight_dtype, DType kv_dt
     s.qk_rope_head_dim = hp.qk_rope_head_dim;
     s.qk_nope_head_dim = hp.qk_nope_head_dim;
     s.v_head_dim = hp.v_head_dim;
+    s.mla_kv_b = hp.mla_kv_b;
+    s.expert_probs_bias = hp.expert_probs_bias;
     return s;
 }
 
@@ -160,7 +135,10 @@ bool operator==(const Hparams& a, const Hparams& b) {
            a.expert_weights_norm == b.expert_weights_norm && a.expert_weights_scale == b.expert_weights_scale &&
            a.shared_expert_gate == b.shared_expert_gate && a.q_lora_rank == b.q_lora_rank &&
            a.kv_lora_rank == b.kv_lora_rank && a.qk_rope_head_dim == b.qk_rope_head_dim &&
-           a.qk_nope_head_dim == b.qk_nope_head_dim && a.v_head_dim == b.v_head_dim && a.qk_norm == b.qk_norm;
+           a.qk_nope_head_dim == b.qk_nope_head_dim && a.v_head_dim == b.v_head_dim && a.qk_norm == b.qk_norm &&
+           a.expert_probs_bias == b.expert_probs_bias && a.mla_kv_b == b.mla_kv_b && a.rope_yarn == b.rope_yarn &&
+           a.rope_yarn_orig_ctx == b.rope_yarn_orig_ctx && a.rope_yarn_log_mul == b.rope_yarn_log_mul &&
+           a.rope_yarn_beta_fast == b.rope_yarn_beta_fast && a.rope_yarn_beta_slow == b.rope_yarn_beta_slow;
 }
 
 namespace {
@@ -202,34 +180,10 @@ void read_experts(const format::GgufFile& f, Hparams& hp) {
     hp.qk_norm = hp.arch == Arch::QWEN3MOE;
 }
 
-}  // namespace
-
-Hparams hparams_from_gguf(const format::GgufFile& f) {
+// head_dim, n_rot, RoPE scaling and order of the families with ordinary attention.
+void read_attention_shape(const format::GgufFile& f, Hparams& hp) {
     const std::string& path = f.path();
-    Hparams hp;
-    hp.arch_name = f.get_string("general.architecture");
-    if (hp.arch_name == "llama") {
-        hp.arch = Arch::LLAMA;
-    } else if (hp.arch_name == "qwen2") {
-        hp.arch = Arch::QWEN2;
-    } else if (hp.arch_name == "qwen2moe") {
-        hp.arch = Arch::QWEN2MOE;
-    } else if (hp.arch_name == "qwen3moe") {
-        hp.arch = Arch::QWEN3MOE;
-    } else {
-        fail("{}: architecture '{}' is not supported (supported: {})", path, hp.arch_name, supported_arch_names());
-    }
     const std::string a = hp.arch_name + ".";
-    hp.n_ctx_train = f.get_int(a + "context_length");
-    hp.n_embd = f.get_int(a + "embedding_length");
-    hp.n_layer = f.get_int(a + "block_count");
-    hp.n_ff = f.get_int(a + "feed_forward_length");
-    hp.n_head = f.get_int(a + "attention.head_count");
-    hp.n_head_kv = f.find_int(a + "attention.head_count_kv").value_or(hp.n_head);
-    hp.norm_eps = float(f.get_float(a + "attention.layer_norm_rms_epsilon"));
-    hp.rope_freq_base = float(f.find_float(a + "rope.freq_base").value_or(10000.0));
-    if (hp.n_head <= 0) fail("{}: metadata key '{}attention.head_count' = {} must be positive", path, a, hp.n_head);
-
     if (auto kl = f.find_int(a + "attention.key_length")) {
         hp.head_dim = *kl;
         auto vl = f.find_int(a + "attention.value_length");
@@ -260,7 +214,43 @@ Hparams hparams_from_gguf(const format::GgufFile& f) {
     }
 
     hp.rope_neox = hp.arch == Arch::QWEN2 || hp.arch == Arch::QWEN2MOE || hp.arch == Arch::QWEN3MOE;
-    read_experts(f, hp);
+}
+
+}  // namespace
+
+Hparams hparams_from_gguf(const format::GgufFile& f) {
+    const std::string& path = f.path();
+    Hparams hp;
+    hp.arch_name = f.get_string("general.architecture");
+    if (hp.arch_name == "llama") {
+        hp.arch = Arch::LLAMA;
+    } else if (hp.arch_name == "qwen2") {
+        hp.arch = Arch::QWEN2;
+    } else if (hp.arch_name == "qwen2moe") {
+        hp.arch = Arch::QWEN2MOE;
+    } else if (hp.arch_name == "qwen3moe") {
+        hp.arch = Arch::QWEN3MOE;
+    } else if (hp.arch_name == "deepseek2") {
+        hp.arch = Arch::DEEPSEEK2;
+    } else {
+        fail("{}: architecture '{}' is not supported (supported: {})", path, hp.arch_name, supported_arch_names());
+    }
+    const std::string a = hp.arch_name + ".";
+    hp.n_ctx_train = f.get_int(a + "context_length");
+    hp.n_embd = f.get_int(a + "embedding_length");
+    hp.n_layer = f.get_int(a + "block_count");
+    hp.n_ff = f.get_int(a + "feed_forward_length");
+    hp.n_head = f.get_int(a + "attention.head_count");
+    hp.n_head_kv = f.find_int(a + "attention.head_count_kv").value_or(hp.n_head);
+    hp.norm_eps = float(f.get_float(a + "attention.layer_norm_rms_epsilon"));
+    hp.rope_freq_base = float(f.find_float(a + "rope.freq_base").value_or(10000.0));
+    if (hp.n_head <= 0) fail("{}: metadata key '{}attention.head_count' = {} must be positive", path, a, hp.n_head);
+    if (hp.arch == Arch::DEEPSEEK2) {
+        read_deepseek2(f, hp);
+    } else {
+        read_attention_shape(f, hp);
+        read_experts(f, hp);
+    }
     hp.tied_output = f.find_tensor("output.weight") == nullptr;
     hp.has_rope_freqs = f.find_tensor("rope_freqs.weight") != nullptr;
     hp.qkv_bias = f.find_tensor(graph::gguf_name(*graph::bias_spec(graph::WeightRole::ATTN_Q), 0)) != nullptr;
@@ -293,18 +283,20 @@ void write_hparams(format::GgufWriter& w, const Hparams& hp) {
     w.set_u32(a + "feed_forward_length", uint32_t(hp.n_ff));
     w.set_u32(a + "attention.head_count", uint32_t(hp.n_head));
     w.set_u32(a + "attention.head_count_kv", uint32_t(hp.n_head_kv));
-    if (hp.head_dim * hp.n_head != hp.n_embd) {
+    if (hp.arch == Arch::DEEPSEEK2) {
+        write_deepseek2(w, hp);
+    } else if (hp.head_dim * hp.n_head != hp.n_embd) {
         w.set_u32(a + "attention.key_length", uint32_t(hp.head_dim));
         w.set_u32(a + "attention.value_length", uint32_t(hp.head_dim));
     }
     w.set_f32(a + "attention.layer_norm_rms_epsilon", hp.norm_eps);
     w.set_f32(a + "rope.freq_base", hp.rope_freq_base);
     w.set_u32(a + "rope.dimension_count", uint32_t(hp.n_rot));
-    if (hp.rope_freq_scale != 1.0f) {
+    if (hp.rope_freq_scale != 1.0f && !hp.rope_yarn) {
         w.set_string(a + "rope.scaling.type", "linear");
         w.set_f32(a + "rope.scaling.factor", 1.0f / hp.rope_freq_scale);
     }
-    if (hp.is_moe()) {  // the keys read_experts reads; the routing rule is the family's
+    if (hp.is_moe() && hp.arch != Arch::DEEPSEEK2) {  // the keys read_experts reads; the routing rule is the family's
         w.set_u32(a + "expert_count", uint32_t(hp.n_expert));
         w.set_u32(a + "expert_used_count", uint32_t(hp.n_expert_used));
         if (hp.arch != Arch::LLAMA) w.set_u32(a + "expert_feed_forward_length", uint32_t(hp.n_ff_exp));

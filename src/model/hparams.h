@@ -3,8 +3,8 @@
 // (hparams_from_gguf) or taken from the preset table (model/arch_presets.h).
 //
 // Supported architectures (general.architecture): `llama` (Llama 1/2/3/3.1, and Mistral,
-// whose GGUF files use arch `llama`; with `llama.expert_count`, Mixtral), `qwen2`, `qwen2moe`
-// and `qwen3moe`. Anything else is a duet::Error that lists the supported ones.
+// whose GGUF files use arch `llama`; with `llama.expert_count`, Mixtral), `qwen2`, `qwen2moe`,
+// `qwen3moe` and `deepseek2` (DeepSeek-V2/V3: latent attention and experts). Anything else is a duet::Error that lists the supported ones.
 //
 // Conventions shared with the engine:
 //  - RoPE rotates the first n_rot dimensions of each head. rope_neox = false is the
@@ -35,13 +35,13 @@ class GgufWriter;
 
 namespace duet::model {
 
-// LLAMA (with or without experts), QWEN2, QWEN2MOE and QWEN3MOE run for real (GGUF). The
-// latent-attention family (DEEPSEEK2) is modelled trace-only (from a preset or a Hugging Face
-// config.json, model/hf_config.h); the names are llama.cpp's general.architecture values.
+// Every Arch runs for real from GGUF and is modelled from a preset or a Hugging Face config.json
+// (model/hf_config.h); the names are llama.cpp's general.architecture values.
 enum class Arch { LLAMA, QWEN2, QWEN2MOE, QWEN3MOE, DEEPSEEK2 };
 
 const char* arch_name(Arch a);       // "llama", "qwen2", "qwen2moe", "qwen3moe", "deepseek2"
-std::string supported_arch_names();  // the GGUF architectures the engine runs: "llama, qwen2, qwen2moe, qwen3moe"
+// The GGUF architectures the engine runs: "llama, qwen2, qwen2moe, qwen3moe, deepseek2".
+std::string supported_arch_names();
 
 // How a Mixture-of-Experts router turns its logits into expert weights (llama.cpp's
 // expert_gating_func): SOFTMAX over all experts (Mixtral, Qwen-MoE, DeepSeek-V2) or an
@@ -61,7 +61,7 @@ struct Hparams {
     int64_t n_head_kv = 0;
     int64_t n_ff = 0;
     int64_t head_dim = 0;  // per-head size of q, k and v
-    int64_t n_rot = 0;     // rotated dimensions per head (== head_dim for every supported model)
+    int64_t n_rot = 0;     // rotated dimensions per head (head_dim, but qk_rope_head_dim with latent attention)
 
     float norm_eps = 1e-5f;
     float rope_freq_base = 10000.0f;
@@ -71,6 +71,14 @@ struct Hparams {
     bool qkv_bias = false;   // qwen2: true
     bool tied_output = false;
     bool has_rope_freqs = false;
+    // YaRN RoPE scaling (deepseek2 with rope.scaling.type = yarn; model/hparams_deepseek2.h has the
+    // formulas): rope_freq_scale = 1 / factor; the rotation angles of the pairs between the
+    // beta_fast and beta_slow correction dimensions of rope_yarn_orig_ctx blend interpolation and
+    // extrapolation; the attention scale gains (1 + 0.1 * rope_yarn_log_mul * ln factor)^2.
+    bool rope_yarn = false;
+    int64_t rope_yarn_orig_ctx = 0;
+    float rope_yarn_log_mul = 0.0f;  // DeepSeek's mscale_all_dim: the file's yarn_log_multiplier / 0.1, as llama.cpp
+    float rope_yarn_beta_fast = 32.0f, rope_yarn_beta_slow = 1.0f;
     bool qk_norm = false;  // qwen3: q and k RMS-normed per head (weights [head_dim] each) before RoPE
 
     // --- Mixture-of-Experts FFN (n_expert == 0: every layer has the dense SwiGLU FFN of n_ff) ---
@@ -88,6 +96,9 @@ struct Hparams {
     bool expert_weights_norm = false;   // top-k weights renormalised to sum 1
     float expert_weights_scale = 1.0f;  // routed output scale (DeepSeek routed_scaling_factor)
     bool shared_expert_gate = false;    // qwen2moe: the shared expert is scaled by sigmoid(x · w[n_embd])
+    // deepseek2 (DeepSeek-V3): a per-expert bias [n_expert] added to the gating scores
+    // to choose the top k; the weights are the unbiased scores of the chosen experts.
+    bool expert_probs_bias = false;
 
     // --- Multi-head Latent Attention (kv_lora_rank == 0: standard attention) ---
     // q = W_q_b · norm(W_q_a · x) (or W_q · x when q_lora_rank == 0), n_head heads of
@@ -101,6 +112,7 @@ struct Hparams {
     int64_t qk_rope_head_dim = 0;
     int64_t qk_nope_head_dim = 0;
     int64_t v_head_dim = 0;
+    bool mla_kv_b = false;  // the file stores W_kv_b unsplit (older llama.cpp conversions), not its halves
 
     bool is_moe() const { return n_expert > 0; }
     bool is_mla() const { return kv_lora_rank > 0; }

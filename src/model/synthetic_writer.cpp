@@ -157,9 +157,6 @@ SyntheticSummary write_synthetic_model(const std::string& path, const ArchPreset
     const DtypeChoice& choice = dtype_choice(opt.dtype);
     SyntheticSummary sum;
     Hparams hp = preset.hparams;
-    if (hp.is_mla())
-        fail("--arch {}: latent attention ({}) is modelled trace-only (duet bench --model {}); gen-model writes the "
-             "architectures the engine runs ({})", preset.name, arch_name(hp.arch), preset.name, supported_arch_names());
     if (opt.n_layer != 0) {
         if (opt.n_layer < 1 || opt.n_layer > 4096) fail("--layers {} is out of range (allowed: 1..4096)", opt.n_layer);
         hp.n_layer = opt.n_layer;

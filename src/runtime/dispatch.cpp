@@ -138,6 +138,8 @@ void Dispatcher::kv_write(const std::function<void()>& write) { run(write); }
 
 void Dispatcher::moe(const std::function<void()>& compute) { run(compute); }
 
+void Dispatcher::mla(const std::function<void()>& compute) { run(compute); }
+
 void Dispatcher::attention(const std::vector<AttentionSeq>& seqs, int64_t n_head, int64_t n_head_kv,
                            int64_t head_dim, float scale) {
     DUET_CHECK(!seqs.empty());

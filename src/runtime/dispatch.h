@@ -91,6 +91,9 @@ public:
     // A Mixture-of-Experts operator (MOE_ROUTE, MOE_MATMUL, MOE_COMBINE; runtime/engine_moe.cpp
     // computes it with kernels::matmul on each expert's matrices): runs `compute`.
     void moe(const std::function<void()>& compute);
+    // A latent-attention operator (ROPE of its query and shared key, HEAD_MATMUL, MLA_ATTENTION;
+    // runtime/engine_mla.cpp computes it with kernels::rope, matmul and mla_attention): runs `compute`.
+    void mla(const std::function<void()>& compute);
     // Causal attention of every sequence of the batch over its own KV blocks (kernels::attention).
     struct AttentionSeq {
         const float* q;  // [n_q][n_head][head_dim]

@@ -27,18 +27,6 @@ EngineOptions resolve(const model::Hparams& hp, EngineOptions o) {
     return o;
 }
 
-// Stores one row of n floats in the KV cache's type.
-void store_row(const float* src, uint8_t* dst, int64_t n, DType type) {
-    if (type == DType::F32) {
-        std::memcpy(dst, src, size_t(n) * sizeof(float));
-    } else if (type == DType::Q8_0) {  // int8 KV: per 32-value block an f16 scale (amax / 127)
-        quant::quantize_row(src, DType::Q8_0, dst, n);
-    } else {
-        auto* h = reinterpret_cast<uint16_t*>(dst);
-        for (int64_t i = 0; i < n; ++i) h[i] = fp32_to_fp16(src[i]);
-    }
-}
-
 // The family's graph of the model's shape.
 graph::Graph default_graph(const model::Hparams& hp, const model::Weights& w) {
     return graph::build_graph(model::model_shape(hp, w.matrix_dtype(), DType::F16));
@@ -50,17 +38,29 @@ graph::Graph default_graph(const model::Hparams& hp, const model::Weights& w) {
 // records (graph::lower) carry the KV element the engine stores.
 graph::Graph with_file_dtypes(graph::Graph g, const PlainWeightSource& w, DType kv_type) {
     for (graph::Node& n : g.nodes) {
-        if ((n.kind == graph::OpKind::MATMUL || n.kind == graph::OpKind::EMBED || n.kind == graph::OpKind::MOE_MATMUL) &&
-            graph::fused_parts(n.role).empty())
+        if ((n.kind == graph::OpKind::MATMUL || n.kind == graph::OpKind::EMBED || n.kind == graph::OpKind::MOE_MATMUL ||
+             n.kind == graph::OpKind::HEAD_MATMUL) &&
+            graph::fused_parts(n.role).empty() && w.tensor(n.role, n.layer).present())
             n.dtype = w.tensor(n.role, n.layer).dtype;
         if (n.kind == graph::OpKind::KV_WRITE || n.kind == graph::OpKind::ROPE_KV_WRITE ||
-            n.kind == graph::OpKind::ATTENTION)
+            n.kind == graph::OpKind::ATTENTION || n.kind == graph::OpKind::MLA_ATTENTION)
             n.dtype = kv_type;
     }
     return g;
 }
 
 }  // namespace
+
+void Engine::store_kv_row(const float* src, uint8_t* dst, int64_t n, DType type) {
+    if (type == DType::F32) {
+        std::memcpy(dst, src, size_t(n) * sizeof(float));
+    } else if (type == DType::Q8_0) {  // int8 KV: per 32-value block an f16 scale (amax / 127)
+        quant::quantize_row(src, DType::Q8_0, dst, n);
+    } else {
+        auto* h = reinterpret_cast<uint16_t*>(dst);
+        for (int64_t i = 0; i < n; ++i) h[i] = fp32_to_fp16(src[i]);
+    }
+}
 
 Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts)
     : Engine(model, opts, default_graph(model->hparams(), model->weights())) {}
@@ -83,13 +83,22 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts, gr
     kv_layer0_ = graph_.pp.pp > 1 ? int32_t(graph_.pp.layers.begin) : 0;
     kc.n_head_kv = graph_.shape.n_head_kv;  // this rank's KV heads under tensor parallelism
     kc.head_dim = hp.head_dim;
+    if (hp.is_mla()) {  // one latent row per position and layer: [c | k_pe]
+        kc.n_head_kv = 1;
+        kc.head_dim = hp.kv_lora_rank + hp.qk_rope_head_dim;
+        kc.latent = true;
+    }
     kc.block_tokens = opts_.block_tokens;
     kc.n_blocks = opts_.kv_blocks;
     kc.kv_type = opts_.kv_type;
     kv_ = std::make_unique<KvCache>(kc);
+    if (opts_.fuse && hp.is_mla())
+        fail("--fuse is not supported for latent-attention models yet ({}, kv_lora_rank {}): run without --fuse",
+             hp.arch_name, hp.kv_lora_rank);
     if (opts_.fuse && hp.is_moe())
         fail("--fuse is not supported for Mixture-of-Experts models yet ({}, {} experts): run without --fuse",
              hp.arch_name, hp.n_expert);
+    if (hp.is_mla()) init_mla();
     if (opts_.fuse) graph_ = graph::fuse_all(graph_);
     plain_.bind_fused(graph_);
     mem_ = opts_.static_plan ? graph::plan_memory(graph_) : graph::plan_memory_without_reuse(graph_);
@@ -105,13 +114,15 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts, gr
         if (n.kind == graph::OpKind::MATMUL && n.norm != graph::WeightRole::NONE)
             node_norm_[i] = plain_.tensor(n.norm, n.layer).f32();
         const bool strided_ok = n.kind == graph::OpKind::ROPE || n.kind == graph::OpKind::KV_WRITE ||
+                                n.kind == graph::OpKind::RMSNORM ||
                                 n.kind == graph::OpKind::ROPE_KV_WRITE ||
                                 n.kind == graph::OpKind::SWIGLU || n.kind == graph::OpKind::MATMUL;
         for (int32_t t : n.in)
             DUET_CHECK(strided_ok || graph_.contiguous(t), "engine: {} cannot read the strided tensor '{}'",
                        graph::op_kind_name(n.kind), graph_.tensors[size_t(t)].name);
         for (int32_t t : n.out)
-            DUET_CHECK(n.kind == graph::OpKind::MATMUL || graph_.contiguous(t),
+            DUET_CHECK(n.kind == graph::OpKind::MATMUL || graph_.contiguous(t) ||
+                           (n.kind == graph::OpKind::ROPE && graph_.shape.is_mla()),  // k_pe, in place in kv_a
                        "engine: {} cannot write the strided tensor '{}'", graph::op_kind_name(n.kind),
                        graph_.tensors[size_t(t)].name);
     }
@@ -121,6 +132,9 @@ Engine::~Engine() = default;
 
 void Engine::set_weight_source(const WeightSource* w) {
     const model::Hparams& hp = model_->hparams();
+    if (w && w != &plain_ && hp.is_mla())
+        fail("the PIM weight layout is not supported for latent-attention models yet ({}, kv_lora_rank {}): use the "
+             "plain layout (duet bench --target npu_only)", hp.arch_name, hp.kv_lora_rank);
     if (w && w != &plain_ && hp.is_moe())
         fail("the PIM weight layout is not supported for Mixture-of-Experts models yet ({}, {} experts): use the "
              "plain layout (duet bench --target npu_only)", hp.arch_name, hp.n_expert);
@@ -224,6 +238,13 @@ void Engine::run_node(const graph::Node& nd, const Step& st) {
                 dispatch_.rmsnorm(ptr(x), vec, ptr(y), rows(y) * (nd.n / nd.k), nd.k, hp.norm_eps);
                 break;
             }
+            if (rows(x) == rows(y) && stride(x) != nd.n) {  // a column view (MLA's latent): to y, then in place
+                DUET_CHECK(stride(y) == nd.n, "engine: norm of layer {} writes a strided tensor", nd.layer);
+                for (int64_t i = 0; i < rows(y); ++i)
+                    std::memcpy(ptr(y) + i * nd.n, ptr(x) + i * stride(x), size_t(nd.n) * sizeof(float));
+                dispatch_.rmsnorm(ptr(y), vec, ptr(y), rows(y), nd.n, hp.norm_eps);
+                break;
+            }
             if (rows(x) == rows(y)) {
                 dispatch_.rmsnorm(ptr(x), vec, ptr(y), rows(y), nd.n, hp.norm_eps);
                 break;
@@ -263,10 +284,14 @@ void Engine::run_node(const graph::Node& nd, const Step& st) {
             break;
         }
         case OpKind::ROPE:
+            if (graph_.shape.is_mla()) {
+                mla_rope(nd, st);
+                break;
+            }
             dispatch_.rope(ptr(nd.in[0]), stride(nd.in[0]), ptr(nd.out[0]), ptr(nd.in[1]), stride(nd.in[1]),
                            ptr(nd.out[1]), st.n_tok, pos_.data(), rope_params());
             break;
-        case OpKind::KV_WRITE: write_kv(nd, st); break;
+        case OpKind::KV_WRITE: graph_.shape.is_mla() ? mla_write_kv(nd, st) : write_kv(nd, st); break;
         case OpKind::ROPE_KV_WRITE: rope_write_kv(nd, st); break;
         case OpKind::ATTENTION: attend(nd, st); break;
         case OpKind::SWIGLU:
@@ -285,6 +310,8 @@ void Engine::run_node(const graph::Node& nd, const Step& st) {
         case OpKind::MOE_ROUTE: moe_route(nd, st); break;
         case OpKind::MOE_MATMUL: moe_matmul(nd, st); break;
         case OpKind::MOE_COMBINE: moe_combine(nd, st); break;
+        case OpKind::HEAD_MATMUL: head_matmul(nd, st); break;
+        case OpKind::MLA_ATTENTION: mla_attend(nd, st); break;
         case OpKind::ALL_REDUCE:
             if (tp_) {
                 DUET_CHECK(ptr(nd.in[0]) == ptr(nd.out[0]), "engine: ALL_REDUCE of layer {} is not in place", nd.layer);
@@ -306,7 +333,7 @@ void Engine::run_node(const graph::Node& nd, const Step& st) {
         case OpKind::ALL_GATHER:
             fail("the engine has no communicator for the {} node of layer {} (tensor parallelism runs under mpirun)",
                  graph::op_kind_name(nd.kind), nd.layer);
-        default:  // latent attention is modelled trace-only; the loader refuses its files
+        default:
             DUET_CHECK(false, "engine: {} has no host kernel", graph::op_kind_name(nd.kind));
     }
 }
@@ -326,8 +353,8 @@ void Engine::write_kv(const graph::Node& nd, const Step& st) {
             for (size_t i = 0; i < in.tokens.size(); ++i, ++t) {
                 const int64_t p = pos_[size_t(t)];
                 const BlockId b = blocks[size_t(p / bt)];
-                store_row(k + t * ks, cache.k_block(il, b) + size_t(p % bt) * rb, n_kv, kv_type);
-                store_row(v + t * vs, cache.v_block(il, b) + size_t(p % bt) * rb, n_kv, kv_type);
+                store_kv_row(k + t * ks, cache.k_block(il, b) + size_t(p % bt) * rb, n_kv, kv_type);
+                store_kv_row(v + t * vs, cache.v_block(il, b) + size_t(p % bt) * rb, n_kv, kv_type);
             }
         }
     });
@@ -361,7 +388,7 @@ void Engine::rope_write_kv(const graph::Node& nd, const Step& st) {
     }
     dispatch_.rope_kv_write(ptr(nd.in[0]), stride(nd.in[0]), ptr(nd.out[0]), ptr(nd.in[1]), stride(nd.in[1]),
                             ptr(nd.in[2]), stride(nd.in[2]), st.n_tok, pos_.data(), rope_params(),
-                            cache.config().kv_type, kdst_.data(), vdst_.data(), store_row);
+                            cache.config().kv_type, kdst_.data(), vdst_.data(), store_kv_row);
 }
 
 void Engine::attend(const graph::Node& nd, const Step& st) {

@@ -1,6 +1,7 @@
 #pragma once
-// The forward pass of Llama / Mistral / Qwen2 and the Mixture-of-Experts families (Mixtral,
-// Qwen2-MoE, Qwen3-MoE) over a ragged batch of sequences.
+// The forward pass of Llama / Mistral / Qwen2, the Mixture-of-Experts families (Mixtral,
+// Qwen2-MoE, Qwen3-MoE) and DeepSeek-V2/V3 (latent attention: a latent KV cache) over a ragged
+// batch of sequences.
 //
 // forward(batch) takes any number of sequences, each with its own new tokens and its own
 // block table (SequenceKv); sequence s's new tokens sit at positions kv.n_tokens() ..
@@ -165,6 +166,16 @@ private:
     void moe_route(const graph::Node& node, const Step& st);
     void moe_matmul(const graph::Node& node, const Step& st);
     void moe_combine(const graph::Node& node, const Step& st);
+    // Multi-head latent attention (graph/mla_builder.h), runtime/engine_mla.cpp.
+    void mla_rope(const graph::Node& node, const Step& st);
+    void mla_write_kv(const graph::Node& node, const Step& st);
+    void head_matmul(const graph::Node& node, const Step& st);
+    void mla_attend(const graph::Node& node, const Step& st);
+    void init_mla();    // the attention scale and YaRN rotation; split_kv_b when the file needs it
+    void split_kv_b();  // a file's unsplit W_kv_b into f32 per-head halves (mla_split_)
+    const model::TensorRef& head_weights(graph::WeightRole role, int32_t layer) const;
+    // One row of n floats into the KV cache's type (F32, F16, Q8_0).
+    static void store_kv_row(const float* src, uint8_t* dst, int64_t n, DType type);
     void ensure_scratch(int64_t n_tok);
     float* ptr(int32_t t) const { return ptr_[size_t(t)]; }
     int64_t stride(int32_t t) const { return graph_.row_stride(t); }
@@ -202,6 +213,17 @@ private:
     std::vector<int32_t> moe_ids_;
     std::vector<std::vector<int64_t>> moe_slots_;
     std::vector<float> moe_x_, moe_y_;
+    // Latent attention: a sequence's cached rows of one layer as f32 [n_ctx][kv_lora_rank +
+    // qk_rope_head_dim]; one cache row being written; per layer the f32 halves of W_kv_b of a
+    // file that stores it whole (empty otherwise).
+    std::vector<float> mla_ctx_, mla_row_;
+    struct MlaSplit {
+        std::vector<float> k_b, v_b;  // [n_head][kv_lora_rank][qk_nope], [n_head][v_head][kv_lora_rank]
+        model::TensorRef k_b_ref, v_b_ref;
+    };
+    std::vector<MlaSplit> mla_split_;
+    float mla_kq_scale_ = 0.0f;   // 1/sqrt(qk_nope + qk_rope), times YaRN's mscale^2
+    kernels::YarnRope mla_yarn_;  // used when hparams().rope_yarn
 };
 
 }  // namespace duet::runtime

@@ -1,7 +1,8 @@
 // The Mixture-of-Experts FFN of the engine (graph/moe_builder.h has the data flow).
 //
 // MOE_ROUTE turns the router logits into each token's top-k experts and weights: softmax over
-// all experts (or sigmoid), the k largest (ties to the lower expert id), optionally renormalised
+// all experts (or sigmoid), the k largest (ties to the lower expert id; with a selection bias,
+// exp_probs_b, the k largest of score + bias, weighted by their unbiased scores), optionally renormalised
 // to sum 1, times expert_weights_scale (model/hparams.h: the family's rule, as llama.cpp's
 // build_moe_ffn applies it). It also groups the batch's (token, slot) pairs by expert.
 // MOE_MATMUL runs one kernels::matmul per expert that has tokens, on that expert's matrix of the
@@ -27,8 +28,9 @@ void Engine::moe_route(const graph::Node& nd, const Step& st) {
     const int64_t ws = stride(nd.out[0]);
     moe_ids_.resize(size_t(n_tok * k));
     moe_slots_.resize(size_t(n_exp));
+    const float* bias = hp.expert_probs_bias ? plain_.tensor(graph::WeightRole::FFN_EXP_PROBS_B, nd.layer).f32() : nullptr;
     dispatch_.moe([&] {
-        std::vector<float> p(static_cast<size_t>(n_exp));
+        std::vector<float> p(static_cast<size_t>(n_exp)), sel(static_cast<size_t>(n_exp));
         std::vector<int32_t> order(static_cast<size_t>(n_exp));
         for (auto& s : moe_slots_) s.clear();
         for (int64_t t = 0; t < n_tok; ++t) {
@@ -41,9 +43,12 @@ void Engine::moe_route(const graph::Node& nd, const Step& st) {
             } else {
                 for (int64_t e = 0; e < n_exp; ++e) p[size_t(e)] = 1.0f / (1.0f + std::exp(-l[e]));
             }
-            for (int64_t e = 0; e < n_exp; ++e) order[size_t(e)] = int32_t(e);
+            for (int64_t e = 0; e < n_exp; ++e) {
+                order[size_t(e)] = int32_t(e);
+                sel[size_t(e)] = bias ? p[size_t(e)] + bias[e] : p[size_t(e)];
+            }
             std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
-                return p[size_t(a)] > p[size_t(b)] || (p[size_t(a)] == p[size_t(b)] && a < b);
+                return sel[size_t(a)] > sel[size_t(b)] || (sel[size_t(a)] == sel[size_t(b)] && a < b);
             });
             float sum = 0.0f;
             for (int64_t j = 0; j < k; ++j) sum += p[size_t(order[size_t(j)])];

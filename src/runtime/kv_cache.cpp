@@ -60,7 +60,12 @@ int KvCache::refcount(BlockId b) const {
 
 uint8_t* KvCache::block_base(int64_t layer, BlockId b) {
     DUET_CHECK(b >= 0 && b < n_blocks() && layer >= 0 && layer < cfg_.n_layer);
-    return data_.data() + size_t(b) * block_bytes() + size_t(layer) * 2 * layer_half_bytes();
+    return data_.data() + size_t(b) * block_bytes() + size_t(layer) * n_halves() * layer_half_bytes();
+}
+
+uint8_t* KvCache::v_block(int64_t layer, BlockId b) {
+    DUET_CHECK(!cfg_.latent, "KV cache: a latent cache has no V rows");
+    return block_base(layer, b) + layer_half_bytes();
 }
 
 void KvCache::copy_block(BlockId from, BlockId to) {

@@ -15,7 +15,9 @@
 // Storage of one block, per layer: K rows [block_tokens][n_head_kv * head_dim] then V rows of the
 // same shape, in kv_type (F32, F16, or Q8_0 = int8: each row in blocks of 32 int8 values with one
 // f16 scale, amax / 127, 34 bytes per 32 values; head_dim must be a multiple of 32 so a head is
-// whole blocks). Memory: n_blocks * block_bytes(), allocated once.
+// whole blocks). Memory: n_blocks * block_bytes(), allocated once. A latent cache (multi-head latent
+// attention, config `latent`) has no V half: one row per position and layer, [n_head_kv * head_dim]
+// = the latent and the RoPE key (kv_lora_rank + qk_rope_head_dim), read through k_block().
 //
 // Thread safety: none; the engine (one thread) owns the cache and all its sequences.
 #include <cstdint>
@@ -33,6 +35,7 @@ struct KvCacheConfig {
     int64_t block_tokens = 16;
     int64_t n_blocks = 0;
     DType kv_type = DType::F16;  // F32 or F16
+    bool latent = false;         // one row per position and layer (no V rows): the MLA latent cache
 };
 
 using BlockId = int32_t;
@@ -50,8 +53,8 @@ public:
     int64_t n_used() const { return n_blocks() - n_free(); }
     // Bytes of one row (one position, one layer, K or V): n_head_kv * head_dim elements.
     size_t row_bytes() const { return row_bytes_; }
-    // Bytes of one block across all layers, K and V.
-    size_t block_bytes() const { return 2 * size_t(cfg_.n_layer) * size_t(cfg_.block_tokens) * row_bytes_; }
+    // Bytes of one block across all layers, K and V (the latent row alone in a latent cache).
+    size_t block_bytes() const { return n_halves() * size_t(cfg_.n_layer) * size_t(cfg_.block_tokens) * row_bytes_; }
     uint64_t total_bytes() const { return uint64_t(block_bytes()) * uint64_t(cfg_.n_blocks); }
 
     // Takes n blocks with refcount 1 and appends their ids to out. All or nothing: returns false
@@ -64,13 +67,14 @@ public:
 
     // First row of block b for one layer.
     uint8_t* k_block(int64_t layer, BlockId b) { return block_base(layer, b); }
-    uint8_t* v_block(int64_t layer, BlockId b) { return block_base(layer, b) + layer_half_bytes(); }
+    uint8_t* v_block(int64_t layer, BlockId b);  // DUET_CHECKs the cache is not latent
 
     // Blocks needed for n_ctx positions of n_seq sequences (rounded up per sequence).
     static int64_t blocks_for(int64_t n_ctx, int64_t n_seq, int64_t block_tokens);
 
 private:
     size_t layer_half_bytes() const { return size_t(cfg_.block_tokens) * row_bytes_; }
+    size_t n_halves() const { return cfg_.latent ? 1 : 2; }
     uint8_t* block_base(int64_t layer, BlockId b);
 
     KvCacheConfig cfg_;

@@ -7,6 +7,8 @@
 #include <filesystem>
 
 #include "format/gguf.h"
+#include "format/gguf_writer.h"
+#include "model/arch_presets.h"
 #include "model/hparams.h"
 
 namespace duet::model {
@@ -61,9 +63,9 @@ TEST_F(GenModelCli, BadArgumentsExitWith2AndAClearLine) {
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_EQ(r.out,
               "duet: error: unknown --arch 'llama9' (known: tiny-llama, tiny-llama3, tiny-mistral, tiny-qwen2, "
-              "small-llama, tiny-mixtral, tiny-qwen2moe, tiny-qwen3moe, llama2-7b, llama2-13b, llama2-70b, llama3-8b, "
-              "llama3-70b, mistral-7b, qwen2.5-0.5b, qwen2.5-7b, qwen2.5-72b, bench-1b, mixtral-8x7b, qwen3-30b-a3b, "
-              "qwen3-235b-a22b)\n");
+              "small-llama, tiny-mixtral, tiny-qwen2moe, tiny-qwen3moe, tiny-deepseek2, tiny-deepseek2-yarn, "
+              "llama2-7b, llama2-13b, llama2-70b, llama3-8b, llama3-70b, mistral-7b, qwen2.5-0.5b, qwen2.5-7b, "
+              "qwen2.5-72b, bench-1b, mixtral-8x7b, qwen3-30b-a3b, qwen3-235b-a22b, deepseek-v3)\n");
     r = run("gen-model --arch tiny-llama --dtype q5_k -o " + (dir_ / "x.gguf").string());
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_EQ(r.out, "duet: error: unknown --dtype 'q5_k' (allowed: f32, f16, bf16, q8_0, q4_0, q5_0, q4_k, q6_k)\n");
@@ -88,6 +90,27 @@ TEST_F(GenModelCli, HelpShowsAnExampleThatWorks) {
     r = run("gen-model --list");
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_NE(r.out.find("bench-1b"), std::string::npos);
+}
+
+// deepseek2 end to end: gen-model writes it, `duet run` generates from it, and a RoPE scaling the
+// engine does not run for it stops `duet run` with exit status 2 naming the key.
+TEST_F(GenModelCli, Deepseek2RunsAndUnknownRopeScalingIsRefusedWithStatus2) {
+    const std::string out = (dir_ / "ds.gguf").string();
+    Result r = run("gen-model --arch tiny-deepseek2 --dtype q8_0 --seed 12 -o " + out);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    r = run("run -m " + out + " -p Hello -n 4 --temp 0 --threads 2");
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("generated 4 tokens"), std::string::npos) << r.out;
+    const std::string bad = (dir_ / "longrope.gguf").string();
+    format::GgufWriter w(bad);
+    write_hparams(w, *find_arch_preset("tiny-deepseek2"));
+    w.set_string("deepseek2.rope.scaling.type", "longrope");
+    w.add_tensor_f32("token_embd.weight", DType::F32, {4}, std::vector<float>(4));
+    w.write();
+    r = run("run -m " + bad + " -p Hello -n 4");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "duet: error: " + bad + ": metadata key 'deepseek2.rope.scaling.type' = 'longrope' is not "
+                     "supported for deepseek2 (supported: none, yarn)\n");
 }
 
 }  // namespace

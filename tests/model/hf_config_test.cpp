@@ -249,18 +249,6 @@ TEST(HfPresets, ShapesAndParameterCounts) {
     EXPECT_NEAR(double(ds.n_params()) / 1e9, 671.03, 0.01);
 }
 
-TEST(HfPresets, GenModelRefusesLatentAttentionPresets) {
-    const std::string out = std::string(DUET_BINARY_DIR) + "/hf_config_test_refused.gguf";
-    try {
-        write_synthetic_model(out, arch_preset("deepseek-v3"), SyntheticOptions{});
-        FAIL();
-    } catch (const Error& e) {
-        EXPECT_EQ(std::string(e.what()), "--arch deepseek-v3: latent attention (deepseek2) is modelled trace-only (duet "
-                                         "bench --model deepseek-v3); gen-model writes the architectures the engine "
-                                         "runs (llama, qwen2, qwen2moe, qwen3moe)");
-    }
-}
-
 // A Mixtral GGUF as llama.cpp writes it (arch llama with llama.expert_count) is read as experts
 // n_ff wide, softmax top-k renormalised (llama.cpp's src/models/llama.cpp), not as a dense llama.
 TEST(HfPresets, MixtralGgufIsReadAsExperts) {

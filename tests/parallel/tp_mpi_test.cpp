@@ -114,6 +114,19 @@ TEST(PpMpi, MoeModelsGiveTheSameTokensOnTwoStagesAndRefuseTp) {
         << tp.err;
 }
 
+// deepseek2: each stage keeps the latent KV rows of its own layers.
+TEST(PpMpi, LatentAttentionModelGivesTheSameTokensOnTwoStagesAndRefusesTp) {
+    REQUIRE_MPIRUN();
+    expect_same_tokens(generated_model("tiny-deepseek2", "f32"), 2, 24, "", "pp");
+    const Result tp = run(mpirun_prefix(2), fmt::format("run -m '{}' -p 'Hi' -n 2 --temp 0 --threads 1 --tp 2",
+                                                        generated_model("tiny-deepseek2", "f32")));
+    EXPECT_NE(tp.rc, 0);
+    EXPECT_NE(tp.err.find("duet: error: --tp 2: tensor parallelism is not supported for Mixture-of-Experts models yet "
+                          "(deepseek2, 8 experts): run with --tp 1 (--pp splits the layers)"),
+              std::string::npos)
+        << tp.err;
+}
+
 TEST(PpMpi, Stories260KGivesTheSameTokensOnTwoStages) {
     REQUIRE_MPIRUN();
     const std::string model = shared_model("stories260K.gguf");

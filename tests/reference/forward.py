@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent numpy forward pass for Llama / Mistral / Qwen2 and Mixtral / Qwen2-MoE / Qwen3-MoE GGUF files (float64).
+"""Independent numpy forward pass for Llama / Mistral / Qwen2, Mixtral / Qwen2-MoE / Qwen3-MoE and DeepSeek-V2/V3 (deepseek2) GGUF files (float64).
 
 Written from the model papers and public configs, not from duet's C++:
   x = token_embd[token]
@@ -17,6 +17,10 @@ Written from the model papers and public configs, not from duet's C++:
                                                             moe_mla.py's routed FFN over the 3-D expert
                                                             stacks, + the (gated) shared expert
       (qwen3moe: q and k RMS-normed per head by attn_q_norm / attn_k_norm before RoPE)
+      (deepseek2: multi-head latent attention in place of q/k/v, moe_mla.py's absorbed form, see
+       mla_attention: the cache holds the normed latent c and the roped shared key k_pe; its MoE
+       layers route by softmax or sigmoid, choose by score + exp_probs_b, and add ungated shared
+       experts; the first leading_dense_block_count layers keep the dense FFN)
   logits = Wout (rmsnorm(x) * output_norm)        Wout = output.weight, or token_embd.weight if tied
 
 Optional `kv_f16=True` rounds K (after RoPE) and V to f16, as an f16 KV cache stores them.
@@ -44,7 +48,8 @@ from dequant import tensor_to_numpy  # noqa: E402
 from gguf_reader import GgufError, GgufFile  # noqa: E402
 from moe_mla import moe_route, sigmoid, softmax  # noqa: E402
 
-SUPPORTED_ARCHS = {"llama": "norm", "mistral": "norm", "qwen2": "neox", "qwen2moe": "neox", "qwen3moe": "neox"}
+SUPPORTED_ARCHS = {"llama": "norm", "mistral": "norm", "qwen2": "neox", "qwen2moe": "neox", "qwen3moe": "neox",
+                   "deepseek2": "norm"}
 # Mixture-of-Experts routing per family: softmax over all experts, the top k, then renormalised to
 # sum 1 or not. Mixtral (arch llama with experts): softmax over the k largest logits (arXiv
 # 2401.04088), i.e. renormalised; Qwen1.5/2-MoE: norm_topk_prob false in their configs;
@@ -78,13 +83,18 @@ class Hparams:
         scaling = g.get(p + "rope.scaling.type", "none")
         if scaling == "linear":
             self.freq_scale = 1.0 / float(g.require(p + "rope.scaling.factor"))
+        elif scaling == "yarn" and arch == "deepseek2":
+            pass  # read_mla
         elif scaling in ("none", ""):
             if p + "rope.scale_linear" in g.metadata:  # the older spelling of the same thing
                 self.freq_scale = 1.0 / float(g.metadata[p + "rope.scale_linear"])
         else:
             raise GgufError(f"{g.path}: {p}rope.scaling.type '{scaling}' is not supported (none, linear)")
+        self.mla = arch == "deepseek2"
+        if self.mla:
+            self.read_mla(g, p)
         value_length = int(g.get(p + "attention.value_length", self.head_dim))
-        if value_length != self.head_dim:
+        if not self.mla and value_length != self.head_dim:
             raise GgufError(f"{g.path}: {p}attention.value_length {value_length} differs from key_length "
                             f"{self.head_dim} (not supported)")
         if self.n_head % self.n_head_kv != 0:
@@ -99,6 +109,56 @@ class Hparams:
             raise GgufError(f"{g.path}: {arch} without {p}expert_count")
         self.expert_norm = EXPERT_WEIGHTS_NORM.get(arch, False)
         self.expert_scale = float(g.get(p + "expert_weights_scale", 1.0))
+        self.gating = "softmax"
+        if self.mla:  # DeepSeek's routing keys (llama.cpp: expert_gating_func 1 softmax, 2 sigmoid)
+            self.expert_norm = bool(g.get(p + "expert_weights_norm", False))
+            gating = int(g.get(p + "expert_gating_func", 1))
+            if gating not in (1, 2):
+                raise GgufError(f"{g.path}: {p}expert_gating_func {gating} (allowed: 1 softmax, 2 sigmoid)")
+            self.gating = "softmax" if gating == 1 else "sigmoid"
+
+    def read_mla(self, g, p):
+        """DeepSeek-V2 section 2.1's shapes as llama.cpp's converter writes them: key_length_mla /
+        value_length_mla (per head) when present, else key_length / value_length."""
+        self.kv_lora_rank = int(g.require(p + "attention.kv_lora_rank"))
+        self.q_lora_rank = int(g.get(p + "attention.q_lora_rank", 0))
+        if p + "attention.key_length_mla" in g.metadata:
+            self.head_dim = int(g.require(p + "attention.key_length_mla"))
+            self.v_head_dim = int(g.require(p + "attention.value_length_mla"))
+        else:
+            self.v_head_dim = int(g.require(p + "attention.value_length"))
+        self.n_rot = int(g.require(p + "rope.dimension_count"))
+        self.qk_nope = self.head_dim - self.n_rot
+        self.n_head_kv = self.n_head
+        self.yarn = None
+        if g.get(p + "rope.scaling.type", "none") == "yarn":
+            self.read_yarn(g, p)
+
+    def read_yarn(self, g, p):
+        """YaRN (Peng et al. 2023, arXiv 2309.00071) with DeepSeek's mscale, as the Hugging Face
+        DeepSeek modelling code defines it: the converter stores 0.1 x mscale_all_dim as
+        yarn_log_multiplier. Pair i's frequency is the interpolated one (/ factor) blended with the
+        original by 1 - ramp(i) between the correction dims of beta_fast and beta_slow rotations over
+        the original context; cos/sin keep unit size, and the softmax scale gains
+        (1 + 0.1 mscale_all_dim ln factor)^2 (when the file gives no multiplier: llama.cpp's rule,
+        cos/sin and the scale by 1 + 0.1 ln factor)."""
+        factor = float(g.require(p + "rope.scaling.factor"))
+        orig = int(g.get(p + "rope.scaling.original_context_length", g.require(p + "context_length")))
+        mscale_all = float(g.get(p + "rope.scaling.yarn_log_multiplier", 0.0)) / 0.1
+        beta_fast = float(g.get(p + "rope.scaling.yarn_beta_fast", 32.0))
+        beta_slow = float(g.get(p + "rope.scaling.yarn_beta_slow", 1.0))
+        R, base = self.n_rot, self.freq_base
+
+        def corr_dim(rotations):
+            return R * np.log(orig / (rotations * 2 * np.pi)) / (2 * np.log(base))
+
+        low = max(np.floor(corr_dim(beta_fast)), 0)
+        high = min(np.ceil(corr_dim(beta_slow)), R - 1)
+        ramp = np.clip((np.arange(R // 2) - low) / max(high - low, 0.001), 0, 1)
+        extra = 1 - ramp  # the share of the original (extrapolated) frequency
+        mag = 1.0 if mscale_all != 0 else 1 + 0.1 * np.log(factor)
+        kq = mag * (1 + 0.1 * mscale_all * np.log(factor))
+        self.yarn = {"extra": extra, "factor": factor, "mag": mag, "kq": kq * kq}
 
 
 class Model:
@@ -153,10 +213,12 @@ class Model:
         """The Mixture-of-Experts FFN of moe_mla.py (routing by moe_mla.moe_route), with each
         expert's matmuls on the rows routed to it (so --act-quant applies as for dense ones)."""
         hp = self.hp
-        ids, w = moe_route(self.matmul(h, p + "ffn_gate_inp.weight"), hp.n_expert_used, "softmax",
-                           norm=hp.expert_norm, scale=hp.expert_scale)
-        # the smallest gap between the k-th chosen and the best unchosen probability, over the tokens
-        probs = np.sort(softmax(self.matmul(h, p + "ffn_gate_inp.weight")), axis=-1)[:, ::-1]
+        bias = self.w(p + "exp_probs_b.bias").reshape(-1) if self.has(p + "exp_probs_b.bias") else None
+        logits = self.matmul(h, p + "ffn_gate_inp.weight")
+        ids, w = moe_route(logits, hp.n_expert_used, hp.gating, norm=hp.expert_norm, scale=hp.expert_scale, bias=bias)
+        # the smallest gap between the k-th chosen and the best unchosen selection score, over the tokens
+        scores = softmax(logits) if hp.gating == "softmax" else sigmoid(logits)
+        probs = np.sort(scores if bias is None else scores + bias, axis=-1)[:, ::-1]
         if hp.n_expert_used < hp.n_expert:
             gap = float(np.min(probs[:, hp.n_expert_used - 1] - probs[:, hp.n_expert_used]))
             self.routing_margin = min(self.routing_margin, gap)
@@ -172,6 +234,56 @@ class Model:
             out += sh
         return out
 
+    def round_kv(self, rows):
+        """What an f16 or int8 KV cache gives back for rows [T][width] (as attention's K and V)."""
+        if self.kv_f16:
+            rows = rows.astype(np.float16).astype(np.float64)
+        if self.kv_int8:
+            rows = quantize_activations(rows, 32, True)
+        return rows
+
+    def mla_kv_b(self, p):
+        """W_UK^T [H][C][N] and W_UV [H][V][C] with their GGUF names (None for the unsplit attn_kv_b,
+        which llama.cpp's older converter wrote as [H * (N + V)][C])."""
+        hp = self.hp
+        if self.has(p + "attn_k_b.weight"):
+            return self.w(p + "attn_k_b.weight"), p + "attn_k_b.weight", self.w(p + "attn_v_b.weight"), p + "attn_v_b.weight"
+        kv_b = self.w(p + "attn_kv_b.weight").reshape(hp.n_head, hp.qk_nope + hp.v_head_dim, hp.kv_lora_rank)
+        return np.swapaxes(kv_b[:, :hp.qk_nope], 1, 2), None, kv_b[:, hp.qk_nope:], None
+
+    def head_matmul(self, x, W, name, head):
+        """x [T][k] times head `head`'s matrix of W [H][n][k]; activation rounding as matmul's."""
+        if name is not None:
+            return self.matmul(x, name, head)
+        return x @ W[head].T
+
+    def mla_attention(self, h, p, pos):
+        """Multi-head latent attention of one layer (moe_mla.py's absorbed form), causal over pos.
+        q heads are [N no-RoPE | R RoPE] (llama.cpp's layout); RoPE in adjacent pairs."""
+        hp = self.hp
+        H, C, R, N = hp.n_head, hp.kv_lora_rank, hp.n_rot, hp.qk_nope
+        T = h.shape[0]
+        if self.has(p + "attn_q_a.weight"):
+            qa = self.rmsnorm(self.matmul(h, p + "attn_q_a.weight"), p + "attn_q_a_norm.weight")
+            q = self.matmul(qa, p + "attn_q_b.weight")
+        else:
+            q = self.matmul(h, p + "attn_q.weight")
+        q = q.reshape(T, H, N + R)
+        q_nope, q_pe = q[..., :N], self.rope(q[..., N:], pos)
+        kv_a = self.matmul(h, p + "attn_kv_a_mqa.weight")
+        c = self.rmsnorm(kv_a[:, :C], p + "attn_kv_a_norm.weight")
+        k_pe = self.rope(kv_a[:, None, C:], pos)[:, 0]
+        cache = self.round_kv(np.concatenate([c, k_pe], axis=1))  # the cached row: C + R values
+        c, k_pe = cache[:, :C], cache[:, C:]
+        k_b, k_name, v_b, v_name = self.mla_kv_b(p)
+        q_lat = np.stack([self.head_matmul(q_nope[:, i], k_b, k_name, i) for i in range(H)], axis=1)  # [T][H][C]
+        scale = (hp.yarn["kq"] if hp.yarn else 1.0) / np.sqrt(N + R)
+        s = (np.einsum("thc,uc->htu", q_lat, c) + np.einsum("thr,ur->htu", q_pe, k_pe)) * scale
+        s = np.where(np.arange(T)[None, :] > np.arange(T)[:, None], -np.inf, s)
+        o_lat = np.einsum("htu,uc->thc", softmax(s), c)
+        o = np.concatenate([self.head_matmul(o_lat[:, i], v_b, v_name, i) for i in range(H)], axis=1)
+        return self.matmul(o, p + "attn_output.weight")
+
     def rmsnorm(self, x, name):
         return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.hp.eps) * self.w(name)
 
@@ -182,8 +294,13 @@ class Model:
         inv = hp.freq_base ** (-2.0 * np.arange(half) / hp.n_rot)
         if self.freq_factors is not None:
             inv = inv / self.freq_factors
+        mag = 1.0
+        if getattr(hp, "yarn", None):  # deepseek2 YaRN: blend per pair, see Hparams.read_yarn
+            y = hp.yarn
+            inv = inv / y["factor"] * (1 - y["extra"]) + inv * y["extra"]
+            mag = y["mag"]
         theta = (np.asarray(positions, dtype=np.float64) * hp.freq_scale)[:, None] * inv[None, :]
-        cos, sin = np.cos(theta)[:, None, :], np.sin(theta)[:, None, :]
+        cos, sin = mag * np.cos(theta)[:, None, :], mag * np.sin(theta)[:, None, :]
         out = x.copy()
         if hp.rope_order == "norm":
             a, b = x[..., 0:hp.n_rot:2], x[..., 1:hp.n_rot:2]
@@ -213,6 +330,11 @@ class Model:
         p /= p.sum(axis=-1, keepdims=True)
         return np.einsum("hts,shd->thd", p, vv).reshape(T, hp.n_head * hp.head_dim)
 
+    def ffn(self, h, p):
+        if self.has(p + "ffn_gate_inp.weight"):
+            return self.moe_ffn(h, p)
+        return self.swiglu(h, p + "ffn_gate.weight", p + "ffn_up.weight", p + "ffn_down.weight")
+
     # --- whole model -------------------------------------------------------
     def forward(self, tokens):
         """Logits [n_tokens][n_vocab] (float64) for tokens at positions 0..n-1."""
@@ -229,6 +351,10 @@ class Model:
         for il in range(hp.n_layer):
             p = f"blk.{il}."
             h = self.rmsnorm(x, p + "attn_norm.weight")
+            if hp.mla:
+                x = x + self.mla_attention(h, p, pos)
+                x = x + self.ffn(self.rmsnorm(x, p + "ffn_norm.weight"), p)
+                continue
             q = self.matmul(h, p + "attn_q.weight")
             k = self.matmul(h, p + "attn_k.weight")
             v = self.matmul(h, p + "attn_v.weight")
@@ -251,11 +377,7 @@ class Model:
                 k = quantize_activations(k.reshape(T, -1), 32, True).reshape(k.shape)
                 v = quantize_activations(v.reshape(T, -1), 32, True).reshape(v.shape)
             x = x + self.matmul(self.attention(q, k, v), p + "attn_output.weight")
-            h = self.rmsnorm(x, p + "ffn_norm.weight")
-            if self.has(p + "ffn_gate_inp.weight"):
-                x = x + self.moe_ffn(h, p)
-            else:
-                x = x + self.swiglu(h, p + "ffn_gate.weight", p + "ffn_up.weight", p + "ffn_down.weight")
+            x = x + self.ffn(self.rmsnorm(x, p + "ffn_norm.weight"), p)
         h = self.rmsnorm(x, "output_norm.weight")
         return self.matmul(h, self.out_name)
 

@@ -381,7 +381,7 @@ class ForwardTest(unittest.TestCase):
         make_model(p, "gpt2")
         with self.assertRaises(gr.GgufError) as cm:
             forward.Model(p)
-        self.assertIn("general.architecture 'gpt2' is not supported (supported: llama, mistral, qwen2, qwen2moe, qwen3moe)",
+        self.assertIn("general.architecture 'gpt2' is not supported (supported: llama, mistral, qwen2, qwen2moe, qwen3moe, deepseek2)",
                       str(cm.exception))
         make_model(p, "llama", n_head=4, n_head_kv=3)
         with self.assertRaises(gr.GgufError) as cm:
