@@ -15,6 +15,8 @@
 // gathered to npu0 over the links); any other operator runs on the first device of the kind
 // (npu0, or pim0, which holds the KV cache). Devices are asked (supports, estimate), never
 // hard-coded. Per-layer override: layers in npu_only_layers run on npu0 with weights in NZ.
+// A MOE_MATMUL record of one expert group (OpRecord::expert_group, sim/expert_load.h) runs on the
+// kind its group names (the NPU group under pim_only: the host CPU when there is one).
 // Thread safety: const methods only; devices must be thread-safe for const calls.
 #include <string>
 #include <vector>
@@ -54,6 +56,9 @@ public:
     Placer(PlacementOptions opts, const SimHardware& hw);
     // `shape` is the device view of `rec` (sim/op_shape.h).
     OpPlacement place(const OpRecord& rec, const hw::OpShape& shape) const;
+    // True when the matmul of one expert (`one_expert`: a MOE_MATMUL record of that expert alone)
+    // runs on PIM under the policy, by the rule a matmul of its rows follows (sim/expert_load.h).
+    bool expert_on_pim(const OpRecord& one_expert) const;
     // True when layer's weight matrices (layer -1: lm-head) live in the PIM layout.
     bool pim_layout(int layer) const;
     const PlacementOptions& options() const { return opts_; }

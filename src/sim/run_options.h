@@ -6,13 +6,15 @@
 
 #include "core/dtype.h"
 #include "sim/collective.h"
+#include "sim/expert_routing.h"
 #include "sim/placement.h"
 
 namespace duet::sim {
 
-// Tensor and pipeline parallelism of a run (sim/scale_out.h, docs/scale-out.md).
+// Tensor, expert and pipeline parallelism of a run (sim/scale_out.h, docs/scale-out.md).
 struct ParallelOptions {
     int tp = 1;             // ranks sharing every layer (the plan holds rank 0's shard)
+    int ep = 1;             // ranks sharing the routed experts (Plan::ep_ranks: each rank's plan); tp or ep is 1
     int pp = 1;             // pipeline stages (Plan::next_stages)
     int micro_batches = 1;  // groups of sequences in flight through the stages (the plan's n_seq each)
     ExpansionCost launch;   // HCCL_OP_EXPANSION_MODE's launch cost of every collective
@@ -35,6 +37,7 @@ struct RunOptions {
     bool record_events = false;         // keep per-op events for --trace
     int64_t record_decode_steps = -1;   // with record_events: decode steps recorded (-1: all; prefill always)
     ParallelOptions parallel;
+    ExpertLoadOptions experts;          // MoE routing and expert parallelism (sim/expert_load.h)
 };
 
 }  // namespace duet::sim
