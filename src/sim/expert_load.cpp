@@ -34,10 +34,11 @@ void set_expert_rows(OpRecord& r, double rows, double active) {
     r.flops = 2.0 * double(r.m) * double(r.n) * double(r.k);
 }
 
-OpRecord one_expert(const OpRecord& r, int64_t rows) {
-    OpRecord one = r;
-    set_expert_rows(one, double(rows), 1);
-    return one;
+// The record `on_pim` decides on: `group` experts of `rows` rows each.
+OpRecord experts_of(const OpRecord& r, int64_t rows, int64_t group) {
+    OpRecord g = r;
+    set_expert_rows(g, double(rows * group), double(group));
+    return g;
 }
 
 // One layer of one forward on one rank.
@@ -67,10 +68,11 @@ LayerLoad layer_load(const ModelShape& s, const ExpertLoadOptions& o, const grap
 void split_by_device(const OpRecord& r, const LayerLoad& l, const ExpertOnPim& on_pim, OpTrace& out,
                      RankExpertLoad* count) {
     double rows[2] = {0, 0}, active[2] = {0, 0};
+    const int64_t group = std::max<int64_t>(1, whole(l.active));
     for (size_t i = 0; i < l.experts.rows.size(); ++i) {
         const double a = l.experts.active[i];
         if (a <= 0) continue;
-        const int g = on_pim(one_expert(r, std::max<int64_t>(1, whole(l.experts.rows[i] / a)))) ? 1 : 0;
+        const int g = on_pim(experts_of(r, std::max<int64_t>(1, whole(l.experts.rows[i] / a)), group)) ? 1 : 0;
         rows[g] += l.experts.rows[i];
         active[g] += a;
     }
@@ -153,7 +155,7 @@ void apply_expert_load(Plan& p, const ModelShape& s, const ExpertLoadOptions& o,
 int64_t pim_row_threshold(const OpRecord& r, const ExpertOnPim& on_pim) {
     if (!on_pim) return 1;
     for (int64_t rows = 1; rows <= 256; ++rows)
-        if (!on_pim(one_expert(r, rows))) return rows;
+        if (!on_pim(experts_of(r, rows, std::max<int64_t>(1, r.n_expert_active)))) return rows;
     return -1;
 }
 

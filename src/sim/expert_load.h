@@ -15,10 +15,12 @@
 //                rank's own tokens and S_max the largest share of the rows one rank's experts take
 // The busiest rank (most rows) sets the step: its all-to-all partners wait for it (sim/timeline.h).
 // With `on_pim` set (a placement that may use PIM), each MOE_MATMUL becomes two records, the
-// experts placed on the NPU and those on PIM (OpRecord::expert_group; either may have 0 rows),
-// each expert decided by `on_pim` on a record of that expert alone with ⌈c_i⌉ rows: the placement's
-// own rule for a matmul of that many rows (sim/placement.h; `auto`: the faster device's modelled
-// time). The PIM group runs beside the NPU group (sibling records). Every rank's plan keeps the
+// experts placed on the NPU and those on PIM (OpRecord::expert_group; either may have 0 rows).
+// Each expert is decided by itself, by `on_pim` on a record of the layer's active experts (the
+// rank's sum of a_i, rounded up) all with that expert's ⌈c_i⌉ rows: the placement's own rule for
+// a grouped matmul of that shape (sim/placement.h; `auto`: the device whose modelled time is
+// shorter), so an expert with few rows can go to PIM while one with many stays on the NPU. The
+// PIM group runs beside the NPU group (sibling records). Every rank's plan keeps the
 // same records in the same order, so the timeline can walk them in step.
 // Thread safety: pure functions.
 #include <functional>
@@ -39,8 +41,9 @@ struct ExpertLoad {
 };
 ExpertLoad expert_load(const std::vector<double>& fractions, int64_t k, double tokens, int64_t first, int64_t count);
 
-// True when one expert's matmul (the record of that expert alone) runs on PIM.
-using ExpertOnPim = std::function<bool(const OpRecord& one_expert)>;
+// True when the experts of `experts` (a MOE_MATMUL record: n_expert_active experts of
+// m / n_expert_active rows each) run on PIM.
+using ExpertOnPim = std::function<bool(const OpRecord& experts)>;
 
 // One rank's experts in one decode step, per MoE layer (means over the layers).
 struct RankExpertLoad {
@@ -54,8 +57,9 @@ struct RankExpertLoad {
 void apply_expert_load(Plan& p, const ModelShape& s, const ExpertLoadOptions& o, int rank, const ExpertOnPim& on_pim,
                        RankExpertLoad* decode);
 
-// The rows of one expert below which `on_pim` puts it on PIM, for the MoE record `r`: the smallest
-// row count (1 to 256) that goes to the NPU; 1 = never PIM; -1 = PIM up to 256 rows.
+// The rows of one expert below which `on_pim` puts it on PIM, for the MoE record `r` (a group of
+// its n_expert_active experts): the smallest row count (1 to 256) that goes to the NPU; 1 = never
+// PIM; -1 = PIM up to 256 rows.
 int64_t pim_row_threshold(const OpRecord& r, const ExpertOnPim& on_pim);
 
 // The report's "experts" object (docs/report-schema.md): routing, ep, experts per device, the

@@ -92,8 +92,8 @@ std::vector<int> Placer::split_devices(DeviceKind kind, const hw::OpShape& shape
     return all;
 }
 
-bool Placer::expert_on_pim(const OpRecord& one_expert) const {
-    return choose_kind(one_expert, to_op_shape(one_expert)) == DeviceKind::PIM;
+bool Placer::expert_on_pim(const OpRecord& experts) const {
+    return choose_kind(experts, to_op_shape(experts)) == DeviceKind::PIM;
 }
 
 OpPlacement Placer::place(const OpRecord& rec, const hw::OpShape& shape) const {

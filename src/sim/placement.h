@@ -56,9 +56,12 @@ public:
     Placer(PlacementOptions opts, const SimHardware& hw);
     // `shape` is the device view of `rec` (sim/op_shape.h).
     OpPlacement place(const OpRecord& rec, const hw::OpShape& shape) const;
-    // True when the matmul of one expert (`one_expert`: a MOE_MATMUL record of that expert alone)
-    // runs on PIM under the policy, by the rule a matmul of its rows follows (sim/expert_load.h).
-    bool expert_on_pim(const OpRecord& one_expert) const;
+    // True when an expert with `experts.m / experts.n_expert_active` rows runs on PIM under the
+    // policy (sim/expert_load.h): `experts` is a MOE_MATMUL record of the layer's active experts
+    // all given that many rows, and the expert follows the rule that group's matmul would
+    // (auto, npu_pim_coop's batched decode: the device that runs the group sooner), so the
+    // group's launch and set-up and the device's saturation are priced at the group's size.
+    bool expert_on_pim(const OpRecord& experts) const;
     // True when layer's weight matrices (layer -1: lm-head) live in the PIM layout.
     bool pim_layout(int layer) const;
     const PlacementOptions& options() const { return opts_; }
