@@ -29,7 +29,7 @@ struct ExpertRouting {
 // What the simulator needs to price a run's experts (sim/expert_load.h, RunOptions::experts).
 struct ExpertLoadOptions {
     std::shared_ptr<const ExpertRouting> routing;  // null: records left as they are (an engine trace)
-    int ep = 1;              // expert-parallel ranks
+    int ep = 1;              // expert-parallel ranks (Plan::ep_ranks holds ranks 1..ep-1's plans)
     int32_t seqs_total = 1;  // sequences of one forward over the whole EP group (one micro-batch)
 };
 

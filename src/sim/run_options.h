@@ -11,10 +11,10 @@
 
 namespace duet::sim {
 
-// Tensor, expert and pipeline parallelism of a run (sim/scale_out.h, docs/scale-out.md).
+// Tensor and pipeline parallelism of a run (sim/scale_out.h, docs/scale-out.md); expert parallelism
+// is RunOptions::experts.ep (its ranks are a stage's ranks as tensor-parallel ones are; tp or ep is 1).
 struct ParallelOptions {
     int tp = 1;             // ranks sharing every layer (the plan holds rank 0's shard)
-    int ep = 1;             // ranks sharing the routed experts (Plan::ep_ranks: each rank's plan); tp or ep is 1
     int pp = 1;             // pipeline stages (Plan::next_stages)
     int micro_batches = 1;  // groups of sequences in flight through the stages (the plan's n_seq each)
     ExpansionCost launch;   // HCCL_OP_EXPANSION_MODE's launch cost of every collective

@@ -113,7 +113,7 @@ public:
 
 private:
     // the ranks of one stage: tensor-parallel or expert-parallel (one of the two is 1)
-    int tp() const { return opts_.parallel.tp * opts_.parallel.ep; }
+    int tp() const { return opts_.parallel.tp * opts_.experts.ep; }
     int pp() const { return opts_.parallel.pp; }
     int micro() const { return opts_.parallel.micro_batches; }
     size_t lane_index(int stage, int rank, int j) const { return (size_t(stage) * size_t(tp()) + size_t(rank)) * size_t(micro()) + size_t(j); }

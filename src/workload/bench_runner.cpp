@@ -266,7 +266,6 @@ sim::RunOptions bench_run_options(const config::CoopConfig& cfg, sim::Policy p, 
     o.record_decode_steps = in.trace_steps;
     o.parallel.tp = in.tp;
     o.parallel.pp = in.pp;
-    o.parallel.ep = in.ep;
     o.parallel.micro_batches = micro_batches_for(in.batch, in.pp);
     o.experts.routing = in.routing;
     o.experts.ep = in.ep;

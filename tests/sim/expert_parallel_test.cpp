@@ -53,7 +53,6 @@ struct Cluster {
 RunOptions ep_options(int ep, int32_t batch, std::shared_ptr<const ExpertRouting> routing) {
     RunOptions o;
     o.placement.policy = Policy::NPU_ONLY;
-    o.parallel.ep = ep;
     o.parallel.launch = {ExpansionMode::HOST, 7000, 200};
     o.experts.routing = std::move(routing);
     o.experts.ep = ep;
