@@ -266,7 +266,7 @@ void register_bench(CLI::App& app) {
         "  duet bench --model llama2-7b --pims 2        (decode GEMVs split across two PIM devices)\n"
         "  duet bench --model llama2-70b --npus 8 --pims 8 --tp 8 --hccl-expansion AIV   (tensor parallel, docs/scale-out.md)\n"
         "  duet bench --model llama2-70b --pims 8 --tp 8 --target pim_only --topology cxl.toml   (pim_link = \"cxl2_x16\")\n"
-        "  duet bench --model deepseek-v3 --npus 8 --pims 8 --ep 8 --expert-skew 1.0   (expert parallel, docs/scale-out.md)\n"
+        "  duet bench --model deepseek-v3 --npus 8 --pims 8 --ep 8 --expert-skew 0.5   (expert parallel, docs/scale-out.md)\n"
         "  duet bench -m model.gguf --seq-len 64 --gen-len 32\n"
         "  duet bench --workload agent -m model.gguf --report agent.json --svg agent.svg   (docs/agent.md)\n"
         "  duet bench --workload serving --model llama2-7b --rate 4 --requests 1000 --seq-len 512 --gen-len 128 \\\n"
