@@ -18,6 +18,7 @@
 #include "config/settings.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "graph/parallel.h"
 #include "hw/pim/pim_device.h"
 #include "model/arch_presets.h"
 #include "model/hf_config.h"
@@ -28,6 +29,7 @@
 #include "sim/report_files.h"
 #include "tune/memory_estimate.h"
 #include "workload/bench_runner.h"
+#include "workload/routing_stats.h"
 #include "workload/model_limits.h"
 
 namespace duet::cli {
@@ -57,6 +59,9 @@ struct BenchArgs {
     int64_t npus = -1, pims = -1;  // -1: from [topology]
     int64_t trace_steps = -1;      // -1: every decode step
     int64_t tp = 1, pp = 1;        // docs/scale-out.md
+    int64_t ep = -1;               // -1: from [topology] ep
+    double expert_skew = -1;       // -1: not given (uniform routing unless --routing-stats)
+    std::string routing_stats;
     bool flashcomm = false;        // else VLLM_ASCEND_ENABLE_FLASHCOMM
     std::string hccl_expansion;    // "": HCCL_OP_EXPANSION_MODE, else HOST
     sim::Thresholds th;
@@ -69,7 +74,33 @@ struct BenchArgs {
     ServingBenchArgs serving;       // --workload serving (cli/bench_serving.h)
 };
 
+// --ep / --expert-skew / --routing-stats are modelled by the trace-only comparison only.
+void check_expert_flags_unused(const BenchArgs& a, const std::string& workload) {
+    if (a.ep > 1) fail("--ep {} with --workload {}: expert parallelism is modelled by the trace-only comparison (allowed: "
+                       "--ep 1, or no --workload)", a.ep, workload);
+    if (a.expert_skew >= 0 || !a.routing_stats.empty())
+        fail("{} with --workload {}: the routing is modelled by the trace-only comparison (allowed: no --workload)",
+             a.expert_skew >= 0 ? "--expert-skew" : "--routing-stats", workload);
+}
+
+// Expert parallelism and the routing of a trace-only MoE run (docs/scale-out.md).
+void set_expert_inputs(const BenchArgs& a, const config::CoopConfig& cfg, const config::Settings& st, bool file_mode,
+                       workload::TraceBenchInputs& in) {
+    in.ep = int(a.ep != -1 ? a.ep : cfg.topology.ep);
+    if (file_mode && in.ep > 1)
+        fail("--ep {} with a model file: bench models expert parallelism trace-only (allowed: an architecture preset or "
+             "a config.json)", in.ep);
+    if (file_mode && (a.expert_skew >= 0 || !a.routing_stats.empty()))
+        fail("{} with a model file: the engine routes the real tokens (allowed: an architecture preset or a config.json)",
+             a.expert_skew >= 0 ? "--expert-skew" : "--routing-stats");
+    if (file_mode) return;
+    const graph::ModelShape shape = workload::bench_model_shape(in.model, st.runtime.dtype);
+    graph::ep_shard(shape, in.ep, 0);  // exit 2 before any work: a dense model, an ep that does not divide E
+    in.routing = workload::routing_from_flags(a.expert_skew, a.routing_stats, shape);
+}
+
 void run_bench(const BenchArgs& a, const CLI::App& root) {
+    if (is_agent_workload(a.agent) || a.agent.workload == "serving") check_expert_flags_unused(a, a.agent.workload);
     if (is_agent_workload(a.agent))
         return run_bench_agent(a.agent, {a.model, a.settings_path, a.config_path, a.dispatch, a.report, a.svg});
     if (a.agent.workload == "serving")
@@ -112,6 +143,7 @@ void run_bench(const BenchArgs& a, const CLI::App& root) {
     if (file_mode && in.tp * in.pp > 1)
         fail("--tp {} --pp {} with a model file: bench models tensor and pipeline parallelism trace-only (allowed: an "
              "architecture preset, or mpirun -np N duet run --tp N for the real engine)", in.tp, in.pp);
+    set_expert_inputs(a, cfg, st, file_mode, in);
     // The model's own limits, before any rig or plan: a preset's context as a file's (run_file_engine).
     const workload::ModelLimits limits = workload::model_limits(in.model);
     workload::check_npu_only_layers(limits, cfg.scheduling.npu_only_layers,
@@ -235,6 +267,7 @@ void register_bench(CLI::App& app) {
         "  duet bench --model llama2-7b --pims 2        (decode GEMVs split across two PIM devices)\n"
         "  duet bench --model llama2-70b --npus 8 --pims 8 --tp 8 --hccl-expansion AIV   (tensor parallel, docs/scale-out.md)\n"
         "  duet bench --model llama2-70b --pims 8 --tp 8 --target pim_only --topology cxl.toml   (pim_link = \"cxl2_x16\")\n"
+        "  duet bench --model deepseek-v3 --npus 8 --pims 8 --ep 8 --expert-skew 0.5   (expert parallel, docs/scale-out.md)\n"
         "  duet bench -m model.gguf --seq-len 64 --gen-len 32\n"
         "  duet bench --workload agent -m model.gguf --report agent.json --svg agent.svg   (docs/agent.md)\n"
         "  duet bench --workload serving --model llama2-7b --rate 4 --requests 1000 --seq-len 512 --gen-len 128 \\\n"
@@ -273,6 +306,14 @@ void register_bench(CLI::App& app) {
            int64_t(1), int64_t(1024));
     number(c, "--pp", a->pp, "Pipeline stages: layers split, micro-batches of the batch in flight", int64_t(1),
            int64_t(1024));
+    number(c, "--ep", a->ep,
+           "Expert-parallel ranks of a MoE model: routed experts split across devices, all-to-all dispatch and "
+           "combine per MoE layer (docs/scale-out.md)", int64_t(1), int64_t(1024), DefaultFrom{"config.toml [topology] ep = 1"});
+    number(c, "--expert-skew", a->expert_skew,
+           "Zipf exponent s of the routing: expert i takes (i+1)^-s of the routed rows, normalised (0: uniform)", 0.0,
+           10.0, DefaultFrom{"uniform routing"});
+    text(c, "--routing-stats", a->routing_stats,
+         "JSON file of per-layer, per-expert routed-row fractions (docs/scale-out.md, \"Routing statistics\")");
     c->add_flag("--flashcomm", a->flashcomm,
                 "Reduce-scatter + all-gather in place of each all-reduce, add + norm on 1/tp of the tokens (else "
                 "VLLM_ASCEND_ENABLE_FLASHCOMM)");

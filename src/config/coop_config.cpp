@@ -97,6 +97,7 @@ std::vector<F> build() {
         return std::string();
     };
     v.push_back(presets);
+    v.push_back(ranged(make("topology", "ep", K::INT, &C::topology, &TopologySection::ep), 1, 1024));
     return v;
 }
 

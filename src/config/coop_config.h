@@ -6,7 +6,7 @@
 //   [scheduling] prefill_engine, decode_engine, zero_copy_switch, preconvert_first_token,
 //                npu_only_layers (per-layer override, e.g. "0-1,31"; empty = none)
 //   [memory]     weight_base_shared, index_granularity, cache_limit_mb
-//   [topology]   npus, pims, npu_link, pim_link, pim_presets (docs/topology.md; also read from
+//   [topology]   npus, pims, npu_link, pim_link, pim_presets, ep (docs/topology.md; also read from
 //                a file named by `duet bench --topology`, see load_topology_file)
 // Enumerated knobs are validated once, at load, into the typed enums below; nothing
 // downstream compares their spelling again.
@@ -72,6 +72,7 @@ struct TopologySection {
     std::string npu_link = "hccs_910b";    // link preset joining npu1.. to npu0
     std::string pim_link = "shared_hbm";   // link preset joining each PIM device to npu0
     std::string pim_presets;               // "" (all the default preset) or one name per PIM device, comma-separated
+    int64_t ep = 1;                        // expert-parallel ranks of a MoE model (duet bench --ep; docs/scale-out.md)
 };
 
 struct CoopConfig {

@@ -6,6 +6,7 @@
 #include "graph/fuse_matmuls.h"
 #include "graph/fuse_rmsnorm_matmul.h"
 #include "graph/fuse_rope_kv.h"
+#include "graph/shard_expert_parallel.h"
 #include "graph/shard_pipeline_parallel.h"
 #include "graph/shard_tensor_parallel.h"
 #include "graph/llama_builder.h"
@@ -73,7 +74,8 @@ std::vector<MatrixUse> matrices(const Graph& g) {
         if (!is_matmul_kind(n.kind)) continue;
         const bool seen = std::any_of(out.begin(), out.end(),
                                       [&](const MatrixUse& m) { return m.role == n.role && m.layer == n.layer; });
-        const int64_t count = n.kind == OpKind::MOE_MATMUL    ? g.shape.n_expert
+        const int64_t experts = g.ep.ep > 1 ? g.ep.experts.count : g.shape.n_expert;
+        const int64_t count = n.kind == OpKind::MOE_MATMUL    ? experts
                               : n.kind == OpKind::HEAD_MATMUL ? g.shape.n_head
                                                               : 1;
         if (!seen) out.push_back({n.role, n.layer, n.n, n.k, count});
@@ -106,6 +108,7 @@ Graph build_graph(const ModelShape& s, const GraphOptions& opts) {
              s.name, s.is_moe() ? "experts" : "", s.is_mla() ? (s.is_moe() ? ", latent attention" : "latent attention") : "");
     Graph g = build_graph(s);
     if (opts.tp != 1) g = ShardTensorParallel(opts.tp, opts.tp_rank, opts.flashcomm, opts.ff_align).run(g);
+    if (opts.ep != 1) g = ShardExpertParallel(opts.ep, opts.ep_rank).run(g);
     if (opts.pp != 1) g = ShardPipelineParallel(opts.pp, opts.pp_stage).run(g);
     if (opts.fuse) g = fuse_all(g, opts.int8_acts);
     return g;

@@ -79,6 +79,7 @@ public:
     int32_t logits = -1;     // the LOGITS tensor
     TpShard tp;              // this graph's tensor-parallel share (tp 1: the whole model)
     PpStage pp;              // this graph's pipeline stage (pp 1: every layer)
+    EpShard ep;              // this graph's expert-parallel share (ep 1: every expert)
 
     // A new tensor with its own storage.
     int32_t add_tensor(std::string name, Rows rows, int64_t width, TensorKind kind = TensorKind::ACTIVATION);
@@ -100,8 +101,8 @@ public:
 };
 
 // Every (role, layer) weight a MATMUL, MOE_MATMUL or HEAD_MATMUL node reads, in node order
-// (each once): `count` matrices of n x k (the experts of a MOE_MATMUL, the heads of a
-// HEAD_MATMUL, else 1).
+// (each once): `count` matrices of n x k (the experts of a MOE_MATMUL — the rank's own under
+// expert parallelism —, the heads of a HEAD_MATMUL, else 1).
 struct MatrixUse {
     WeightRole role;
     int32_t layer;
@@ -127,6 +128,8 @@ struct GraphOptions {
     int tp_rank = 0;         // which of them this graph is for
     bool flashcomm = false;  // reduce-scatter + all-gather in place of all-reduce
     int64_t ff_align = 1;    // FFN split granule (the down projection's quant block)
+    int ep = 1;              // graph/shard_expert_parallel.h: ranks sharing the routed experts
+    int ep_rank = 0;         // which of them this graph is for
     int pp = 1;              // graph/shard_pipeline_parallel.h: pipeline stages
     int pp_stage = 0;        // which stage this graph is for
 };

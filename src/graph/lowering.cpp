@@ -119,6 +119,14 @@ OpRecord lower(const Graph& g, const Node& nd, const Batch& b) {
             r.in_bytes = r.out_bytes = 4 * mn;
             r.flops = nd.kind == OpKind::ALL_GATHER ? 0.0 : double(mn);
             break;
+        case OpKind::ALL_TO_ALL:
+            // m = ep x the rows of the largest message one rank sends one peer; uniform routing:
+            // the rank's routed rows T*K (each peer gets 1/ep of them). sim/expert_load.h rewrites
+            // it for skewed routing.
+            r.k = nd.k;
+            r.m = m * s.n_expert_used;
+            r.in_bytes = r.out_bytes = 4 * uint64_t(r.m * nd.n);
+            break;
         case OpKind::SEND:
         case OpKind::RECV:
             // k = the peer stage; the boundary activations cross the link (the link model prices them).

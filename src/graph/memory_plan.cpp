@@ -49,7 +49,9 @@ MemoryPlan plan_memory(const Graph& g) {
 }
 
 namespace {
-bool is_collective(OpKind k) { return k == OpKind::ALL_REDUCE || k == OpKind::REDUCE_SCATTER || k == OpKind::ALL_GATHER; }
+bool is_collective(OpKind k) {
+    return k == OpKind::ALL_REDUCE || k == OpKind::REDUCE_SCATTER || k == OpKind::ALL_GATHER || k == OpKind::ALL_TO_ALL;
+}
 
 // Per tensor root: its last node, extended for the roots a collective touches to the next
 // collective after it (or the last node) -- see peak_live_bytes.

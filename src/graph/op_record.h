@@ -52,7 +52,11 @@
 //               the forward reads, the expected number of distinct experts T tokens choose under
 //               uniform routing, E*(1 - (1 - K/E)^T), rounded up to whole experts; weight_bytes =
 //               A*n*wb(k) (each expert's weights read once per forward, its rows grouped);
-//               in = 4*m*k; out = 4*m*n; flops = 2*m*n*k
+//               in = 4*m*k; out = 4*m*n; flops = 2*m*n*k. The simulator re-prices them from a
+//               routing distribution and per expert-parallel rank (sim/expert_load.h)
+//   ALL_TO_ALL  expert parallelism's dispatch and combine (graph/shard_expert_parallel.h): m = ep x
+//               the rows of the largest message one rank sends one peer (uniform routing: T*K),
+//               n = E, k = ep; in = out = 4*m*n
 //   MOE_COMBINE m=T, n=E, k=K; in = 4*(bytes of its inputs); out = 4*m*n;
 //               flops = 2*m*n*k (+ 2*m*n with shared experts)
 //   HEAD_MATMUL m=T, n, k per head, n_head=H; weight_bytes = H*n*wb(k); in = 4*m*H*k;
@@ -68,6 +72,11 @@
 namespace duet::graph {
 
 // Records carry matrix roles only (MATMUL); the other ops keep role NONE.
+
+// Which of a MOE_MATMUL's experts a record covers: all of them (the planner's and the engine's
+// records), or, after sim/expert_load.h split it by modelled time, the group placed on the NPU
+// or the group placed on PIM (the placement honours it).
+enum class ExpertGroup : uint8_t { ALL, NPU, PIM };
 
 struct OpRecord {
     OpKind kind = OpKind::ADD;
@@ -90,6 +99,7 @@ struct OpRecord {
     bool sibling_of_prev = false;
     // MATMUL: the RMSNorm of its input ran in the same kernel (graph::Node::norm).
     bool rmsnorm_fused = false;
+    ExpertGroup expert_group = ExpertGroup::ALL;  // MOE_MATMUL: see ExpertGroup
     bool operator==(const OpRecord&) const = default;
 };
 

@@ -19,6 +19,7 @@ const char* op_kind_name(OpKind k) {
         case OpKind::ALL_REDUCE: return "all_reduce";
         case OpKind::REDUCE_SCATTER: return "reduce_scatter";
         case OpKind::ALL_GATHER: return "all_gather";
+        case OpKind::ALL_TO_ALL: return "all_to_all";
         case OpKind::SEND: return "send";
         case OpKind::RECV: return "recv";
         case OpKind::MOE_ROUTE: return "moe_route";

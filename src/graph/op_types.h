@@ -20,6 +20,9 @@ enum class OpKind {
     ALL_REDUCE,      // sum over ranks, every rank gets the whole result
     REDUCE_SCATTER,  // sum over ranks, rank r gets its share of the rows (flashcomm)
     ALL_GATHER,      // every rank gets every rank's share (flashcomm, after REDUCE_SCATTER)
+    // Expert parallelism (graph/shard_expert_parallel.h): token dispatch before a rank's routed
+    // experts and combine after them; n = n_embd, k = the EP group size.
+    ALL_TO_ALL,
     // Point-to-point between pipeline stages (graph/shard_pipeline_parallel.h): n = features
     // per row (n_embd), k = the peer stage. SEND reads the stage's last residual; RECV writes
     // the next stage's first one.

@@ -37,6 +37,24 @@ TpShard tp_shard(const ModelShape& s, int tp, int rank, int64_t ff_align) {
     return sh;
 }
 
+EpShard ep_shard(const ModelShape& s, int ep, int rank) {
+    if (ep < 1 || ep > 1024) fail("--ep = {} is not allowed (allowed: 1 to 1024)", ep);
+    if (!s.is_moe() && ep > 1)
+        fail("--ep = {}: '{}' has no routed experts, expert parallelism needs a Mixture-of-Experts model (allowed: "
+             "--ep 1)", ep, s.name);
+    if (rank < 0 || rank >= ep) fail("expert-parallel rank {} is not allowed (allowed: 0 to {})", rank, ep - 1);
+    EpShard sh;
+    sh.ep = ep;
+    sh.rank = rank;
+    if (!s.is_moe()) return sh;
+    if (s.n_expert % ep != 0)
+        fail("--ep = {} does not divide the {} routed experts of '{}' (allowed: a divisor of {})", ep, s.n_expert,
+             s.name, s.n_expert);
+    const int64_t per = s.n_expert / ep;
+    sh.experts = {rank * per, per};
+    return sh;
+}
+
 Range pp_stage_layers(const ModelShape& s, int pp, int stage) {
     if (pp < 1 || pp > s.n_layer)
         fail("--pp = {} is not allowed for the {} layers of '{}' (allowed: 1 to {})", pp, s.n_layer, s.name, s.n_layer);

@@ -16,7 +16,10 @@
 // Pipeline parallel over `pp` stages: stage s runs layers [s·L/pp, (s+1)·L/pp) (integer
 // division, so stages differ by at most one layer); stage 0 also embeds, the last stage also
 // runs the output norm, lm-head and sampling.
-// Errors (duet::Error) name the flag (--tp / --pp), the value and what is allowed.
+// Expert parallel over `ep` ranks (Mixture-of-Experts models only), rank e: the routed experts
+// split into contiguous blocks, rank e holding experts [e·E/ep, (e+1)·E/ep) of every MoE layer
+// (ep must divide n_expert); attention, norms, the router and the shared experts are replicated.
+// Errors (duet::Error) name the flag (--tp / --pp / --ep), the value and what is allowed.
 #include <cstdint>
 
 #include "graph/model_shape.h"
@@ -48,6 +51,16 @@ struct PpStage {
     bool last() const { return stage == pp - 1; }
     bool operator==(const PpStage&) const = default;
 };
+
+struct EpShard {
+    int ep = 1;     // ranks sharing the routed experts
+    int rank = 0;   // this rank, 0 <= rank < ep
+    Range experts;  // routed experts this rank holds (every MoE layer alike)
+    bool operator==(const EpShard&) const = default;
+};
+
+// Rank `rank`'s experts under expert parallelism of degree `ep`.
+EpShard ep_shard(const ModelShape& s, int ep, int rank);
 
 // Rank `rank`'s share of `s` under tensor parallelism of degree `tp`.
 TpShard tp_shard(const ModelShape& s, int tp, int rank, int64_t ff_align = 1);

@@ -15,7 +15,14 @@ const char* collective_kind_name(CollectiveKind k) {
     return "?";
 }
 
-const char* collective_algo_name(CollectiveAlgo a) { return a == CollectiveAlgo::RING ? "ring" : "mesh"; }
+const char* collective_algo_name(CollectiveAlgo a) {
+    switch (a) {
+        case CollectiveAlgo::RING: return "ring";
+        case CollectiveAlgo::MESH: return "mesh";
+        case CollectiveAlgo::PAIRWISE: return "pairwise";
+    }
+    return "?";
+}
 
 const char* expansion_mode_name(ExpansionMode m) {
     switch (m) {
@@ -48,7 +55,7 @@ void steps_of(CollectiveKind kind, CollectiveAlgo algo, int p, double n, int& st
         bytes = kind == CollectiveKind::ALL_REDUCE ? n : share;
         return;
     }
-    steps = kind == CollectiveKind::ALL_REDUCE ? 2 * (p - 1) : p - 1;
+    steps = kind == CollectiveKind::ALL_REDUCE ? 2 * (p - 1) : p - 1;  // ring or pairwise
     bytes = share;
 }
 
@@ -69,7 +76,8 @@ CollectiveTime collective_time(CollectiveKind kind, CollectiveAlgo algo, int p, 
 
 CollectiveTime best_collective(CollectiveKind kind, int p, double n_bytes, const SimLink& link, bool full_mesh,
                                const ExpansionCost& launch) {
-    const CollectiveTime ring = collective_time(kind, CollectiveAlgo::RING, p, n_bytes, link, launch);
+    const CollectiveAlgo stepwise = kind == CollectiveKind::ALL_TO_ALL ? CollectiveAlgo::PAIRWISE : CollectiveAlgo::RING;
+    const CollectiveTime ring = collective_time(kind, stepwise, p, n_bytes, link, launch);
     if (!full_mesh) return ring;
     const CollectiveTime mesh = collective_time(kind, CollectiveAlgo::MESH, p, n_bytes, link, launch);
     return mesh.total_ns() <= ring.total_ns() ? mesh : ring;

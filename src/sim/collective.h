@@ -7,11 +7,13 @@
 // per_transfer_ns, beta = bandwidth_gbps (bytes per ns) per direction; every link is full
 // duplex and a step moves one message over each link used, all links at once. For p ranks
 // each holding n bytes (all-reduce: the vector summed; reduce-scatter: its input; all-gather:
-// its output; all-to-all: its send buffer; point-to-point: the message):
+// its output; all-to-all: p x the largest message one rank sends one peer — with uniform
+// routing its send buffer, of which (p-1)/p leaves the device; point-to-point: the message):
 //   ring  all-reduce      2(p-1) steps of n/p  (reduce-scatter then all-gather around the ring)
 //         reduce-scatter   (p-1) steps of n/p
 //         all-gather       (p-1) steps of n/p
-//         all-to-all       (p-1) steps of n/p  (pairwise exchange)
+//   pairwise all-to-all    (p-1) steps of n/p  (HCCL's pairwise exchange: in step i rank r
+//                                               sends rank r+i its share; every pair is used once)
 //   mesh  all-reduce      1 step of n          (one-shot: every rank sends its whole vector to
 //                                               every peer at once, each reduces locally)
 //         reduce-scatter   1 step of n/p       (each rank sends peer j its j-th share)
@@ -19,7 +21,9 @@
 //         all-to-all       1 step of n/p
 //   point-to-point        1 step of n (p = 2)
 // Mesh needs a direct link between every pair (a full mesh: the Atlas 800T A2's 8 HCCS-joined
-// 910B); ring only neighbour links. The reduction's arithmetic (n/p adds per step on the
+// 910B); ring only neighbour links; pairwise any path between every pair (a pair without a
+// direct link goes through npu0), each step as slow as the slowest pair. All-to-all takes
+// pairwise in place of ring (a ring would forward every share through p-1 hops). The reduction's arithmetic (n/p adds per step on the
 // vector units) is not charged: far below the link term at these sizes (assumption).
 // A shared-memory link moves nothing: only the launch is charged.
 // Launch: HCCL_OP_EXPANSION_MODE decides where the algorithm is expanded into tasks (AI CPU,
@@ -33,7 +37,7 @@
 namespace duet::sim {
 
 enum class CollectiveKind { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, ALL_TO_ALL, POINT_TO_POINT };
-enum class CollectiveAlgo { RING, MESH };
+enum class CollectiveAlgo { RING, MESH, PAIRWISE };  // PAIRWISE: all-to-all only
 enum class ExpansionMode { AI_CPU, AIV, HOST, HOST_TS };
 
 const char* collective_kind_name(CollectiveKind k);  // "all_reduce", ...

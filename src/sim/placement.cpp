@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "sim/op_shape.h"
 
 namespace duet::sim {
 
@@ -91,9 +92,16 @@ std::vector<int> Placer::split_devices(DeviceKind kind, const hw::OpShape& shape
     return all;
 }
 
+bool Placer::expert_on_pim(const OpRecord& experts) const {
+    return choose_kind(experts, to_op_shape(experts)) == DeviceKind::PIM;
+}
+
 OpPlacement Placer::place(const OpRecord& rec, const hw::OpShape& shape) const {
     OpPlacement p;
-    p.kind = choose_kind(rec, shape);
+    const bool host_rest = opts_.policy == Policy::PIM_ONLY && !cpus_.empty();
+    if (rec.expert_group == graph::ExpertGroup::PIM && !pims_.empty()) p.kind = DeviceKind::PIM;
+    else if (rec.expert_group == graph::ExpertGroup::NPU) p.kind = host_rest ? DeviceKind::CPU : DeviceKind::NPU;
+    else p.kind = choose_kind(rec, shape);
     // NPUs other than npu0 hold NZ slices only: a PIM-layout matrix is converted on npu0's load path
     const bool splittable = is_matmul_kind(rec.kind) && p.kind != DeviceKind::CPU &&
                             (p.kind == DeviceKind::PIM || !pim_layout(rec.layer));

@@ -15,6 +15,8 @@
 // gathered to npu0 over the links); any other operator runs on the first device of the kind
 // (npu0, or pim0, which holds the KV cache). Devices are asked (supports, estimate), never
 // hard-coded. Per-layer override: layers in npu_only_layers run on npu0 with weights in NZ.
+// A MOE_MATMUL record of one expert group (OpRecord::expert_group, sim/expert_load.h) runs on the
+// kind its group names (the NPU group under pim_only: the host CPU when there is one).
 // Thread safety: const methods only; devices must be thread-safe for const calls.
 #include <string>
 #include <vector>
@@ -54,6 +56,12 @@ public:
     Placer(PlacementOptions opts, const SimHardware& hw);
     // `shape` is the device view of `rec` (sim/op_shape.h).
     OpPlacement place(const OpRecord& rec, const hw::OpShape& shape) const;
+    // True when an expert with `experts.m / experts.n_expert_active` rows runs on PIM under the
+    // policy (sim/expert_load.h): `experts` is a MOE_MATMUL record of the layer's active experts
+    // all given that many rows, and the expert follows the rule that group's matmul would
+    // (auto, npu_pim_coop's batched decode: the device that runs the group sooner), so the
+    // group's launch and set-up and the device's saturation are priced at the group's size.
+    bool expert_on_pim(const OpRecord& experts) const;
     // True when layer's weight matrices (layer -1: lm-head) live in the PIM layout.
     bool pim_layout(int layer) const;
     const PlacementOptions& options() const { return opts_; }

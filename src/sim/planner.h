@@ -34,6 +34,9 @@ struct Plan {
     // Pipeline parallel (sim/scale_out.h): the plans of stages 1..pp-1, this plan being stage 0;
     // every stage has the same forwards (phases and lengths). Empty: one stage.
     std::vector<Plan> next_stages;
+    // Expert parallel (sim/expert_load.h): the plans of EP ranks 1..ep-1 of this stage (their
+    // expert matmuls see other rows); this plan is rank 0's. Empty: every rank runs this plan.
+    std::vector<Plan> ep_ranks;
 };
 
 // Appends the records of one forward over `n_seq` sequences, each with n_past cached and

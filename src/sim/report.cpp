@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "hw/pim/pim_device.h"
+#include "sim/expert_load.h"
 
 namespace duet::sim {
 
@@ -26,8 +27,14 @@ RunReport simulate_run(const ModelShape& shape, const Plan& plan, int64_t contex
     r.weight_base_shared = opts.weight_base_shared;
     r.weight_dtype = shape.weight_dtype;
     Placer placer(opts.placement, hw);
-    r.memory = account_memory(shape, plan, context, batch, placer, opts, hw);
-    r.timeline = simulate_timeline(shape, plan, placer, opts, hw);
+    // expert parallelism: a device holds its share of the batch's sequences (their KV, activations)
+    const int ep = opts.experts.ep;
+    const int32_t device_batch = ep > 1 ? (batch + ep - 1) / ep : batch;
+    r.memory = account_memory(shape, plan, context, device_batch, placer, opts, hw);
+    Plan loaded;  // MoE: the expert records re-priced from the routing (sim/expert_load.h)
+    const bool experts = opts.experts.routing && shape.is_moe();
+    if (experts) loaded = plan_with_expert_loads(plan, shape, opts, hw, r.experts);
+    r.timeline = simulate_timeline(shape, experts ? loaded : plan, placer, opts, hw);
     const Timeline& tl = r.timeline;
     const auto& tbt = tl.tbt_ns;
     if (!tbt.empty()) {

@@ -28,6 +28,9 @@ struct RunReport {
     double pim_util = 0;                     // PIM busy / decode wall time, mean over the PIM devices
     double pim_internal_bw_util = 0;         // PIM weight bytes / decode wall / pim_internal_bw_gbps
     double pim_gemv_gbps = 0;                // PIM weight bytes / PIM busy time: the rate its GEMVs reach
+    // Mixture-of-Experts runs priced from a routing (sim/expert_load.h): routing, ep, per-device
+    // decode loads, experts on PIM / NPU and the row thresholds (docs/report-schema.md). Null otherwise.
+    nlohmann::json experts;
     std::vector<std::string> warnings;
 };
 
@@ -68,6 +71,8 @@ struct BenchReport {
 };
 
 std::string format_table(const BenchReport& r);  // side-by-side table, verdicts, warnings
+// The table's lines on a MoE run's experts (sim/report_experts.cpp; "" when neither run has them).
+std::string format_expert_lines(const BenchReport& r);
 
 nlohmann::json run_to_json(const RunReport& r);
 // Names of the devices that ran at least one operator (prefill or decode), in SimHardware order.

@@ -123,6 +123,7 @@ RunReport run_from(const json& j) {
     r.pim_internal_bw_util = j.at("pim_internal_bw_util");
     r.pim_gemv_gbps = j.at("pim_gemv_gbps");
     r.warnings = j.at("warnings").get<std::vector<std::string>>();
+    if (j.contains("experts")) r.experts = j.at("experts");
     return r;
 }
 
@@ -162,7 +163,7 @@ std::vector<std::string> devices_used(const RunReport& r) {
 
 json run_to_json(const RunReport& r) {
     const Timeline& tl = r.timeline;
-    return {{"policy", r.policy},
+    json j = {{"policy", r.policy},
             {"batch", r.batch},
             {"weight_base_shared", r.weight_base_shared},
             {"timeline",
@@ -185,6 +186,8 @@ json run_to_json(const RunReport& r) {
             {"pim_gemv_gbps", r.pim_gemv_gbps},
             {"devices_used", devices_used(r)},
             {"warnings", r.warnings}};
+    if (!r.experts.is_null()) j["experts"] = r.experts;
+    return j;
 }
 
 json verdicts_to_json(const std::vector<Verdict>& vs) {
@@ -266,10 +269,13 @@ std::string format_table(const BenchReport& r) {
     s += fmt::format("duet bench: {} | prompt {} + {} generated | batch {} | NPU {} | PIM {} | memory {}\n", r.model,
                      r.seq_len, r.gen_len, r.batch, r.npu, r.pim, r.memory);
     if (!r.parallel.is_null())
-        s += fmt::format("parallel: tp {} x pp {} ({} micro-batches) | FlashComm {} | HCCL_OP_EXPANSION_MODE {} | "
+        s += fmt::format("parallel: tp {} x pp {}{} ({} micro-batches) | FlashComm {} | HCCL_OP_EXPANSION_MODE {} | "
                          "memory: one rank's share\n",
-                         r.parallel.value("tp", 1), r.parallel.value("pp", 1), r.parallel.value("micro_batches", 1),
-                         r.parallel.value("flashcomm", false) ? "on" : "off", r.parallel.value("hccl_expansion", ""));
+                         r.parallel.value("tp", 1), r.parallel.value("pp", 1),
+                         r.parallel.value("ep", 1) > 1 ? fmt::format(" x ep {}", r.parallel.value("ep", 1)) : "",
+                         r.parallel.value("micro_batches", 1), r.parallel.value("flashcomm", false) ? "on" : "off",
+                         r.parallel.value("hccl_expansion", ""));
+    s += format_expert_lines(r);
     if (!r.pim_precision.is_null()) {
         const std::string note = r.pim_precision.value("note", "");
         s += fmt::format("PIM precision: {}{}\n", r.pim_precision.value("precision", ""),

@@ -6,11 +6,13 @@
 
 #include "core/dtype.h"
 #include "sim/collective.h"
+#include "sim/expert_routing.h"
 #include "sim/placement.h"
 
 namespace duet::sim {
 
-// Tensor and pipeline parallelism of a run (sim/scale_out.h, docs/scale-out.md).
+// Tensor and pipeline parallelism of a run (sim/scale_out.h, docs/scale-out.md); expert parallelism
+// is RunOptions::experts.ep (its ranks are a stage's ranks as tensor-parallel ones are; tp or ep is 1).
 struct ParallelOptions {
     int tp = 1;             // ranks sharing every layer (the plan holds rank 0's shard)
     int pp = 1;             // pipeline stages (Plan::next_stages)
@@ -39,6 +41,7 @@ struct RunOptions {
     bool record_events = false;         // keep per-op events for --trace
     int64_t record_decode_steps = -1;   // with record_events: decode steps recorded (-1: all; prefill always)
     ParallelOptions parallel;
+    ExpertLoadOptions experts;          // MoE routing and expert parallelism (sim/expert_load.h)
 };
 
 }  // namespace duet::sim

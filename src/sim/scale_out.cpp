@@ -93,10 +93,12 @@ Plan plan_parallel_generation(const ModelShape& shape, int64_t seq_len, int64_t 
     if (micro_batches < 1 || batch % micro_batches != 0)
         fail("{} micro-batches do not divide the batch of {} sequences (allowed: a divisor of {})", micro_batches,
              batch, batch);
-    const int32_t n_seq = batch / micro_batches;
+    // expert parallel: each rank serves its share of a micro-batch's sequences (the largest share)
+    const int32_t n_seq = (batch / micro_batches + go.ep - 1) / go.ep;
     auto stage_plan = [&](int stage) {
         graph::GraphOptions o = go;
         o.tp_rank = 0;
+        o.ep_rank = 0;
         o.pp_stage = stage;
         Plan p = plan_generation(shape, seq_len, gen_len, n_seq, o);
         if (go.flashcomm && go.tp > 1) apply_flashcomm(p.ops, go.tp);
@@ -134,7 +136,7 @@ CollectiveTime slowest(const SimHardware& hw, CollectiveKind kind, CollectiveAlg
         links_between(hw, devs[size_t(a)], devs[size_t(b)], used);
     };
     for (int a = 0; a < p; ++a) {
-        if (algo == CollectiveAlgo::RING) pair(a, (a + 1) % p);
+        if (algo == CollectiveAlgo::RING) pair(a, (a + 1) % p);  // pairwise and mesh: every pair
         else
             for (int b = a + 1; b < p; ++b) pair(a, b);
     }
@@ -154,7 +156,8 @@ PricedCollective price_collective(const SimHardware& hw, CollectiveKind kind, co
             full_mesh = full_mesh && (x == y || hw.link_between(x, y) >= 0 || hw.path(x, y).shared_memory);
         }
     PricedCollective ring, mesh;
-    ring.time = slowest(hw, kind, CollectiveAlgo::RING, devices, n_bytes, launch, ring.links);
+    const CollectiveAlgo stepwise = kind == CollectiveKind::ALL_TO_ALL ? CollectiveAlgo::PAIRWISE : CollectiveAlgo::RING;
+    ring.time = slowest(hw, kind, stepwise, devices, n_bytes, launch, ring.links);
     if (!full_mesh || kind == CollectiveKind::POINT_TO_POINT) return ring;
     mesh.time = slowest(hw, kind, CollectiveAlgo::MESH, devices, n_bytes, launch, mesh.links);
     return mesh.time.total_ns() <= ring.time.total_ns() ? mesh : ring;

@@ -56,13 +56,19 @@ struct Lane {
 };
 
 bool is_collective(OpKind k) {
-    return k == OpKind::ALL_REDUCE || k == OpKind::REDUCE_SCATTER || k == OpKind::ALL_GATHER;
+    return k == OpKind::ALL_REDUCE || k == OpKind::REDUCE_SCATTER || k == OpKind::ALL_GATHER || k == OpKind::ALL_TO_ALL;
 }
 
 CollectiveKind collective_of(OpKind k) {
     return k == OpKind::ALL_REDUCE       ? CollectiveKind::ALL_REDUCE
            : k == OpKind::REDUCE_SCATTER ? CollectiveKind::REDUCE_SCATTER
+           : k == OpKind::ALL_TO_ALL     ? CollectiveKind::ALL_TO_ALL
                                          : CollectiveKind::ALL_GATHER;
+}
+
+// An expert group (and its activation) no token reaches on this rank (sim/expert_load.h): nothing runs.
+bool empty_expert_group(const OpRecord& r) {
+    return r.m == 0 && (r.kind == OpKind::MOE_MATMUL || r.kind == OpKind::SWIGLU);
 }
 
 // The scheduler of one run: the state of every queue, and one step per operator.
@@ -106,7 +112,8 @@ public:
     }
 
 private:
-    int tp() const { return opts_.parallel.tp; }
+    // the ranks of one stage: tensor-parallel or expert-parallel (one of the two is 1)
+    int tp() const { return opts_.parallel.tp * opts_.experts.ep; }
     int pp() const { return opts_.parallel.pp; }
     int micro() const { return opts_.parallel.micro_batches; }
     size_t lane_index(int stage, int rank, int j) const { return (size_t(stage) * size_t(tp()) + size_t(rank)) * size_t(micro()) + size_t(j); }
@@ -118,14 +125,17 @@ private:
         const ParallelOptions& par = opts_.parallel;
         DUET_CHECK(int(plan_.next_stages.size()) + 1 == par.pp && par.micro_batches >= 1,
                    "timeline: {} stage plans for pp {}", plan_.next_stages.size() + 1, par.pp);
-        parallel_ = par.tp * par.pp > 1;
-        machines_ = split_machine(hw_, par.tp, par.pp);
+        parallel_ = tp() * par.pp > 1;
+        machines_ = split_machine(hw_, tp(), par.pp);
         for (int s = 0; s < par.pp; ++s)
-            for (int r = 0; r < par.tp; ++r)
+            for (int r = 0; r < tp(); ++r)
                 for (int j = 0; j < par.micro_batches; ++j) {
                     Lane l;
-                    l.plan = s == 0 ? &plan_ : &plan_.next_stages[size_t(s) - 1];
-                    l.machine = &machines_[size_t(s * par.tp + r)];
+                    const Plan& stage = s == 0 ? plan_ : plan_.next_stages[size_t(s) - 1];
+                    DUET_CHECK(stage.ep_ranks.empty() || int(stage.ep_ranks.size()) + 1 == tp(),
+                               "timeline: {} EP rank plans for {} ranks", stage.ep_ranks.size() + 1, tp());
+                    l.plan = r == 0 || stage.ep_ranks.empty() ? &stage : &stage.ep_ranks[size_t(r) - 1];
+                    l.machine = &machines_[size_t(s * tp() + r)];
                     if (parallel_) l.placer = std::make_unique<Placer>(placer_.options(), l.machine->hw);
                     l.last_device = l.machine->npu;
                     lanes_.push_back(std::move(l));
@@ -202,14 +212,19 @@ private:
             }
             for (int rank = 0; rank < tp(); ++rank) {
                 Lane& l = lane(s, rank, j);
+                const OpRecord& own = l.plan->ops[i];  // EP ranks: their own expert loads
+                if (empty_expert_group(own)) {
+                    if (!overlaps_previous(*l.plan, i, fw)) l.group_ready = l.t;
+                    continue;
+                }
                 if (r.kind == OpKind::SEND) {
                     send(r, s, rank, j, ps);
                 } else if (r.kind == OpKind::RECV) {
                     l.t = std::max(l.t, arrival_[lane_index(s - 1, rank, j)]);
                 } else {
                     cur_ = &l;
-                    if (!overlaps_previous(plan, i, fw)) l.group_ready = l.t;
-                    l.t = std::max(l.t, run_op(r, i - fw.begin, ps));
+                    if (!overlaps_previous(*l.plan, i, fw)) l.group_ready = l.t;
+                    l.t = std::max(l.t, run_op(own, i - fw.begin, ps));
                 }
             }
         }

@@ -190,6 +190,7 @@ BenchSetup prepare_bench(const config::Settings& st, const config::CoopConfig& c
     // every rank shares it (sim/scale_out.h)
     const bool pim_only = s.pb == sim::Policy::PIM_ONLY || s.pt == sim::Policy::PIM_ONLY;
     s.rig = cached_hardware_rig(st, cfg, in.pim, in.dispatch, pim_only);
+    check_expert_parallel_ranks(in.ep, in.tp, in.pp, int64_t(s.rig->hw.devices_of(sim::DeviceKind::NPU).size()));
     for (sim::Policy p : {s.pb, s.pt})
         if (p != sim::Policy::NPU_ONLY && !s.rig->pim)
             fail("policy {} needs a PIM model, but PIM preset '{}' is unavailable: {}", sim::policy_name(p),
@@ -228,6 +229,14 @@ BenchSetup prepare_bench(const config::Settings& st, const config::CoopConfig& c
     return s;
 }
 
+void check_expert_parallel_ranks(int ep, int tp, int pp, int64_t npus) {
+    const int64_t ranks = int64_t(ep) * tp * pp;
+    if (ep > 1 && ranks > npus)
+        fail("--ep {} x --tp {} x --pp {} = {} ranks but the topology has {} NPU(s): each expert-parallel rank holds its "
+             "own experts (allowed: --npus {}, or [topology] npus = {}; or fewer ranks)",
+             ep, tp, pp, ranks, npus, ranks, ranks);
+}
+
 int micro_batches_for(int32_t batch, int pp) {
     int m = std::max(1, std::min<int>(pp, batch));
     while (batch % m != 0) --m;
@@ -240,8 +249,9 @@ void plan_generations(const BenchSetup& s, const TraceBenchInputs& in, sim::Plan
     go.tp = in.tp;
     go.flashcomm = in.flashcomm;
     go.pp = in.pp;
+    go.ep = in.ep;
     const auto plan = [&](const graph::ModelShape& shape) {
-        if (in.tp * in.pp == 1) return sim::plan_generation(shape, in.seq_len, in.gen_len, in.batch, go);
+        if (in.tp * in.pp * in.ep == 1) return sim::plan_generation(shape, in.seq_len, in.gen_len, in.batch, go);
         return sim::plan_parallel_generation(shape, in.seq_len, in.gen_len, in.batch, go,
                                              micro_batches_for(in.batch, in.pp));
     };
@@ -265,7 +275,10 @@ sim::RunOptions bench_run_options(const config::CoopConfig& cfg, sim::Policy p, 
     o.parallel.tp = in.tp;
     o.parallel.pp = in.pp;
     o.parallel.micro_batches = micro_batches_for(in.batch, in.pp);
-    if (in.tp * in.pp > 1)  // a tune sweep without parallelism reads no preset file per point
+    o.experts.routing = in.routing;
+    o.experts.ep = in.ep;
+    o.experts.seqs_total = in.batch / o.parallel.micro_batches;
+    if (in.tp * in.pp * in.ep > 1)  // a tune sweep without parallelism reads no preset file per point
         o.parallel.launch = sim::load_expansion_cost(sim::expansion_mode_from_name(in.hccl_expansion, "--hccl-expansion"));
     o.prefetch_mlp = in.prefetch_mlp;
     o.multi_stream_memory_reuse = in.multi_stream_memory_reuse;
@@ -297,18 +310,19 @@ sim::BenchReport finish_bench(const config::Settings& st, const config::CoopConf
     r.verdicts = sim::judge(r.baseline, r.target, in.thresholds, rig.hw);
     r.config = config_json(st, cfg);
     r.topology = topology_json(rig.hw);
-    if (in.tp * in.pp > 1) {
-        r.parallel = {{"tp", in.tp}, {"pp", in.pp}, {"micro_batches", ob.parallel.micro_batches},
+    if (in.tp * in.pp * in.ep > 1) {
+        r.parallel = {{"tp", in.tp}, {"pp", in.pp}, {"ep", in.ep}, {"micro_batches", ob.parallel.micro_batches},
                       {"flashcomm", in.flashcomm}, {"hccl_expansion", in.hccl_expansion}};
-        const int64_t ranks = in.tp * in.pp, npus = int64_t(rig.hw.devices_of(sim::DeviceKind::NPU).size()),
+        const int64_t ranks = in.tp * in.pp * in.ep, npus = int64_t(rig.hw.devices_of(sim::DeviceKind::NPU).size()),
                       pims = int64_t(rig.hw.devices_of(sim::DeviceKind::PIM).size());
+        const char* axes = in.ep > 1 ? "ep x pp" : "tp x pp";
         const bool npus_used = s.pb != sim::Policy::PIM_ONLY || s.pt != sim::Policy::PIM_ONLY;
         if (ranks > npus && npus_used)  // the same machine in both runs: said once
-            r.target.warnings.push_back(fmt::format("tp x pp = {} ranks share {} NPU(s): ranks on one device run one "
-                                                    "after another (--npus {} gives each its own)", ranks, npus, ranks));
+            r.target.warnings.push_back(fmt::format("{} = {} ranks share {} NPU(s): ranks on one device run one "
+                                                    "after another (--npus {} gives each its own)", axes, ranks, npus, ranks));
         if (s.pt != sim::Policy::NPU_ONLY && pims > 0 && ranks > pims)
-            r.target.warnings.push_back(fmt::format("tp x pp = {} ranks share {} PIM device(s): their GEMVs queue on "
-                                                    "one device (--pims {} gives each rank its own)", ranks, pims, ranks));
+            r.target.warnings.push_back(fmt::format("{} = {} ranks share {} PIM device(s): their GEMVs queue on "
+                                                    "one device (--pims {} gives each rank its own)", axes, ranks, pims, ranks));
         if (rig.hw.has(sim::DeviceKind::CPU))
             r.target.warnings.push_back(fmt::format("pim_only: the {} ranks share the host CPU cpu0: their non-PIM "
                                                     "operators (norms, activations, KV writes) queue on it", ranks));
@@ -318,10 +332,12 @@ sim::BenchReport finish_bench(const config::Settings& st, const config::CoopConf
 
 sim::BenchReport run_trace_bench(const config::Settings& st, const config::CoopConfig& cfg,
                                  const TraceBenchInputs& in) {
-    BenchSetup s = prepare_bench(st, cfg, in, false);
+    TraceBenchInputs uniform = in;  // a MoE model's experts priced under uniform routing unless told
+    if (!uniform.routing) uniform.routing = std::make_shared<const sim::ExpertRouting>();
+    BenchSetup s = prepare_bench(st, cfg, uniform, false);
     sim::Plan plan_b, plan_t;
-    plan_generations(s, in, plan_b, plan_t);
-    return finish_bench(st, cfg, in, s, plan_b, plan_t, in.seq_len);
+    plan_generations(s, uniform, plan_b, plan_t);
+    return finish_bench(st, cfg, uniform, s, plan_b, plan_t, in.seq_len);
 }
 
 }  // namespace duet::workload

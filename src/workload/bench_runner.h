@@ -9,6 +9,7 @@
 #include "config/coop_config.h"
 #include "config/runtime_knobs.h"
 #include "config/settings.h"
+#include "sim/expert_routing.h"
 #include "sim/hw_rig.h"
 #include "graph/model_shape.h"
 #include "sim/planner.h"
@@ -31,12 +32,20 @@ struct TraceBenchInputs {
     // Scale-out (docs/scale-out.md): tensor-parallel ranks, pipeline stages, FlashComm and
     // HCCL_OP_EXPANSION_MODE (AI_CPU, AIV, HOST, HOST_TS) of the modelled collectives.
     int tp = 1, pp = 1;
+    // Expert parallelism (ranks sharing the routed experts) and the routing the experts are priced
+    // with (sim/expert_routing.h); routing null: uniform, for a trace-only MoE model.
+    int ep = 1;
+    std::shared_ptr<const sim::ExpertRouting> routing;
     bool flashcomm = false;
     std::string hccl_expansion = "HOST";
     bool prefetch_mlp = false;         // VLLM_ASCEND_ENABLE_PREFETCH_MLP (sim::RunOptions)
     int multi_stream_memory_reuse = 1; // MULTI_STREAM_MEMORY_REUSE (sim::RunOptions)
     bool serving_step_cost = true;     // the serving stack's per-step host work (sim::RunOptions)
 };
+
+// Throws duet::Error when the ep x tp x pp ranks of an expert-parallel run need more NPUs than
+// the topology has (`npus`), naming the flags and the keys that give more.
+void check_expert_parallel_ranks(int ep, int tp, int pp, int64_t npus);
 
 // Micro-batches of a pipeline-parallel run: the largest divisor of the batch not above pp
 // (1 without pipeline parallelism).

@@ -47,6 +47,28 @@ TEST(Collective, RingReduceScatterAllGatherAndAllToAllArePMinusOneSteps) {
     EXPECT_DOUBLE_EQ(rs.launch_ns + ag.launch_ns, ar.launch_ns + 7000);  // one launch more
 }
 
+TEST(Collective, PairwiseAllToAllIsPMinusOneStepsOfTheLargestPeerMessage) {
+    // n = p x the largest message one rank sends one peer (docs/scale-out.md, "Expert parallelism")
+    const double peer = 3 * 7168 * 2;  // 3 routed rows of DeepSeek-V3's 7168 features, f16
+    for (int p : {2, 4, 8}) {
+        const CollectiveTime t = collective_time(CollectiveKind::ALL_TO_ALL, CollectiveAlgo::PAIRWISE, p, p * peer,
+                                                 link(), launch());
+        EXPECT_EQ(t.steps, p - 1);
+        EXPECT_DOUBLE_EQ(t.step_bytes, peer);
+        EXPECT_DOUBLE_EQ(t.link_ns, (p - 1) * (1500 + peer / 50));
+        EXPECT_DOUBLE_EQ(t.launch_ns, 7000 + (p - 1) * 200);
+        const CollectiveTime mesh = collective_time(CollectiveKind::ALL_TO_ALL, CollectiveAlgo::MESH, p, p * peer,
+                                                    link(), launch());
+        EXPECT_DOUBLE_EQ(mesh.total_ns(), 1500 + peer / 50 + 7000 + 200);
+    }
+    EXPECT_STREQ(collective_algo_name(CollectiveAlgo::PAIRWISE), "pairwise");
+    // without a full mesh an all-to-all takes the pairwise exchange, never the ring
+    EXPECT_EQ(best_collective(CollectiveKind::ALL_TO_ALL, 4, 4 * peer, link(), false, launch()).algo,
+              CollectiveAlgo::PAIRWISE);
+    EXPECT_EQ(best_collective(CollectiveKind::ALL_TO_ALL, 4, 4 * peer, link(), true, launch()).algo,
+              CollectiveAlgo::MESH);
+}
+
 TEST(Collective, MeshIsOneShot) {
     const double n = 64 * 1024;
     const CollectiveTime ar = collective_time(CollectiveKind::ALL_REDUCE, CollectiveAlgo::MESH, 8, n, link(), launch());

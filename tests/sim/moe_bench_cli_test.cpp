@@ -123,3 +123,69 @@ TEST(MoeBenchCli, PipelineStagesSplitTheExperts) {
     const double e4 = four.report["baseline"]["memory"]["weights_experts_bytes"].get<double>();
     EXPECT_NEAR(e4 / e1, 12.0 / 58.0, 1e-9);
 }
+
+TEST(MoeBenchCli, ExpertParallelSplitsTheExpertsAndAddsAllToAlls) {
+    const Result one = bench("--model qwen3-30b-a3b --seq-len 64 --gen-len 4");
+    const Result four = bench("--model qwen3-30b-a3b --seq-len 64 --gen-len 4 --ep 4 --npus 4 --pims 4");
+    ASSERT_EQ(one.code, 0) << one.out;
+    ASSERT_EQ(four.code, 0) << four.out;
+    EXPECT_NE(four.out.find("parallel: tp 1 x pp 1 x ep 4"), std::string::npos) << four.out;
+    EXPECT_NE(four.out.find("experts: routing uniform"), std::string::npos) << four.out;
+    const auto& m1 = one.report["baseline"]["memory"];
+    const auto& m4 = four.report["baseline"]["memory"];
+    // a device holds 32 of the 128 experts of every layer and all the shared weights
+    EXPECT_EQ(4 * m4["weights_experts_bytes"].get<uint64_t>(), m1["weights_experts_bytes"].get<uint64_t>());
+    EXPECT_EQ(m4["weights_shared_bytes"].get<uint64_t>(), m1["weights_shared_bytes"].get<uint64_t>());
+    EXPECT_EQ(four.report["parallel"]["ep"], 4);
+    const auto& e = four.report["target"]["experts"];
+    EXPECT_EQ(e["ep"], 4);
+    EXPECT_EQ(e["experts_per_device"], 32);
+    EXPECT_EQ(e["decode_rows_per_layer"].size(), 4u);
+    EXPECT_NEAR(e["decode_rows_per_layer"][0].get<double>(), 8.0 / 4, 1e-9);  // 1 token x k 8 / 4 devices
+    EXPECT_GT(e["decode_experts_on_pim_per_layer"][0].get<double>(), 0);
+    // two all-to-alls per MoE layer on every NPU, none without expert parallelism
+    EXPECT_GT(four.report["baseline"]["timeline"]["decode"]["devices"][0]["comm_ns"].get<double>(), 0) << four.out;
+}
+
+TEST(MoeBenchCli, SkewMakesTheFirstRankTheBusiest) {
+    const Result r = bench("--model mixtral-8x7b --seq-len 64 --gen-len 4 --batch 8 --ep 2 --npus 2 --pims 2 "
+                           "--expert-skew 1");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto& e = r.report["target"]["experts"];
+    EXPECT_EQ(e["routing"], "zipf s = 1");
+    EXPECT_EQ(e["busiest_device"], 0);
+    EXPECT_GT(e["decode_rows_per_layer"][0].get<double>(), e["decode_rows_per_layer"][1].get<double>());
+    const std::string stats = std::string(DUET_BINARY_DIR) + "/moe_bench_cli_stats.json";
+    std::ofstream(stats) << "{\"layers\": [\n{\"layer\": 0, \"fractions\": [0, 0, 0, 0, 0.25, 0.25, 0.25, 0.25]}\n]}\n";
+    const Result s = bench("--model mixtral-8x7b --seq-len 64 --gen-len 4 --batch 8 --ep 2 --npus 2 --pims 2 "
+                           "--routing-stats " + stats);
+    ASSERT_EQ(s.code, 0) << s.out;
+    EXPECT_EQ(s.report["target"]["experts"]["busiest_device"], 1);
+}
+
+TEST(MoeBenchCli, ExpertFlagErrorsExitTwo) {
+    const std::string stats = std::string(DUET_BINARY_DIR) + "/moe_bench_cli_bad_stats.json";
+    std::ofstream(stats) << "{\"layers\": [\n{\"layer\": 0, \"fractions\": [0.5, 0.5]}\n]}\n";
+    const std::pair<std::string, std::string> cases[] = {
+        {"--model mixtral-8x7b --ep 3 --npus 4",
+         "duet: error: --ep = 3 does not divide the 8 routed experts of 'mixtral-8x7b' (allowed: a divisor of 8)"},
+        {"--model llama2-7b --ep 2 --npus 2",
+         "duet: error: --ep = 2: 'llama2-7b' has no routed experts, expert parallelism needs a Mixture-of-Experts model "
+         "(allowed: --ep 1)"},
+        {"--model deepseek-v3 --ep 8",
+         "duet: error: --ep 8 x --tp 1 x --pp 1 = 8 ranks but the topology has 1 NPU(s): each expert-parallel rank "
+         "holds its own experts (allowed: --npus 8, or [topology] npus = 8; or fewer ranks)"},
+        {"--model mixtral-8x7b --expert-skew 1 --routing-stats " + stats,
+         "duet: error: --expert-skew and --routing-stats are both set (allowed: one of them)"},
+        {"--model llama2-7b --expert-skew 1",
+         "duet: error: --expert-skew: 'llama2-7b' has no routed experts (allowed: a Mixture-of-Experts model)"},
+        {"--model mixtral-8x7b --routing-stats " + stats,
+         "duet: error: " + stats + ": line 2: layers[0].fractions has 2 values but 'mixtral-8x7b' has 8 routed experts "
+         "(allowed: 8 values)"},
+    };
+    for (const auto& [args, message] : cases) {
+        const Result r = bench(args + " --seq-len 32 --gen-len 2");
+        EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+        EXPECT_EQ(r.out, message + "\n") << args;
+    }
+}
