@@ -112,6 +112,7 @@ double StepCostModel::step_ns(const sched::Step& step) {
     const bool pim = tl.prefill.pim().ops + tl.decode.pim().ops > 0;
     ++evaluations_;
     pim_steps_ += pim ? 1 : 0;
+    if (cache_.size() >= kMaxCachedSteps) cache_.clear();  // a server runs for days (workload/serve_twin.h)
     cache_.emplace(std::move(key), Timed{ns, pim});
     return ns;
 }

@@ -18,6 +18,8 @@
 // steps per octave (lengths up to 16 exact; at most 6.25 % off) and timed at the rounded
 // values, so the time of a step does not depend on which step came first. Decode context is
 // the mean over the decode sequences, rounded the same way.
+// At most kMaxCachedSteps compositions are kept (emptied when full: a long-running server's
+// twin must not grow; a 10 000-request simulation times about a thousand).
 // Thread safety: none (the cache); one per thread.
 #include <cstdint>
 #include <map>
@@ -39,6 +41,8 @@ int64_t length_bucket(int64_t x);
 // Records of one forward over `chunks` (n_past, n_new per sequence; n_new = 1 are decode
 // tokens) of graph g, merged as the header says.
 sim::OpTrace step_records(const graph::Graph& g, const std::vector<sched::Chunk>& chunks);
+
+inline constexpr size_t kMaxCachedSteps = 65536;
 
 class StepCostModel {
 public:
