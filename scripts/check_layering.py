@@ -3,7 +3,7 @@
 CMake link line that does not state what the folder's sources include.
 
 1. Includes. Every `#include "x/..."` in src/<folder>/ (.h, .cpp, .inc: the kernels' per-ISA
-   bodies included) must name a folder in ALLOWED[folder] (docs/design.md, CONVENTIONS.md):
+   bodies included) must name a folder in ALLOWED[folder] (docs/design.md, CONTRIBUTING.md):
        core <- format <- model;  core <- graph <- model (the tensor catalogue);
        kernels, layout, hw, config, parallel -> core only;
        sim -> hw, layout, graph (and config: see ALLOWED);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <memory>
 
 #include "core/error.h"
 #include "graph/parallel.h"
@@ -211,7 +213,17 @@ Plan plan_with_expert_loads(const Plan& plan, const ModelShape& s, const RunOpti
     const Placer placer(opts.placement, machines.front().hw);
     const bool pim = opts.placement.policy != Policy::NPU_ONLY && !machines.front().hw.devices_of(DeviceKind::PIM).empty();
     ExpertOnPim on_pim;
-    if (pim) on_pim = [&placer](const OpRecord& one) { return placer.expert_on_pim(one); };
+    if (pim) {  // memoised: every forward asks again for the same layers, roles and row counts
+        auto seen = std::make_shared<std::map<std::vector<int64_t>, bool>>();
+        on_pim = [&placer, seen](const OpRecord& one) {
+            const std::vector<int64_t> key = {one.layer, int64_t(one.role), int64_t(one.phase), int64_t(one.kind),
+                                              one.m, one.k, one.n, one.n_expert_active, int64_t(one.weight_dtype),
+                                              int64_t(one.weight_bytes)};
+            const auto [it, fresh] = seen->try_emplace(key, false);
+            if (fresh) it->second = placer.expert_on_pim(one);
+            return it->second;
+        };
+    }
     std::vector<RankExpertLoad> loads(size_t(o.ep));
     const auto stage = [&](const Plan& in) {
         Plan out = in;

@@ -226,7 +226,7 @@ TEST(Generation, AnEndWhereTheGrammarCannotEndIsIncomplete) {
     model::Sampler s(p, table->n_vocab());
     const std::vector<float> logits = {0, 5, 1, 0, 0, 0, 0};
     int32_t t = -1;
-    for (int i = 0; i < 6 && !table->is_eog(t); ++i) s.accept(t = s.sample(logits.data()));
+    for (int i = 0; i < 6 && (t < 0 || !table->is_eog(t)); ++i) s.accept(t = s.sample(logits.data()));
     ASSERT_TRUE(table->is_eog(t));
     EXPECT_EQ(end_of_generation(s), StopReason::INCOMPLETE);
     EXPECT_STREQ(finish_reason(end_of_generation(s)), "length");
@@ -238,7 +238,7 @@ TEST(Generation, AnEndWhereTheGrammarCannotEndIsIncomplete) {
     model::Sampler ok(p, 7);
     const std::vector<float> prefer_closing = {0, 5, 1, 0, 0.5f, 0, 0};  // "\"}" over "\""
     t = -1;
-    for (int i = 0; i < 6 && !table->is_eog(t); ++i) ok.accept(t = ok.sample(prefer_closing.data()));
+    for (int i = 0; i < 6 && (t < 0 || !table->is_eog(t)); ++i) ok.accept(t = ok.sample(prefer_closing.data()));
     ASSERT_TRUE(table->is_eog(t));
     EXPECT_EQ(end_of_generation(ok), StopReason::EOG);
     EXPECT_STREQ(finish_reason(end_of_generation(ok)), "stop");
