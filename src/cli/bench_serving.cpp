@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "config/settings.h"
 #include "core/error.h"
 #include "format/gguf.h"
+#include "hw/cpu/host_engine_device.h"
 #include "model/arch_presets.h"
 #include "model/hparams.h"
 #include "model/tokenizer/tokenizer.h"
@@ -80,6 +82,9 @@ void add_serving_bench_flags(CLI::App* c, ServingBenchArgs& a) {
                 "With --workload serving: prefill/decode disaggregation. npu1 prefills (npu_only placement); npu0 with "
                 "the PIM devices decodes under the placement compared; each prompt's KV crosses the npu1-npu0 link "
                 "(needs --npus 2)");
+    text(c, "--host-profile", a.host_profile,
+         "With --workload serving: the machine is this host CPU running duet's engine, as profiled by `duet calibrate "
+         "--host` (both sides npu_only on it; docs/serving.md \"The host twin\")");
 }
 
 namespace {
@@ -96,6 +101,43 @@ double parse_rate(const std::string& s) {
     if (used != s.size() || !std::isfinite(r) || r <= 0)
         fail("--rate = \"{}\" is not allowed (allowed: requests per second > 0, or inf)", s);
     return r;
+}
+
+// --host-profile: the host CPU as the only device (hw/cpu/host_engine_device.h), with the
+// profile's per-step host work, KV block size and memory; the layout model is the rig's (unused
+// by npu_only, required by the timeline).
+struct HostMachine {
+    std::unique_ptr<hw::cpu::HostEngineDevice> device;  // null: no --host-profile
+    sim::SimHardware hw;
+};
+
+HostMachine host_machine(const ServingBenchArgs& a, const ServingBenchCommon& c, const sim::SimHardware& rig_hw) {
+    HostMachine m;
+    if (a.host_profile.empty()) return m;
+    if (c.tp > 1 || a.dp > 1 || a.disaggregate)
+        fail("--host-profile models one host CPU (allowed: without --tp, --dp and --disaggregate)");
+    m.device = std::make_unique<hw::cpu::HostEngineDevice>(hw::cpu::load_host_profile(a.host_profile));
+    const hw::cpu::HostProfile& p = m.device->profile();
+    m.hw.add_device(sim::DeviceKind::NPU, m.device.get());
+    m.hw.layout = rig_hw.layout;
+    m.hw.memory_name = "host DRAM";
+    m.hw.mem_capacity_bytes = uint64_t(p.memory_gib * double(uint64_t(1) << 30));
+    m.hw.step_host_ns = p.step_ns;
+    m.hw.step_host_ns_per_seq = p.step_ns_per_seq;
+    m.hw.kv_block_tokens = p.kv_block_tokens;
+    return m;
+}
+
+// The weight dtype holding most of a GGUF file's matrix bytes (the engine's matmuls read them).
+DType matmul_dtype_of(const format::GgufFile& f) {
+    std::map<DType, uint64_t> bytes;
+    for (const format::GgufTensorInfo& t : f.tensors())
+        if (is_matmul_weight_dtype(t.dtype) && t.dtype != DType::F32) bytes[t.dtype] += t.n_bytes;
+    DType best = DType::F16;
+    uint64_t most = 0;
+    for (const auto& [d, b] : bytes)
+        if (b > most) best = d, most = b;
+    return best;
 }
 
 struct Side {
@@ -333,7 +375,8 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
     so.n_ctx = n_ctx;
     // The modelled prefix cache needs token ids (sched/block_pool.h): --shared-prefix, or text prompts.
     so.prefix_sharing = std::any_of(reqs.begin(), reqs.end(), [](const serving::ServingRequest& r) { return r.tokens != nullptr; });
-    const sim::SimHardware& hw = setup.rig->hw;
+    const HostMachine host = host_machine(a, c, setup.rig->hw);
+    const sim::SimHardware& hw = host.device ? host.hw : setup.rig->hw;
     Layout lay;
     lay.dp = int(a.dp);
     lay.disaggregated = a.disaggregate;
@@ -370,8 +413,15 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
     lay.replicas.disaggregated = lay.disaggregated;
     lay.replicas.link = lay.kv_link;
     Side sides[2];
-    const std::pair<sim::Policy, const graph::ModelShape*> runs[2] = {{setup.pb, &setup.shape_b},
-                                                                    {setup.pt, &setup.shape_t}};
+    std::pair<sim::Policy, const graph::ModelShape*> runs[2] = {{setup.pb, &setup.shape_b},
+                                                              {setup.pt, &setup.shape_t}};
+    graph::ModelShape host_shape = setup.shape_b;  // the file's weights, as the engine reads them
+    if (host.device) {  // the host CPU alone: both sides run everything on it
+        if (gguf) host_shape.weight_dtype = matmul_dtype_of(*gguf);
+        runs[0] = runs[1] = {sim::Policy::NPU_ONLY, &host_shape};
+        std::printf("machine: %s from host profile %s (probed on %s, %s)\n", host.device->name().c_str(),
+                    a.host_profile.c_str(), host.device->profile().model.c_str(), host.device->profile().measured.c_str());
+    }
     sched::SchedulerOptions so_local = so;
     const int64_t trace_cap = c.trace_steps >= 0 ? c.trace_steps : kMaxTraceSteps;
     const int64_t step_tokens = std::max(a.step_tokens, a.parallel);

@@ -28,6 +28,7 @@ struct ServingBenchArgs {
     int64_t dp = 1;              // --dp: data-parallel replicas of the modelled machine
     std::string router;          // --router: round_robin (default), least_outstanding_tokens, prefix_affinity
     bool disaggregate = false;   // --disaggregate: prefill on npu1, decode on npu0 + PIM, KV over their link
+    std::string host_profile;    // --host-profile: the machine is this CPU running duet's engine (hw/cpu/host_profile.h)
 };
 
 // The shared inputs of `duet bench` the serving mode reads.

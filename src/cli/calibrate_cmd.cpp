@@ -11,9 +11,12 @@
 #include <utility>
 
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "core/error.h"
 #include "hw/calibration/reference_points.h"
+#include "sim/report_files.h"
 #include "workload/cent_calibration.h"
+#include "workload/host_probe.h"
 #include "workload/npu_calibration.h"
 
 namespace duet::cli {
@@ -114,17 +117,69 @@ void run_calibrate(bool notes) {
                 int(points.size()), pass, fail, missing);
 }
 
+struct HostArgs {
+    bool host = false;
+    std::string model, out = "host-profile.toml", samples;
+    int threads = 0;
+    int64_t max_batch = 16;
+};
+
+// `duet calibrate --host`: profiles the engine on this machine and writes the host profile.
+void run_host_probe(const HostArgs& a) {
+    if (a.model.empty()) fail("--host needs the model to profile (allowed: -m FILE, a GGUF file)");
+    workload::HostProbeOptions o;
+    o.threads = a.threads;
+    o.max_batch = a.max_batch;
+    o.samples_path = a.samples;
+    std::printf("profiling %s on this machine (the engine's operators and steps):\n", a.model.c_str());
+    const hw::cpu::HostProfile p = workload::probe_host(a.model, o, [](const std::string& line) {
+        std::printf("  %s\n", line.c_str());
+        std::fflush(stdout);
+    });
+    sim::write_file_atomic(a.out, hw::cpu::host_profile_toml(p));
+    std::printf("%s, %lld threads\n", p.cpu.c_str(), (long long)p.threads);
+    for (const auto& [dtype, rates] : p.matmul) {
+        std::string row;
+        for (const auto& [m, ns] : rates) row += fmt::format("  m={}: {:.3f}", m, ns);
+        std::printf("matmul %s, ns per weight byte:%s\n", dtype_name(dtype), row.c_str());
+    }
+    std::printf("attention: %.0f ns + %.4f ns per KV byte + %.5f ns per flop\n", p.attention_ns,
+                p.attention_ns_per_kv_byte, p.attention_ns_per_flop);
+    std::printf("elementwise: %.0f ns + %.4f ns per byte; copy: %.0f ns + %.4f ns per byte\n", p.elementwise.ns,
+                p.elementwise.ns_per_byte, p.copy.ns, p.copy.ns_per_byte);
+    std::printf("engine step host work: %.0f us + %.1f us per sequence\n", p.step_ns / 1e3, p.step_ns_per_seq / 1e3);
+    std::printf("wrote %s (use: duet bench --workload serving --host-profile %s -m %s)\n", a.out.c_str(),
+                a.out.c_str(), a.model.c_str());
+}
+
 }  // namespace
 
 void register_calibrate(CLI::App& app) {
     static bool notes = false;
+    static HostArgs host;
     auto* cmd = app.add_subcommand("calibrate",
                                    "Compare the DRAM, PIM and NPU models with public reference values, grouped by\n"
                                    "device with each group's residual spread. Reference-simulator figures come from\n"
                                    "configs/hw/references/*.toml (written by tools/references/*.sh). Example:\n"
-                                   "  duet calibrate --notes");
+                                   "  duet calibrate --notes\n"
+                                   "With --host: profile duet's engine on this machine into a host profile, the\n"
+                                   "device `duet bench --workload serving --host-profile FILE` predicts the real\n"
+                                   "`duet serve` with (docs/serving.md \"The host twin\"). Example:\n"
+                                   "  duet calibrate --host -m model.gguf --out host-profile.toml");
     cmd->add_flag("--notes", notes, "Also print what differs between duet's set-up and the reference");
-    cmd->callback([] { run_calibrate(notes); });
+    cmd->add_flag("--host", host.host, "Profile the engine on this machine (needs -m) and write --out");
+    cmd->add_option("-m,--model", host.model, "With --host: the GGUF model file to profile the engine on");
+    text(cmd, "--out", host.out, "With --host: the host profile to write", DefaultFrom{"host-profile.toml"});
+    text(cmd, "--samples", host.samples, "With --host: also write every timed operator (kind, shape, ns) as CSV here");
+    number(cmd, "-t,--threads", host.threads, help::kEngineThreads, 0, int(kMaxThreads));
+    number(cmd, "--max-batch", host.max_batch, "With --host: the largest decode batch probed (1, 2, 4, ... up to it)",
+           int64_t(1), int64_t(256));
+    cmd->callback([] {
+        if (!host.host && (!host.model.empty() || host.out != "host-profile.toml"))
+            fail("-m and --out belong to --host (allowed: duet calibrate --host -m FILE [--out FILE])");
+        if (host.host) run_host_probe(host);
+        else run_calibrate(notes);
+    });
 }
 
 }  // namespace duet::cli

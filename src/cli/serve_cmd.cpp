@@ -131,7 +131,7 @@ void serve(const ServeArgs& a, const CLI::App& root) {
     const std::string dispatch = config::effective_npu_dispatch("", knobs);
     const workload::ServeTwin twin = workload::make_serve_twin(st, cfg, a.model_path, dispatch);
     if (twin.twin)
-        bo.on_step = [t = twin.twin](const runtime::StepRecord& r) { t->observe(r.arrived, r.step); };
+        bo.on_step = [w = twin.worker](const runtime::StepRecord& r) { w->post(r.arrived, r.step); };
     else
         DUET_LOG_WARN("the modelled twin is off (duet.in_batch gives the reason): {}", twin.unavailable);
     server::Metrics metrics;  // outlives the batcher: its callbacks update it

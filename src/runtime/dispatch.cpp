@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/timer.h"
 #include "kernels/ref/ref_kernels.h"
 #include "runtime/weight_source.h"
 
@@ -18,7 +19,13 @@ constexpr int64_t kRowGrain = 4;
 
 template <typename F>
 void Dispatcher::run(F&& compute) {
-    compute();
+    if (timer_) {
+        const int64_t t0 = now_ns();
+        compute();
+        timer_(rec_, now_ns() - t0);
+    } else {
+        compute();
+    }
     if (trace_) trace_->push_back(rec_);
     if (observer_) observer_(rec_);
 }

@@ -40,6 +40,9 @@ public:
     graph::OpTrace* trace() const { return trace_; }
     // Optional observer called with every record (tracing or not), e.g. a live timing model.
     void set_observer(std::function<void(const graph::OpRecord&)> obs) { observer_ = std::move(obs); }
+    // Optional timer called with every record and the wall time its operator took, ns (the host
+    // profile's probe, workload/host_probe.h); empty: operators are not timed.
+    void set_timer(std::function<void(const graph::OpRecord&, int64_t ns)> t) { timer_ = std::move(t); }
 
     // The record of the node the next call executes (graph::lower of it); matmul() takes the
     // weight's layer from it.
@@ -117,6 +120,7 @@ private:
     const WeightSource* weights_;
     graph::OpTrace* trace_ = nullptr;
     std::function<void(const graph::OpRecord&)> observer_;
+    std::function<void(const graph::OpRecord&, int64_t)> timer_;
     bool reference_attention_ = false;
     graph::OpRecord rec_;
     std::vector<uint8_t> xq_;  // rmsnorm_matmul's quantised activations, grown to the largest

@@ -85,6 +85,9 @@ struct SimHardware {
     // sampling, detokenisation), ns: hw::npu::NpuDevice::step_overhead_ns of the dispatch mode.
     // The timeline charges it once per forward when RunOptions::serving_step_cost (0: not modelled).
     double step_host_ns = 0;
+    // The part of that host work paid per sequence of the forward (sampling), ns: 0 for the NPU
+    // presets (their figures are per step); the host profile's step.ns_per_seq (hw/cpu/host_profile.h).
+    double step_host_ns_per_seq = 0;
     int64_t kv_block_tokens = 128;    // paged KV cache block (tokens per block)
 
     // Indices of the devices of `kind`, in order (npu0, npu1, ... / pim0, pim1, ...).

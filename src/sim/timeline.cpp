@@ -167,7 +167,7 @@ private:
         const Phase phase = plan_.forwards[f].phase;
         PhaseStats& ps = phase == Phase::PREFILL ? tl_.prefill : tl_.decode;
         const double fw_start = t_;
-        charge_step_host(phase, ps);
+        charge_step_host(f, phase, ps);
         for (int j = 0; j < micro(); ++j)
             for (int s = 0; s < pp(); ++s) run_stage(f, s, j, ps);
         for (const Lane& l : lanes_) t_ = std::max(t_, l.t);
@@ -185,10 +185,13 @@ private:
     }
 
     // The serving stack's host work of one engine step (scheduler, input preparation, sampling,
-    // detokenisation) before the forward's operators: once per forward; with pipeline
-    // parallelism every lane's chain (each micro-batch is its own step) waits for it.
-    void charge_step_host(Phase phase, PhaseStats& ps) {
-        const double step = hw_.step_host_ns;
+    // detokenisation) before the forward's operators: once per forward, plus a part per sequence
+    // of the forward (sampling each one); with pipeline parallelism every lane's chain (each
+    // micro-batch is its own step) waits for it.
+    void charge_step_host(size_t f, Phase phase, PhaseStats& ps) {
+        const ForwardSpan& fs = plan_.forwards[f];
+        const double n_seq = fs.begin < plan_.ops.size() ? double(plan_.ops[fs.begin].n_seq) : 1.0;
+        const double step = hw_.step_host_ns + hw_.step_host_ns_per_seq * n_seq;
         if (!opts_.serving_step_cost || opts_.placement.policy == Policy::PIM_ONLY || step <= 0) return;
         emit(launch_track_[0], [] { return std::string("engine step (host)"); }, t_, step, phase);
         ps.step_host_ns += step;
