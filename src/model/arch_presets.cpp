@@ -88,12 +88,11 @@ Hparams deepseek2_tiny_yarn() {
     return hp;
 }
 
-// DeepSeek-V3's structure at test size: tiny-deepseek2's block with 3 main layers, group-limited
-// routing (the 8 experts in 4 groups of 2, the best 2 groups kept, top-2 among their 4 experts)
-// and one multi-token-prediction block after them (block_count 4, nextn_predict_layers 1).
+// DeepSeek-V3's structure at test size: tiny-deepseek2 with group-limited routing (the 8 experts
+// in 4 groups of 2, the best 2 groups kept, top-2 among their 4 experts) and one multi-token-
+// prediction block after its 2 layers (block_count 3, nextn_predict_layers 1).
 Hparams deepseek3_tiny() {
     Hparams hp = deepseek2_tiny();
-    hp.n_layer = 3;
     hp.n_expert_groups = 4;
     hp.n_expert_groups_used = 2;
     hp.n_layer_nextn = 1;
@@ -199,7 +198,7 @@ std::vector<ArchPreset> build_table() {
                  "layer dense",
                  deepseek2_tiny(), BPE, "qwen2", "chatml", true});
     t.push_back({"tiny-deepseek3",
-                 "DeepSeek-V3 structure test model (arch deepseek2): tiny-deepseek2's block, 3 layers, group-limited "
+                 "DeepSeek-V3 structure test model (arch deepseek2): tiny-deepseek2 with group-limited "
                  "routing (8 experts in 4 groups, 2 groups kept, top-2) and one multi-token-prediction block",
                  deepseek3_tiny(), BPE, "qwen2", "chatml", true});
     t.push_back({"tiny-deepseek2-yarn", "tiny-deepseek2 with YaRN RoPE scaling (factor 4, original context 256)",

@@ -223,32 +223,32 @@ TEST(Deepseek2Gguf, TinyDeepseek3HasGroupsAndATrailingNextnBlock) {
     write_synthetic_model(path, arch_preset("tiny-deepseek3"), o);
     const auto f = format::GgufFile::open(path);
     // llama.cpp's layout: block_count counts the MTP block, the last one
-    EXPECT_EQ(f.get_int("deepseek2.block_count"), 4);
+    EXPECT_EQ(f.get_int("deepseek2.block_count"), 3);
     EXPECT_EQ(f.get_int("deepseek2.nextn_predict_layers"), 1);
     EXPECT_EQ(f.get_int("deepseek2.expert_group_count"), 4);
     EXPECT_EQ(f.get_int("deepseek2.expert_group_used_count"), 2);
-    EXPECT_EQ(shape_of(f, "blk.3.nextn.eh_proj.weight"), (std::vector<int64_t>{128, 64}));
-    EXPECT_EQ(shape_of(f, "blk.3.nextn.enorm.weight"), (std::vector<int64_t>{64}));
-    EXPECT_EQ(shape_of(f, "blk.3.nextn.hnorm.weight"), (std::vector<int64_t>{64}));
-    EXPECT_EQ(shape_of(f, "blk.3.nextn.embed_tokens.weight"), (std::vector<int64_t>{64, 448}));
-    EXPECT_EQ(shape_of(f, "blk.3.nextn.shared_head_head.weight"), (std::vector<int64_t>{64, 448}));
-    EXPECT_EQ(shape_of(f, "blk.3.nextn.shared_head_norm.weight"), (std::vector<int64_t>{64}));
-    EXPECT_EQ(shape_of(f, "blk.3.ffn_down_exps.weight"), (std::vector<int64_t>{32, 64, 8}));  // a whole MoE block
-    EXPECT_EQ(shape_of(f, "blk.3.exp_probs_b.bias"), (std::vector<int64_t>{8}));
+    EXPECT_EQ(shape_of(f, "blk.2.nextn.eh_proj.weight"), (std::vector<int64_t>{128, 64}));
+    EXPECT_EQ(shape_of(f, "blk.2.nextn.enorm.weight"), (std::vector<int64_t>{64}));
+    EXPECT_EQ(shape_of(f, "blk.2.nextn.hnorm.weight"), (std::vector<int64_t>{64}));
+    EXPECT_EQ(shape_of(f, "blk.2.nextn.embed_tokens.weight"), (std::vector<int64_t>{64, 448}));
+    EXPECT_EQ(shape_of(f, "blk.2.nextn.shared_head_head.weight"), (std::vector<int64_t>{64, 448}));
+    EXPECT_EQ(shape_of(f, "blk.2.nextn.shared_head_norm.weight"), (std::vector<int64_t>{64}));
+    EXPECT_EQ(shape_of(f, "blk.2.ffn_down_exps.weight"), (std::vector<int64_t>{32, 64, 8}));  // a whole MoE block
+    EXPECT_EQ(shape_of(f, "blk.2.exp_probs_b.bias"), (std::vector<int64_t>{8}));
     const Hparams hp = hparams_from_gguf(f);
     EXPECT_EQ(hp, *find_arch_preset("tiny-deepseek3"));
-    EXPECT_EQ(hp.n_layer, 3);  // the main blocks only
+    EXPECT_EQ(hp.n_layer, 2);  // the main blocks only
     EXPECT_EQ(hp.n_layer_nextn, 1);
     EXPECT_TRUE(hp.group_limited());
     const Weights w = bind_weights(f, hp);
-    EXPECT_EQ(w.layers.size(), 3u);
+    EXPECT_EQ(w.layers.size(), 2u);
     ASSERT_EQ(w.nextn_layers.size(), 1u);
-    EXPECT_EQ(w.nextn_layers[0][graph::WeightRole::FFN_EXP_PROBS_B].name, "blk.3.exp_probs_b.bias");
+    EXPECT_EQ(w.nextn_layers[0][graph::WeightRole::FFN_EXP_PROBS_B].name, "blk.2.exp_probs_b.bias");
     EXPECT_EQ(w.nextn_tensors.size(), 6u);
     // the MTP block is bound but not among the weights the engine reads
     uint64_t bytes = 0;
     w.for_each([&](const TensorRef& t) {
-        EXPECT_FALSE(t.name.starts_with("blk.3.")) << t.name;
+        EXPECT_FALSE(t.name.starts_with("blk.2.")) << t.name;
         bytes += t.n_bytes();
     });
     EXPECT_EQ(bytes, w.total_bytes());

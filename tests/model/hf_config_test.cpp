@@ -248,7 +248,11 @@ TEST(HfPresets, ShapesAndParameterCounts) {
     EXPECT_EQ(ds.kv_lora_rank, 512);
     EXPECT_EQ(ds.q_lora_rank, 1536);
     EXPECT_EQ(ds.expert_gating, ExpertGating::SIGMOID);
-    EXPECT_NEAR(double(ds.n_params()) / 1e9, 671.03, 0.01);
+    EXPECT_NEAR(double(ds.n_params()) / 1e9, 671.03, 0.01);  // the main model, without the MTP block
+    EXPECT_EQ(ds.n_expert_groups, 8);
+    EXPECT_EQ(ds.n_expert_groups_used, 4);
+    EXPECT_EQ(ds.n_layer_nextn, 1);
+    EXPECT_EQ(model_shape(ds).n_layer, 61);  // the modelled graph's decode layers: not the MTP block
 }
 
 // A Mixtral GGUF as llama.cpp writes it (arch llama with llama.expert_count) is read as experts
