@@ -133,8 +133,8 @@ std::vector<SyntheticTensor> synthetic_tensor_plan(const Hparams& hp, const std:
             } else {
                 const bool table = t.shape == NextnShape::VOCAB_TABLE;
                 const float scale = table ? embd_scale : 1.0f / std::sqrt(float(cols));
-                plan.push_back({nextn_name(t, l), fit(choice.base, cols), {cols, rows}, table ? K::EMBEDDING : K::WEIGHT,
-                                scale});
+                const K kind = table ? K::EMBEDDING : K::WEIGHT;
+                plan.push_back({nextn_name(t, l), fit(choice.base, cols), {cols, rows}, kind, scale});
             }
         }
     }
