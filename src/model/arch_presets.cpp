@@ -88,6 +88,17 @@ Hparams deepseek2_tiny_yarn() {
     return hp;
 }
 
+// DeepSeek-V3's structure at test size: tiny-deepseek2 with group-limited routing (the 8 experts
+// in 4 groups of 2, the best 2 groups kept, top-2 among their 4 experts) and one multi-token-
+// prediction block after its 2 layers (block_count 3, nextn_predict_layers 1).
+Hparams deepseek3_tiny() {
+    Hparams hp = deepseek2_tiny();
+    hp.n_expert_groups = 4;
+    hp.n_expert_groups_used = 2;
+    hp.n_layer_nextn = 1;
+    return hp;
+}
+
 // Mixture-of-Experts and latent-attention models of real shapes: each is its public
 // config.json (the fields that shape the model, values as published) read by the same reader
 // as `--model config.json` (model/hf_config.h), so a preset and its file cannot disagree.
@@ -186,6 +197,10 @@ std::vector<ArchPreset> build_table() {
                  "RoPE part 32), 8 experts top-2 with sigmoid gating and a selection bias, 1 shared expert, first "
                  "layer dense",
                  deepseek2_tiny(), BPE, "qwen2", "chatml", true});
+    t.push_back({"tiny-deepseek3",
+                 "DeepSeek-V3 structure test model (arch deepseek2): tiny-deepseek2 with group-limited "
+                 "routing (8 experts in 4 groups, 2 groups kept, top-2) and one multi-token-prediction block",
+                 deepseek3_tiny(), BPE, "qwen2", "chatml", true});
     t.push_back({"tiny-deepseek2-yarn", "tiny-deepseek2 with YaRN RoPE scaling (factor 4, original context 256)",
                  deepseek2_tiny_yarn(), BPE, "qwen2", "chatml", true});
     // --- real shapes (Hugging Face config.json of each model) ---

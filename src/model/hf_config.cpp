@@ -51,10 +51,7 @@ struct Unmodelled {
 };
 constexpr Unmodelled kWarned[] = {
     {"rope_scaling", "RoPE frequency scaling changes the numbers, not the cost"},
-    {"num_nextn_predict_layers", "the multi-token-prediction layers serve speculative decoding only"},
     {"topk_method", "routing is modelled as uniform over the experts"},
-    {"n_group", "routing is modelled as uniform over the experts"},
-    {"topk_group", "routing is modelled as uniform over the experts"},
     {"quantization_config", "weights are modelled in the settings' runtime.dtype"},
     {"mlp_bias", "a bias is a matmul epilogue, not a separate operator"},
     {"rope_interleave", "the RoPE pair order changes the numbers, not the cost"},
@@ -207,6 +204,15 @@ void read_moe(Reader& r, const Family& f, Hparams& hp) {
             fail("{}: field 'moe_layer_freq' = {} is not modelled (allowed: 1, every layer after the dense ones)",
                  r.source(), *freq);
         hp.expert_weights_scale = float(r.opt_num("routed_scaling_factor").value_or(1.0));
+        // Group-limited routing and the multi-token-prediction blocks: the real engine's rules
+        // (model/hparams.h); a trace-only model routes uniformly and runs the n_layer main blocks.
+        if (auto groups = r.opt_int("n_group", 1, hp.n_expert); groups && *groups > 1) {
+            hp.n_expert_groups = *groups;
+            hp.n_expert_groups_used = r.opt_int("topk_group", 1, *groups).value_or(*groups);
+        } else {
+            r.find("topk_group");  // one group: nothing to limit
+        }
+        hp.n_layer_nextn = r.opt_int("num_nextn_predict_layers", 0, 4096 - hp.n_layer).value_or(0);
         const std::string scoring = r.opt_str("scoring_func").value_or("softmax");
         if (scoring == "sigmoid") {
             hp.expert_gating = ExpertGating::SIGMOID;

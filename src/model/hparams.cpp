@@ -79,6 +79,7 @@ void Hparams::validate(std::string_view source) const {
     check_range(source, "n_ctx_train", n_ctx_train, 1, int64_t(1) << 26);
     check_range(source, "n_embd", n_embd, 1, int64_t(1) << 20);
     check_range(source, "n_layer", n_layer, 1, 4096);
+    check_range(source, "n_layer_nextn", n_layer_nextn, 0, 4096 - n_layer);
     check_range(source, "n_head", n_head, 1, 4096);
     check_range(source, "n_head_kv", n_head_kv, 1, n_head);
     check_range(source, "n_ff", n_ff, 1, int64_t(1) << 22);
@@ -105,7 +106,18 @@ void Hparams::validate(std::string_view source) const {
         check_range(source, "n_layer_dense_lead", n_layer_dense_lead, 0, n_layer);
         if (!(expert_weights_scale > 0.0f) || !std::isfinite(expert_weights_scale))
             fail("{}: expert_weights_scale = {} must be a positive finite number", source, expert_weights_scale);
-    } else if (n_expert_used != 0 || n_ff_exp != 0 || n_expert_shared != 0 || n_layer_dense_lead != 0) {
+        if (n_expert_groups > 1) {
+            check_range(source, "n_expert_groups", n_expert_groups, 2, n_expert / 2);
+            check_range(source, "n_expert_groups_used", n_expert_groups_used, 1, n_expert_groups);
+            if (n_expert % n_expert_groups != 0)
+                fail("{}: n_expert = {} is not a multiple of n_expert_groups = {} (every group has as many experts)",
+                     source, n_expert, n_expert_groups);
+            if (n_expert_groups_used * (n_expert / n_expert_groups) < n_expert_used)
+                fail("{}: n_expert_groups_used = {} groups of {} experts hold fewer than n_expert_used = {}", source,
+                     n_expert_groups_used, n_expert / n_expert_groups, n_expert_used);
+        }
+    } else if (n_expert_used != 0 || n_ff_exp != 0 || n_expert_shared != 0 || n_layer_dense_lead != 0 ||
+               n_expert_groups > 1) {
         fail("{}: expert fields are set but n_expert = 0 (a dense model has none)", source);
     }
     if (is_mla()) {
@@ -136,7 +148,9 @@ bool operator==(const Hparams& a, const Hparams& b) {
            a.shared_expert_gate == b.shared_expert_gate && a.q_lora_rank == b.q_lora_rank &&
            a.kv_lora_rank == b.kv_lora_rank && a.qk_rope_head_dim == b.qk_rope_head_dim &&
            a.qk_nope_head_dim == b.qk_nope_head_dim && a.v_head_dim == b.v_head_dim && a.qk_norm == b.qk_norm &&
-           a.expert_probs_bias == b.expert_probs_bias && a.mla_kv_b == b.mla_kv_b && a.rope_yarn == b.rope_yarn &&
+           a.expert_probs_bias == b.expert_probs_bias && a.n_expert_groups == b.n_expert_groups &&
+           a.n_expert_groups_used == b.n_expert_groups_used && a.n_layer_nextn == b.n_layer_nextn &&
+           a.mla_kv_b == b.mla_kv_b && a.rope_yarn == b.rope_yarn &&
            a.rope_yarn_orig_ctx == b.rope_yarn_orig_ctx && a.rope_yarn_log_mul == b.rope_yarn_log_mul &&
            a.rope_yarn_beta_fast == b.rope_yarn_beta_fast && a.rope_yarn_beta_slow == b.rope_yarn_beta_slow;
 }
@@ -279,7 +293,7 @@ void write_hparams(format::GgufWriter& w, const Hparams& hp) {
     w.set_u32(a + "vocab_size", uint32_t(hp.n_vocab));
     w.set_u32(a + "context_length", uint32_t(hp.n_ctx_train));
     w.set_u32(a + "embedding_length", uint32_t(hp.n_embd));
-    w.set_u32(a + "block_count", uint32_t(hp.n_layer));
+    w.set_u32(a + "block_count", uint32_t(hp.n_layer + hp.n_layer_nextn));
     w.set_u32(a + "feed_forward_length", uint32_t(hp.n_ff));
     w.set_u32(a + "attention.head_count", uint32_t(hp.n_head));
     w.set_u32(a + "attention.head_count_kv", uint32_t(hp.n_head_kv));

@@ -99,6 +99,18 @@ struct Hparams {
     // deepseek2 (DeepSeek-V3): a per-expert bias [n_expert] added to the gating scores
     // to choose the top k; the weights are the unbiased scores of the chosen experts.
     bool expert_probs_bias = false;
+    // Group-limited routing (DeepSeek-V3's n_group / topk_group; 0 or 1 group: none): the experts
+    // are n_expert_groups groups of consecutive ids; a group scores the sum of its two largest
+    // selection scores (score + bias), the n_expert_groups_used best groups are kept, and the
+    // top k are chosen among their experts only (runtime/moe_router.h).
+    int64_t n_expert_groups = 0;
+    int64_t n_expert_groups_used = 0;
+    bool group_limited() const { return n_expert_groups > 1 && n_expert_groups_used < n_expert_groups; }
+
+    // Multi-token-prediction blocks (DeepSeek-V3's num_nextn_predict_layers): trailing blocks of
+    // the file (block_count = n_layer + n_layer_nextn, as llama.cpp counts them) that serve
+    // speculative decoding only. n_layer counts the main blocks, the ones a forward pass runs.
+    int64_t n_layer_nextn = 0;
 
     // --- Multi-head Latent Attention (kv_lora_rank == 0: standard attention) ---
     // q = W_q_b · norm(W_q_a · x) (or W_q · x when q_lora_rank == 0), n_head heads of

@@ -34,6 +34,45 @@ void read_mla_heads(const format::GgufFile& f, const std::string& a, Hparams& hp
     hp.n_head_kv = hp.n_head;  // every head has its own K and V, up-projected from the one latent
 }
 
+// Group-limited routing (llama.cpp: n_expert_groups, n_group_used; DeepSeek-V3's n_group,
+// topk_group). Absent, 0 or 1 group: plain top-k.
+void read_groups(const format::GgufFile& f, const std::string& a, Hparams& hp) {
+    const int64_t groups = f.find_int(a + "expert_group_count").value_or(0);
+    if (groups <= 1) {
+        if (groups < 0)
+            fail("{}: metadata key '{}expert_group_count' = {} is out of range (allowed: 0 or 1 for no groups, or a "
+                 "divisor of 'expert_count' = {} leaving at least 2 experts per group)",
+                 f.path(), a, groups, hp.n_expert);
+        return;
+    }
+    if (hp.n_expert % groups != 0 || hp.n_expert / groups < 2)
+        fail("{}: metadata key '{}expert_group_count' = {} does not split 'expert_count' = {} into groups of at least "
+             "2 experts (allowed: a divisor of expert_count, at most expert_count / 2)",
+             f.path(), a, groups, hp.n_expert);
+    const int64_t used = f.find_int(a + "expert_group_used_count").value_or(groups);
+    if (used < 1 || used > groups)
+        fail("{}: metadata key '{}expert_group_used_count' = {} is out of range (allowed: 1..{}, the groups of "
+             "'expert_group_count')",
+             f.path(), a, used, groups);
+    if (used * (hp.n_expert / groups) < hp.n_expert_used)
+        fail("{}: metadata key '{}expert_group_used_count' = {} keeps {} experts, fewer than 'expert_used_count' = {} "
+             "(allowed: expert_group_used_count x experts per group >= expert_used_count)",
+             f.path(), a, used, used * (hp.n_expert / groups), hp.n_expert_used);
+    hp.n_expert_groups = groups;
+    hp.n_expert_groups_used = used;
+}
+
+// Multi-token-prediction blocks: llama.cpp counts them in block_count and skips them at inference.
+void read_nextn(const format::GgufFile& f, const std::string& a, Hparams& hp) {
+    const int64_t nextn = f.find_int(a + "nextn_predict_layers").value_or(0);
+    if (nextn < 0 || nextn >= hp.n_layer)
+        fail("{}: metadata key '{}nextn_predict_layers' = {} is out of range (allowed: 0..{}, fewer than "
+             "'{}block_count' = {})",
+             f.path(), a, nextn, hp.n_layer - 1, a, hp.n_layer);
+    hp.n_layer_nextn = nextn;
+    hp.n_layer -= nextn;
+}
+
 void read_routing(const format::GgufFile& f, const std::string& a, Hparams& hp) {
     hp.n_expert = f.get_int(a + "expert_count");
     hp.n_expert_used = f.get_int(a + "expert_used_count");
@@ -53,13 +92,7 @@ void read_routing(const format::GgufFile& f, const std::string& a, Hparams& hp) 
         fail("{}: metadata key '{}expert_gating_func' = {} is not supported (allowed: 1 = softmax, 2 = sigmoid)",
              f.path(), a, gating);
     hp.expert_gating = gating == kGatingSigmoid ? ExpertGating::SIGMOID : ExpertGating::SOFTMAX;
-    const int64_t groups = f.find_int(a + "expert_group_count").value_or(1);
-    const int64_t groups_used = f.find_int(a + "expert_group_used_count").value_or(groups);
-    if (groups > 1 && groups_used < groups)
-        fail(
-            "{}: metadata key '{}expert_group_used_count' = {} (of {} groups): group-limited expert routing is not "
-            "supported (allowed: every group, expert_group_used_count = expert_group_count)",
-            f.path(), a, groups_used, groups);
+    read_groups(f, a, hp);
 }
 
 // YaRN as llama.cpp applies it to deepseek2: the file's yarn_log_multiplier is 0.1 x DeepSeek's
@@ -91,6 +124,7 @@ void read_rope_scaling(const format::GgufFile& f, const std::string& a, Hparams&
 
 void read_deepseek2(const format::GgufFile& f, Hparams& hp) {
     const std::string a = hp.arch_name + ".";
+    read_nextn(f, a, hp);
     read_mla_heads(f, a, hp);
     read_routing(f, a, hp);
     read_rope_scaling(f, a, hp);
@@ -118,6 +152,11 @@ void write_deepseek2(format::GgufWriter& w, const Hparams& hp) {
     w.set_u32(a + "leading_dense_block_count", uint32_t(hp.n_layer_dense_lead));
     w.set_f32(a + "expert_weights_scale", hp.expert_weights_scale);
     w.set_bool(a + "expert_weights_norm", hp.expert_weights_norm);
+    if (hp.n_expert_groups > 1) {
+        w.set_u32(a + "expert_group_count", uint32_t(hp.n_expert_groups));
+        w.set_u32(a + "expert_group_used_count", uint32_t(hp.n_expert_groups_used));
+    }
+    if (hp.n_layer_nextn > 0) w.set_u32(a + "nextn_predict_layers", uint32_t(hp.n_layer_nextn));
     if (hp.rope_yarn) {
         w.set_string(a + "rope.scaling.type", "yarn");
         w.set_f32(a + "rope.scaling.factor", 1.0f / hp.rope_freq_scale);

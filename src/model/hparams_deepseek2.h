@@ -15,12 +15,18 @@
 //   (shared width = count x expert width), leading_dense_block_count, expert_weights_scale (default 1),
 //   expert_weights_norm (default false), expert_gating_func (1 softmax, 2 sigmoid; absent: softmax,
 //   as llama.cpp for DeepSeek-V2 files)
+//   <a>.expert_group_count, expert_group_used_count   group-limited routing (DeepSeek-V3's n_group,
+//                                         topk_group; absent, 0 or 1: none): the count must split the
+//                                         experts into groups of >= 2, the used count is 1..count and
+//                                         its groups must hold expert_used_count experts
+//   <a>.nextn_predict_layers              the multi-token-prediction blocks, counted in block_count
+//                                         (0..block_count - 1): Hparams::n_layer is block_count minus
+//                                         them, and their tensors are checked but never run
 //   <a>.rope.scaling.type = yarn          YaRN (DeepSeek-V2/V3's files): rope.scaling.factor (f),
 //   .original_context_length (default: context_length), .yarn_log_multiplier (0.1 x mscale_all_dim),
 //   .yarn_beta_fast / .yarn_beta_slow (32, 1)
 // Refused, naming the key: rope scaling other than none and yarn, rope.scaling.attn_factor other
-// than 1, a gating function other than softmax/sigmoid, group-limited routing
-// (expert_group_used_count < expert_group_count).
+// than 1, a gating function other than softmax/sigmoid.
 // Tensors decide (by their catalogue names): the router's selection bias, and W_kv_b whole or split.
 #include "model/hparams.h"
 

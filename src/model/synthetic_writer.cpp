@@ -7,6 +7,7 @@
 #include "core/quant.h"
 #include "core/thread_pool.h"
 #include "graph/tensor_catalogue.h"
+#include "model/nextn_tensors.h"
 #include "model/synthetic_vocab.h"
 
 namespace duet::model {
@@ -122,6 +123,21 @@ std::vector<SyntheticTensor> synthetic_tensor_plan(const Hparams& hp, const std:
     scope(graph::Binding::INPUT, -1);
     scope(graph::Binding::SHARED, -1);
     for (int64_t l = 0; l < hp.n_layer; ++l) scope(graph::Binding::BLOCK, l);
+    // The multi-token-prediction blocks (model/nextn_tensors.h): a block's rows and its own tensors.
+    for (int64_t l = hp.n_layer; l < hp.n_layer + hp.n_layer_nextn; ++l) {
+        scope(graph::Binding::BLOCK, l);
+        for (const NextnTensorSpec& t : kNextnTensors) {
+            const int64_t cols = nextn_cols(t, hp), rows = nextn_rows(t, hp);
+            if (rows == 0) {
+                plan.push_back({nextn_name(t, l), DType::F32, {cols}, K::NORM, 0.1f});
+            } else {
+                const bool table = t.shape == NextnShape::VOCAB_TABLE;
+                const float scale = table ? embd_scale : 1.0f / std::sqrt(float(cols));
+                const K kind = table ? K::EMBEDDING : K::WEIGHT;
+                plan.push_back({nextn_name(t, l), fit(choice.base, cols), {cols, rows}, kind, scale});
+            }
+        }
+    }
     scope(graph::Binding::OUTPUT, -1);
     return plan;
 }

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "format/gguf.h"
+#include "model/nextn_tensors.h"
 
 namespace duet::model {
 namespace {
@@ -116,6 +117,19 @@ Weights bind_weights(const format::GgufFile& file, const Hparams& hp) {
     for (int64_t i = 0; i < hp.n_layer; ++i)
         for (const graph::TensorSpec& t : graph::tensor_catalogue())
             if (t.binding == graph::Binding::BLOCK && graph::present(t, s, i)) bind(t, w.layers[size_t(i)], i);
+    // The multi-token-prediction blocks after them: checked, not run.
+    w.nextn_layers.resize(size_t(hp.n_layer_nextn));
+    for (int64_t i = hp.n_layer; i < hp.n_layer + hp.n_layer_nextn; ++i) {
+        for (const graph::TensorSpec& t : graph::tensor_catalogue())
+            if (t.binding == graph::Binding::BLOCK && graph::present(t, s, i))
+                bind(t, w.nextn_layers[size_t(i - hp.n_layer)], i);
+        for (const NextnTensorSpec& t : kNextnTensors) {
+            const std::string name = nextn_name(t, i);
+            if (!t.required && !file.find_tensor(name)) continue;
+            const int64_t rows = nextn_rows(t, hp);
+            w.nextn_tensors.push_back(b.bind(name, nextn_cols(t, hp), rows, 1, rows > 0));
+        }
+    }
     return w;
 }
 

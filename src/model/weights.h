@@ -68,6 +68,11 @@ struct Weights {
     // (== TOKEN_EMBD when hparams.tied_output).
     RoleTensors global;
     std::vector<RoleTensors> layers;  // [n_layer]: the BLOCK rows
+    // The multi-token-prediction blocks (model/nextn_tensors.h), [n_layer_nextn]: their BLOCK rows
+    // and their nextn tensors, bound to check the file; the engine never reads them, and
+    // for_each / total_bytes leave them out.
+    std::vector<RoleTensors> nextn_layers;
+    std::vector<TensorRef> nextn_tensors;
 
     const TensorRef& operator[](graph::WeightRole r) const { return global[r]; }
     TensorRef& operator[](graph::WeightRole r) { return global[r]; }

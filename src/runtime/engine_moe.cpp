@@ -1,10 +1,9 @@
 // The Mixture-of-Experts FFN of the engine (graph/moe_builder.h has the data flow).
 //
-// MOE_ROUTE turns the router logits into each token's top-k experts and weights: softmax over
-// all experts (or sigmoid), the k largest (ties to the lower expert id; with a selection bias,
-// exp_probs_b, the k largest of score + bias, weighted by their unbiased scores), optionally renormalised
-// to sum 1, times expert_weights_scale (model/hparams.h: the family's rule, as llama.cpp's
-// build_moe_ffn applies it). It also groups the batch's (token, slot) pairs by expert.
+// MOE_ROUTE turns the router logits into each token's top-k experts and weights by
+// runtime/moe_router.h (softmax or sigmoid, the selection bias, group-limited routing, the k
+// largest, renormalised and scaled by the family's rule, as llama.cpp's build_moe_ffn applies it).
+// It also groups the batch's (token, slot) pairs by expert.
 // MOE_MATMUL runs one kernels::matmul per expert that has tokens, on that expert's matrix of the
 // stacked tensor and the rows routed to it gathered together: each expert's weights are read
 // once per step (a GEMM in prefill, a GEMV for a single decode token), and experts no token
@@ -16,6 +15,7 @@
 
 #include "core/error.h"
 #include "runtime/engine.h"
+#include "runtime/moe_router.h"
 
 namespace duet::runtime {
 
@@ -29,35 +29,18 @@ void Engine::moe_route(const graph::Node& nd, const Step& st) {
     moe_ids_.resize(size_t(n_tok * k));
     moe_slots_.resize(size_t(n_exp));
     const float* bias = hp.expert_probs_bias ? plain_.tensor(graph::WeightRole::FFN_EXP_PROBS_B, nd.layer).f32() : nullptr;
+    const MoeRouting routing = MoeRouting::of(hp);
+    DUET_CHECK(routing.n_expert == n_exp && routing.k == k, "engine: router of layer {} is top-{} of {}", nd.layer, k,
+               n_exp);
     dispatch_.moe([&] {
-        std::vector<float> p(static_cast<size_t>(n_exp)), sel(static_cast<size_t>(n_exp));
-        std::vector<int32_t> order(static_cast<size_t>(n_exp));
+        MoeRouterScratch scratch;
+        std::vector<int32_t> ids(static_cast<size_t>(k));
         for (auto& s : moe_slots_) s.clear();
         for (int64_t t = 0; t < n_tok; ++t) {
-            const float* l = logits + t * ls;
-            if (hp.expert_gating == model::ExpertGating::SOFTMAX) {
-                const float mx = *std::max_element(l, l + n_exp);
-                float sum = 0.0f;
-                for (int64_t e = 0; e < n_exp; ++e) sum += p[size_t(e)] = std::exp(l[e] - mx);
-                for (float& v : p) v /= sum;
-            } else {
-                for (int64_t e = 0; e < n_exp; ++e) p[size_t(e)] = 1.0f / (1.0f + std::exp(-l[e]));
-            }
-            for (int64_t e = 0; e < n_exp; ++e) {
-                order[size_t(e)] = int32_t(e);
-                sel[size_t(e)] = bias ? p[size_t(e)] + bias[e] : p[size_t(e)];
-            }
-            std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
-                return sel[size_t(a)] > sel[size_t(b)] || (sel[size_t(a)] == sel[size_t(b)] && a < b);
-            });
-            float sum = 0.0f;
-            for (int64_t j = 0; j < k; ++j) sum += p[size_t(order[size_t(j)])];
-            const float norm = hp.expert_weights_norm ? 1.0f / sum : 1.0f;
+            route_token(routing, logits + t * ls, bias, ids.data(), w + t * ws, scratch);
             for (int64_t j = 0; j < k; ++j) {
-                const int32_t e = order[size_t(j)];
-                moe_ids_[size_t(t * k + j)] = e;
-                w[t * ws + j] = p[size_t(e)] * norm * hp.expert_weights_scale;
-                moe_slots_[size_t(e)].push_back(t * k + j);
+                moe_ids_[size_t(t * k + j)] = ids[size_t(j)];
+                moe_slots_[size_t(ids[size_t(j)])].push_back(t * k + j);
             }
         }
     });

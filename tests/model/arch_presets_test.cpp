@@ -25,7 +25,7 @@ TEST(ArchPresets, UnknownNameListsKnownOnes) {
     } catch (const Error& e) {
         EXPECT_EQ(std::string(e.what()),
                   "unknown --arch 'llama9' (known: tiny-llama, tiny-llama3, tiny-mistral, tiny-qwen2, small-llama, tiny-mixtral, "
-                  "tiny-qwen2moe, tiny-qwen3moe, tiny-deepseek2, tiny-deepseek2-yarn, "
+                  "tiny-qwen2moe, tiny-qwen3moe, tiny-deepseek2, tiny-deepseek3, tiny-deepseek2-yarn, "
                   "llama2-7b, llama2-13b, llama2-70b, llama3-8b, llama3-70b, mistral-7b, qwen2.5-0.5b, qwen2.5-7b, qwen2.5-72b, "
                   "bench-1b, mixtral-8x7b, qwen3-30b-a3b, qwen3-235b-a22b, deepseek-v3)");
     }

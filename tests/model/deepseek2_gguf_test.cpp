@@ -137,7 +137,7 @@ TEST(Deepseek2Gguf, OlderKeyFormReadsTheSameHeads) {
     EXPECT_EQ(got, want);
 }
 
-TEST(Deepseek2Gguf, UnsupportedRoutingAndRopeAreRefusedNamingTheKey) {
+TEST(Deepseek2Gguf, UnsupportedGatingAndRopeAreRefusedNamingTheKey) {
     EXPECT_EQ(error_with([](format::GgufWriter&) {}), "(no error)");
     EXPECT_EQ(error_with([](format::GgufWriter& w) {
                   w.set_string("deepseek2.rope.scaling.type", "linear");
@@ -157,14 +157,6 @@ TEST(Deepseek2Gguf, UnsupportedRoutingAndRopeAreRefusedNamingTheKey) {
               ds_path("edited.gguf") +
                   ": metadata key 'deepseek2.expert_gating_func' = 3 is not supported (allowed: "
                   "1 = softmax, 2 = sigmoid)");
-    EXPECT_EQ(error_with([](format::GgufWriter& w) {
-                  w.set_u32("deepseek2.expert_group_count", 8);
-                  w.set_u32("deepseek2.expert_group_used_count", 4);
-              }),
-              ds_path("edited.gguf") +
-                  ": metadata key 'deepseek2.expert_group_used_count' = 4 (of 8 groups): "
-                  "group-limited expert routing is not supported (allowed: every group, "
-                  "expert_group_used_count = expert_group_count)");
     EXPECT_EQ(error_with([](format::GgufWriter& w) { w.set_u32("deepseek2.rope.dimension_count", 64); }),
               ds_path("edited.gguf") +
                   ": metadata key 'deepseek2.rope.dimension_count' = 64 leaves no un-rotated "
@@ -190,4 +182,107 @@ TEST(Deepseek2Gguf, YarnKeysAsLlamaCppsConverterWritesThem) {
     EXPECT_FLOAT_EQ(hp.rope_yarn_log_mul, 1.0f);
     EXPECT_EQ(hp.rope_yarn_beta_fast, 32.0f);
     EXPECT_EQ(hp.rope_yarn_beta_slow, 1.0f);
+}
+
+TEST(Deepseek2Gguf, ExpertGroupsAndNextnKeysAreReadAndChecked) {
+    const auto groups = [](int64_t count, int64_t used) {
+        return [=](format::GgufWriter& w) {
+            w.set_u32("deepseek2.expert_group_count", uint32_t(count));
+            w.set_u32("deepseek2.expert_group_used_count", uint32_t(used));
+        };
+    };
+    const std::string f = ds_path("edited.gguf");
+    EXPECT_EQ(error_with(groups(4, 2)), "(no error)");
+    EXPECT_EQ(error_with(groups(4, 4)), "(no error)");  // every group kept: plain top-k
+    EXPECT_EQ(error_with(groups(4, 5)), f + ": metadata key 'deepseek2.expert_group_used_count' = 5 is out of range "
+                                            "(allowed: 1..4, the groups of 'expert_group_count')");
+    EXPECT_EQ(error_with(groups(4, 0)), f + ": metadata key 'deepseek2.expert_group_used_count' = 0 is out of range "
+                                            "(allowed: 1..4, the groups of 'expert_group_count')");
+    EXPECT_EQ(error_with(groups(3, 1)), f + ": metadata key 'deepseek2.expert_group_count' = 3 does not split "
+                                            "'expert_count' = 8 into groups of at least 2 experts (allowed: a divisor "
+                                            "of expert_count, at most expert_count / 2)");
+    EXPECT_EQ(error_with(groups(8, 2)), f + ": metadata key 'deepseek2.expert_group_count' = 8 does not split "
+                                            "'expert_count' = 8 into groups of at least 2 experts (allowed: a divisor "
+                                            "of expert_count, at most expert_count / 2)");
+    EXPECT_EQ(error_with([&](format::GgufWriter& w) {
+                  groups(4, 1)(w);
+                  w.set_u32("deepseek2.expert_used_count", 3);
+              }),
+              f + ": metadata key 'deepseek2.expert_group_used_count' = 1 keeps 2 experts, fewer than "
+                  "'expert_used_count' = 3 (allowed: expert_group_used_count x experts per group >= "
+                  "expert_used_count)");
+    EXPECT_EQ(error_with([](format::GgufWriter& w) { w.set_u32("deepseek2.nextn_predict_layers", 2); }),
+              f + ": metadata key 'deepseek2.nextn_predict_layers' = 2 is out of range (allowed: 0..1, fewer than "
+                  "'deepseek2.block_count' = 2)");
+}
+
+TEST(Deepseek2Gguf, TinyDeepseek3HasGroupsAndATrailingNextnBlock) {
+    const std::string path = ds_path("tiny3.gguf");
+    SyntheticOptions o;
+    o.n_threads = 2;
+    write_synthetic_model(path, arch_preset("tiny-deepseek3"), o);
+    const auto f = format::GgufFile::open(path);
+    // llama.cpp's layout: block_count counts the MTP block, the last one
+    EXPECT_EQ(f.get_int("deepseek2.block_count"), 3);
+    EXPECT_EQ(f.get_int("deepseek2.nextn_predict_layers"), 1);
+    EXPECT_EQ(f.get_int("deepseek2.expert_group_count"), 4);
+    EXPECT_EQ(f.get_int("deepseek2.expert_group_used_count"), 2);
+    EXPECT_EQ(shape_of(f, "blk.2.nextn.eh_proj.weight"), (std::vector<int64_t>{128, 64}));
+    EXPECT_EQ(shape_of(f, "blk.2.nextn.enorm.weight"), (std::vector<int64_t>{64}));
+    EXPECT_EQ(shape_of(f, "blk.2.nextn.hnorm.weight"), (std::vector<int64_t>{64}));
+    EXPECT_EQ(shape_of(f, "blk.2.nextn.embed_tokens.weight"), (std::vector<int64_t>{64, 448}));
+    EXPECT_EQ(shape_of(f, "blk.2.nextn.shared_head_head.weight"), (std::vector<int64_t>{64, 448}));
+    EXPECT_EQ(shape_of(f, "blk.2.nextn.shared_head_norm.weight"), (std::vector<int64_t>{64}));
+    EXPECT_EQ(shape_of(f, "blk.2.ffn_down_exps.weight"), (std::vector<int64_t>{32, 64, 8}));  // a whole MoE block
+    EXPECT_EQ(shape_of(f, "blk.2.exp_probs_b.bias"), (std::vector<int64_t>{8}));
+    const Hparams hp = hparams_from_gguf(f);
+    EXPECT_EQ(hp, *find_arch_preset("tiny-deepseek3"));
+    EXPECT_EQ(hp.n_layer, 2);  // the main blocks only
+    EXPECT_EQ(hp.n_layer_nextn, 1);
+    EXPECT_TRUE(hp.group_limited());
+    const Weights w = bind_weights(f, hp);
+    EXPECT_EQ(w.layers.size(), 2u);
+    ASSERT_EQ(w.nextn_layers.size(), 1u);
+    EXPECT_EQ(w.nextn_layers[0][graph::WeightRole::FFN_EXP_PROBS_B].name, "blk.2.exp_probs_b.bias");
+    EXPECT_EQ(w.nextn_tensors.size(), 6u);
+    // the MTP block is bound but not among the weights the engine reads
+    uint64_t bytes = 0;
+    w.for_each([&](const TensorRef& t) {
+        EXPECT_FALSE(t.name.starts_with("blk.2.")) << t.name;
+        bytes += t.n_bytes();
+    });
+    EXPECT_EQ(bytes, w.total_bytes());
+}
+
+TEST(Deepseek2Gguf, NextnBlockWithoutItsTensorsIsRefusedNamingTheTensor) {
+    // tiny-deepseek2's two blocks read as one main block and one MTP block: block 1 has every
+    // block tensor but no nextn ones
+    const std::string src = ds_path("two.gguf"), path = ds_path("nextn_missing.gguf");
+    SyntheticOptions o;
+    o.n_threads = 2;
+    write_synthetic_model(src, arch_preset("tiny-deepseek2"), o);
+    const auto in = format::GgufFile::open(src);
+    {
+        format::GgufWriter w(path);
+        for (const auto& [k, v] : in.metadata()) w.set_value(k, v);
+        w.set_u32("deepseek2.nextn_predict_layers", 1);
+        w.set_u32("deepseek2.leading_dense_block_count", 0);
+        for (const format::GgufTensorInfo& t : in.tensors())
+            if (!t.name.starts_with("blk.0.ffn_") && !t.name.starts_with("blk.0.exp_probs_b"))
+                w.add_tensor_bytes(t.name, t.dtype, t.shape, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+        for (const format::GgufTensorInfo& t : in.tensors())  // block 0 as a MoE block: block 1's FFN
+            if (t.name.starts_with("blk.1.ffn_") || t.name.starts_with("blk.1.exp_probs_b"))
+                w.add_tensor_bytes("blk.0." + t.name.substr(6), t.dtype, t.shape,
+                                   std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+        w.write();
+    }
+    const auto f = format::GgufFile::open(path);
+    const Hparams hp = hparams_from_gguf(f);
+    EXPECT_EQ(hp.n_layer, 1);
+    try {
+        bind_weights(f, hp);
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()), path + ": tensor 'blk.1.nextn.eh_proj.weight' is missing");
+    }
 }

@@ -92,16 +92,18 @@ TEST(HfConfig, DeepSeekV3IsLatentAttentionWithSigmoidExperts) {
     EXPECT_FALSE(h.qkv_bias);
     EXPECT_FALSE(h.moe_layer(0));
     EXPECT_TRUE(h.moe_layer(1));
+    // n_group 2, topk_group 1: group-limited routing; the MTP block is not one of the 3 layers.
+    EXPECT_EQ(h.n_expert_groups, 2);
+    EXPECT_EQ(h.n_expert_groups_used, 1);
+    EXPECT_TRUE(h.group_limited());
+    EXPECT_EQ(h.n_layer, 3);
+    EXPECT_EQ(h.n_layer_nextn, 1);
     // Each field that changes no modelled cost is named once, with its reason.
     const std::string f = data("tiny-deepseek-v3/config.json");
     EXPECT_EQ(c.warnings,
               (std::vector<std::string>{
                   f + ": field 'rope_scaling' (type \"yarn\") is not modelled (RoPE frequency scaling changes the "
                       "numbers, not the cost)",
-                  f + ": field 'n_group' is not modelled (routing is modelled as uniform over the experts)",
-                  f + ": field 'num_nextn_predict_layers' is not modelled (the multi-token-prediction layers serve "
-                      "speculative decoding only)",
-                  f + ": field 'topk_group' is not modelled (routing is modelled as uniform over the experts)",
                   f + ": field 'topk_method' is not modelled (routing is modelled as uniform over the experts)"}));
 }
 
@@ -246,7 +248,11 @@ TEST(HfPresets, ShapesAndParameterCounts) {
     EXPECT_EQ(ds.kv_lora_rank, 512);
     EXPECT_EQ(ds.q_lora_rank, 1536);
     EXPECT_EQ(ds.expert_gating, ExpertGating::SIGMOID);
-    EXPECT_NEAR(double(ds.n_params()) / 1e9, 671.03, 0.01);
+    EXPECT_NEAR(double(ds.n_params()) / 1e9, 671.03, 0.01);  // the main model, without the MTP block
+    EXPECT_EQ(ds.n_expert_groups, 8);
+    EXPECT_EQ(ds.n_expert_groups_used, 4);
+    EXPECT_EQ(ds.n_layer_nextn, 1);
+    EXPECT_EQ(model_shape(ds).n_layer, 61);  // the modelled graph's decode layers: not the MTP block
 }
 
 // A Mixtral GGUF as llama.cpp writes it (arch llama with llama.expert_count) is read as experts

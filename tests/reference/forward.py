@@ -19,8 +19,10 @@ Written from the model papers and public configs, not from duet's C++:
       (qwen3moe: q and k RMS-normed per head by attn_q_norm / attn_k_norm before RoPE)
       (deepseek2: multi-head latent attention in place of q/k/v, moe_mla.py's absorbed form, see
        mla_attention: the cache holds the normed latent c and the roped shared key k_pe; its MoE
-       layers route by softmax or sigmoid, choose by score + exp_probs_b, and add ungated shared
-       experts; the first leading_dense_block_count layers keep the dense FFN)
+       layers route by softmax or sigmoid, choose by score + exp_probs_b (among the experts of the
+       expert_group_used_count best of expert_group_count groups, DeepSeek-V3's group-limited
+       routing), and add ungated shared experts; the first leading_dense_block_count layers keep
+       the dense FFN; the last nextn_predict_layers blocks are multi-token-prediction blocks, not run)
   logits = Wout (rmsnorm(x) * output_norm)        Wout = output.weight, or token_embd.weight if tied
 
 Optional `kv_f16=True` rounds K (after RoPE) and V to f16, as an f16 KV cache stores them.
@@ -46,7 +48,7 @@ except ImportError:  # the ctest wrapper treats 77 as "skipped"
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dequant import tensor_to_numpy  # noqa: E402
 from gguf_reader import GgufError, GgufFile  # noqa: E402
-from moe_mla import moe_route, sigmoid, softmax  # noqa: E402
+from moe_mla import limit_groups, moe_route, sigmoid, softmax  # noqa: E402
 
 SUPPORTED_ARCHS = {"llama": "norm", "mistral": "norm", "qwen2": "neox", "qwen2moe": "neox", "qwen3moe": "neox",
                    "deepseek2": "norm"}
@@ -110,12 +112,25 @@ class Hparams:
         self.expert_norm = EXPERT_WEIGHTS_NORM.get(arch, False)
         self.expert_scale = float(g.get(p + "expert_weights_scale", 1.0))
         self.gating = "softmax"
+        self.n_group = self.topk_group = 0
         if self.mla:  # DeepSeek's routing keys (llama.cpp: expert_gating_func 1 softmax, 2 sigmoid)
             self.expert_norm = bool(g.get(p + "expert_weights_norm", False))
             gating = int(g.get(p + "expert_gating_func", 1))
             if gating not in (1, 2):
                 raise GgufError(f"{g.path}: {p}expert_gating_func {gating} (allowed: 1 softmax, 2 sigmoid)")
             self.gating = "softmax" if gating == 1 else "sigmoid"
+            # DeepSeek-V3's group-limited routing (n_group, topk_group) and its multi-token-
+            # prediction blocks: the last nextn_predict_layers of block_count, not part of the
+            # forward pass (llama.cpp skips them at inference).
+            self.n_group = int(g.get(p + "expert_group_count", 0))
+            self.topk_group = int(g.get(p + "expert_group_used_count", self.n_group))
+            if self.n_group > 1 and (self.n_expert % self.n_group or not 1 <= self.topk_group <= self.n_group):
+                raise GgufError(f"{g.path}: {p}expert_group_count {self.n_group} / expert_group_used_count "
+                                f"{self.topk_group} do not split {self.n_expert} experts")
+            self.n_nextn = int(g.get(p + "nextn_predict_layers", 0))
+            if not 0 <= self.n_nextn < self.n_layer:
+                raise GgufError(f"{g.path}: {p}nextn_predict_layers {self.n_nextn} (allowed: 0..{self.n_layer - 1})")
+            self.n_layer -= self.n_nextn
 
     def read_mla(self, g, p):
         """DeepSeek-V2 section 2.1's shapes as llama.cpp's converter writes them: key_length_mla /
@@ -215,10 +230,18 @@ class Model:
         hp = self.hp
         bias = self.w(p + "exp_probs_b.bias").reshape(-1) if self.has(p + "exp_probs_b.bias") else None
         logits = self.matmul(h, p + "ffn_gate_inp.weight")
-        ids, w = moe_route(logits, hp.n_expert_used, hp.gating, norm=hp.expert_norm, scale=hp.expert_scale, bias=bias)
-        # the smallest gap between the k-th chosen and the best unchosen selection score, over the tokens
+        ids, w = moe_route(logits, hp.n_expert_used, hp.gating, norm=hp.expert_norm, scale=hp.expert_scale, bias=bias,
+                           n_group=hp.n_group, topk_group=hp.topk_group)
+        # the smallest gap between the k-th chosen and the best unchosen selection score, over the
+        # tokens (with group-limited routing: among the kept groups' experts, and between the last
+        # kept and the best dropped group's score)
         scores = softmax(logits) if hp.gating == "softmax" else sigmoid(logits)
-        probs = np.sort(scores if bias is None else scores + bias, axis=-1)[:, ::-1]
+        select = scores if bias is None else scores + bias
+        if hp.n_group > 1 and hp.topk_group < hp.n_group:
+            select, group_score = limit_groups(select, hp.n_group, hp.topk_group)
+            gs = np.sort(group_score, axis=-1)[:, ::-1]
+            self.routing_margin = min(self.routing_margin, float(np.min(gs[:, hp.topk_group - 1] - gs[:, hp.topk_group])))
+        probs = np.sort(select, axis=-1)[:, ::-1]
         if hp.n_expert_used < hp.n_expert:
             gap = float(np.min(probs[:, hp.n_expert_used - 1] - probs[:, hp.n_expert_used]))
             self.routing_margin = min(self.routing_margin, gap)

@@ -8,6 +8,8 @@ Mixture-of-Experts FFN (Mixtral, Qwen2/3-MoE: arXiv 2401.04088; DeepSeek-V2/V3: 
     scores = softmax(logits) | sigmoid(logits)                gating
     chosen = top-k of (scores + bias)                         bias: DeepSeek-V3's selection-only
                                                               correction (e_score_correction_bias)
+             (DeepSeek-V3, n_group > 1: only among the experts of the topk_group groups whose
+              two largest scores + bias sum highest; limit_groups)
     w      = scores[chosen]; w /= sum(w) when normalised; w *= scale
     out    = sum_j w_j * down_j(silu(gate_j x) * up_j x)
            + shared(x) [* sigmoid(x . w_shared_gate)]         shared experts (qwen2moe: gated)
@@ -61,8 +63,24 @@ def swiglu_ffn(x, gate, up, down):
     return (silu(x @ gate.T) * (x @ up.T)) @ down.T
 
 
-def moe_route(logits, k, gating="softmax", norm=False, scale=1.0, bias=None):
-    """Expert ids [T][k] (descending by selection score) and their weights [T][k]."""
+def limit_groups(select, n_group, topk_group):
+    """DeepSeek-V3's group-limited selection (MoEGate, topk_method noaux_tc): the experts are
+    n_group groups of consecutive ids; a group's score is the sum of its two largest selection
+    scores; the experts outside the topk_group best groups (ties to the lower group) are masked to
+    -inf. Returns the masked selection scores [T][n_expert] and the group scores [T][n_group]."""
+    T, n = select.shape
+    groups = select.reshape(T, n_group, n // n_group)
+    group_score = np.sort(groups, axis=-1)[:, :, -2:].sum(axis=-1)
+    kept = np.argsort(-group_score, axis=-1, kind="stable")[:, :topk_group]
+    mask = np.zeros((T, n_group), dtype=bool)
+    np.put_along_axis(mask, kept, True, axis=-1)
+    masked = np.where(mask[:, :, None], groups, -np.inf).reshape(T, n)
+    return masked, group_score
+
+
+def moe_route(logits, k, gating="softmax", norm=False, scale=1.0, bias=None, n_group=0, topk_group=0):
+    """Expert ids [T][k] (descending by selection score) and their weights [T][k]; with
+    n_group > 1 and topk_group < n_group, chosen among the kept groups (limit_groups)."""
     if gating == "softmax":
         scores = softmax(logits)
     elif gating == "sigmoid":
@@ -70,6 +88,8 @@ def moe_route(logits, k, gating="softmax", norm=False, scale=1.0, bias=None):
     else:
         raise ValueError(f"gating '{gating}' (allowed: softmax, sigmoid)")
     select = scores if bias is None else scores + bias
+    if n_group > 1 and topk_group < n_group:
+        select, _ = limit_groups(select, n_group, topk_group)
     ids = np.argsort(-select, axis=-1, kind="stable")[:, :k]
     w = np.take_along_axis(scores, ids, axis=-1)
     if norm:
@@ -216,6 +236,31 @@ def selftest():
                 w_b / 2.5, (lambda s: s / s.sum(-1, keepdims=True))(np.take_along_axis(sigmoid(logits), ids_b, -1)))
     ok &= check("moe: the bias decides the selection", ids_b,
                 np.argsort(-(sigmoid(logits) + bias), axis=-1, kind="stable")[:, :3], 0)
+
+    # Group-limited routing, against a per-token loop over the groups written out directly.
+    n_exp_g, n_group, topk_group = 8, 4, 2
+    lg = rng.standard_normal((40, n_exp_g))
+    bias_g = 0.3 * rng.standard_normal(n_exp_g)
+    ids_g, w_g = moe_route(lg, 2, "sigmoid", norm=True, scale=2.5, bias=bias_g, n_group=n_group, topk_group=topk_group)
+    want_ids, changed = [], 0
+    for t in range(lg.shape[0]):
+        sel = sigmoid(lg[t]) + bias_g
+        gsc = [sorted(sel[2 * g:2 * g + 2])[-1] + sorted(sel[2 * g:2 * g + 2])[-2] for g in range(n_group)]
+        kept = sorted(range(n_group), key=lambda g: (-gsc[g], g))[:topk_group]
+        allowed = [e for e in range(n_exp_g) if e // 2 in kept]
+        want_ids.append(sorted(allowed, key=lambda e: (-sel[e], e))[:2])
+        changed += list(np.argsort(-sel, kind="stable")[:2]) != want_ids[-1]
+    ok &= check("moe: group-limited top-k equals the per-group loop", ids_g, np.array(want_ids), 0)
+    ok &= check("moe: group-limited weights are the unbiased scores, normalised and scaled",
+                w_g, 2.5 * (lambda s: s / s.sum(-1, keepdims=True))(np.take_along_axis(sigmoid(lg), ids_g, -1)))
+    if changed == 0:  # the case must exercise the limit, or the checks above cannot fail for it
+        print("FAIL moe: group limiting changed no token's choice (the check is vacuous)", file=sys.stderr)
+        ok = False
+    else:
+        print(f"ok   moe: group limiting changed the choice of {changed} of {lg.shape[0]} tokens")
+    ok &= check("moe: every group kept equals plain top-k", moe_route(lg, 2, "sigmoid", bias=bias_g, n_group=4,
+                                                                      topk_group=4)[0],
+                moe_route(lg, 2, "sigmoid", bias=bias_g)[0], 0)
 
     # Shared experts add to every token, gated by sigmoid(x . w) for qwen2moe.
     ps = random_moe(rng, E, F, n_expert, Fs=20, gated_shared=True)

@@ -151,7 +151,8 @@ TEST_P(EngineOnPreset, SharedPrefixBlocksGiveTheSameLogits) {
 
 INSTANTIATE_TEST_SUITE_P(Presets, EngineOnPreset,
                          ::testing::Values("tiny-llama", "tiny-llama3", "tiny-mistral", "tiny-qwen2", "tiny-mixtral",
-                                           "tiny-qwen2moe", "tiny-qwen3moe", "tiny-deepseek2", "tiny-deepseek2-yarn"),
+                                           "tiny-qwen2moe", "tiny-qwen3moe", "tiny-deepseek2", "tiny-deepseek3",
+                                           "tiny-deepseek2-yarn"),
                          [](const auto& info) {
                              std::string n = info.param;
                              for (char& c : n)
