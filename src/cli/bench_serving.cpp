@@ -104,6 +104,7 @@ struct Side {
     serving::ServingResult result;
     serving::ServingSummary summary;
     int64_t evaluations = 0, lookups = 0, pim_steps = 0;
+    double expert_rows = 0, expert_rows_pim = 0;  // of the run (not the sweep): routed rows, those on PIM
     std::unique_ptr<serving::StepCostModel> cost;  // shared by the run and the sweep: one step-time cache
     serving::SweepResult sweep;
     std::vector<std::vector<serving::StepEvent>> trace;  // --trace: the first steps of each instance
@@ -259,14 +260,14 @@ void check_one_expert_group(const workload::TraceBenchInputs& in, const sim::Sim
              "per NPU (allowed: --npus {})", in.ep, npus, in.ep);
 }
 
-// The routed experts' rows of the steps run and the share PIM computed (report "experts").
+// The routed experts' rows of the run's steps and the share PIM computed (report "experts").
 nlohmann::json experts_json(const Side& s, const workload::TraceBenchInputs& in) {
-    if (!in.routing || s.cost->expert_rows() <= 0) return nullptr;
+    if (!in.routing || s.expert_rows <= 0) return nullptr;
     return {{"ep", in.ep},
             {"routing", in.routing->source},
-            {"expert_rows", s.cost->expert_rows()},
-            {"expert_rows_on_pim", s.cost->expert_rows_on_pim()},
-            {"pim_row_share", s.cost->expert_rows_on_pim() / s.cost->expert_rows()}};
+            {"expert_rows", s.expert_rows},
+            {"expert_rows_on_pim", s.expert_rows_pim},
+            {"pim_row_share", s.expert_rows_pim / s.expert_rows}};
 }
 
 }  // namespace
@@ -478,6 +479,8 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
         };
         s.result = simulate(reqs, !c.trace.empty());
         s.summary = serving::summarize(s.result, slo);
+        s.expert_rows = s.cost->expert_rows();
+        s.expert_rows_pim = s.cost->expert_rows_on_pim();
         if (a.rate_sweep) {
             auto at_rate = [&](double rate) {
                 workload::ArrivalSpec sp = spec;
