@@ -74,40 +74,40 @@ struct BenchArgs {
     ServingBenchArgs serving;       // --workload serving (cli/bench_serving.h)
 };
 
-// --ep / --expert-skew / --routing-stats are modelled by the trace-only comparison only.
+// --ep / --expert-skew / --routing-stats are modelled by the trace-only comparison and the serving simulator.
 void check_expert_flags_unused(const BenchArgs& a, const std::string& workload) {
-    if (a.ep > 1) fail("--ep {} with --workload {}: expert parallelism is modelled by the trace-only comparison (allowed: "
-                       "--ep 1, or no --workload)", a.ep, workload);
+    if (a.ep > 1) fail("--ep {} with --workload {}: expert parallelism is modelled by the trace-only comparison and "
+                       "--workload serving (allowed: --ep 1)", a.ep, workload);
     if (a.expert_skew >= 0 || !a.routing_stats.empty())
-        fail("{} with --workload {}: the routing is modelled by the trace-only comparison (allowed: no --workload)",
+        fail("{} with --workload {}: the routing is modelled by the trace-only comparison and --workload serving "
+             "(allowed: no --workload, or --workload serving)",
              a.expert_skew >= 0 ? "--expert-skew" : "--routing-stats", workload);
 }
 
 // Expert parallelism and the routing of a trace-only MoE run (docs/scale-out.md).
 void set_expert_inputs(const BenchArgs& a, const config::CoopConfig& cfg, const config::Settings& st, bool file_mode,
                        workload::TraceBenchInputs& in) {
-    in.ep = int(a.ep != -1 ? a.ep : cfg.topology.ep);
-    if (file_mode && in.ep > 1)
+    const int ep = int(a.ep != -1 ? a.ep : cfg.topology.ep);
+    if (file_mode && ep > 1)
         fail("--ep {} with a model file: bench models expert parallelism trace-only (allowed: an architecture preset or "
-             "a config.json)", in.ep);
+             "a config.json)", ep);
     if (file_mode && (a.expert_skew >= 0 || !a.routing_stats.empty()))
         fail("{} with a model file: the engine routes the real tokens (allowed: an architecture preset or a config.json)",
              a.expert_skew >= 0 ? "--expert-skew" : "--routing-stats");
     if (file_mode) return;
-    const graph::ModelShape shape = workload::bench_model_shape(in.model, st.runtime.dtype);
-    graph::ep_shard(shape, in.ep, 0);  // exit 2 before any work: a dense model, an ep that does not divide E
-    in.routing = workload::routing_from_flags(a.expert_skew, a.routing_stats, shape);
+    workload::set_expert_inputs(in, ep, a.expert_skew, a.routing_stats, st.runtime.dtype);
 }
 
 void run_bench(const BenchArgs& a, const CLI::App& root) {
-    if (is_agent_workload(a.agent) || a.agent.workload == "serving") check_expert_flags_unused(a, a.agent.workload);
+    if (is_agent_workload(a.agent)) check_expert_flags_unused(a, a.agent.workload);
     if (is_agent_workload(a.agent))
         return run_bench_agent(a.agent, {a.model, a.settings_path, a.config_path, a.dispatch, a.report, a.svg});
     if (a.agent.workload == "serving")
         return run_bench_serving(a.serving, {a.model, a.settings_path, a.config_path, a.pim, a.dispatch, a.report,
                                              a.topology, a.agent.workload_file, a.svg, a.trace, a.trace_steps,
                                              a.baseline, a.target, a.npus, a.pims, a.seq_len, a.gen_len, a.tp, a.pp,
-                                             a.flashcomm, a.hccl_expansion, a.th, a.no_verdict_exit});
+                                             a.ep, a.expert_skew, a.routing_stats, a.flashcomm, a.hccl_expansion,
+                                             a.th, a.no_verdict_exit});
     const auto t0 = std::chrono::steady_clock::now();
     const config::EnvMap env = config::process_env();
     config::Settings st = config::load_settings(a.settings_path, env, workload::known_soc_names());

@@ -146,6 +146,7 @@ struct Side {
     serving::ServingResult result;
     serving::ServingSummary summary;
     int64_t evaluations = 0, lookups = 0, pim_steps = 0;
+    double expert_rows = 0, expert_rows_pim = 0;  // of the run (not the sweep): routed rows, those on PIM
     std::unique_ptr<serving::StepCostModel> cost;  // shared by the run and the sweep: one step-time cache
     serving::SweepResult sweep;
     std::vector<std::vector<serving::StepEvent>> trace;  // --trace: the first steps of each instance
@@ -277,8 +278,9 @@ std::vector<sim::Verdict> judge_serving(const Side& b, const Side& t, const sim:
     return out;
 }
 
-nlohmann::json side_json(const Side& s, const Layout& lay) {
+nlohmann::json side_json(const Side& s, const Layout& lay, const nlohmann::json& experts) {
     nlohmann::json j = serving::summary_to_json(s.summary);
+    j["experts"] = experts;
     j["policy"] = sim::policy_name(s.policy);
     j["kv_cache"] = serving::kv_capacity_json(s.kv);
     j["step_times"] = {{"compositions_timed", s.evaluations}, {"steps_looked_up", s.lookups},
@@ -289,6 +291,25 @@ nlohmann::json side_json(const Side& s, const Layout& lay) {
     if (lay.disaggregated) j["prefill_kv_cache"] = serving::kv_capacity_json(s.prefill_kv);
     if (!s.sweep.points.empty()) j["rate_sweep"] = serving::sweep_to_json(s.sweep);
     return j;
+}
+
+// Expert parallelism: one instance is the EP group, a rank per NPU (idle NPUs beside one
+// scheduler model nothing; replicas are --dp).
+void check_one_expert_group(const workload::TraceBenchInputs& in, const sim::SimHardware& hw) {
+    const size_t npus = hw.devices_of(sim::DeviceKind::NPU).size();
+    if (in.ep > 1 && size_t(in.ep) != npus)
+        fail("--ep {} with --workload serving on {} NPUs: the serving instance is the expert-parallel group, one rank "
+             "per NPU (allowed: --npus {})", in.ep, npus, in.ep);
+}
+
+// The routed experts' rows of the run's steps and the share PIM computed (report "experts").
+nlohmann::json experts_json(const Side& s, const workload::TraceBenchInputs& in) {
+    if (!in.routing || s.expert_rows <= 0) return nullptr;
+    return {{"ep", in.ep},
+            {"routing", in.routing->source},
+            {"expert_rows", s.expert_rows},
+            {"expert_rows_on_pim", s.expert_rows_pim},
+            {"pim_row_share", s.expert_rows_pim / s.expert_rows}};
 }
 
 }  // namespace
@@ -302,9 +323,12 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
     if (c.pp > 1)
         fail("--pp {} with --workload serving: the serving model has no pipeline stages (allowed: --pp 1; --tp N "
              "splits every step's layers over N ranks)", c.pp);
-    if (c.tp > 1 && (a.dp > 1 || a.disaggregate))
-        fail("--tp {} with {}: a replica or instance is one device group of the machine (allowed: --tp with --dp 1 "
-             "and without --disaggregate)", c.tp, a.dp > 1 ? "--dp " + std::to_string(a.dp) : std::string("--disaggregate"));
+    const int64_t ep = c.ep != -1 ? c.ep : cfg.topology.ep;
+    for (const auto& [flag, n] : {std::pair{"--tp", c.tp}, std::pair{"--ep", ep}})
+        if (n > 1 && (a.dp > 1 || a.disaggregate))
+            fail("{} {} with {}: a replica or instance is one device group of the machine (allowed: {} with --dp 1 "
+                 "and without --disaggregate)", flag, n, a.dp > 1 ? "--dp " + std::to_string(a.dp) : "--disaggregate",
+                 flag);
     const workload::ArrivalSpec spec{parse_rate(a.rate), a.burstiness, uint64_t(a.seed)};
     const serving::Slo slo{a.slo_ttft_ms, a.slo_tpot_ms};
     if (a.rate_sweep && slo.ttft_ms < 0 && slo.tpot_ms < 0)
@@ -334,7 +358,9 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
     std::unique_ptr<format::GgufFile> gguf;
     if (file_model) gguf = std::make_unique<format::GgufFile>(format::GgufFile::open(in.model));
     const model::Hparams hp = file_model ? model::hparams_from_gguf(*gguf) : *model::find_arch_preset(in.model);
+    workload::set_expert_inputs(in, int(ep), c.expert_skew, c.routing_stats, st.runtime.dtype);
     const workload::BenchSetup setup = workload::prepare_bench(st, cfg, in, /*file_mode=*/false);
+    check_one_expert_group(in, setup.rig->hw);
 
     const int64_t n_ctx = a.ctx != -1 ? a.ctx : hp.n_ctx_train;
     if (n_ctx < 2) fail("{} states no trained context (allowed: --ctx N)", in.model);
@@ -456,6 +482,7 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
         s.kv = capacity(shape, ro, decode_hw, lay.disaggregated ? ", decode instance" : "");
         graph::GraphOptions go;  // --tp: each step as rank 0's graph with its collectives
         go.tp = in.tp;
+        go.ep = in.ep;
         go.flashcomm = in.flashcomm;
         s.cost = std::make_unique<serving::StepCostModel>(shape, ro, decode_hw, go);
         uint64_t kv_bytes_per_token = 0;
@@ -502,6 +529,8 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
         };
         s.result = simulate(reqs, !c.trace.empty());
         s.summary = serving::summarize(s.result, slo);
+        s.expert_rows = s.cost->expert_rows();
+        s.expert_rows_pim = s.cost->expert_rows_on_pim();
         if (a.rate_sweep) {
             auto at_rate = [&](double rate) {
                 workload::ArrivalSpec sp = spec;
@@ -521,6 +550,11 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
         s.pim_steps = s.cost->pim_steps();
     }
     print_table(sides[0], sides[1], lay);
+    for (const Side& s : sides)
+        if (const nlohmann::json e = experts_json(s, in); !e.is_null())
+            std::printf("experts (%s): ep %d, routing %s: %.1f %% of the routed expert rows on PIM\n",
+                        sim::policy_name(s.policy), in.ep, in.routing->source.c_str(),
+                        100 * e["pim_row_share"].get<double>());
     const std::vector<sim::Verdict> verdicts = judge_serving(sides[0], sides[1], c.th);
     for (const sim::Verdict& v : verdicts) std::printf("%s\n", v.line.c_str());
     if (a.slo_ttft_ms >= 0 || a.slo_tpot_ms >= 0)
@@ -571,7 +605,8 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
                                                             : nlohmann::json(nullptr)},
                               {"slo_ttft_ms", a.slo_ttft_ms >= 0 ? nlohmann::json(a.slo_ttft_ms) : nlohmann::json(nullptr)},
                               {"slo_tpot_ms", a.slo_tpot_ms >= 0 ? nlohmann::json(a.slo_tpot_ms) : nlohmann::json(nullptr)}}},
-                            {"serving", {{"baseline", side_json(sides[0], lay)}, {"target", side_json(sides[1], lay)}}},
+                            {"serving", {{"baseline", side_json(sides[0], lay, experts_json(sides[0], in))},
+                                         {"target", side_json(sides[1], lay, experts_json(sides[1], in))}}},
                             {"verdicts", sim::verdicts_to_json(verdicts)},
                             {"config", workload::config_json(st, cfg)},
                             {"topology", workload::topology_json(hw)}};

@@ -39,6 +39,9 @@ struct ServingBenchCommon {
     int64_t npus = -1, pims = -1;
     int64_t seq_len = -1, gen_len = 256;
     int64_t tp = 1, pp = 1;
+    int64_t ep = -1;             // --ep (-1: config.toml [topology] ep)
+    double expert_skew = -1;     // --expert-skew (-1: not given)
+    std::string routing_stats;   // --routing-stats
     bool flashcomm = false;      // --flashcomm (with --tp)
     std::string hccl_expansion;  // --hccl-expansion
     sim::Thresholds th;            // the three verdicts' thresholds (--tbt-reduction-min ...)

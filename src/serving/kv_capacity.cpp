@@ -13,11 +13,12 @@ namespace {
 sim::MemoryBreakdown one_block_memory(const graph::ModelShape& shape, const sim::RunOptions& opts,
                                       const sim::SimHardware& hw, int64_t step_tokens) {
     // One step of step_tokens prompt tokens; one block of context for one sequence; with
-    // opts.parallel.tp > 1 tensor-parallel rank 0's graph (its share of the weights).
+    // opts.parallel.tp or opts.experts.ep > 1 rank 0's graph (its share of the weights).
     graph::GraphOptions go;
     go.tp = opts.parallel.tp;
-    const sim::Plan plan = go.tp > 1 ? sim::plan_generation(shape, step_tokens, 1, 1, go)
-                                     : sim::plan_generation(shape, step_tokens, 1, 1);
+    go.ep = opts.experts.ep;
+    const sim::Plan plan = go.tp * go.ep > 1 ? sim::plan_generation(shape, step_tokens, 1, 1, go)
+                                             : sim::plan_generation(shape, step_tokens, 1, 1);
     const sim::Placer placer(opts.placement, hw);
     return sim::account_memory(shape, plan, hw.kv_block_tokens, 1, placer, opts, hw);
 }
@@ -44,20 +45,22 @@ KvCapacity kv_capacity(const graph::ModelShape& shape, const sim::RunOptions& op
         fail("the memory preset '{}' states no capacity, so the KV cache cannot be derived (allowed: --kv-blocks N)",
              hw.memory_name);
     const sim::MemoryBreakdown m = one_block_memory(shape, opts, hw, step_tokens);
-    const uint64_t tp = uint64_t(std::max(1, opts.parallel.tp));
+    const uint64_t tp = uint64_t(std::max(1, opts.parallel.tp)), ep = uint64_t(std::max(1, opts.experts.ep));
     // Per rank: its NPU's memory, its share of the weights (the plan's), its KV heads (a latent
-    // KV is whole on every rank); the figures below are those times the ranks.
+    // KV is whole on every rank); the figures below are those times the ranks. An EP rank holds
+    // whole blocks of its own sequences: the pool is the ranks' blocks together.
     const uint64_t kv_heads = uint64_t(std::max<int64_t>(1, shape.n_head_kv));
     const uint64_t rank_heads = shape.is_mla() ? kv_heads : (kv_heads + tp - 1) / tp;
     const uint64_t rank_block = m.kv_cache_bytes * rank_heads / kv_heads;
     const uint64_t rank_other = m.total_bytes() - m.kv_cache_bytes;
     const uint64_t npus = std::max<uint64_t>(1, hw.devices_of(sim::DeviceKind::NPU).size());
-    const uint64_t rank_device = tp > 1 ? c.device_bytes / std::max(npus, tp) : c.device_bytes;  // ranks may share an NPU
+    const uint64_t ranks = tp * ep;
+    const uint64_t rank_device = ranks > 1 ? c.device_bytes / std::max(npus, ranks) : c.device_bytes;  // ranks may share an NPU
     DUET_CHECK(rank_block > 0);
-    c.n_blocks = rank_device > rank_other ? int64_t((rank_device - rank_other) / rank_block) : 0;
+    c.n_blocks = rank_device > rank_other ? int64_t((rank_device - rank_other) / rank_block * ep) : 0;
     c.block_bytes = rank_block * tp;
-    c.other_bytes = rank_other * tp;
-    c.device_bytes = rank_device * tp;
+    c.other_bytes = rank_other * ranks;
+    c.device_bytes = rank_device * ranks;
     return c;
 }
 

@@ -5,7 +5,9 @@
 // cache and workspace (sim/memory_accounting.h) — divided into paged blocks of
 // SimHardware::kv_block_tokens tokens. With tensor parallelism (opts.parallel.tp ranks, one per
 // NPU) each rank holds its share of the weights and of the KV heads in its own NPU's memory; a
-// block spans the ranks, and the bytes reported are summed over them.
+// block spans the ranks, and the bytes reported are summed over them. With expert parallelism
+// (opts.experts.ep ranks, data-parallel attention) each rank holds its experts' share of the
+// weights and whole blocks of its own sequences: the blocks are the ranks' together.
 #include <nlohmann/json.hpp>
 
 #include <cstdint>

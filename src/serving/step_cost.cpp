@@ -4,6 +4,7 @@
 #include <bit>
 
 #include "core/error.h"
+#include "sim/expert_load.h"
 #include "sim/placement.h"
 #include "sim/planner.h"
 #include "sim/scale_out.h"
@@ -65,6 +66,31 @@ sim::OpTrace step_records(const graph::Graph& g, const std::vector<sched::Chunk>
     return out;
 }
 
+namespace {
+
+// EP rank 0's chunks of a step of n_dec decode sequences (context dec_past) and prompt chunks
+// `pre` (tokens, context): the header's busiest share; ep 1: all of them.
+std::vector<sched::Chunk> rank_chunks(int64_t n_dec, int64_t dec_past, std::vector<std::pair<int64_t, int64_t>> pre,
+                                      int ep) {
+    std::vector<sched::Chunk> chunks;
+    for (int64_t i = 0; i < (n_dec + ep - 1) / ep; ++i) chunks.push_back({i, dec_past, 1, true});
+    std::sort(pre.begin(), pre.end(), [](const auto& a, const auto& b) { return a > b; });
+    for (size_t i = 0; i < pre.size(); i += size_t(ep)) chunks.push_back({0, pre[i].second, pre[i].first, true});
+    return chunks;
+}
+
+// Rows of the routed experts' gate matmuls in `p` and its EP ranks' plans: all, and on PIM.
+void count_expert_rows(const sim::Plan& p, double& rows, double& pim) {
+    for (const sim::OpRecord& r : p.ops)
+        if (r.kind == sim::OpKind::MOE_MATMUL && r.role == sim::WeightRole::FFN_GATE_EXPS) {
+            rows += double(r.m);
+            if (r.expert_group == graph::ExpertGroup::PIM) pim += double(r.m);
+        }
+    for (const sim::Plan& q : p.ep_ranks) count_expert_rows(q, rows, pim);
+}
+
+}  // namespace
+
 StepCostModel::StepCostModel(const graph::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw,
                              const graph::GraphOptions& go)
     : shape_(shape), opts_(opts), go_(go), hw_(hw) {
@@ -72,9 +98,11 @@ StepCostModel::StepCostModel(const graph::ModelShape& shape, const sim::RunOptio
     if (opts_.parallel.pp > 1 || go_.pp > 1)
         fail("--workload serving has no pipeline stages (allowed: --pp 1; --tp N splits every step's layers)");
     DUET_CHECK(go_.tp == opts_.parallel.tp, "graph split over {} ranks, run options over {}", go_.tp, opts_.parallel.tp);
+    DUET_CHECK(go_.ep == opts_.experts.ep, "experts split over {} ranks, run options over {}", go_.ep, opts_.experts.ep);
     go_.tp_rank = 0;
-    graph_ = std::make_shared<const graph::Graph>(go_.tp > 1 || go_.fuse ? graph::build_graph(shape, go_)
-                                                                          : graph::build_graph(shape));
+    go_.ep_rank = 0;
+    const bool split = go_.tp > 1 || go_.ep > 1 || go_.fuse;
+    graph_ = std::make_shared<const graph::Graph>(split ? graph::build_graph(shape, go_) : graph::build_graph(shape));
 }
 
 double StepCostModel::step_ns(const sched::Step& step) {
@@ -92,29 +120,42 @@ double StepCostModel::step_ns(const sched::Step& step) {
     Key key{n_dec, dec_past};
     for (const auto& [n, p] : pre) key.push_back(n), key.push_back(p);
     ++lookups_;
-    if (auto it = cache_.find(key); it != cache_.end()) {
-        pim_steps_ += it->second.pim ? 1 : 0;
-        return it->second.ns;
+    auto it = cache_.find(key);
+    if (it == cache_.end()) {
+        int64_t tokens = n_dec;  // over the whole EP group: what the routed experts see
+        for (const auto& np : pre) tokens += np.first;
+        const sim::Phase phase = pre.empty() ? sim::Phase::DECODE : sim::Phase::PREFILL;
+        const Timed t = time_step(rank_chunks(n_dec, dec_past, pre, go_.ep), phase, dec_past, tokens);
+        ++evaluations_;
+        if (cache_.size() >= kMaxCachedSteps) cache_.clear();  // a server runs for days (workload/serve_twin.h)
+        it = cache_.emplace(std::move(key), t).first;
     }
+    pim_steps_ += it->second.pim ? 1 : 0;
+    expert_rows_ += it->second.expert_rows;
+    expert_rows_pim_ += it->second.expert_rows_pim;
+    return it->second.ns;
+}
 
-    std::vector<sched::Chunk> chunks;
-    for (int64_t i = 0; i < n_dec; ++i) chunks.push_back({i, dec_past, 1, true});
-    for (const auto& [n, p] : pre) chunks.push_back({0, p, n, true});
+StepCostModel::Timed StepCostModel::time_step(const std::vector<sched::Chunk>& chunks, sim::Phase phase,
+                                              int64_t dec_past, int64_t tokens) {
     sim::Plan plan;
     plan.graph = graph_;
     plan.ops = step_records(*graph_, chunks);
     if (go_.flashcomm && go_.tp > 1) sim::apply_flashcomm(plan.ops, go_.tp);
-    const sim::Phase phase = pre.empty() ? sim::Phase::DECODE : sim::Phase::PREFILL;
     plan.forwards.push_back({phase, dec_past, 1, 0, plan.ops.size()});
-    const sim::Placer placer(opts_.placement, hw_);
-    const sim::Timeline tl = sim::simulate_timeline(shape_, plan, placer, opts_, hw_);
-    const double ns = phase == sim::Phase::PREFILL ? tl.ttft_ns : tl.tbt_ns.at(0);
-    const bool pim = tl.prefill.pim().ops + tl.decode.pim().ops > 0;
-    ++evaluations_;
-    pim_steps_ += pim ? 1 : 0;
-    if (cache_.size() >= kMaxCachedSteps) cache_.clear();  // a server runs for days (workload/serve_twin.h)
-    cache_.emplace(std::move(key), Timed{ns, pim});
-    return ns;
+    sim::RunOptions o = opts_;
+    o.experts.seqs_total = int32_t(tokens);  // one token per "sequence" (ForwardSpan::n_new = 1)
+    Timed t;
+    if (o.experts.routing && shape_.is_moe()) {
+        nlohmann::json unused;
+        plan = sim::plan_with_expert_loads(plan, shape_, o, hw_, unused);
+        count_expert_rows(plan, t.expert_rows, t.expert_rows_pim);
+    }
+    const sim::Placer placer(o.placement, hw_);
+    const sim::Timeline tl = sim::simulate_timeline(shape_, plan, placer, o, hw_);
+    t.ns = phase == sim::Phase::PREFILL ? tl.ttft_ns : tl.tbt_ns.at(0);
+    t.pim = tl.prefill.pim().ops + tl.decode.pim().ops > 0;
+    return t;
 }
 
 }  // namespace duet::serving

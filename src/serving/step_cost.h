@@ -18,6 +18,14 @@
 // steps per octave (lengths up to 16 exact; at most 6.25 % off) and timed at the rounded
 // values, so the time of a step does not depend on which step came first. Decode context is
 // the mean over the decode sequences, rounded the same way.
+// Expert parallelism (go.ep ranks, a MoE model): the ranks run data-parallel attention, so a
+// step's records are EP rank 0's share of its sequences — ⌈decode/ep⌉ decode sequences and the
+// prompt chunks 1, ep+1, 2ep+1, ... in order of size, largest first: the busiest rank's, which
+// every rank is priced as (sim/scale_out.h) — while the routed experts of every rank see all the
+// step's tokens (sim/expert_load.h with T = the step's tokens over the whole group): a step of
+// few tokens gives each expert a row or two (GEMV-like, where PIM pays), a step of many tokens
+// gives GEMMs. With opts.experts.routing set (a MoE model) the expert records are priced from
+// the routing and placed per expert, also at ep 1, as `duet bench` prices them.
 // At most kMaxCachedSteps compositions are kept (emptied when full: a long-running server's
 // twin must not grow; a 10 000-request simulation times about a thousand).
 // Thread safety: none (the cache); one per thread.
@@ -46,8 +54,9 @@ inline constexpr size_t kMaxCachedSteps = 65536;
 
 class StepCostModel {
 public:
-    // `go`: the graph's split (tp ranks, FlashComm; go.tp must equal opts.parallel.tp): every
-    // step runs as rank 0's graph with its collectives on the machine's ranks (sim/scale_out.h).
+    // `go`: the graph's split (tp or ep ranks, FlashComm; go.tp must equal opts.parallel.tp and
+    // go.ep opts.experts.ep): every step runs as rank 0's graph with its collectives on the
+    // machine's ranks (sim/scale_out.h).
     // Pipeline parallelism is refused (a step is one forward, not micro-batches).
     StepCostModel(const graph::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw,
                   const graph::GraphOptions& go = {});
@@ -56,6 +65,10 @@ public:
     int64_t evaluations() const { return evaluations_; }  // distinct compositions timed
     int64_t lookups() const { return lookups_; }
     int64_t pim_steps() const { return pim_steps_; }  // steps looked up in which a PIM device computed
+    // Routed-expert rows of the steps looked up, summed over the EP ranks and MoE layers (one per
+    // token and expert it picks; 0 without routing), and those computed on PIM.
+    double expert_rows() const { return expert_rows_; }
+    double expert_rows_on_pim() const { return expert_rows_pim_; }
 
 private:
     using Key = std::vector<int64_t>;
@@ -67,9 +80,12 @@ private:
     struct Timed {
         double ns = 0;
         bool pim = false;  // a PIM device ran operators in the step
+        double expert_rows = 0, expert_rows_pim = 0;
     };
+    Timed time_step(const std::vector<sched::Chunk>& chunks, sim::Phase phase, int64_t dec_past, int64_t tokens);
     std::map<Key, Timed> cache_;
     int64_t evaluations_ = 0, lookups_ = 0, pim_steps_ = 0;
+    double expert_rows_ = 0, expert_rows_pim_ = 0;
 };
 
 }  // namespace duet::serving

@@ -11,6 +11,7 @@
 #include "config/runtime_knobs.h"
 #include "core/error.h"
 #include "format/gguf.h"
+#include "graph/parallel.h"
 #include "hw/memory_presets.h"
 #include "hw/npu/npu_device.h"
 #include "hw/npu/npu_preset.h"
@@ -22,6 +23,7 @@
 #include "sim/scale_out.h"
 #include "sim/topology.h"
 #include "workload/model_limits.h"
+#include "workload/routing_stats.h"
 
 namespace duet::workload {
 
@@ -235,6 +237,20 @@ void check_expert_parallel_ranks(int ep, int tp, int pp, int64_t npus) {
         fail("--ep {} x --tp {} x --pp {} = {} ranks but the topology has {} NPU(s): each expert-parallel rank holds its "
              "own experts (allowed: --npus {}, or [topology] npus = {}; or fewer ranks)",
              ep, tp, pp, ranks, npus, ranks, ranks);
+    if (ep > 1 && npus % ranks != 0)
+        fail("--ep {} x --tp {} x --pp {} = {} ranks do not divide the {} NPUs of the topology: each rank is an NPU "
+             "(allowed: --npus a multiple of {}, or ranks that divide {})", ep, tp, pp, ranks, npus, ranks, npus);
+}
+
+void set_expert_inputs(TraceBenchInputs& in, int ep, double skew, const std::string& routing_stats,
+                       const std::string& dtype) {
+    if (in.tp > 1 && ep > 1)
+        fail("--tp {} with --ep {}: tensor parallelism is not modelled for experts or latent attention; the "
+             "expert-parallel ranks run data-parallel attention (allowed: --tp 1 with --ep N)", in.tp, ep);
+    const graph::ModelShape shape = bench_model_shape(in.model, dtype);
+    graph::ep_shard(shape, ep, 0);  // a dense model, an ep that does not divide the experts
+    in.ep = ep;
+    in.routing = routing_from_flags(skew, routing_stats, shape);
 }
 
 int micro_batches_for(int32_t batch, int pp) {

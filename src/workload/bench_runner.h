@@ -44,8 +44,16 @@ struct TraceBenchInputs {
 };
 
 // Throws duet::Error when the ep x tp x pp ranks of an expert-parallel run need more NPUs than
-// the topology has (`npus`), naming the flags and the keys that give more.
+// the topology has (`npus`) or do not divide them, naming the flags and the keys that give more.
 void check_expert_parallel_ranks(int ep, int tp, int pp, int64_t npus);
+
+// --ep / --expert-skew / --routing-stats of a trace-only model (in.model a preset, config.json or
+// GGUF hparams; in.tp set): in.ep = ep and in.routing (uniform for a MoE model when neither skew
+// >= 0 nor routing_stats is given). Throws duet::Error, exit 2 before any work: --tp with --ep
+// (tensor parallelism is not modelled for experts or latent attention: the ep ranks run
+// data-parallel attention), a dense model, an ep that does not divide the experts, bad routing.
+void set_expert_inputs(TraceBenchInputs& in, int ep, double skew, const std::string& routing_stats,
+                       const std::string& dtype);
 
 // Micro-batches of a pipeline-parallel run: the largest divisor of the batch not above pp
 // (1 without pipeline parallelism).

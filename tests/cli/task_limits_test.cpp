@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "../server/server_process.h"
 
@@ -65,6 +66,34 @@ TEST_F(TaskLimits, PromptsPastTheContextAreRefused) {
                        "llama2-7b's context of 4096 tokens (allowed: seq_len at most 3840)");
     expect_refused({{"task", "bench"}, {"model", "llama2-7b"}, {"gen_len", 5000}}, "gen_len",
                    "gen_len = 5000 does not fit llama2-7b's context of 4096 tokens (allowed: gen_len at most 4095)");
+}
+
+// A bench task's "topology.ep" splits the experts as `duet bench --ep` does, with its errors.
+TEST_F(TaskLimits, ExpertParallelBenchTasksAreCheckedAtSubmission) {
+    expect_refused({{"task", "bench"}, {"model", "llama2-7b"}, {"topology.ep", 2}, {"topology.npus", 2}},
+                   "topology.ep",
+                   "--ep = 2: 'llama2-7b' has no routed experts, expert parallelism needs a Mixture-of-Experts model "
+                   "(allowed: --ep 1) [task parameter 'topology.ep']");
+    expect_refused({{"task", "bench"}, {"model", "mixtral-8x7b"}, {"topology.ep", 4}, {"topology.npus", 6}},
+                   "topology.ep",
+                   "--ep 4 x --tp 1 x --pp 1 = 4 ranks do not divide the 6 NPUs of the topology: each rank is an NPU "
+                   "(allowed: --npus a multiple of 4, or ranks that divide 6) [task parameter 'topology.ep']");
+    httplib::Client c("127.0.0.1", server_->port());
+    c.set_read_timeout(std::chrono::seconds(30));
+    const json ok = {{"task", "bench"}, {"model", "qwen3-30b-a3b"}, {"topology.ep", 4}, {"topology.npus", 4},
+                     {"topology.pims", 4}, {"memory.cache_limit_mb", 8192}, {"seq_len", 64}, {"gen_len", 4}};
+    auto r = c.Post("/v1/tasks", ok.dump(), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const std::string id = json::parse(r->body)["id"];
+    json t = json::object();
+    for (int i = 0; i < 600 && t.value("status", "") != "done" && t.value("status", "") != "failed"; ++i) {
+        if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        t = json::parse(c.Get("/v1/tasks/" + id)->body);
+    }
+    ASSERT_EQ(t["status"], "done") << t.dump();
+    EXPECT_EQ(t["result"]["parallel"]["ep"], 4);
+    EXPECT_EQ(t["result"]["target"]["experts"]["experts_per_device"], 32);
 }
 
 // Tasks estimate what they hold before they are queued (tune/memory_estimate.h): past the

@@ -1,0 +1,154 @@
+// `duet bench --workload serving --ep N`: expert parallelism under serving load. One request
+// alone gets `duet bench --ep N`'s TTFT and TBT; under load the step's tokens decide where the
+// experts run; the KV pool is the ranks' blocks together; bad combinations exit 2 naming the flags.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+namespace {
+
+struct Result {
+    int code = -1;
+    std::string out;
+    nlohmann::json report;
+};
+
+// The real MoE presets' layer 0, pre-converted to NZ, needs a conversion cache beyond the shipped
+// 512 MiB (tests/sim/moe_bench_cli_test.cpp).
+const char* kCacheEnv = "env DUET_MEMORY_CACHE_LIMIT_MB=8192 ";
+
+Result run(const std::string& args, const std::string& workload = "--workload serving ") {
+    static int counter = 0;
+    const std::string report = std::string(DUET_BINARY_DIR) + "/serving_ep_cli_" + std::to_string(counter++) + ".json";
+    std::remove(report.c_str());
+    const std::string cmd = kCacheEnv + std::string(DUET_BINARY_DIR) + "/duet --log-level off bench " + workload +
+                            args + " --no-verdict-exit --report " + report + " 2>&1";
+    Result r;
+    FILE* p = popen(cmd.c_str(), "r");
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+    const int status = pclose(p);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream in(report);
+    if (in) r.report = nlohmann::json::parse(in);
+    return r;
+}
+
+// DeepSeek-V3 on eight NPUs with PIM, experts over eight ranks; its weights do not fit 64 GiB a
+// device, so the KV pool is given.
+const std::string kMachine = "--model deepseek-v3 --npus 8 --pims 8 --ep 8 ";
+constexpr double kMoeLayers = 58, kTopK = 8;  // deepseek-v3: layers 3..60 route 8 of 256 experts
+
+// Every step is EP rank 0's share of the sequences with its experts fed the whole step's tokens,
+// so one request alone is `duet bench --ep 8`'s forward: the same TTFT and TBT, and the expert
+// rows of a 128-token prompt and 15 one-token steps (each token routed to 8 experts per layer),
+// the one-row decode experts on PIM; under uniform routing and under --expert-skew alike (the
+// skewed step slower: the rank of the hot experts sets it).
+TEST(ServingEpCli, OneRequestIsTheBenchsExpertParallelForward) {
+    double tbt_uniform = 0;
+    for (const std::string routing : {"", "--expert-skew 0.5 "}) {
+        SCOPED_TRACE(routing);
+        const std::string shape = kMachine + routing + "--seq-len 128 --gen-len 16 ";
+        const Result s = run(shape + "--requests 1 --rate inf --kv-blocks 1000");
+        ASSERT_EQ(s.code, 0) << s.out;
+        const Result b = run(shape, "");
+        ASSERT_EQ(b.code, 0) << b.out;
+        for (const char* side : {"baseline", "target"}) {
+            const nlohmann::json& sv = s.report["serving"][side];
+            const double ttft_ms = b.report[side]["timeline"]["ttft_ns"].get<double>() / 1e6;
+            const double tbt_ms = b.report[side]["tbt_mean_ns"].get<double>() / 1e6;
+            EXPECT_NEAR(sv["ttft_ms"]["p50"].get<double>(), ttft_ms, ttft_ms * 1e-6) << side;
+            EXPECT_NEAR(sv["tpot_ms"]["mean"].get<double>(), tbt_ms, tbt_ms * 1e-4) << side;
+            EXPECT_EQ(sv["experts"]["ep"], 8) << side;
+            EXPECT_EQ(sv["experts"]["routing"], b.report[side]["experts"]["routing"]) << side;
+        }
+        EXPECT_EQ(s.report["serving"]["baseline"]["experts"]["expert_rows_on_pim"].get<double>(), 0.0);
+        const nlohmann::json& e = s.report["serving"]["target"]["experts"];
+        if (routing.empty()) {  // skewed: each rank's fractional rows are rounded up (sim/expert_load.h)
+            EXPECT_EQ(e["expert_rows"].get<double>(), (128 + 15) * kTopK * kMoeLayers);
+            EXPECT_EQ(e["expert_rows_on_pim"].get<double>(), 15 * kTopK * kMoeLayers);
+        }
+        const double tbt = s.report["serving"]["baseline"]["tpot_ms"]["mean"].get<double>();
+        if (routing.empty()) tbt_uniform = tbt;
+        else EXPECT_GT(tbt, tbt_uniform * 1.05);  // the hot experts' rank sets the step
+    }
+}
+
+// Under load a decode step carries many sequences: each expert receives several rows, the NPU is
+// faster for them, and PIM's share of the expert rows falls with it, turning the TPOT verdict.
+TEST(ServingEpCli, LoadMovesTheExpertsFromPimToTheNpu) {
+    const std::string shape = kMachine + "--seq-len 128 --gen-len 32 --requests 32 --kv-blocks 1000 --rate ";
+    const Result light = run(shape + "0.5"), heavy = run(shape + "inf");
+    ASSERT_EQ(light.code, 0) << light.out;
+    ASSERT_EQ(heavy.code, 0) << heavy.out;
+    auto share = [](const Result& r) { return r.report["serving"]["target"]["experts"]["pim_row_share"].get<double>(); };
+    auto tpot_gain = [](const Result& r) {
+        const nlohmann::json& sv = r.report["serving"];
+        return 1 - sv["target"]["tpot_ms"]["mean"].get<double>() / sv["baseline"]["tpot_ms"]["mean"].get<double>();
+    };
+    EXPECT_GT(share(light), 0.05);  // one decode token a step at most times: one-row experts on PIM
+    EXPECT_LT(share(heavy), share(light) / 10);
+    EXPECT_GT(tpot_gain(light), 0.05);  // npu_pim_coop faster than npu_only when the steps are small
+    EXPECT_LT(tpot_gain(heavy), 0.0);   // and slower when they are large
+}
+
+// An EP rank holds its experts' share of the weights and whole KV blocks of its own sequences.
+TEST(ServingEpCli, TheKvPoolIsTheRanksBlocksTogether) {
+    const Result one = run("--model qwen3-30b-a3b --requests 2 --seq-len 64 --gen-len 4");
+    const Result ep = run("--model qwen3-30b-a3b --npus 8 --pims 8 --ep 8 --requests 2 --seq-len 64 --gen-len 4");
+    ASSERT_EQ(one.code, 0) << one.out;
+    ASSERT_EQ(ep.code, 0) << ep.out;
+    for (const char* side : {"baseline", "target"}) {
+        const nlohmann::json &k1 = one.report["serving"][side]["kv_cache"], &k8 = ep.report["serving"][side]["kv_cache"];
+        const double gib = double(1 << 30), rank_other = k8["other_bytes"].get<double>() / 8;
+        EXPECT_EQ(k8["device_bytes"].get<double>(), 8 * 64 * gib) << side;
+        EXPECT_EQ(k8["block_bytes"], k1["block_bytes"]) << side;
+        EXPECT_LT(rank_other, k1["other_bytes"].get<double>() / 4) << side;  // 16 of 128 experts a layer
+        EXPECT_EQ(k8["blocks"].get<double>(),
+                  8 * std::floor((64 * gib - rank_other) / k8["block_bytes"].get<double>())) << side;
+    }
+}
+
+TEST(ServingEpCli, BadExpertParallelFlagsExitTwo) {
+    const std::pair<std::string, std::string> cases[] = {
+        {"--workload serving --model llama2-7b --ep 2 --npus 2",
+         "--ep = 2: 'llama2-7b' has no routed experts, expert parallelism needs a Mixture-of-Experts model (allowed: "
+         "--ep 1)"},
+        {"--workload serving --model mixtral-8x7b --ep 3 --npus 3",
+         "--ep = 3 does not divide the 8 routed experts of 'mixtral-8x7b' (allowed: a divisor of 8)"},
+        {"--model mixtral-8x7b --ep 4 --npus 6",
+         "--ep 4 x --tp 1 x --pp 1 = 4 ranks do not divide the 6 NPUs of the topology: each rank is an NPU (allowed: "
+         "--npus a multiple of 4, or ranks that divide 6)"},
+        {"--workload serving --model mixtral-8x7b --ep 4 --npus 6",
+         "--ep 4 x --tp 1 x --pp 1 = 4 ranks do not divide the 6 NPUs of the topology: each rank is an NPU (allowed: "
+         "--npus a multiple of 4, or ranks that divide 6)"},
+        {"--workload serving --model mixtral-8x7b --ep 4 --npus 8",
+         "--ep 4 with --workload serving on 8 NPUs: the serving instance is the expert-parallel group, one rank per "
+         "NPU (allowed: --npus 4)"},
+        {"--model deepseek-v3 --tp 2 --ep 8 --npus 16",
+         "--tp 2 with --ep 8: tensor parallelism is not modelled for experts or latent attention; the "
+         "expert-parallel ranks run data-parallel attention (allowed: --tp 1 with --ep N)"},
+        {"--workload serving --model mixtral-8x7b --tp 2 --ep 2 --npus 4",
+         "--tp 2 with --ep 2: tensor parallelism is not modelled for experts or latent attention; the "
+         "expert-parallel ranks run data-parallel attention (allowed: --tp 1 with --ep N)"},
+        {"--workload serving --model mixtral-8x7b --ep 2 --npus 2 --dp 2",
+         "--ep 2 with --dp 2: a replica or instance is one device group of the machine (allowed: --ep with --dp 1 "
+         "and without --disaggregate)"},
+        {"--workload agent --model mixtral-8x7b --ep 2",
+         "--ep 2 with --workload agent: expert parallelism is modelled by the trace-only comparison and --workload "
+         "serving (allowed: --ep 1)"},
+    };
+    for (const auto& [args, message] : cases) {
+        const Result r = run(args + " --requests 2 --seq-len 32 --gen-len 2", "");
+        EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+        EXPECT_EQ(r.out, "duet: error: " + message + "\n") << args;
+    }
+}
+
+}  // namespace
