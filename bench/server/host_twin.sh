@@ -20,7 +20,7 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 BUILD="${1:-$ROOT/build}"
 WORK="${2:-$(mktemp -d)}"
 DUET="$BUILD/duet"
-RATES="${TWIN_RATES:-0.3 1.0 2.0}"
+RATES="${TWIN_RATES:-0.3 1.5 4}"
 LABELS=(light near-saturation overload)
 REQUESTS="${TWIN_REQUESTS:-30}"
 PARALLEL=8 CTX=512 PORT="${TWIN_PORT:-18431}"
@@ -42,7 +42,7 @@ for rate in $RATES; do
         sleep 0.2
     done
     python3 "$ROOT/bench/server/loadgen.py" --url "http://127.0.0.1:$PORT" --rate "$rate" --requests "$REQUESTS" \
-        --prompt-words 64 --max-tokens 32 --seed "$((i + 1))" > "$WORK/client-$label.json"
+        --prompt-words 32 --max-tokens 32 --seed "$((i + 1))" > "$WORK/client-$label.json"
     kill "$pid"; wait "$pid" || true
     "$DUET" --log-level warn bench --workload serving --host-profile "$WORK/host.toml" -m "$MODEL" \
         --workload-file "$log" --max-seqs "$PARALLEL" --kv-blocks "$KV_BLOCKS" --ctx "$CTX" --step-tokens 512 \

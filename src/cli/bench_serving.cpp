@@ -111,11 +111,9 @@ struct HostMachine {
     sim::SimHardware hw;
 };
 
-HostMachine host_machine(const ServingBenchArgs& a, const ServingBenchCommon& c, const sim::SimHardware& rig_hw) {
+HostMachine host_machine(const ServingBenchArgs& a, const sim::SimHardware& rig_hw) {
     HostMachine m;
     if (a.host_profile.empty()) return m;
-    if (c.tp > 1 || a.dp > 1 || a.disaggregate)
-        fail("--host-profile models one host CPU (allowed: without --tp, --dp and --disaggregate)");
     m.device = std::make_unique<hw::cpu::HostEngineDevice>(hw::cpu::load_host_profile(a.host_profile));
     const hw::cpu::HostProfile& p = m.device->profile();
     m.hw.add_device(sim::DeviceKind::NPU, m.device.get());
@@ -132,7 +130,7 @@ HostMachine host_machine(const ServingBenchArgs& a, const ServingBenchCommon& c,
 DType matmul_dtype_of(const format::GgufFile& f) {
     std::map<DType, uint64_t> bytes;
     for (const format::GgufTensorInfo& t : f.tensors())
-        if (is_matmul_weight_dtype(t.dtype) && t.dtype != DType::F32) bytes[t.dtype] += t.n_bytes;
+        if (t.shape.size() == 2 && t.shape[1] > 1 && is_matmul_weight_dtype(t.dtype)) bytes[t.dtype] += t.n_bytes;
     DType best = DType::F16;
     uint64_t most = 0;
     for (const auto& [d, b] : bytes)
@@ -329,6 +327,8 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
             fail("{} {} with {}: a replica or instance is one device group of the machine (allowed: {} with --dp 1 "
                  "and without --disaggregate)", flag, n, a.dp > 1 ? "--dp " + std::to_string(a.dp) : "--disaggregate",
                  flag);
+    if (!a.host_profile.empty() && (c.tp > 1 || c.ep > 1 || a.dp > 1 || a.disaggregate))
+        fail("--host-profile models one host CPU (allowed: without --tp, --ep, --dp and --disaggregate)");
     const workload::ArrivalSpec spec{parse_rate(a.rate), a.burstiness, uint64_t(a.seed)};
     const serving::Slo slo{a.slo_ttft_ms, a.slo_tpot_ms};
     if (a.rate_sweep && slo.ttft_ms < 0 && slo.tpot_ms < 0)
@@ -401,7 +401,7 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
     so.n_ctx = n_ctx;
     // The modelled prefix cache needs token ids (sched/block_pool.h): --shared-prefix, or text prompts.
     so.prefix_sharing = std::any_of(reqs.begin(), reqs.end(), [](const serving::ServingRequest& r) { return r.tokens != nullptr; });
-    const HostMachine host = host_machine(a, c, setup.rig->hw);
+    const HostMachine host = host_machine(a, setup.rig->hw);
     const sim::SimHardware& hw = host.device ? host.hw : setup.rig->hw;
     Layout lay;
     lay.dp = int(a.dp);

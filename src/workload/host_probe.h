@@ -10,13 +10,16 @@
 // mixed with decode) — with every operator timed at the dispatch point (runtime/dispatch.h
 // set_timer) and every step's wall time taken from the batcher's step records. Then:
 //   matmul:      per weight dtype and rows m (the op shape the simulator sees: sim::to_op_shape),
-//                sum of ns / sum of weight bytes;
-//   attention:   least squares of ns on [1, KV bytes, FLOPs] over the attention records;
-//   copy, elementwise: least squares of ns on [1, bytes] per class (the OUTPUT marker, whose
-//                sampling runs outside the operator, excluded);
-//   step:        least squares of (step wall - its operators' ns) on [1, sequences in the step],
-//                the OUTPUT records' modelled time subtracted so the simulator's step (host
-//                work + modelled operators) sums to the measured wall.
+//                the byte-weighted median of ns per weight byte over the records;
+//   attention:   ns on [1, KV bytes, FLOPs]; copy, elementwise: ns on [1, bytes] per class (the
+//                OUTPUT marker, whose sampling runs outside the operator, excluded). Samples are
+//                grouped by the octave of each feature, each group gives its medians (a thread
+//                preempted by another process makes single operators tens of times slower), and
+//                the groups are fitted by least squares in relative terms (each group's row and
+//                time divided by its time);
+//   step:        per number of sequences in a step, the median of (step wall - its operators'
+//                ns - its OUTPUT records' modelled ns), fitted on [1, sequences], so that the
+//                simulator's step (host work + modelled operators) sums to the measured wall.
 // A least-squares coefficient that comes out negative is dropped (that feature gets 0) and
 // the rest refitted. Thread safety: runs on the caller's thread plus the engine's threads.
 #include <cstdint>
