@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: all deps configure build test demo bench fuzz sanitize sanitize-ci sanitize-thread soak soak-ci kernel-matrix clean
+.PHONY: all deps configure build test demo bench bench-twin fuzz sanitize sanitize-ci sanitize-thread soak soak-ci kernel-matrix clean
 
 all: build
 
@@ -33,6 +33,10 @@ demo: configure
 
 bench: build
 	bash scripts/bench.sh $(BUILD)
+
+# The serving model against the real server on this machine (docs/serving.md "The host twin"): ~3 min.
+bench-twin: build
+	bash bench/server/host_twin.sh $(BUILD)
 
 # libFuzzer targets, FUZZ_SECONDS (default 25) each, clang + ASan + UBSan in build-fuzz/.
 fuzz: deps

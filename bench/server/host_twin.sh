@@ -5,7 +5,7 @@
 #   bash bench/server/host_twin.sh [BUILD_DIR] [WORK_DIR]
 #
 # 1. writes a benchmark model (bench-1b shape, 4 layers, q8_0) and profiles the engine on it
-#    (`duet calibrate --host`);
+#    (`duet calibrate --host-profile FILE`);
 # 2. for three loads — light, near saturation, overload (TWIN_RATES, req/s) — starts `duet serve`
 #    with a request log, drives it with bench/server/loadgen.py (real HTTP, Poisson arrivals,
 #    streaming) and stops it;
@@ -28,7 +28,7 @@ KV_BLOCKS=$((PARALLEL * CTX / 16))
 MODEL="$WORK/twin-model.gguf"
 mkdir -p "$WORK"
 [ -f "$MODEL" ] || "$DUET" gen-model --arch bench-1b --layers 4 --dtype q8_0 -o "$MODEL" >/dev/null
-"$DUET" calibrate --host -m "$MODEL" --out "$WORK/host.toml" --max-batch "$PARALLEL"
+"$DUET" calibrate --host-profile "$WORK/host.toml" -m "$MODEL" --max-batch "$PARALLEL"
 i=0
 for rate in $RATES; do
     label="${LABELS[$i]:-load$i}"

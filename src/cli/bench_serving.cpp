@@ -82,9 +82,7 @@ void add_serving_bench_flags(CLI::App* c, ServingBenchArgs& a) {
                 "With --workload serving: prefill/decode disaggregation. npu1 prefills (npu_only placement); npu0 with "
                 "the PIM devices decodes under the placement compared; each prompt's KV crosses the npu1-npu0 link "
                 "(needs --npus 2)");
-    text(c, "--host-profile", a.host_profile,
-         "With --workload serving: the machine is this host CPU running duet's engine, as profiled by `duet calibrate "
-         "--host` (both sides npu_only on it; docs/serving.md \"The host twin\")");
+    text(c, "--host-profile", a.host_profile, help::kHostProfile);
 }
 
 namespace {

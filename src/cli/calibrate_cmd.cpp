@@ -118,15 +118,15 @@ void run_calibrate(bool notes) {
 }
 
 struct HostArgs {
-    bool host = false;
-    std::string model, out = "host-profile.toml", samples;
+    std::string out;  // --host-profile: the profile to write (empty: no profiling)
+    std::string model, samples;
     int threads = 0;
     int64_t max_batch = 16;
 };
 
-// `duet calibrate --host`: profiles the engine on this machine and writes the host profile.
+// `duet calibrate --host-profile FILE`: profiles the engine on this machine and writes the host profile.
 void run_host_probe(const HostArgs& a) {
-    if (a.model.empty()) fail("--host needs the model to profile (allowed: -m FILE, a GGUF file)");
+    if (a.model.empty()) fail("--host-profile needs the model to profile (allowed: -m FILE, a GGUF file)");
     workload::HostProbeOptions o;
     o.threads = a.threads;
     o.max_batch = a.max_batch;
@@ -162,22 +162,22 @@ void register_calibrate(CLI::App& app) {
                                    "device with each group's residual spread. Reference-simulator figures come from\n"
                                    "configs/hw/references/*.toml (written by tools/references/*.sh). Example:\n"
                                    "  duet calibrate --notes\n"
-                                   "With --host: profile duet's engine on this machine into a host profile, the\n"
+                                   "With --host-profile FILE: profile duet's engine on this machine into FILE, the\n"
                                    "device `duet bench --workload serving --host-profile FILE` predicts the real\n"
                                    "`duet serve` with (docs/serving.md \"The host twin\"). Example:\n"
-                                   "  duet calibrate --host -m model.gguf --out host-profile.toml");
+                                   "  duet calibrate --host-profile host.toml -m model.gguf");
     cmd->add_flag("--notes", notes, "Also print what differs between duet's set-up and the reference");
-    cmd->add_flag("--host", host.host, "Profile the engine on this machine (needs -m) and write --out");
-    cmd->add_option("-m,--model", host.model, "With --host: the GGUF model file to profile the engine on");
-    text(cmd, "--out", host.out, "With --host: the host profile to write", DefaultFrom{"host-profile.toml"});
-    text(cmd, "--samples", host.samples, "With --host: also write every timed operator (kind, shape, ns) as CSV here");
+    text(cmd, "--host-profile", host.out, help::kHostProfile);
+    cmd->add_option("-m,--model", host.model, "With --host-profile: the GGUF model file to profile the engine on");
+    text(cmd, "--samples", host.samples,
+         "With --host-profile: also write every timed operator (kind, shape, ns) as CSV here");
     number(cmd, "-t,--threads", host.threads, help::kEngineThreads, 0, int(kMaxThreads));
-    number(cmd, "--max-batch", host.max_batch, "With --host: the largest decode batch probed (1, 2, 4, ... up to it)",
+    number(cmd, "--max-batch", host.max_batch, "With --host-profile: the largest decode batch probed (1, 2, 4, ... up to it)",
            int64_t(1), int64_t(256));
     cmd->callback([] {
-        if (!host.host && (!host.model.empty() || host.out != "host-profile.toml"))
-            fail("-m and --out belong to --host (allowed: duet calibrate --host -m FILE [--out FILE])");
-        if (host.host) run_host_probe(host);
+        if (host.out.empty() && (!host.model.empty() || !host.samples.empty()))
+            fail("-m and --samples belong to --host-profile (allowed: duet calibrate --host-profile FILE -m MODEL)");
+        if (!host.out.empty()) run_host_probe(host);
         else run_calibrate(notes);
     });
 }

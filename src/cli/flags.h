@@ -91,6 +91,9 @@ inline constexpr const char* kCtx =
     "Context per sequence in tokens (0: min(trained context, 4096)); checked against memory before allocation";
 inline constexpr const char* kPimDtype = "Operand type: f16, bf16 or i8 (fp16, int8: deprecated spellings)";
 inline constexpr const char* kEngineThreads = "Engine threads (0: all hardware threads)";
+inline constexpr const char* kHostProfile =
+    "Host profile: this CPU running duet's engine (`duet calibrate --host-profile FILE -m MODEL` writes it; "
+    "`duet bench --workload serving --host-profile FILE` models it; docs/serving.md \"The host twin\")";
 inline constexpr const char* kFuse =
     "Q/K/V and gate/up as one matmul each, RoPE with the KV write, RMSNorm in the next matmul's input "
     "quantisation (graph passes: the same tokens, other times)";

@@ -220,7 +220,7 @@ uint64_t total_memory_bytes() {
     return available_memory_bytes();
 }
 
-// The raw operator timings, one CSV row each (`duet calibrate --host --samples FILE`).
+// The raw operator timings, one CSV row each (`duet calibrate --host-profile FILE --samples CSV`).
 void write_samples(const std::string& path, const std::vector<OpSample>& ops) {
     std::string t = "kind,class,m,n,k,weight_dtype,weight_bytes,in_bytes,out_bytes,flops,ns\n";
     for (const OpSample& o : ops) {

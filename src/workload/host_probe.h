@@ -1,5 +1,5 @@
 #pragma once
-// `duet calibrate --host`: profiles duet's own engine on this machine (vidur-style operator
+// `duet calibrate --host-profile FILE`: profiles duet's own engine on this machine (vidur-style operator
 // profiling) into a host profile (hw/cpu/host_profile.h) that `duet bench --workload serving
 // --host-profile FILE` times its modelled steps with, so the simulator can be checked against
 // the real `duet serve` on the same CPU.

@@ -89,7 +89,7 @@ TEST(HostProfile, MatmulRateInterpolatesInRowsAndGrowsPastTheLargest) {
     EXPECT_DOUBLE_EQ(matmul_ns_per_weight_byte(p, DType::F16, 100), 0.06 * 100);
     EXPECT_EQ(test::error_of([&] { matmul_ns_per_weight_byte(p, DType::Q4_0, 1); }),
               "host profile (in memory): no matmul rates for weight dtype q4_0 (measured: f16, q8_0; run `duet "
-              "calibrate --host` on a model of that dtype)");
+              "calibrate --host-profile FILE` on a model of that dtype)");
 }
 
 TEST(HostEngineDevice, PricesEachClassAsTheProfileSays) {

@@ -1,4 +1,4 @@
-// The host twin's CLI: `duet calibrate --host` profiles the real engine on a generated model and
+// The host twin's CLI: `duet calibrate --host-profile FILE` profiles the real engine on a generated model and
 // writes a profile that loads back; `duet bench --workload serving --host-profile` times every
 // step with it (a profile whose operators cost nothing leaves exactly the step's host work:
 // step.ns + ns_per_seq x sequences, hand-computed below); bad combinations exit 2 with the
@@ -72,7 +72,7 @@ nlohmann::json serve_report(const std::string& args) {
 
 TEST(HostTwinCli, CalibrateHostWritesAProfileOfTheEnginesOperators) {
     const std::string out = dir() + "probe.toml", samples = dir() + "probe.csv";
-    const Result r = sh("calibrate --host -m " + tiny_model() + " --out " + out + " --samples " + samples +
+    const Result r = sh("calibrate --host-profile " + out + " -m " + tiny_model() + " --samples " + samples +
                         " --max-batch 2 --threads 1");
     ASSERT_EQ(r.code, 0) << r.out;
     EXPECT_NE(r.out.find("2 request(s) of 32 prompt + 24 output tokens"), std::string::npos) << r.out;
@@ -114,12 +114,12 @@ TEST(HostTwinCli, BadCombinationsExitTwo) {
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.out.find("duet: error: --host-profile models one host CPU (allowed: without --tp, --ep, --dp "
                          "and --disaggregate)"), std::string::npos) << r.out;
-    r = sh("calibrate --out x.toml");
+    r = sh("calibrate -m x.gguf");
     EXPECT_EQ(r.code, 2);
-    EXPECT_NE(r.out.find("duet: error: -m and --out belong to --host (allowed: duet calibrate --host -m FILE [--out "
-                         "FILE])"), std::string::npos) << r.out;
-    r = sh("calibrate --host");
+    EXPECT_NE(r.out.find("duet: error: -m and --samples belong to --host-profile (allowed: duet calibrate "
+                         "--host-profile FILE -m MODEL)"), std::string::npos) << r.out;
+    r = sh("calibrate --host-profile x.toml");
     EXPECT_EQ(r.code, 2);
-    EXPECT_NE(r.out.find("duet: error: --host needs the model to profile (allowed: -m FILE, a GGUF file)"),
+    EXPECT_NE(r.out.find("duet: error: --host-profile needs the model to profile (allowed: -m FILE, a GGUF file)"),
               std::string::npos) << r.out;
 }

@@ -86,7 +86,8 @@ std::string host_profile_toml(const HostProfile& p) {
         return out + "\"";
     };
     std::string t =
-        "# A host-CPU profile written by `duet calibrate --host` (hw/cpu/host_profile.h says what each value is).\n"
+        "# A host-CPU profile written by `duet calibrate --host-profile FILE` (hw/cpu/host_profile.h says what each\n"
+        "# value is).\n"
         "# `duet bench --workload serving --host-profile FILE` times the modelled steps with it.\n";
     t += fmt::format("[host]\ncpu = {}\nthreads = {}\nmodel = {}\nmeasured = {}\nkv_block_tokens = {}\nmemory_gib = {}\n",
                      q(p.cpu), p.threads, q(p.model), q(p.measured), p.kv_block_tokens, p.memory_gib);
@@ -108,8 +109,8 @@ double matmul_ns_per_weight_byte(const HostProfile& p, DType dtype, int64_t rows
     if (it == p.matmul.end() || it->second.empty()) {
         std::string have;
         for (const auto& [d, r] : p.matmul) have += (have.empty() ? "" : ", ") + std::string(dtype_name(d));
-        fail("host profile {}: no matmul rates for weight dtype {} (measured: {}; run `duet calibrate --host` on a "
-             "model of that dtype)", p.path.empty() ? "(in memory)" : p.path, dtype_name(dtype), have);
+        fail("host profile {}: no matmul rates for weight dtype {} (measured: {}; run `duet calibrate --host-profile "
+             "FILE` on a model of that dtype)", p.path.empty() ? "(in memory)" : p.path, dtype_name(dtype), have);
     }
     const std::map<int64_t, double>& r = it->second;
     if (rows <= r.begin()->first) return r.begin()->second;

@@ -1,6 +1,6 @@
 #pragma once
 // The host CPU as the serving engine runs on it: a profile of duet's own operators measured on
-// this machine (`duet calibrate --host`, workload/host_probe.h), the way vidur profiles a GPU's
+// this machine (`duet calibrate --host-profile FILE`, workload/host_probe.h), the way vidur profiles a GPU's
 // operators before simulating a serving system. `duet bench --workload serving --host-profile
 // FILE` times every modelled step with it (hw/cpu/host_engine_device.h), so the simulator
 // predicts the real `duet serve` on the same machine (docs/serving.md "The host twin").
