@@ -93,7 +93,7 @@ void count_expert_rows(const sim::Plan& p, double& rows, double& pim) {
 
 StepCostModel::StepCostModel(const graph::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw,
                              const graph::GraphOptions& go)
-    : shape_(shape), opts_(opts), go_(go), hw_(hw) {
+    : shape_(shape), opts_(opts), go_(go), hw_(hw), costs_(hw) {
     opts_.record_events = false;
     if (opts_.parallel.pp > 1 || go_.pp > 1)
         fail("--workload serving has no pipeline stages (allowed: --pp 1; --tp N splits every step's layers)");
@@ -117,6 +117,7 @@ double StepCostModel::step_ns(const sched::Step& step) {
     }
     std::sort(pre.begin(), pre.end());
     const int64_t dec_past = n_dec ? length_bucket((past_dec + n_dec / 2) / n_dec) : 0;
+    n_dec = length_bucket(n_dec);
     Key key{n_dec, dec_past};
     for (const auto& [n, p] : pre) key.push_back(n), key.push_back(p);
     ++lookups_;
@@ -152,7 +153,7 @@ StepCostModel::Timed StepCostModel::time_step(const std::vector<sched::Chunk>& c
         count_expert_rows(plan, t.expert_rows, t.expert_rows_pim);
     }
     const sim::Placer placer(o.placement, hw_);
-    const sim::Timeline tl = sim::simulate_timeline(shape_, plan, placer, o, hw_);
+    const sim::Timeline tl = sim::simulate_timeline(shape_, plan, placer, o, hw_, costs_);
     t.ns = phase == sim::Phase::PREFILL ? tl.ttft_ns : tl.tbt_ns.at(0);
     t.pim = tl.prefill.pim().ops + tl.decode.pim().ops > 0;
     return t;

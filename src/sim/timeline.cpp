@@ -75,8 +75,9 @@ bool empty_expert_group(const OpRecord& r) {
 class Scheduler {
 public:
     Scheduler(const ModelShape& shape, const Plan& plan, const Placer& placer, const RunOptions& opts,
-              const SimHardware& hw)
-        : shape_(shape), plan_(plan), placer_(placer), opts_(opts), hw_(hw), costs_(hw),
+              const SimHardware& hw, CostCache* costs)
+        : shape_(shape), plan_(plan), placer_(placer), opts_(opts), hw_(hw), own_costs_(hw),
+          costs_(costs ? *costs : own_costs_),
           device_free_(hw.devices.size(), 0.0), link_free_(hw.links.size(), 0.0), conv_(hw.devices.size()),
           comm_iv_(hw.devices.size()), busy_iv_(hw.devices.size()) {
         make_lanes();
@@ -488,7 +489,8 @@ private:
     const Placer& placer_;
     const RunOptions& opts_;
     const SimHardware& hw_;
-    CostCache costs_;
+    CostCache own_costs_;  // unless the caller keeps one across runs
+    CostCache& costs_;
     Timeline tl_;
     double t_ = 0;                     // completion of everything issued so far (every lane)
     double prev_forward_end_ = 0;
@@ -539,7 +541,13 @@ int PhaseStats::devices_of(DeviceKind kind) const {
 
 Timeline simulate_timeline(const ModelShape& shape, const Plan& plan, const Placer& placer, const RunOptions& opts,
                            const SimHardware& hw) {
-    return Scheduler(shape, plan, placer, opts, hw).run();
+    return Scheduler(shape, plan, placer, opts, hw, nullptr).run();
+}
+
+Timeline simulate_timeline(const ModelShape& shape, const Plan& plan, const Placer& placer, const RunOptions& opts,
+                           const SimHardware& hw, CostCache& costs) {
+    DUET_CHECK(&costs.hardware() == &hw, "a cost cache of other hardware");
+    return Scheduler(shape, plan, placer, opts, hw, &costs).run();
 }
 
 }  // namespace duet::sim

@@ -98,5 +98,13 @@ struct Timeline {
 
 Timeline simulate_timeline(const ModelShape& shape, const Plan& plan, const Placer& placer, const RunOptions& opts,
                            const SimHardware& hw);
+// The same, pricing operators through `costs` (sim/timeline_parts.h), a cache of device estimates
+// kept across calls on the same hardware: the serving model times thousands of steps whose
+// operators mostly share shapes (serving/step_cost.h).
+namespace detail {
+class CostCache;
+}
+Timeline simulate_timeline(const ModelShape& shape, const Plan& plan, const Placer& placer, const RunOptions& opts,
+                           const SimHardware& hw, detail::CostCache& costs);
 
 }  // namespace duet::sim

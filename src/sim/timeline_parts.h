@@ -1,4 +1,5 @@
 #pragma once
+#include <bit>
 // Helpers of the timeline's scheduler (sim/timeline.cpp): the memoised device estimates, an
 // operator's label in traces, the per-sequence view of an unshared batched matmul and the full
 // conversion at the prefill -> decode switch. Internal to sim.
@@ -20,26 +21,37 @@ struct ShapeKey {
     int device, cls;
     int64_t m, n, k, h, hkv;
     uint64_t wb, ib, ob;
+    int wdt, adt;  // weight and activation dtypes
+    double flops;
     bool operator==(const ShapeKey&) const = default;
 };
 struct ShapeKeyHash {
     size_t operator()(const ShapeKey& s) const {
         uint64_t h = 1469598103934665603ull;
         for (uint64_t v : {uint64_t(s.device), uint64_t(s.cls), uint64_t(s.m), uint64_t(s.n), uint64_t(s.k),
-                           uint64_t(s.h), uint64_t(s.hkv), s.wb, s.ib, s.ob})
+                           uint64_t(s.h), uint64_t(s.hkv), s.wb, s.ib, s.ob, uint64_t(s.wdt), uint64_t(s.adt),
+                           std::bit_cast<uint64_t>(s.flops)})
             h = (h ^ v) * 1099511628211ull;
         return size_t(h);
     }
 };
 
+// Device estimates by (device, op shape): pure functions of the hardware, so one cache may
+// serve many runs on the same SimHardware (simulate_timeline's costs argument); emptied past
+// kMaxEntries so a long-running user stays bounded.
 class CostCache {
 public:
+    static constexpr size_t kMaxEntries = size_t(1) << 20;
     explicit CostCache(const SimHardware& hw) : hw_(hw) {}
+    const SimHardware& hardware() const { return hw_; }
     hw::Cost get(int device, const hw::OpShape& s) {
-        ShapeKey key{device, int(s.cls), s.m, s.n, s.k, s.n_head, s.n_head_kv, s.weight_bytes, s.in_bytes, s.out_bytes};
+        ShapeKey key{device,         int(s.cls),  s.m,         s.n,          s.k,
+                     s.n_head,       s.n_head_kv, s.weight_bytes, s.in_bytes, s.out_bytes,
+                     int(s.weight_dtype), int(s.act_dtype), s.flops};
         auto it = cache_.find(key);
         if (it != cache_.end()) return it->second;
         hw::Cost c = hw_.devices[size_t(device)].model->estimate(s);
+        if (cache_.size() >= kMaxEntries) cache_.clear();
         cache_.emplace(key, c);
         return c;
     }
