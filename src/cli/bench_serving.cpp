@@ -23,6 +23,7 @@
 #include "model/arch_presets.h"
 #include "model/hparams.h"
 #include "model/tokenizer/tokenizer.h"
+#include "parallel/communicator.h"
 #include "sched/scheduler.h"
 #include "serving/instance_hw.h"
 #include "serving/kv_capacity.h"
@@ -68,6 +69,9 @@ void add_serving_bench_flags(CLI::App* c, ServingBenchArgs& a) {
     c->add_flag("--rate-sweep", a.rate_sweep,
                 "With --workload serving: find each placement's highest request rate within the SLOs (from --rate, "
                 "doubling, then bisecting) and draw p99 TTFT/TPOT against throughput (--svg)");
+    number(c, "--sweep-width", a.sweep_width,
+           "With --rate-sweep: rates tried together in each round of the search (under mpirun -np N they are spread "
+           "over the ranks)", int64_t(1), int64_t(64), DefaultFrom{"the mpirun ranks, 1 without mpirun"});
     number(c, "--slo-attainment", a.attainment,
            "With --rate-sweep: share of requests that must finish within the SLOs", 0.01, 1.0);
     number(c, "--ctx", a.ctx, "With --workload serving: context length of a sequence", int64_t(2), kMaxCtx,
@@ -134,6 +138,21 @@ DType matmul_dtype_of(const format::GgufFile& f) {
     for (const auto& [d, b] : bytes)
         if (b > most) best = d, most = b;
     return best;
+}
+
+// The rates of one round of --rate-sweep over the ranks: rate i on rank i mod size, each summary
+// then broadcast from its rank, so every rank holds all of them in order.
+serving::BatchRun sweep_spread(parallel::Communicator& comm,
+                               const std::function<serving::ServingSummary(double)>& at_rate) {
+    static_assert(std::is_trivially_copyable_v<serving::ServingSummary>);
+    return [&comm, at_rate](const std::vector<double>& rates) {
+        std::vector<serving::ServingSummary> got(rates.size());
+        const size_t ranks = size_t(comm.size()), me = size_t(comm.rank());
+        for (size_t i = 0; i < rates.size(); ++i)
+            if (i % ranks == me) got[i] = at_rate(rates[i]);
+        for (size_t i = 0; i < rates.size(); ++i) comm.broadcast(&got[i], int64_t(sizeof got[i]), int(i % ranks));
+        return got;
+    };
 }
 
 struct Side {
@@ -312,6 +331,12 @@ nlohmann::json experts_json(const Side& s, const workload::TraceBenchInputs& in)
 
 void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
     const auto t0 = std::chrono::steady_clock::now();
+    // Under mpirun every rank runs the same deterministic simulation; --rate-sweep spreads its rates
+    // over them (SweepSpread). Rank 0 alone prints and writes files.
+    const std::unique_ptr<parallel::Communicator> comm = parallel::make_world_communicator();
+    const bool root = comm->rank() == 0;
+    if (!root && !std::freopen("/dev/null", "w", stdout)) fail("rank {}: cannot silence its output", comm->rank());
+    const int sweep_width = int(a.sweep_width > 0 ? a.sweep_width : comm->size());
     const config::EnvMap env = config::process_env();
     const config::Settings st = config::load_settings(c.settings_path, env, workload::known_soc_names());
     config::CoopConfig cfg = config::load_coop_config(c.config_path, env);
@@ -541,7 +566,8 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
                 for (size_t k = 0; k < open.size(); ++k) rq[open[k]].arrival_ns = t[k];
                 return serving::summarize(simulate(rq, false, true), slo);
             };
-            s.sweep = serving::rate_sweep(at_rate, std::isinf(spec.rate_rps) ? 1.0 : spec.rate_rps, a.attainment, 4);
+            s.sweep = serving::rate_sweep_batched(sweep_spread(*comm, at_rate), sweep_width,
+                                                  std::isinf(spec.rate_rps) ? 1.0 : spec.rate_rps, a.attainment, 4);
         }
         s.evaluations = s.cost->evaluations() + (s.prefill_cost ? s.prefill_cost->evaluations() : 0);
         s.lookups = s.cost->lookups() + (s.prefill_cost ? s.prefill_cost->lookups() : 0);
@@ -560,6 +586,8 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
                     a.slo_ttft_ms >= 0 ? fmt::format("{:g}", a.slo_ttft_ms).c_str() : "any",
                     a.slo_tpot_ms >= 0 ? fmt::format("{:g}", a.slo_tpot_ms).c_str() : "any");
     if (a.rate_sweep) {
+        std::printf("rate sweep: %d rate%s per round, on %d rank%s (%s)\n", sweep_width, sweep_width == 1 ? "" : "s",
+                    comm->size(), comm->size() == 1 ? "" : "s", comm->kind());
         for (const Side& s : sides) {
             std::printf("rate sweep (%s): highest rate within the SLOs (%.0f%% of requests): %.3g req/s\n",
                         sim::policy_name(s.policy), a.attainment * 100, s.sweep.max_rate_rps);
@@ -568,7 +596,7 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
                             p.rate_rps, p.summary.requests_per_s, p.summary.ttft_ms.p99, p.summary.tpot_ms.p99,
                             p.meets ? "meets" : "misses");
         }
-        if (!c.svg.empty()) {
+        if (!c.svg.empty() && root) {
             sim::write_file_atomic(c.svg, serving::sweep_svg(in.model + ": latency against throughput",
                                                              {sim::policy_name(sides[0].policy),
                                                               sim::policy_name(sides[1].policy)},
@@ -580,7 +608,7 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
     std::printf("step compositions timed: %lld and %lld of %lld and %lld steps (%.2f s wall)\n",
                 (long long)sides[0].evaluations, (long long)sides[1].evaluations, (long long)sides[0].lookups,
                 (long long)sides[1].lookups, wall_s);
-    if (!c.report.empty()) {
+    if (!c.report.empty() && root) {
         nlohmann::json j = {{"schema", "duet.serving/1"},
                             {"model", in.model},
                             {"workload",
@@ -611,7 +639,7 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
         sim::write_file_atomic(c.report, j.dump(2) + "\n");
         std::printf("report: %s\n", c.report.c_str());
     }
-    if (!c.trace.empty()) {
+    if (!c.trace.empty() && root) {
         std::vector<std::string> names;
         std::vector<std::vector<serving::StepEvent>> tracks;
         size_t n_steps[2] = {0, 0};

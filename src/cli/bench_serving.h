@@ -24,6 +24,7 @@ struct ServingBenchArgs {
     double think_ms = 0;         // --think-ms: an agent session's pause between a call's answer and its next call
     int64_t shared_prefix = 0;   // --shared-prefix: prompt tokens every request shares (prefix cache)
     bool rate_sweep = false;     // --rate-sweep: highest rate within the SLOs per placement
+    int64_t sweep_width = 0;     // --sweep-width: rates tried together (0: the mpirun ranks, 1 alone)
     double attainment = 0.9;     // --slo-attainment: share of requests within the SLOs a rate must reach
     int64_t dp = 1;              // --dp: data-parallel replicas of the modelled machine
     std::string router;          // --router: round_robin (default), least_outstanding_tokens, prefix_affinity

@@ -16,34 +16,66 @@ bool meets_slo(const ServingSummary& s, double attainment) {
 
 SweepResult rate_sweep(const std::function<ServingSummary(double)>& run, double start_rps, double attainment,
                        int refine) {
-    DUET_CHECK(start_rps > 0 && attainment > 0 && attainment <= 1);
+    return rate_sweep_batched(
+        [&](const std::vector<double>& rates) {
+            std::vector<ServingSummary> out;
+            for (double r : rates) out.push_back(run(r));
+            return out;
+        },
+        1, start_rps, attainment, refine);
+}
+
+SweepResult rate_sweep_batched(const BatchRun& run_batch, int width, double start_rps, double attainment,
+                               int refine) {
+    DUET_CHECK(start_rps > 0 && attainment > 0 && attainment <= 1 && width >= 1);
     SweepResult out;
-    auto probe = [&](double r) {
-        SweepPoint p{r, run(r), false};
-        p.meets = meets_slo(p.summary, attainment);
-        out.points.push_back(p);
-        return p.meets;
+    // Tries `rates` together; returns whether each met the SLOs.
+    auto probe = [&](const std::vector<double>& rates) {
+        const std::vector<ServingSummary> got = run_batch(rates);
+        DUET_CHECK(got.size() == rates.size(), "{} summaries for {} rates", got.size(), rates.size());
+        std::vector<bool> meets;
+        for (size_t i = 0; i < rates.size(); ++i) {
+            out.points.push_back({rates[i], got[i], meets_slo(got[i], attainment)});
+            meets.push_back(out.points.back().meets);
+        }
+        return meets;
     };
     double lo = 0, hi = 0;  // last rate that met the SLOs, first that did not
+    const bool start_meets = probe({start_rps})[0];
+    const double factor = start_meets ? 2.0 : 0.5;
     double r = start_rps;
-    if (probe(r)) {
-        lo = r;
-        for (int i = 0; i < 20 && probe(r * 2); ++i) r *= 2, lo = r;
-        hi = lo * 2;
-    } else {
-        hi = r;
-        for (int i = 0; i < 20; ++i) {
-            r /= 2;
-            if (probe(r)) {
-                lo = r;
+    (start_meets ? lo : hi) = r;
+    for (int tried = 0; tried < 20 && (start_meets ? hi == 0 : lo == 0);) {
+        std::vector<double> rates;
+        for (int i = 0; i < width && tried < 20; ++i, ++tried) rates.push_back(r *= factor);
+        const std::vector<bool> meets = probe(rates);
+        for (size_t i = 0; i < rates.size(); ++i) {  // the first change of verdict along the walk
+            if (start_meets && !meets[i]) {
+                hi = rates[i];
                 break;
             }
-            hi = r;
+            if (!start_meets && meets[i]) {
+                lo = rates[i];
+                break;
+            }
+            (start_meets ? lo : hi) = rates[i];
         }
     }
-    for (int i = 0; i < refine && lo > 0; ++i) {
-        const double mid = std::sqrt(lo * hi);
-        (probe(mid) ? lo : hi) = mid;
+    if (start_meets && hi == 0) hi = lo * 2;
+    const int rounds = width == 1 ? refine : int(std::ceil(double(refine) / std::log2(double(width) + 1)));
+    for (int i = 0; i < rounds && lo > 0; ++i) {
+        std::vector<double> rates;
+        if (width == 1) rates.push_back(std::sqrt(lo * hi));
+        else
+            for (int k = 1; k <= width; ++k) rates.push_back(lo * std::pow(hi / lo, double(k) / double(width + 1)));
+        const std::vector<bool> meets = probe(rates);
+        for (size_t k = 0; k < rates.size(); ++k) {
+            if (!meets[k]) {
+                hi = rates[k];
+                break;
+            }
+            lo = rates[k];
+        }
     }
     out.max_rate_rps = lo;
     std::sort(out.points.begin(), out.points.end(),

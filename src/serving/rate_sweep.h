@@ -31,6 +31,14 @@ bool meets_slo(const ServingSummary& s, double attainment);
 SweepResult rate_sweep(const std::function<ServingSummary(double rate_rps)>& run, double start_rps, double attainment,
                        int refine);
 
+// The same search `width` rates at a time (`mpirun -np N` spreads them over the ranks): the
+// bracketing tries the next `width` doublings (halvings) together, and each refinement round
+// splits the bracket at width geometric points, ceil(refine / log2(width + 1)) rounds, so the
+// bracket ends at least as narrow as `refine` bisections leave it. width 1 is rate_sweep.
+// `run_batch` returns the summaries of its rates in order.
+using BatchRun = std::function<std::vector<ServingSummary>(const std::vector<double>& rates_rps)>;
+SweepResult rate_sweep_batched(const BatchRun& run_batch, int width, double start_rps, double attainment, int refine);
+
 // Two panels, p99 TTFT and p99 TPOT (ms) against achieved requests/s, one line per placement
 // (names[i] for sweeps[i]), the SLOs as dashed lines (< 0: none).
 // {"max_rate_rps", "points": [{rate_rps, meets, requests_per_s, output_tokens_per_s, goodput_rps,
