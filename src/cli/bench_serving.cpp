@@ -74,14 +74,14 @@ void add_serving_bench_flags(CLI::App* c, ServingBenchArgs& a) {
            DefaultFrom{"the model's trained context"});
     number(c, "--dp", a.dp,
            "With --workload serving: data-parallel replicas of the modelled machine, each with its own scheduler and "
-           "KV cache, behind a router (--router)", int64_t(1), int64_t(64));
+           "KV cache, behind a router (--router); with --tp N each replica is a group of N NPUs (--npus N x dp)", int64_t(1), int64_t(64));
     text(c, "--router", a.router,
          "With --workload serving --dp N: round_robin, least_outstanding_tokens, or prefix_affinity (a prompt goes "
          "to the replica its prefix went to, unless that one is overloaded)", DefaultFrom{"round_robin"});
     c->add_flag("--disaggregate", a.disaggregate,
                 "With --workload serving: prefill/decode disaggregation. npu1 prefills (npu_only placement); npu0 with "
                 "the PIM devices decodes under the placement compared; each prompt's KV crosses the npu1-npu0 link "
-                "(needs --npus 2)");
+                "(needs --npus 2; with --tp N: a prefill and a decode group of N NPUs each, --npus 2N)");
     text(c, "--host-profile", a.host_profile, help::kHostProfile);
 }
 
