@@ -25,10 +25,10 @@
 #include "model/tokenizer/tokenizer.h"
 #include "parallel/communicator.h"
 #include "sched/scheduler.h"
-#include "serving/instance_hw.h"
 #include "serving/kv_capacity.h"
 #include "serving/replica_set.h"
 #include "serving/rate_sweep.h"
+#include "serving/serving_layout.h"
 #include "serving/serving_metrics.h"
 #include "serving/step_cost.h"
 #include "serving/step_trace.h"
@@ -78,14 +78,14 @@ void add_serving_bench_flags(CLI::App* c, ServingBenchArgs& a) {
            DefaultFrom{"the model's trained context"});
     number(c, "--dp", a.dp,
            "With --workload serving: data-parallel replicas of the modelled machine, each with its own scheduler and "
-           "KV cache, behind a router (--router)", int64_t(1), int64_t(64));
+           "KV cache, behind a router (--router); with --tp N each replica is a group of N NPUs (--npus N x dp)", int64_t(1), int64_t(64));
     text(c, "--router", a.router,
          "With --workload serving --dp N: round_robin, least_outstanding_tokens, or prefix_affinity (a prompt goes "
          "to the replica its prefix went to, unless that one is overloaded)", DefaultFrom{"round_robin"});
     c->add_flag("--disaggregate", a.disaggregate,
                 "With --workload serving: prefill/decode disaggregation. npu1 prefills (npu_only placement); npu0 with "
                 "the PIM devices decodes under the placement compared; each prompt's KV crosses the npu1-npu0 link "
-                "(needs --npus 2)");
+                "(needs --npus 2; with --tp N: a prefill and a decode group of N NPUs each, --npus 2N)");
     text(c, "--host-profile", a.host_profile, help::kHostProfile);
 }
 
@@ -170,22 +170,12 @@ struct Side {
     std::unique_ptr<serving::StepCostModel> prefill_cost;
 };
 
-// The instances of one replica: the colocated machine, or its prefill and decode parts.
-struct Layout {
-    int dp = 1;
-    bool disaggregated = false;
-    serving::RouterPolicy router = serving::RouterPolicy::ROUND_ROBIN;
-    sim::SimHardware prefill_hw, decode_hw;  // --disaggregate
-    sim::SimLink kv_link;
-    serving::ReplicaSetSpec replicas;        // without the per-side instances
-};
-
 // Steps a placement's trace records by default: bounds the file (about 0.5 KB per step).
 constexpr int64_t kMaxTraceSteps = 100000;
 
 std::string gib(uint64_t b) { return fmt::format("{:.2f} GiB", double(b) / double(uint64_t(1) << 30)); }
 
-void print_table(const Side& b, const Side& t, const Layout& lay) {
+void print_table(const Side& b, const Side& t, const serving::ServingLayout& lay) {
     const serving::ServingSummary &x = b.summary, &y = t.summary;
     auto row = [](const char* name, const std::string& u, const std::string& v) {
         std::printf("  %-24s %20s %20s\n", name, u.c_str(), v.c_str());
@@ -293,7 +283,7 @@ std::vector<sim::Verdict> judge_serving(const Side& b, const Side& t, const sim:
     return out;
 }
 
-nlohmann::json side_json(const Side& s, const Layout& lay, const nlohmann::json& experts) {
+nlohmann::json side_json(const Side& s, const serving::ServingLayout& lay, const nlohmann::json& experts) {
     nlohmann::json j = serving::summary_to_json(s.summary);
     j["experts"] = experts;
     j["policy"] = sim::policy_name(s.policy);
@@ -345,11 +335,9 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
         fail("--pp {} with --workload serving: the serving model has no pipeline stages (allowed: --pp 1; --tp N "
              "splits every step's layers over N ranks)", c.pp);
     const int64_t ep = c.ep != -1 ? c.ep : cfg.topology.ep;
-    for (const auto& [flag, n] : {std::pair{"--tp", c.tp}, std::pair{"--ep", ep}})
-        if (n > 1 && (a.dp > 1 || a.disaggregate))
-            fail("{} {} with {}: a replica or instance is one device group of the machine (allowed: {} with --dp 1 "
-                 "and without --disaggregate)", flag, n, a.dp > 1 ? "--dp " + std::to_string(a.dp) : "--disaggregate",
-                 flag);
+    if (ep > 1 && (a.dp > 1 || a.disaggregate))
+        fail("--ep {} with {}: a replica or instance is one device group of the machine (allowed: --ep with --dp 1 "
+             "and without --disaggregate)", ep, a.dp > 1 ? "--dp " + std::to_string(a.dp) : "--disaggregate");
     if (!a.host_profile.empty() && (c.tp > 1 || c.ep > 1 || a.dp > 1 || a.disaggregate))
         fail("--host-profile models one host CPU (allowed: without --tp, --ep, --dp and --disaggregate)");
     const workload::ArrivalSpec spec{parse_rate(a.rate), a.burstiness, uint64_t(a.seed)};
@@ -426,41 +414,28 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
     so.prefix_sharing = std::any_of(reqs.begin(), reqs.end(), [](const serving::ServingRequest& r) { return r.tokens != nullptr; });
     const HostMachine host = host_machine(a, setup.rig->hw);
     const sim::SimHardware& hw = host.device ? host.hw : setup.rig->hw;
-    Layout lay;
-    lay.dp = int(a.dp);
-    lay.disaggregated = a.disaggregate;
+    const serving::ServingLayout lay = serving::serving_layout(hw, int(a.dp), int(c.tp), a.disaggregate);
+    serving::ReplicaSetSpec replicas;  // without the per-side instances
     if (!a.router.empty()) {
-        lay.router = serving::router_from_name(a.router, "--router");
+        replicas.router = serving::router_from_name(a.router, "--router");
         if (a.dp == 1)
             fail("--router {} with one replica routes nothing (allowed: --dp 2 or more)", a.router);
-    }
-    if (lay.disaggregated) {
-        const std::vector<int> npus = hw.devices_of(sim::DeviceKind::NPU);
-        if (npus.size() != 2)
-            fail("--disaggregate with {} NPU(s): a replica is one prefill NPU (npu1) and one decode NPU with the PIM "
-                 "devices (npu0) (allowed: --npus 2, or [topology] npus = 2; more replicas: --dp N)", npus.size());
-        std::vector<int> decode_devices{npus[0]};
-        for (int d : hw.devices_of(sim::DeviceKind::PIM)) decode_devices.push_back(d);
-        lay.prefill_hw = serving::instance_hardware(hw, {npus[1]});
-        lay.decode_hw = serving::instance_hardware(hw, decode_devices);
-        lay.kv_link = hw.path(npus[1], npus[0]);
     }
     std::printf("serving: %s, %zu requests (%s; arrivals %s), context %lld, max %lld seqs, %lld tokens per step\n",
                 in.model.c_str(), reqs.size(), source.c_str(), arrivals.c_str(), (long long)n_ctx,
                 (long long)a.parallel, (long long)a.step_tokens);
-    if (lay.disaggregated) {
-        std::string decoders;
-        for (const sim::SimDevice& d : lay.decode_hw.devices) decoders += (decoders.empty() ? "" : " + ") + d.name;
-        std::printf("disaggregated: prefill on %s (npu_only), decode on %s; KV over %s (%s: %g GB/s, %g ns latency + %g "
-                    "ns per transfer)\n", lay.prefill_hw.devices[0].name.c_str(), decoders.c_str(),
-                    lay.kv_link.name.c_str(), lay.kv_link.preset.c_str(), lay.kv_link.bandwidth_gbps,
-                    lay.kv_link.latency_ns, lay.kv_link.per_transfer_ns);
-    }
-    if (lay.dp > 1) std::printf("replicas: %d behind the %s router\n", lay.dp, serving::router_name(lay.router));
-    lay.replicas.dp = lay.dp;
-    lay.replicas.router = lay.router;
-    lay.replicas.disaggregated = lay.disaggregated;
-    lay.replicas.link = lay.kv_link;
+    if (lay.disaggregated)
+        std::printf("disaggregated: prefill on %s (npu_only), decode on %s; KV %sover %s (%s: %g GB/s, %g ns latency "
+                    "+ %g ns per transfer)\n", lay.prefill_devices().c_str(), lay.decode_devices().c_str(),
+                    lay.tp > 1 ? "shards, rank to rank, " : "", lay.kv_link.name.c_str(), lay.kv_link.preset.c_str(),
+                    lay.kv_link.bandwidth_gbps, lay.kv_link.latency_ns, lay.kv_link.per_transfer_ns);
+    if (lay.dp > 1) std::printf("replicas: %d behind the %s router\n", lay.dp, serving::router_name(replicas.router));
+    if (lay.split)
+        for (int r = 0; r < lay.dp; ++r)
+            std::printf("  replica %d: %s\n", r, lay.replica_devices[size_t(r)].c_str());
+    replicas.dp = lay.dp;
+    replicas.disaggregated = lay.disaggregated;
+    replicas.link = lay.kv_link;
     Side sides[2];
     std::pair<sim::Policy, const graph::ModelShape*> runs[2] = {{setup.pb, &setup.shape_b},
                                                               {setup.pt, &setup.shape_t}};
@@ -501,21 +476,21 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
         s.policy = runs[i].first;
         const graph::ModelShape& shape = *runs[i].second;
         const sim::RunOptions ro = workload::bench_run_options(cfg, s.policy, in);
-        const sim::SimHardware& decode_hw = lay.disaggregated ? lay.decode_hw : hw;
+        const sim::SimHardware& decode_hw = lay.disaggregated ? lay.decode_hw : lay.colocated_hw;
         s.kv = capacity(shape, ro, decode_hw, lay.disaggregated ? ", decode instance" : "");
-        graph::GraphOptions go;  // --tp: each step as rank 0's graph with its collectives
+        graph::GraphOptions go;  // --tp: each step as rank 0's graph with its collectives over its group
         go.tp = in.tp;
         go.ep = in.ep;
         go.flashcomm = in.flashcomm;
         s.cost = std::make_unique<serving::StepCostModel>(shape, ro, decode_hw, go);
         uint64_t kv_bytes_per_token = 0;
-        if (lay.disaggregated) {  // the prefill instance: the same weights in NZ on npu1 alone
+        if (lay.disaggregated) {  // the prefill instance: the same weights in NZ on its NPUs alone
             const sim::RunOptions pro = workload::bench_run_options(cfg, sim::Policy::NPU_ONLY, in);
             s.prefill_kv = capacity(shape, pro, lay.prefill_hw, ", prefill instance");
-            s.prefill_cost = std::make_unique<serving::StepCostModel>(shape, pro, lay.prefill_hw);
-            kv_bytes_per_token = serving::kv_block_bytes(shape, pro, lay.prefill_hw) / uint64_t(hw.kv_block_tokens);
+            s.prefill_cost = std::make_unique<serving::StepCostModel>(shape, pro, lay.prefill_hw, go);
+            kv_bytes_per_token = serving::kv_rank_bytes_per_token(shape, pro, lay.prefill_hw);  // one rank's shard
         }
-        serving::ReplicaSetSpec rs = lay.replicas;
+        serving::ReplicaSetSpec rs = replicas;
         rs.first = lay.disaggregated ? serving::InstanceSpec{s.prefill_kv.n_blocks, s.prefill_kv.block_tokens,
                                                              s.prefill_cost.get()}
                                      : serving::InstanceSpec{s.kv.n_blocks, s.kv.block_tokens, s.cost.get()};
@@ -621,7 +596,8 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
                               {"max_seqs", a.parallel},
                               {"step_tokens", a.step_tokens},
                               {"dp", a.dp},
-                              {"router", serving::router_name(lay.router)},
+                              {"tp", c.tp},
+                              {"router", serving::router_name(replicas.router)},
                               {"disaggregated", lay.disaggregated},
                               {"kv_link", lay.disaggregated ? nlohmann::json{{"name", lay.kv_link.name},
                                                                              {"preset", lay.kv_link.preset},
@@ -644,9 +620,9 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
         std::vector<std::vector<serving::StepEvent>> tracks;
         size_t n_steps[2] = {0, 0};
         for (int i = 0; i < 2; ++i)
-            for (int k = 0; k < lay.replicas.instances(); ++k) {
+            for (int k = 0; k < replicas.instances(); ++k) {
                 names.push_back(fmt::format("{} {}{}", i == 0 ? "baseline" : "target", sim::policy_name(sides[i].policy),
-                                            lay.replicas.instance_name(k)));
+                                            replicas.instance_name(k)));
                 tracks.push_back(sides[i].trace[size_t(k)]);
                 n_steps[i] += tracks.back().size();
             }

@@ -27,11 +27,24 @@ sim::SimHardware instance_hardware(const sim::SimHardware& hw, const std::vector
         else if (k.end_a == 0) out.devices[size_t(k.end_b)].link = int(out.links.size());
         out.links.push_back(std::move(k));
     }
+    for (size_t i = 1; i < out.devices.size(); ++i) {  // re-hang what hung off a dropped npu0
+        sim::SimDevice& d = out.devices[i];
+        const int was = hw.devices[size_t(keep[i])].link;
+        if (d.link >= 0 || was < 0) continue;
+        sim::SimLink k = hw.links[size_t(was)];
+        k.name = d.name + "-" + out.devices[0].name;
+        k.end_a = int(i);
+        k.end_b = 0;
+        d.link = int(out.links.size());
+        out.links.push_back(std::move(k));
+    }
     const double n_npus = double(hw.devices_of(sim::DeviceKind::NPU).size());
     const double kept_npus = double(out.devices_of(sim::DeviceKind::NPU).size());
     out.mem_capacity_bytes = uint64_t(double(hw.mem_capacity_bytes) / n_npus * kept_npus);
     out.mem_bw_gbps = hw.mem_bw_gbps / n_npus * kept_npus;
-    if (!out.has(sim::DeviceKind::PIM)) out.pim_internal_bw_gbps = 0;
+    const size_t n_pims = hw.devices_of(sim::DeviceKind::PIM).size();
+    const size_t kept_pims = out.devices_of(sim::DeviceKind::PIM).size();
+    out.pim_internal_bw_gbps = n_pims ? hw.pim_internal_bw_gbps / double(n_pims) * double(kept_pims) : 0;
     return out;
 }
 

@@ -22,6 +22,13 @@ sim::MemoryBreakdown one_block_memory(const graph::ModelShape& shape, const sim:
     const sim::Placer placer(opts.placement, hw);
     return sim::account_memory(shape, plan, hw.kv_block_tokens, 1, placer, opts, hw);
 }
+
+// The KV heads one of `tp` ranks holds.
+uint64_t rank_kv_share(const graph::ModelShape& shape, uint64_t whole, uint64_t tp) {
+    const uint64_t kv_heads = uint64_t(std::max<int64_t>(1, shape.n_head_kv));
+    const uint64_t rank_heads = shape.is_mla() ? kv_heads : (kv_heads + tp - 1) / tp;
+    return whole * rank_heads / kv_heads;
+}
 }  // namespace
 
 nlohmann::json kv_capacity_json(const KvCapacity& c) {
@@ -34,6 +41,12 @@ nlohmann::json kv_capacity_json(const KvCapacity& c) {
 
 uint64_t kv_block_bytes(const graph::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw) {
     return one_block_memory(shape, opts, hw, 1).kv_cache_bytes;
+}
+
+uint64_t kv_rank_bytes_per_token(const graph::ModelShape& shape, const sim::RunOptions& opts,
+                                 const sim::SimHardware& hw) {
+    const uint64_t tp = uint64_t(std::max(1, opts.parallel.tp));
+    return rank_kv_share(shape, kv_block_bytes(shape, opts, hw), tp) / uint64_t(hw.kv_block_tokens);
 }
 
 KvCapacity kv_capacity(const graph::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw,
@@ -49,9 +62,7 @@ KvCapacity kv_capacity(const graph::ModelShape& shape, const sim::RunOptions& op
     // Per rank: its NPU's memory, its share of the weights (the plan's), its KV heads (a latent
     // KV is whole on every rank); the figures below are those times the ranks. An EP rank holds
     // whole blocks of its own sequences: the pool is the ranks' blocks together.
-    const uint64_t kv_heads = uint64_t(std::max<int64_t>(1, shape.n_head_kv));
-    const uint64_t rank_heads = shape.is_mla() ? kv_heads : (kv_heads + tp - 1) / tp;
-    const uint64_t rank_block = m.kv_cache_bytes * rank_heads / kv_heads;
+    const uint64_t rank_block = rank_kv_share(shape, m.kv_cache_bytes, tp);
     const uint64_t rank_other = m.total_bytes() - m.kv_cache_bytes;
     const uint64_t npus = std::max<uint64_t>(1, hw.devices_of(sim::DeviceKind::NPU).size());
     const uint64_t ranks = tp * ep;

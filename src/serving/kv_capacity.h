@@ -32,6 +32,11 @@ nlohmann::json kv_capacity_json(const KvCapacity& c);
 // One KV block's bytes (SimHardware::kv_block_tokens tokens, every layer) under `opts`.
 uint64_t kv_block_bytes(const graph::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw);
 
+// One tensor-parallel rank's share of one token's K and V (every layer) under `opts`: its
+// ⌈n_head_kv / tp⌉ KV heads (a latent KV is whole on every rank); tp 1: the whole token's.
+uint64_t kv_rank_bytes_per_token(const graph::ModelShape& shape, const sim::RunOptions& opts,
+                                 const sim::SimHardware& hw);
+
 // Throws duet::Error when the device memory is unknown (mem_capacity_bytes = 0).
 KvCapacity kv_capacity(const graph::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw,
                        int64_t step_tokens);

@@ -243,7 +243,8 @@ TEST(ServingCli, PrefixAffinityKeepsASessionsTranscriptCached) {
 
 // Tensor parallelism: every step runs as rank 0's graph with its collectives over the 8 ranks'
 // links, so one request alone gets `duet bench --tp 8`'s TTFT and TBT; with many, each rank's
-// share of weights and KV heads decides the KV pool. --pp and --tp beside --dp are refused.
+// share of weights and KV heads decides the KV pool. --pp is refused, and --dp beside --tp on a
+// machine that is not dp x tp NPUs.
 TEST(ServingCli, TensorParallelStepsAreTheBenchsTensorParallelForwards) {
     const std::string machine = "--model llama2-70b --tp 8 --npus 8 --pims 8 --seq-len 128 --gen-len 16 ";
     const Result s = run(machine + "--requests 1 --rate inf");
@@ -269,8 +270,81 @@ TEST(ServingCli, TensorParallelStepsAreTheBenchsTensorParallelForwards) {
                      "--pp 1; --tp N splits every step's layers over N ranks)\n");
     r = run(machine + "--requests 4 --dp 2");
     EXPECT_EQ(r.code, 2);
-    EXPECT_EQ(r.out, "duet: error: --tp 8 with --dp 2: a replica or instance is one device group of the machine "
-                     "(allowed: --tp with --dp 1 and without --disaggregate)\n");
+    EXPECT_EQ(r.out, "duet: error: --tp 8 --dp 2 with 8 NPU(s): each replica is a tensor-parallel group of 8 NPUs "
+                     "(allowed: --npus 16, or [topology] npus = 16)\n");
+}
+
+// --tp 2 --dp 2 on 4 NPUs: each replica is a TP group of 2 NPUs with its PIM device, so one request
+// alone gets exactly what --tp 2 on 2 NPUs gives it, and at saturation the two groups serve about
+// twice the tokens of one.
+TEST(ServingCli, TensorParallelReplicasAreGroupsOfTheMachine) {
+    const std::string model = "--model llama2-7b --tp 2 --seq-len 256 ";
+    const Result one = run(model + "--gen-len 16 --npus 2 --pims 1 --requests 1 --rate inf");
+    const Result two = run(model + "--gen-len 16 --npus 4 --pims 2 --dp 2 --requests 1 --rate inf");
+    ASSERT_EQ(one.code, 0) << one.out;
+    ASSERT_EQ(two.code, 0) << two.out;
+    EXPECT_NE(two.out.find("  replica 1: npu2 + npu3 + pim1\n"), std::string::npos) << two.out;
+    for (const char* side : {"baseline", "target"}) {
+        const nlohmann::json &a = one.report["serving"][side], &b = two.report["serving"][side];
+        EXPECT_GT(a["ttft_ms"]["mean"].get<double>(), 0.0) << side;
+        EXPECT_EQ(b["ttft_ms"]["mean"], a["ttft_ms"]["mean"]) << side;
+        EXPECT_EQ(b["tpot_ms"]["mean"], a["tpot_ms"]["mean"]) << side;
+        EXPECT_EQ(b["kv_cache"]["blocks"], a["kv_cache"]["blocks"]) << side;
+    }
+    const std::string load = model + "--gen-len 128 --requests 96 --rate inf --max-seqs 16 ";
+    const Result sat1 = run(load + "--npus 2 --pims 1");
+    const Result sat2 = run(load + "--npus 4 --pims 2 --dp 2");
+    ASSERT_EQ(sat1.code, 0) << sat1.out;
+    ASSERT_EQ(sat2.code, 0) << sat2.out;
+    for (const char* side : {"baseline", "target"}) {
+        const double t1 = sat1.report["serving"][side]["output_tokens_per_s"].get<double>();
+        const double t2 = sat2.report["serving"][side]["output_tokens_per_s"].get<double>();
+        EXPECT_GT(t2, 1.6 * t1) << side;
+        EXPECT_LT(t2, 2.1 * t1) << side;
+    }
+    Result r = run(model + "--npus 3 --pims 2 --dp 2 --requests 4");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.out, "duet: error: --tp 2 --dp 2 with 3 NPU(s): each replica is a tensor-parallel group of 2 NPUs "
+                     "(allowed: --npus 4, or [topology] npus = 4)\n");
+    r = run(model + "--npus 4 --pims 1 --dp 2 --requests 4");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.out, "duet: error: --pims 1 with --tp 2 --dp 2: each replica takes an equal share of the PIM devices "
+                     "(allowed: --pims a multiple of 2, or [topology] pims = a multiple of 2)\n");
+    r = run(model + "--npus 2 --disaggregate --requests 4");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.out, "duet: error: --tp 2 --disaggregate with 2 NPU(s): each replica is a prefill group and a decode "
+                     "group of 2 NPUs each (allowed: --npus 4, or [topology] npus = 4)\n");
+}
+
+// --disaggregate --tp 2 on 4 NPUs: npu2 + npu3 prefill as a TP group, npu0 + npu1 with pim0 decode;
+// each prefill rank sends its 16 of the 32 KV heads to its decode rank over its own hccs_910b
+// link, so TTFT is the TP prefill step plus one shard's transfer.
+TEST(ServingCli, TensorParallelDisaggregationMovesEachRanksKvShard) {
+    const Result s = run("--model llama2-7b --tp 2 --requests 3 --rate 0.01 --seq-len 512 --gen-len 32 --npus 4 "
+                         "--disaggregate");
+    ASSERT_EQ(s.code, 0) << s.out;
+    EXPECT_NE(s.out.find("disaggregated: prefill on npu2 + npu3 (npu_only), decode on npu0 + npu1 + pim0; KV shards, "
+                         "rank to rank, over npu2-npu0 (hccs_910b"), std::string::npos) << s.out;
+    const std::string report = std::string(DUET_BINARY_DIR) + "/serving_cli_test_bench_tp_disagg.json";
+    const std::string cmd = std::string(DUET_BINARY_DIR) + "/duet --log-level off bench --model llama2-7b --tp 2 "
+                            "--npus 2 --seq-len 512 --gen-len 32 --no-verdict-exit --report " + report +
+                            " > /dev/null 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    const nlohmann::json b = nlohmann::json::parse(std::ifstream(report));
+    // llama2-7b: 32 layers, 32 KV heads of 128, fp16 K and V, 16 heads per rank; hccs_910b: 56 GB/s,
+    // 1000 ns latency, 2000 ns per transfer.
+    const double shard_bytes = 512.0 * 2 * 32 * 16 * 128 * 2;
+    const double xfer_ms = (shard_bytes / 56.0 + 1000 + 2000) / 1e6;
+    const double prefill_ms = b["baseline"]["timeline"]["ttft_ns"].get<double>() / 1e6;  // npu_only, TP 2
+    for (const char* side : {"baseline", "target"}) {
+        const nlohmann::json& sv = s.report["serving"][side];
+        ASSERT_EQ(sv["completed"], 3) << side;
+        for (const nlohmann::json& q : sv["per_request"]) {
+            EXPECT_NEAR(q["kv_transfer_ms"].get<double>(), xfer_ms, 1e-6) << side;
+            EXPECT_NEAR(q["ttft_ms"].get<double>(), prefill_ms + xfer_ms, prefill_ms * 1e-3) << side;
+        }
+        EXPECT_EQ(sv["replicas"][0]["kv_transfer_bytes"].get<double>(), 3 * shard_bytes) << side;
+    }
 }
 
 TEST(ServingCli, BadReplicaAndDisaggregationFlagsExitTwo) {

@@ -9,6 +9,7 @@
 #include "serving/instance_hw.h"
 #include "serving/router.h"
 #include "serving/serving_cluster.h"
+#include "serving/serving_layout.h"
 #include "serving/serving_metrics.h"
 
 namespace duet::serving {
@@ -315,6 +316,70 @@ TEST(ServingDisagg, InstanceHardwareKeepsItsDevicesLinksAndMemoryShare) {
     EXPECT_DOUBLE_EQ(dec.pim_internal_bw_gbps, 1000);
     // The KV link of the disaggregated pair is the topology's npu1-npu0 link.
     EXPECT_EQ(hw.path(1, 0).preset, "hccs_910b");
+}
+
+// --tp 2 --dp 2 on --npus 4 --pims 2 (and the disaggregated pair on --npus 8): replica r takes
+// NPUs 2r and 2r+1 and PIM device r, which hangs off its group's first NPU by a copy of its link,
+// so every group is wired like the first; the wrong counts are refused naming the flags.
+TEST(ServingLayout, TensorParallelReplicasAreGroupsWiredLikeTheFirst) {
+    sim::SimLink hccs, cxl;
+    hccs.preset = "hccs_910b";
+    hccs.bandwidth_gbps = 56;
+    cxl.preset = "cxl2_x16";
+    cxl.bandwidth_gbps = 63;
+    auto machine = [&](int npus, int pims) {
+        sim::SimHardware hw;
+        for (int i = 0; i < npus; ++i) hw.add_device(sim::DeviceKind::NPU, nullptr, hccs);
+        for (int i = 0; i < pims; ++i) hw.add_device(sim::DeviceKind::PIM, nullptr, cxl);
+        hw.add_mesh(sim::DeviceKind::NPU, hccs);
+        hw.mem_capacity_bytes = uint64_t(npus) * (64ull << 30);
+        hw.pim_internal_bw_gbps = 1000.0 * pims;
+        return hw;
+    };
+    const sim::SimHardware hw = machine(4, 2);
+    const ServingLayout lay = serving_layout(hw, 2, 2, false);
+    EXPECT_TRUE(lay.split);
+    ASSERT_EQ(lay.replica_devices.size(), 2u);
+    EXPECT_EQ(lay.replica_devices[0], "npu0 + npu1 + pim0");
+    EXPECT_EQ(lay.replica_devices[1], "npu2 + npu3 + pim1");
+    const sim::SimHardware g1 = instance_hardware(hw, {2, 3, 5});
+    ASSERT_EQ(g1.devices.size(), 3u);
+    for (const sim::SimHardware* g : {&lay.colocated_hw, &g1}) {
+        ASSERT_EQ(g->links.size(), 2u);  // the NPU pair's mesh link, the PIM device's link to the group's host
+        EXPECT_EQ(g->links[0].preset, "hccs_910b");
+        EXPECT_EQ(g->devices[2].link, 1);
+        EXPECT_EQ(g->links[1].preset, "cxl2_x16");
+        EXPECT_EQ(g->links[1].end_a, 2);
+        EXPECT_EQ(g->links[1].end_b, 0);
+        EXPECT_EQ(g->mem_capacity_bytes, 128ull << 30);
+        EXPECT_DOUBLE_EQ(g->pim_internal_bw_gbps, 1000);
+    }
+    EXPECT_EQ(g1.links[1].name, "pim1-npu2");
+
+    const sim::SimHardware hw8 = machine(8, 2);
+    const ServingLayout dis = serving_layout(hw8, 2, 2, true);
+    EXPECT_EQ(dis.prefill_devices(), "npu2 + npu3");
+    EXPECT_EQ(dis.decode_devices(), "npu0 + npu1 + pim0");
+    EXPECT_EQ(dis.replica_devices[1], "npu6 + npu7 -> npu4 + npu5 + pim1");
+    EXPECT_EQ(dis.kv_link.name, "npu2-npu0");  // the mesh link between the groups' first NPUs
+
+    auto error_of = [](auto f) {
+        try {
+            f();
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_EQ(error_of([&] { serving_layout(machine(3, 2), 2, 2, false); }),
+              "--tp 2 --dp 2 with 3 NPU(s): each replica is a tensor-parallel group of 2 NPUs (allowed: --npus 4, or "
+              "[topology] npus = 4)");
+    EXPECT_EQ(error_of([&] { serving_layout(hw, 2, 2, true); }),
+              "--tp 2 --dp 2 --disaggregate with 4 NPU(s): each replica is a prefill group and a decode group of 2 "
+              "NPUs each (allowed: --npus 8, or [topology] npus = 8)");
+    EXPECT_EQ(error_of([&] { serving_layout(machine(4, 1), 2, 2, false); }),
+              "--pims 1 with --tp 2 --dp 2: each replica takes an equal share of the PIM devices (allowed: --pims a "
+              "multiple of 2, or [topology] pims = a multiple of 2)");
 }
 
 }  // namespace
