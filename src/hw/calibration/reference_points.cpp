@@ -252,11 +252,12 @@ pim::CentCost cent_non_gemv(const pim::PimSpec& spec, const CentModel& m, int64_
 }
 
 constexpr const char* kCentNote =
-    "finding: duet runs one device's share on pim_cxl_aim (the seven bf16 GEMVs split tp ways, Megatron, and "
-    "attention over heads / tp heads as two GEMVs spread over every unit); CENT's block PIM time also holds its "
-    "RMSNorm and rotary element-wise work on the AiM units with the vector writes and reads they need, and maps "
-    "attention head by head with one bank per head dimension (a readout per 16 positions), so it grows ~8x faster "
-    "with the context; the GEMVs alone are compared in the 'weight GEMVs alone' row (docs/hardware-model.md 6)";
+    "duet runs one device's share on pim_cxl_aim: the seven bf16 GEMVs split tp ways (Megatron), plus the "
+    "preset's [mapping] attention = cent_head_per_bank (hw/pim/pim_cent_mapping.h, from CENT's Llama.py "
+    "trace_only): q.K^T with a bank per position over all devices' banks, scores moved by single-bank writes "
+    "and reads through the one AiM DMA and scaled by EWMUL, p.V with a channel per KV head and a bank per head "
+    "dimension, and the block's RMSNorms, rotary and SiLU gate on the AiM units, all timed from the preset's "
+    "AiM timings (docs/hardware-model.md 6)";
 
 void cent_tp_points(std::vector<Point>& out) {
     const pim::PimDevice dev(load_pim_preset("pim_cxl_aim"));
