@@ -100,9 +100,12 @@ std::vector<Point> cent_system_points() {
         p.unit = std::string("ms");
         p.note = "finding: duet bench pim_only, --pims/--tp = devices, pim_cxl_aim over the CXL link preset, runs "
                  "every rank's norms, rotary, KV writes and residual adds on the one host CPU in turn (about 7 "
-                 "operators per layer and rank at the preset's assumed 5 us each), which dominates its token; CENT "
-                 "runs them on each device's own CXL-controller units in parallel (its Acc latency) and adds 0.15 ms "
-                 "of host top-k sampling (utils.py InOut_latency) that duet does not model (docs/hardware-model.md 6)";
+                 "operators per layer and rank at the preset's assumed 5 us each: 7 x layers x ranks x 5 us = 9.0 / "
+                 "28.0 / 89.6 ms for 7B / 13B / 70B, most of duet's token), which dominates its token; CENT runs "
+                 "them on each device's own AiM units and CXL-controller units in parallel (its block PIM time and "
+                 "Acc latency) and adds 0.15 ms of host top-k sampling (utils.py InOut_latency) that duet does not "
+                 "model: a difference of where the work is placed, not of a link or device parameter "
+                 "(docs/hardware-model.md 6)";
         p.device = "CENT-class system (pim_cxl_aim x devices, whole model, duet bench)";
         out.push_back(p);
     }

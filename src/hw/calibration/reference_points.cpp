@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "hw/dram/mem_workload.h"
 #include "hw/memory_presets.h"
+#include "hw/pim/pim_cent_mapping.h"
 #include "hw/pim/pim_device.h"
 #include "hw/pim/pim_gemv.h"
 #include "hw/calibration/reference_runs.h"
@@ -237,22 +238,26 @@ double cent_gemvs_ns(const pim::PimDevice& dev, const CentModel& m) {
     return t_ns;
 }
 
-double cent_attention_ns(const pim::PimDevice& dev, const CentModel& m, int64_t context) {
-    OpShape att;
-    att.cls = OpClass::ATTENTION;
-    att.m = 1, att.n = context, att.k = 128;
-    att.n_head = std::max<int64_t>(1, m.heads / m.tp);
-    att.n_head_kv = std::max<int64_t>(1, m.kv_heads / m.tp);
-    att.weight_dtype = att.act_dtype = DType::BF16;  // the AiM takes bf16 only (an f16 op is unsupported)
-    return dev.estimate(att).t_ns;
+// The block's attention and element-wise work as CENT maps them (the presets' [mapping]
+// attention = "cent_head_per_bank"): every head on every device, q.K^T positions over the banks
+// of all tp devices (pim_cent_mapping.h).
+pim::CentCost cent_non_gemv(const pim::PimSpec& spec, const CentModel& m, int64_t context) {
+    pim::CentBlockShape b;
+    b.dim = m.d, b.ffn_dim = m.ff, b.heads = m.heads, b.kv_heads = m.kv_heads, b.head_dim = 128;
+    b.context = context;
+    b.devices = int(m.tp);
+    pim::CentCost c = pim::cent_attention(spec, b);
+    c += pim::cent_vector_ops(spec, b);
+    return c;
 }
 
 constexpr const char* kCentNote =
-    "finding: duet runs one device's share on pim_cxl_aim (the seven bf16 GEMVs split tp ways, Megatron, and "
-    "attention over heads / tp heads as two GEMVs spread over every unit); CENT's block PIM time also holds its "
-    "RMSNorm and rotary element-wise work on the AiM units with the vector writes and reads they need, and maps "
-    "attention head by head with one bank per head dimension (a readout per 16 positions), so it grows ~8x faster "
-    "with the context; the GEMVs alone are compared in the 'weight GEMVs alone' row (docs/hardware-model.md 6)";
+    "duet runs one device's share on pim_cxl_aim: the seven bf16 GEMVs split tp ways (Megatron), plus the "
+    "preset's [mapping] attention = cent_head_per_bank (hw/pim/pim_cent_mapping.h, from CENT's Llama.py "
+    "trace_only): q.K^T with a bank per position over all devices' banks, scores moved by single-bank writes "
+    "and reads through the one AiM DMA and scaled by EWMUL, p.V with a channel per KV head and a bank per head "
+    "dimension, and the block's RMSNorms, rotary and SiLU gate on the AiM units, all timed from the preset's "
+    "AiM timings (docs/hardware-model.md 6)";
 
 void cent_tp_points(std::vector<Point>& out) {
     const pim::PimDevice dev(load_pim_preset("pim_cxl_aim"));
@@ -302,7 +307,7 @@ void cent_tp_points(std::vector<Point>& out) {
                                         rr->number("pim_ms"));
             p.check = Check::RELATIVE;
             p.reference = (pub ? pub->pim_ms : rr->number("pim_ms")) * 1000;
-            p.duet = (gemv_ns + cent_attention_ns(dev, m, context)) / 1000;
+            p.duet = (gemv_ns + cent_non_gemv(dev.spec(), m, context).t_ns) / 1000;
             p.tolerance = 0.30;
             p.unit = std::string("us");
             p.note = kCentNote;

@@ -1,6 +1,7 @@
 #include "hw/pim/pim_device.h"
 
 #include "core/error.h"
+#include "hw/pim/pim_cent_mapping.h"
 
 namespace duet::hw::pim {
 
@@ -61,6 +62,21 @@ Cost PimDevice::estimate(const OpShape& op) const {
         c.bytes_moved = r.external_bytes;
         c.energy_pj = r.energy_pj;
         c.bound = r.bound;
+        return c;
+    }
+    if (spec_.attention_mapping == AttentionMapping::CENT_HEAD_PER_BANK) {
+        // CENT's head-per-bank mapping of this device's heads (pim_cent_mapping.h); the
+        // positions of q.K^T over this device's banks alone.
+        CentBlockShape b;
+        b.heads = op.n_head;
+        b.kv_heads = op.n_head_kv > 0 ? op.n_head_kv : op.n_head;
+        b.head_dim = op.k;
+        b.context = op.n;
+        b.channels = channels_;
+        const CentCost a = cent_attention(spec_, b);
+        c.t_ns = a.t_ns;
+        c.bytes_moved = double(a.host_wr + a.host_rd + a.wr_gb) * spec_.mem.org.burst_bytes();
+        c.bound = "memory";
         return c;
     }
     // Each query head's score GEMV runs over its KV head's K rows: n_head GEMVs of n x k, then

@@ -78,6 +78,7 @@ PimSpec load_pim_spec_file(const std::string& path, const std::string& name, con
     s.timing.nMAC_RD_OUT = int(t.get_int("nMAC_RD_OUT", 0, 1 << 16));
     s.timing.mode_switch_cycles = int(t.get_int("mode_switch_cycles", 0, 1 << 20));
     s.timing.nRCD_MAC = int(t.get_int_or("nRCD_MAC", mt.nRCD, 1, 1 << 16));
+    s.timing.nRCD_EWMUL = int(t.get_int_or("nRCD_EWMUL", s.timing.nRCD_MAC, 1, 1 << 16));
     s.timing.host_sync_ns = t.get_double("host_sync_ns", 0, 1e9);
     s.timing.crf_bursts = int(t.get_int_or("crf_bursts", 0, 0, 64));
     s.timing.mode_switch_per_tile = t.get_bool_or("mode_switch_per_tile", false);
@@ -88,6 +89,14 @@ PimSpec load_pim_spec_file(const std::string& path, const std::string& name, con
     s.timing.mode_writes_ab_pim = int(t.get_int_or("mode_writes_ab_pim", 0, 0, s.mem.org.banks()));
     s.timing.mode_writes_ab_sb = int(t.get_int_or("mode_writes_ab_sb", 0, 0, s.mem.org.banks()));
     t.finish();
+
+    if (auto m = doc.find_section("mapping")) {
+        s.attention_mapping = m->get_enum_or("attention", "gemv", {"gemv", "cent_head_per_bank"}) == "gemv"
+                                  ? AttentionMapping::GEMV
+                                  : AttentionMapping::CENT_HEAD_PER_BANK;
+        s.host_request_cycles = int(m->get_int_or("host_request_cycles", 1, 1, 1 << 16));
+        m->finish();
+    }
 
     s.pim_normal_overlap = root.get_bool("pim_normal_overlap");
     s.power_limit_w = root.get_double_or("power_limit_w", 0, 0, 1e4);

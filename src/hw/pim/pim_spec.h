@@ -34,6 +34,7 @@ struct PimTiming {
     int nMAC_RD_OUT = 0;         // last MAC to first result read, cycles (unit pipeline)
     int mode_switch_cycles = 0;  // one SB->AB->AB-PIM (or back) transition, cycles
     int nRCD_MAC = 0;            // all-bank ACT to the first MAC, cycles (the base memory's nRCD unless given)
+    int nRCD_EWMUL = 0;          // all-bank ACT to the first element-wise multiply, cycles (nRCD_MAC unless given)
     double host_sync_ns = 0;     // host/NPU fence before reading results
     int crf_bursts = 0;          // bursts that program the units' command registers per GEMV (FIMDRAM CRF)
     bool mode_switch_per_tile = false;  // AB <-> AB-PIM around every output tile and input vector
@@ -51,6 +52,11 @@ struct PimTiming {
     int mode_writes_sb_ab = 0, mode_writes_ab_pim = 0, mode_writes_ab_sb = 0;
 };
 
+// How decode attention (and, for CENT, the block's element-wise work) maps onto the units
+// ([mapping] attention): GEMV spreads every head's K and V rows over all units as two GEMVs;
+// CENT_HEAD_PER_BANK is CENT's mapping (pim_cent_mapping.h).
+enum class AttentionMapping { GEMV, CENT_HEAD_PER_BANK };
+
 struct PimSpec {
     std::string name, file, device;
     dram::DramSpec mem;          // base memory (organisation and timings)
@@ -59,6 +65,8 @@ struct PimSpec {
     bool pim_normal_overlap = false;  // normal accesses can proceed while units compute
     double power_limit_w = 0;         // 0: not published
     int default_alignment_bits = 128; // layout granule assumed when none is given
+    AttentionMapping attention_mapping = AttentionMapping::GEMV;
+    int host_request_cycles = 1;      // cycles between single-bank requests of the device's one DMA (CENT mapping)
 
     int units_per_channel() const { return mem.org.banks() / unit.banks_per_unit; }
     bool supports(DType t) const;
