@@ -13,7 +13,6 @@
 #include "cli/ctx_check.h"
 #include "cli/flags.h"
 #include "cli/knob_effects.h"
-#include "cli/serve_tasks.h"
 #include "cli/warmup_flags.h"
 #include "core/memory_info.h"
 #include "config/coop_config.h"
@@ -29,6 +28,7 @@
 #include "server/api_error.h"
 #include "server/http_server.h"
 #include "server/timings_cache.h"
+#include "server/task_kinds.h"
 #include "server/task_service.h"
 #include "server/task_store.h"
 #include "tune/memory_estimate.h"
@@ -164,7 +164,7 @@ void serve(const ServeArgs& a, const CLI::App& root) {
                       store.interrupted_at_open());
     server::TaskService tasks(store);
     const std::string path = a.model_path;
-    register_serve_tasks(tasks, st, cfg, path, uint64_t(a.task_memory_mb) << 20);
+    server::register_task_kinds(tasks, st, cfg, path, uint64_t(a.task_memory_mb) << 20);
 
     // The modelled NPU-only and NPU+PIM timings of a request of this size on the served model,
     // computed once per size (server/timings_cache.h), and of each request in its real batch.

@@ -1,4 +1,4 @@
-// The /v1/tasks payloads of `duet serve` (src/cli/serve_tasks.cpp) checked against the task's
+// The /v1/tasks payloads of `duet serve` (src/server/task_kinds.cpp) checked against the task's
 // model before anything is built: a layer past the model in scheduling.npu_only_layers and a
 // prompt past its context are 400s naming the field, on the real binary over HTTP.
 #include <gtest/gtest.h>

@@ -20,11 +20,11 @@
 #include "config/settings.h"
 #include "server/task_service.h"
 
-namespace duet::cli {
+namespace duet::server {
 
 // memory_cap_bytes: what one task may hold (tune/memory_estimate.h), `duet serve --task-memory-mb`;
 // a payload whose estimate exceeds it is a 400 with the arithmetic.
-void register_serve_tasks(server::TaskService& tasks, const config::Settings& st, const config::CoopConfig& cfg,
+void register_task_kinds(TaskService& tasks, const config::Settings& st, const config::CoopConfig& cfg,
                           const std::string& served_path, uint64_t memory_cap_bytes);
 
-}  // namespace duet::cli
+}  // namespace duet::server

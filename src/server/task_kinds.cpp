@@ -1,4 +1,4 @@
-#include "cli/serve_tasks.h"
+#include "server/task_kinds.h"
 #include "config/json_value.h"
 
 #include <fmt/format.h>
@@ -16,7 +16,7 @@
 #include "workload/bench_runner.h"
 #include "workload/model_limits.h"
 
-namespace duet::cli {
+namespace duet::server {
 namespace {
 
 // A JSON value as a config field Value, type-checked; ApiError 400 naming the parameter.
@@ -270,7 +270,7 @@ nlohmann::json optimize_task(const nlohmann::json& params, const config::Setting
 
 }  // namespace
 
-void register_serve_tasks(server::TaskService& tasks, const config::Settings& st, const config::CoopConfig& cfg,
+void register_task_kinds(TaskService& tasks, const config::Settings& st, const config::CoopConfig& cfg,
                           const std::string& served_path, uint64_t memory_cap_bytes) {
     const std::string model = default_model(st, served_path);
     auto check_model = [served_path](const TaskInputs& t) {
@@ -333,4 +333,4 @@ void register_serve_tasks(server::TaskService& tasks, const config::Settings& st
                          }});
 }
 
-}  // namespace duet::cli
+}  // namespace duet::server
