@@ -13,7 +13,7 @@ namespace {
 
 // 16 running sums, not one: a single sum is one dependency chain the compiler may not reorder
 // (strict float order), so it ran scalar at one add per latency; 16 independent lanes vectorise.
-// This dot was 31 % of a DeepSeek-V3-shape prefill (docs/performance.md, "MoE against llama.cpp").
+// As one chain it took 31 % of a DeepSeek-V3-shape prefill (docs/performance.md, "MoE against llama.cpp").
 float dot(const float* a, const float* b, int64_t n) {
     constexpr int64_t kLanes = 16;
     float acc[kLanes] = {};
