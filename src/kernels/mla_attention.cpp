@@ -11,9 +11,18 @@
 namespace duet::kernels {
 namespace {
 
+// 16 running sums, not one: a single sum is one dependency chain the compiler may not reorder
+// (strict float order), so it ran scalar at one add per latency; 16 independent lanes vectorise.
+// As one chain it took 31 % of a DeepSeek-V3-shape prefill (docs/performance.md, "MoE against llama.cpp").
 float dot(const float* a, const float* b, int64_t n) {
+    constexpr int64_t kLanes = 16;
+    float acc[kLanes] = {};
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+        for (int64_t k = 0; k < kLanes; ++k) acc[k] += a[i + k] * b[i + k];
     float s = 0.0f;
-    for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+    for (; i < n; ++i) s += a[i] * b[i];
+    for (int64_t k = 0; k < kLanes; ++k) s += acc[k];
     return s;
 }
 

@@ -296,7 +296,9 @@ void write_hparams(format::GgufWriter& w, const Hparams& hp) {
     w.set_u32(a + "block_count", uint32_t(hp.n_layer + hp.n_layer_nextn));
     w.set_u32(a + "feed_forward_length", uint32_t(hp.n_ff));
     w.set_u32(a + "attention.head_count", uint32_t(hp.n_head));
-    w.set_u32(a + "attention.head_count_kv", uint32_t(hp.n_head_kv));
+    // deepseek2: 1, as llama.cpp's converter writes it (latent attention runs as MQA over the one
+    // latent; llama.cpp's graph fails on any other count). The reader gives every head its own K/V.
+    w.set_u32(a + "attention.head_count_kv", uint32_t(hp.arch == Arch::DEEPSEEK2 ? 1 : hp.n_head_kv));
     if (hp.arch == Arch::DEEPSEEK2) {
         write_deepseek2(w, hp);
     } else if (hp.head_dim * hp.n_head != hp.n_embd) {

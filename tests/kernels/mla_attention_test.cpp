@@ -87,7 +87,7 @@ void check(const Case& cs, ThreadPool& pool) {
 TEST(MlaAttention, EqualsTheNaiveFormOnOddShapes) {
     ThreadPool pool(3);
     for (const Case& c : {Case{1, 8, 2, 4, 3, 1, 0}, Case{4, 24, 6, 10, 5, 7, 0}, Case{3, 17, 4, 9, 7, 1, 12},
-                          Case{5, 32, 16, 16, 8, 3, 21}})
+                          Case{5, 32, 16, 16, 8, 3, 21}, Case{2, 40, 16, 8, 8, 4, 5}})  // C 40: 16-wide runs + a tail
         check(c, pool);
 }
 

@@ -65,6 +65,9 @@ TEST(Deepseek2Gguf, TinyFileHasLlamaCppNamesShapesAndKeys) {
     const auto f = format::GgufFile::open(path);
     EXPECT_EQ(f.get_string("general.architecture"), "deepseek2");
     // the absorbed-cache key form: key/value_length are the latent "head", *_mla the real heads
+    // MLA as MQA over the latent: llama.cpp's converter writes head_count_kv 1, and its graph aborts
+    // (ggml_mul_mat shape assertion) on a file that says n_head
+    EXPECT_EQ(f.get_int("deepseek2.attention.head_count_kv"), 1);
     EXPECT_EQ(f.get_int("deepseek2.attention.key_length"), 96);
     EXPECT_EQ(f.get_int("deepseek2.attention.value_length"), 64);
     EXPECT_EQ(f.get_int("deepseek2.attention.key_length_mla"), 64);
