@@ -4,6 +4,8 @@
 // step.ns + ns_per_seq x sequences, hand-computed below); bad combinations exit 2 with the
 // exact message. The accuracy against the real server is a bench (bench/server/host_twin.sh).
 #include <gtest/gtest.h>
+
+#include "run_command.h"
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -23,12 +25,9 @@ struct Result {
 Result sh(const std::string& args) {
     const std::string cmd = std::string(DUET_BINARY_DIR) + "/duet --log-level off " + args + " 2>&1";
     Result r;
-    FILE* p = popen(cmd.c_str(), "r");
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-    const int status = pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    const duet::test::CommandResult c = duet::test::run_command(cmd);
+    r.code = c.code;
+    r.out = c.out;
     return r;
 }
 

@@ -1,6 +1,8 @@
 // `duet bench --workload serving` end to end: the report's schema, determinism with --seed,
 // and bad traces rejected with exact messages and exit status 2.
 #include <gtest/gtest.h>
+
+#include "run_command.h"
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -26,12 +28,9 @@ Result run(const std::string& args, bool gate = false) {
     const std::string cmd = std::string(DUET_BINARY_DIR) + "/duet --log-level off bench --workload serving " + args +
                             (gate ? "" : " --no-verdict-exit") + " --report " + report + " 2>&1";
     Result r;
-    FILE* p = popen(cmd.c_str(), "r");
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-    const int status = pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    const duet::test::CommandResult c = duet::test::run_command(cmd);
+    r.code = c.code;
+    r.out = c.out;
     std::ifstream in(report);
     if (in) r.report = nlohmann::json::parse(in);
     return r;

@@ -2,6 +2,8 @@
 // alone gets `duet bench --ep N`'s TTFT and TBT; under load the step's tokens decide where the
 // experts run; the KV pool is the ranks' blocks together; bad combinations exit 2 naming the flags.
 #include <gtest/gtest.h>
+
+#include "run_command.h"
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -29,12 +31,9 @@ Result run(const std::string& args, const std::string& workload = "--workload se
     const std::string cmd = kCacheEnv + std::string(DUET_BINARY_DIR) + "/duet --log-level off bench " + workload +
                             args + " --no-verdict-exit --report " + report + " 2>&1";
     Result r;
-    FILE* p = popen(cmd.c_str(), "r");
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-    const int status = pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    const duet::test::CommandResult c = duet::test::run_command(cmd);
+    r.code = c.code;
+    r.out = c.out;
     std::ifstream in(report);
     if (in) r.report = nlohmann::json::parse(in);
     return r;

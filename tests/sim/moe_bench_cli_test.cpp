@@ -2,6 +2,8 @@
 // table and write a report whose memory splits experts / shared weights / latent KV; a config.json
 // works in file and directory form; a config duet cannot model exits 2 naming the field.
 #include <gtest/gtest.h>
+
+#include "run_command.h"
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -28,12 +30,9 @@ Result bench(const std::string& args, const std::string& log_level = "off") {
     const std::string cmd = kCacheEnv + std::string(DUET_BINARY_DIR) + "/duet --log-level " + log_level + " bench " + args +
                             " --no-verdict-exit --report " + report + " 2>&1";
     Result r;
-    FILE* p = popen(cmd.c_str(), "r");
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-    const int status = pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    const duet::test::CommandResult c = duet::test::run_command(cmd);
+    r.code = c.code;
+    r.out = c.out;
     std::ifstream in(report);
     if (in) r.report = nlohmann::json::parse(in);
     return r;
