@@ -1,4 +1,5 @@
 #include "cli/bench_serving.h"
+#include "cli/bench_serving_report.h"
 
 #include <fmt/format.h>
 
@@ -155,148 +156,8 @@ serving::BatchRun sweep_spread(parallel::Communicator& comm,
     };
 }
 
-struct Side {
-    sim::Policy policy;
-    serving::KvCapacity kv;
-    serving::ServingResult result;
-    serving::ServingSummary summary;
-    int64_t evaluations = 0, lookups = 0, pim_steps = 0;
-    double expert_rows = 0, expert_rows_pim = 0;  // of the run (not the sweep): routed rows, those on PIM
-    std::unique_ptr<serving::StepCostModel> cost;  // shared by the run and the sweep: one step-time cache
-    serving::SweepResult sweep;
-    std::vector<std::vector<serving::StepEvent>> trace;  // --trace: the first steps of each instance
-    // --disaggregate: the prefill instance's KV capacity and step times (kv above is the decode instance's)
-    serving::KvCapacity prefill_kv;
-    std::unique_ptr<serving::StepCostModel> prefill_cost;
-};
-
 // Steps a placement's trace records by default: bounds the file (about 0.5 KB per step).
 constexpr int64_t kMaxTraceSteps = 100000;
-
-std::string gib(uint64_t b) { return fmt::format("{:.2f} GiB", double(b) / double(uint64_t(1) << 30)); }
-
-void print_table(const Side& b, const Side& t, const serving::ServingLayout& lay) {
-    const serving::ServingSummary &x = b.summary, &y = t.summary;
-    auto row = [](const char* name, const std::string& u, const std::string& v) {
-        std::printf("  %-24s %20s %20s\n", name, u.c_str(), v.c_str());
-    };
-    auto num = [](double v, int prec = 2) { return fmt::format("{:.{}f}", v, prec); };
-    auto dist = [&](const char* name, const serving::Dist& u, const serving::Dist& v) {
-        row(fmt::format("{} p50", name).c_str(), num(u.p50), num(v.p50));
-        row(fmt::format("{} p90", name).c_str(), num(u.p90), num(v.p90));
-        row(fmt::format("{} p99", name).c_str(), num(u.p99), num(v.p99));
-        row(fmt::format("{} mean", name).c_str(), num(u.mean), num(v.mean));
-    };
-    row("", sim::policy_name(b.policy), sim::policy_name(t.policy));
-    row("completed requests", std::to_string(x.completed), std::to_string(y.completed));
-    row("duration (s)", num(x.duration_s, 3), num(y.duration_s, 3));
-    row("requests/s", num(x.requests_per_s, 3), num(y.requests_per_s, 3));
-    row("goodput (req/s)", num(x.goodput_rps, 3), num(y.goodput_rps, 3));
-    row("output tokens/s", num(x.output_tokens_per_s, 1), num(y.output_tokens_per_s, 1));
-    row("total tokens/s", num(x.total_tokens_per_s, 1), num(y.total_tokens_per_s, 1));
-    dist("TTFT ms", x.ttft_ms, y.ttft_ms);
-    dist("TPOT ms", x.tpot_ms, y.tpot_ms);
-    dist("E2E ms", x.e2e_ms, y.e2e_ms);
-    dist("queue ms", x.queue_ms, y.queue_ms);
-    row("preemptions", std::to_string(x.preemptions), std::to_string(y.preemptions));
-    if (x.cached_prompt_tokens + y.cached_prompt_tokens > 0)
-        row("prompt tokens cached", std::to_string(x.cached_prompt_tokens), std::to_string(y.cached_prompt_tokens));
-    row("steps", std::to_string(x.steps), std::to_string(y.steps));
-    row("peak running seqs", std::to_string(x.peak_running), std::to_string(y.peak_running));
-    row("peak KV blocks used", std::to_string(x.peak_kv_blocks_used), std::to_string(y.peak_kv_blocks_used));
-    if (lay.dp > 1 || lay.disaggregated) {
-        // Per replica, " / " between replicas: requests routed and the share of the run each part was busy.
-        auto per = [&](const Side& s, auto f) {
-            std::string out;
-            for (const serving::ReplicaStats& r : s.result.replicas) out += (out.empty() ? "" : " / ") + f(r);
-            return out;
-        };
-        auto pct = [](const Side& s, int64_t ns) {
-            return fmt::format("{:.0f}%", s.summary.duration_s > 0 ? 100.0 * double(ns) / 1e9 / s.summary.duration_s : 0);
-        };
-        auto both = [&](const char* name, auto f) { row(name, per(b, [&](auto& r) { return f(b, r); }), per(t, [&](auto& r) { return f(t, r); })); };
-        if (lay.dp > 1) both("requests per replica", [](const Side&, const serving::ReplicaStats& r) { return std::to_string(r.requests); });
-        both(lay.disaggregated ? "prefill busy" : "busy", [&](const Side& s, const serving::ReplicaStats& r) { return pct(s, r.prefill.busy_ns); });
-        if (lay.disaggregated) {
-            both("decode busy", [&](const Side& s, const serving::ReplicaStats& r) { return pct(s, r.decode.busy_ns); });
-            both("KV link busy", [&](const Side& s, const serving::ReplicaStats& r) { return pct(s, r.link_busy_ns); });
-            auto mean_xfer = [](const Side& s) {
-                double sum = 0;
-                int64_t n = 0;
-                for (const serving::RequestOutcome& o : s.result.requests)
-                    if (o.kv_transfer_ns >= 0) sum += double(o.kv_transfer_ns) / 1e6, ++n;
-                return n ? sum / double(n) : 0.0;
-            };
-            row("KV transfer ms mean", num(mean_xfer(b), 3), num(mean_xfer(t), 3));
-        }
-    }
-    if (x.refused + y.refused + x.ended_early + y.ended_early > 0) {
-        row("refused (too long)", std::to_string(x.refused), std::to_string(y.refused));
-        row("ended early (KV)", std::to_string(x.ended_early), std::to_string(y.ended_early));
-    }
-}
-
-// Peak device memory of a replica: everything but the KV cache (of both instances when
-// disaggregated), plus the KV blocks in use at the peak of the fullest instance.
-double peak_memory_bytes(const Side& s) {
-    return double(s.kv.other_bytes) + double(s.prefill_kv.other_bytes) +
-           double(s.summary.peak_kv_blocks_used) * double(s.kv.block_bytes);
-}
-
-// The three verdicts of `duet bench` (sim/report.h) judged at the load given: TPOT for TBT, mean
-// TTFT (queueing included), peak device memory (KV blocks in use at the peak).
-std::vector<sim::Verdict> judge_serving(const Side& b, const Side& t, const sim::Thresholds& th) {
-    std::vector<sim::Verdict> out;
-    sim::Verdict v;
-    v.name = "tbt_reduction";
-    v.threshold = th.tbt_reduction_min;
-    const double tb = b.summary.tpot_ms.mean;
-    v.value = tb > 0 ? 1 - t.summary.tpot_ms.mean / tb : 0;
-    v.met = v.value >= v.threshold;
-    v.binding_limit = fmt::format("PIM computed in {:.0f} % of the target's steps; the others carried a prompt chunk "
-                                  "or more decode sequences than PIM pays for, and ran on the NPU",
-                                  t.lookups > 0 ? 100.0 * double(t.pim_steps) / double(t.lookups) : 0.0);
-    v.line = fmt::format("TPOT reduction    {:6.1f} %   (required >= {:.0f} %)   {}", 100 * v.value, 100 * v.threshold,
-                         v.met ? "MET" : "NOT MET: " + v.binding_limit);
-    out.push_back(v);
-    v = {};
-    v.name = "ttft_increase_ms";
-    v.threshold = th.ttft_increase_max_ms;
-    v.value = t.summary.ttft_ms.mean - b.summary.ttft_ms.mean;
-    v.met = v.value < v.threshold;
-    v.binding_limit = fmt::format("mean queueing {:.2f} ms against {:.2f} ms", t.summary.queue_ms.mean,
-                                  b.summary.queue_ms.mean);
-    v.line = fmt::format("TTFT increase     {:6.2f} ms  (required < {:.0f} ms)    {}", v.value, v.threshold,
-                         v.met ? "MET" : "NOT MET: " + v.binding_limit);
-    out.push_back(v);
-    v = {};
-    v.name = "memory_increase";
-    v.threshold = th.memory_increase_max;
-    const double mb = peak_memory_bytes(b);
-    v.value = mb > 0 ? peak_memory_bytes(t) / mb - 1 : 0;
-    v.met = v.value < v.threshold;
-    v.binding_limit = fmt::format("weights, block index and conversion cache {} against {}", gib(t.kv.other_bytes),
-                                  gib(b.kv.other_bytes));
-    v.line = fmt::format("Memory increase   {:6.2f} %   (required < {:.0f} %)     {}", 100 * v.value,
-                         100 * v.threshold, v.met ? "MET" : "NOT MET: " + v.binding_limit);
-    out.push_back(v);
-    return out;
-}
-
-nlohmann::json side_json(const Side& s, const serving::ServingLayout& lay, const nlohmann::json& experts) {
-    nlohmann::json j = serving::summary_to_json(s.summary);
-    j["experts"] = experts;
-    j["policy"] = sim::policy_name(s.policy);
-    j["kv_cache"] = serving::kv_capacity_json(s.kv);
-    j["step_times"] = {{"compositions_timed", s.evaluations}, {"steps_looked_up", s.lookups},
-                       {"steps_with_pim", s.pim_steps}};
-    j["peak_memory_bytes"] = peak_memory_bytes(s);
-    j["per_request"] = serving::requests_to_json(s.result);
-    j["replicas"] = serving::replicas_to_json(s.result, s.summary.duration_s, lay.disaggregated);
-    if (lay.disaggregated) j["prefill_kv_cache"] = serving::kv_capacity_json(s.prefill_kv);
-    if (!s.sweep.points.empty()) j["rate_sweep"] = serving::sweep_to_json(s.sweep);
-    return j;
-}
 
 // Expert parallelism: one instance is the EP group, a rank per NPU (idle NPUs beside one
 // scheduler model nothing; replicas are --dp).
@@ -305,16 +166,6 @@ void check_one_expert_group(const workload::TraceBenchInputs& in, const sim::Sim
     if (in.ep > 1 && size_t(in.ep) != npus)
         fail("--ep {} with --workload serving on {} NPUs: the serving instance is the expert-parallel group, one rank "
              "per NPU (allowed: --npus {})", in.ep, npus, in.ep);
-}
-
-// The routed experts' rows of the run's steps and the share PIM computed (report "experts").
-nlohmann::json experts_json(const Side& s, const workload::TraceBenchInputs& in) {
-    if (!in.routing || s.expert_rows <= 0) return nullptr;
-    return {{"ep", in.ep},
-            {"routing", in.routing->source},
-            {"expert_rows", s.expert_rows},
-            {"expert_rows_on_pim", s.expert_rows_pim},
-            {"pim_row_share", s.expert_rows_pim / s.expert_rows}};
 }
 
 }  // namespace
@@ -436,7 +287,7 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
     replicas.dp = lay.dp;
     replicas.disaggregated = lay.disaggregated;
     replicas.link = lay.kv_link;
-    Side sides[2];
+    ServingSide sides[2];
     std::pair<sim::Policy, const graph::ModelShape*> runs[2] = {{setup.pb, &setup.shape_b},
                                                               {setup.pt, &setup.shape_t}};
     graph::ModelShape host_shape = setup.shape_b;  // the file's weights, as the engine reads them
@@ -472,7 +323,7 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
         return kv;
     };
     for (int i = 0; i < 2; ++i) {
-        Side& s = sides[i];
+        ServingSide& s = sides[i];
         s.policy = runs[i].first;
         const graph::ModelShape& shape = *runs[i].second;
         const sim::RunOptions ro = workload::bench_run_options(cfg, s.policy, in);
@@ -549,7 +400,7 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
         s.pim_steps = s.cost->pim_steps();
     }
     print_table(sides[0], sides[1], lay);
-    for (const Side& s : sides)
+    for (const ServingSide& s : sides)
         if (const nlohmann::json e = experts_json(s, in); !e.is_null())
             std::printf("experts (%s): ep %d, routing %s: %.1f %% of the routed expert rows on PIM\n",
                         sim::policy_name(s.policy), in.ep, in.routing->source.c_str(),
@@ -563,7 +414,7 @@ void run_bench_serving(const ServingBenchArgs& a, const ServingBenchCommon& c) {
     if (a.rate_sweep) {
         std::printf("rate sweep: %d rate%s per round, on %d rank%s (%s)\n", sweep_width, sweep_width == 1 ? "" : "s",
                     comm->size(), comm->size() == 1 ? "" : "s", comm->kind());
-        for (const Side& s : sides) {
+        for (const ServingSide& s : sides) {
             std::printf("rate sweep (%s): highest rate within the SLOs (%.0f%% of requests): %.3g req/s\n",
                         sim::policy_name(s.policy), a.attainment * 100, s.sweep.max_rate_rps);
             for (const serving::SweepPoint& p : s.sweep.points)

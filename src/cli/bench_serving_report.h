@@ -1,0 +1,51 @@
+#pragma once
+// The results of `duet bench --workload serving` for one placement (ServingSide) and how they are
+// shown: the side-by-side table, the three verdicts judged at the load given, and the report's
+// per-placement JSON (docs/report-schema.md). run_bench_serving (bench_serving.cpp) fills them.
+#include <memory>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "serving/kv_capacity.h"
+#include "serving/rate_sweep.h"
+#include "serving/serving_layout.h"
+#include "serving/serving_metrics.h"
+#include "serving/serving_run.h"
+#include "serving/step_cost.h"
+#include "serving/step_trace.h"
+#include "sim/report.h"
+#include "workload/bench_runner.h"
+
+namespace duet::cli {
+
+struct ServingSide {
+    sim::Policy policy;
+    serving::KvCapacity kv;
+    serving::ServingResult result;
+    serving::ServingSummary summary;
+    int64_t evaluations = 0, lookups = 0, pim_steps = 0;
+    double expert_rows = 0, expert_rows_pim = 0;  // of the run (not the sweep): routed rows, those on PIM
+    std::unique_ptr<serving::StepCostModel> cost;  // shared by the run and the sweep: one step-time cache
+    serving::SweepResult sweep;
+    std::vector<std::vector<serving::StepEvent>> trace;  // --trace: the first steps of each instance
+    // --disaggregate: the prefill instance's KV capacity and step times (kv above is the decode instance's)
+    serving::KvCapacity prefill_kv;
+    std::unique_ptr<serving::StepCostModel> prefill_cost;
+};
+
+// "1.23 GiB"
+std::string gib(uint64_t b);
+// Baseline and target side by side: throughput, latency percentiles, KV and replica figures.
+void print_table(const ServingSide& b, const ServingSide& t, const serving::ServingLayout& lay);
+// Peak device memory of a replica: everything but the KV cache (of both instances when
+// disaggregated), plus the KV blocks in use at the peak of the fullest instance.
+double peak_memory_bytes(const ServingSide& s);
+// The three verdicts of `duet bench` (sim/report.h) judged at the load given.
+std::vector<sim::Verdict> judge_serving(const ServingSide& b, const ServingSide& t, const sim::Thresholds& th);
+// serving.baseline / serving.target of the report.
+nlohmann::json side_json(const ServingSide& s, const serving::ServingLayout& lay, const nlohmann::json& experts);
+// The routed experts' rows of the run's steps and the share PIM computed (report "experts"); null without routing.
+nlohmann::json experts_json(const ServingSide& s, const workload::TraceBenchInputs& in);
+
+}  // namespace duet::cli
