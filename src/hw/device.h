@@ -18,8 +18,16 @@ enum class OpClass {
     COPY,         // KV cache writes, layout conversions
 };
 
+// Which operator an ELEMENTWISE or COPY shape is, for a device that runs some of them and not
+// others (a PIM preset with CENT's mapping, hw/pim/pim_cent_mapping.h); other devices price the
+// class from bytes and FLOPs and ignore it. Shapes: RMSNORM m rows of n; ROPE q and k of m rows,
+// n = (n_head + n_head_kv) * k; ROPE_KV_WRITE the same, the rotated k and v stored; KV_WRITE m
+// rows of n = 2 * n_head_kv * head_dim; SWIGLU m rows of n; ADD m rows of n.
+enum class ElemOp { NONE, RMSNORM, ROPE, ROPE_KV_WRITE, KV_WRITE, SWIGLU, ADD };
+
 struct OpShape {
     OpClass cls = OpClass::ELEMENTWISE;
+    ElemOp elem = ElemOp::NONE;
     int64_t m = 0, n = 0, k = 0;
     int64_t n_head = 0, n_head_kv = 0;
     DType weight_dtype = DType::F16;  // matrix operand (weights or KV cache)

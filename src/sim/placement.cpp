@@ -52,7 +52,13 @@ DeviceKind Placer::choose_kind(const OpRecord& rec, const hw::OpShape& shape) co
     const DeviceKind rest = opts_.policy == Policy::PIM_ONLY && !cpus_.empty() ? DeviceKind::CPU : DeviceKind::NPU;
     const bool matmul = is_matmul_kind(rec.kind),
                attention = rec.kind == OpKind::ATTENTION || rec.kind == OpKind::MLA_ATTENTION;
-    if (!matmul && !attention) return rest;
+    if (!matmul && !attention) {
+        // pim_only: an element-wise operator the PIM device runs itself (a preset with CENT's
+        // mapping) stays on each rank's own device; anything else goes to the rest.
+        if (opts_.policy == Policy::PIM_ONLY && hw_.devices[size_t(pims_[0])].model->supports(shape))
+            return DeviceKind::PIM;
+        return rest;
+    }
     // the first (largest) part is what each PIM device would run
     const int pim_parts = matmul ? int(pims_.size()) : 1;
     const hw::OpShape pim_part = split_rows(shape, 0, pim_parts);
@@ -144,6 +150,15 @@ hw::OpShape to_op_shape(const OpRecord& r, DType act_dtype) {
         case OpKind::MLA_ATTENTION: s.cls = hw::OpClass::ATTENTION; break;
         case OpKind::KV_WRITE: s.cls = hw::OpClass::COPY; break;
         default: s.cls = hw::OpClass::ELEMENTWISE;
+    }
+    switch (r.kind) {
+        case OpKind::RMSNORM: s.elem = hw::ElemOp::RMSNORM; break;
+        case OpKind::ROPE: s.elem = hw::ElemOp::ROPE; break;
+        case OpKind::ROPE_KV_WRITE: s.elem = hw::ElemOp::ROPE_KV_WRITE; break;
+        case OpKind::KV_WRITE: s.elem = hw::ElemOp::KV_WRITE; break;
+        case OpKind::SWIGLU: s.elem = hw::ElemOp::SWIGLU; break;
+        case OpKind::ADD: s.elem = hw::ElemOp::ADD; break;
+        default: break;
     }
     return s;
 }

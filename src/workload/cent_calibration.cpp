@@ -98,13 +98,14 @@ std::vector<Point> cent_system_points() {
         p.duet = cent_system_token_ms(s.preset, s.devices, s.link, decode_positions());
         p.tolerance = 0.25;
         p.unit = std::string("ms");
-        p.note = "finding: duet bench pim_only, --pims/--tp = devices, pim_cxl_aim over the CXL link preset, runs "
-                 "every rank's norms, rotary, KV writes and residual adds on the one host CPU in turn (about 7 "
-                 "operators per layer and rank at the preset's assumed 5 us each: 7 x layers x ranks x 5 us = 9.0 / "
-                 "28.0 / 89.6 ms for 7B / 13B / 70B, most of duet's token), which dominates its token; CENT runs "
-                 "them on each device's own AiM units and CXL-controller units in parallel (its block PIM time and "
-                 "Acc latency) and adds 0.15 ms of host top-k sampling (utils.py InOut_latency) that duet does not "
-                 "model: a difference of where the work is placed, not of a link or device parameter "
+        p.note = "finding: duet bench pim_only, --pims/--tp = devices, pim_cxl_aim over the CXL link preset; with "
+                 "CENT's mapping each rank's RMSNorms, rotary and SiLU gate run on its own device (CENT's AiM "
+                 "commands), its KV stores in the attention and its residual adds as CENT's EWADD (no DRAM "
+                 "command); the host CPU keeps embedding and sampling. duet sits below CENT: it does not model "
+                 "CENT's CXL-controller Acc latency (0.32 / 0.50 / 1.50 ms per 7B / 13B / 70B token) nor its "
+                 "0.15 ms of host top-k sampling (utils.py InOut_latency), prices the all-reduces below CENT's "
+                 "CXL latency (0.14 / 0.38 / 1.97 ms), and gives each rank its 1/tp of the heads and FFN width "
+                 "where CENT's trace runs every head and the whole FFN width on each device "
                  "(docs/hardware-model.md 6)";
         p.device = "CENT-class system (pim_cxl_aim x devices, whole model, duet bench)";
         out.push_back(p);

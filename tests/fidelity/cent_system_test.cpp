@@ -36,9 +36,11 @@ TEST(CentSystem, PublishedTokenLatenciesAreTheMeanOfTheRerunsDecodeRows) {
         EXPECT_EQ(p.check, Check::RELATIVE);
         EXPECT_DOUBLE_EQ(p.tolerance, 0.25);
         EXPECT_NE(p.source.find("; re-run Morteza1814/CENT @a5d6e53"), std::string::npos);
-        // a finding: the host CPU runs every rank's element-wise operators in turn
+        // a finding: with the element-wise work on each rank's device, duet holds CENT's PIM time
+        // but not its controller (Acc) latency, CXL latency or host sampling (docs/hardware-model.md 6)
         EXPECT_FALSE(p.passed());
-        EXPECT_GT(p.duet, p.reference);
+        EXPECT_LT(p.duet, p.reference);
+        EXPECT_GT(p.duet, 0.5 * p.reference);
     }
 }
 

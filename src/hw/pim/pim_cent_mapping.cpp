@@ -1,6 +1,7 @@
 #include "hw/pim/pim_cent_mapping.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/error.h"
 
@@ -144,46 +145,91 @@ CentCost cent_attention(const PimSpec& s, const CentBlockShape& b) {
     return p.finish();
 }
 
-CentCost cent_vector_ops(const PimSpec& s, const CentBlockShape& b) {
-    check(s, b);
-    if (b.dim < 1 || b.ffn_dim < 1) fail("CENT mapping on '{}': dim {} / ffn_dim {} must be positive", s.name, b.dim, b.ffn_dim);
-    CentProgram p(s, b.channels);
+namespace {
+
+// EWMUL operands sit in banks 0 and 1 of each group of 4 and the product in bank 2
+// (aim_sim.py EWMUL); a vector of n elements is spread over `banks` banks, `len` elements each.
+std::pair<int64_t, int64_t> spread(int64_t n, int64_t banks) {
+    const int64_t len = cdiv(n, banks);
+    return {len, cdiv(n, len)};
+}
+
+// Llama.py trace_only, one RMSNorm of `dim` elements.
+void rmsnorm(CentProgram& p, int64_t dim) {
     const int C = p.channels();
-    const int64_t tb = int64_t(C) * p.banks(), rep = b.heads / b.kv_heads;
-    // EWMUL operands sit in banks 0 and 1 of each group of 4 and the product in bank 2
-    // (aim_sim.py EWMUL); a vector is spread over tb / 4 banks, `len` elements each.
-    auto spread = [](int64_t n, int64_t banks) {
-        const int64_t len = cdiv(n, banks);
-        return std::pair{len, cdiv(n, len)};
-    };
-    // Llama.py trace_only, RMSNorm (twice per block: attention and FFN norms).
-    const auto [nb_len, nb_banks] = spread(b.dim, tb / 2);
-    const auto [ew_len, ew_banks] = spread(b.dim, tb / 4);
-    for (int norm = 0; norm < 2; ++norm) {
-        p.host(2 * p.bursts(nb_len) * nb_banks, true, C);  // x into neighbour banks (x . x as MAC)
-        p.mac_group(p.bursts(nb_len), true, C);
-        p.host(2 * p.bursts(ew_len) * ew_banks, true, C);  // the broadcast 1/rms and x for EWMUL
-        p.ewmul(p.bursts(ew_len));
-        for (int g = 0; g < 4; ++g) p.copy(p.bursts(ew_len), false), p.copy(p.bursts(ew_len), true);
-        p.ewmul(p.bursts(ew_len));  // times the norm weights
-        p.host(p.bursts(ew_len) * ew_banks, false, C);
-    }
-    // Rotary: re-mapped xq and xk written, EWMUL, the results moved again (the trace issues
-    // those four transfers as writes: store_for_EWMUL_input_only_trace).
+    const int64_t tb = int64_t(C) * p.banks();
+    const auto [nb_len, nb_banks] = spread(dim, tb / 2);
+    const auto [ew_len, ew_banks] = spread(dim, tb / 4);
+    p.host(2 * p.bursts(nb_len) * nb_banks, true, C);  // x into neighbour banks (x . x as MAC)
+    p.mac_group(p.bursts(nb_len), true, C);
+    p.host(2 * p.bursts(ew_len) * ew_banks, true, C);  // the broadcast 1/rms and x for EWMUL
+    p.ewmul(p.bursts(ew_len));
+    for (int g = 0; g < 4; ++g) p.copy(p.bursts(ew_len), false), p.copy(p.bursts(ew_len), true);
+    p.ewmul(p.bursts(ew_len));  // times the norm weights
+    p.host(p.bursts(ew_len) * ew_banks, false, C);
+}
+
+// Rotary of q (q_dim elements) and k (q_dim / rep): re-mapped xq and xk written, EWMUL, the
+// results moved again (the trace issues those four transfers as writes:
+// store_for_EWMUL_input_only_trace).
+void rotary(CentProgram& p, int64_t q_dim, int64_t rep) {
+    const int C = p.channels();
+    const auto [ew_len, ew_banks] = spread(q_dim, int64_t(C) * p.banks() / 4);
     for (int i = 0; i < 2; ++i) {
         p.host(p.bursts(ew_len * 2) * ew_banks, true, C);
         p.host(p.bursts(ew_len / rep * 2) * ew_banks, true, C);
     }
-    p.ewmul(p.bursts(b.dim));
-    p.ewmul(p.bursts(b.dim / rep));
-    // SiLU(gate) x up (trace_activation, the branch without iterations).
-    const auto [ff_len, ff_banks] = spread(b.ffn_dim, tb / 4);
+    p.ewmul(p.bursts(q_dim));
+    p.ewmul(p.bursts(q_dim / rep));
+}
+
+// SiLU(gate) x up over ffn_dim elements (trace_activation, the branch without iterations).
+void silu_gate(CentProgram& p, int64_t ffn_dim) {
+    const int C = p.channels();
+    const auto [ff_len, ff_banks] = spread(ffn_dim, int64_t(C) * p.banks() / 4);
     p.host(2 * p.bursts(ff_len) * ff_banks, true, C);
     p.ewmul(p.bursts(ff_len));
     for (int g = 0; g < 4; ++g) p.copy(p.bursts(ff_len), false), p.copy(p.bursts(ff_len), true);
     p.host(p.bursts(ff_len) * ff_banks, true, C);
     p.ewmul(p.bursts(ff_len));
     p.host(p.bursts(ff_len) * ff_banks, false, C);
+}
+
+void check_positive(const PimSpec& s, const char* what, int64_t n) {
+    if (n < 1) fail("CENT mapping on '{}': {} {} must be positive", s.name, what, n);
+}
+
+}  // namespace
+
+CentCost cent_vector_ops(const PimSpec& s, const CentBlockShape& b) {
+    check(s, b);
+    if (b.dim < 1 || b.ffn_dim < 1) fail("CENT mapping on '{}': dim {} / ffn_dim {} must be positive", s.name, b.dim, b.ffn_dim);
+    CentProgram p(s, b.channels);
+    for (int norm = 0; norm < 2; ++norm) rmsnorm(p, b.dim);  // attention and FFN norms
+    rotary(p, b.dim, b.heads / b.kv_heads);
+    silu_gate(p, b.ffn_dim);
+    return p.finish();
+}
+
+CentCost cent_rmsnorm(const PimSpec& s, int64_t dim, int channels) {
+    check_positive(s, "RMSNorm width", dim);
+    CentProgram p(s, channels);
+    rmsnorm(p, dim);
+    return p.finish();
+}
+
+CentCost cent_rotary(const PimSpec& s, int64_t q_dim, int64_t rep, int channels) {
+    check_positive(s, "rotary q width", q_dim);
+    check_positive(s, "rotary heads per KV head", rep);
+    CentProgram p(s, channels);
+    rotary(p, q_dim, rep);
+    return p.finish();
+}
+
+CentCost cent_silu_gate(const PimSpec& s, int64_t ffn_dim, int channels) {
+    check_positive(s, "gate width", ffn_dim);
+    CentProgram p(s, channels);
+    silu_gate(p, ffn_dim);
     return p.finish();
 }
 

@@ -42,5 +42,12 @@ struct CentCost {
 
 CentCost cent_attention(const PimSpec& s, const CentBlockShape& b);
 CentCost cent_vector_ops(const PimSpec& s, const CentBlockShape& b);
+// The operators of (b) one at a time, for placement (PimDevice::estimate prices a rank's records
+// with them): the same commands cent_vector_ops issues, which is two cent_rmsnorm of dim, one
+// cent_rotary of dim and heads / kv_heads, and one cent_silu_gate of ffn_dim. q_dim: the rotated
+// q elements (k has q_dim / rep); channels 0: the preset's. Throw duet::Error on a width below 1.
+CentCost cent_rmsnorm(const PimSpec& s, int64_t dim, int channels = 0);
+CentCost cent_rotary(const PimSpec& s, int64_t q_dim, int64_t rep, int channels = 0);
+CentCost cent_silu_gate(const PimSpec& s, int64_t ffn_dim, int channels = 0);
 
 }  // namespace duet::hw::pim

@@ -42,7 +42,43 @@ GemvResult PimDevice::estimate_gemv(int64_t rows, int64_t k, DType dtype, int ba
     return pim::estimate_gemv(spec_, g);
 }
 
+bool PimDevice::runs_elementwise(const OpShape& op) const {
+    if (spec_.attention_mapping != AttentionMapping::CENT_HEAD_PER_BANK || op.m != 1 || op.n < 1) return false;
+    switch (op.elem) {
+        case ElemOp::RMSNORM:
+        case ElemOp::SWIGLU:
+        case ElemOp::ADD:
+        case ElemOp::KV_WRITE: return true;
+        case ElemOp::ROPE:
+        case ElemOp::ROPE_KV_WRITE:
+            return op.k >= 1 && op.n_head >= 1 && op.n_head_kv >= 1 && op.n_head % op.n_head_kv == 0;
+        case ElemOp::NONE: return false;
+    }
+    return false;
+}
+
+Cost PimDevice::estimate_elementwise(const OpShape& op) const {
+    Cost c;
+    c.bound = "memory";
+    CentCost a;
+    switch (op.elem) {
+        case ElemOp::RMSNORM: a = cent_rmsnorm(spec_, op.n, channels_); break;
+        case ElemOp::ROPE:
+        case ElemOp::ROPE_KV_WRITE: a = cent_rotary(spec_, op.n_head * op.k, op.n_head / op.n_head_kv, channels_); break;
+        case ElemOp::SWIGLU: a = cent_silu_gate(spec_, op.n, channels_); break;
+        // KV_WRITE: CENT's cache stores ("Store xk", "Store xv") are part of the attention's
+        // program (cent_attention), priced there. ADD: the residual add is an EWADD on the CXL
+        // controller's registers, which issues no DRAM command (aim_simulator
+        // aim_DRAM_system.cpp: ISR_EWADD does nothing), so CENT's PIM time holds none of it.
+        default: c.bound = "none"; return c;
+    }
+    c.t_ns = a.t_ns;
+    c.bytes_moved = double(a.host_wr + a.host_rd + a.wr_gb) * spec_.mem.org.burst_bytes();
+    return c;
+}
+
 bool PimDevice::supports(const OpShape& op) const {
+    if (op.cls == OpClass::ELEMENTWISE || op.cls == OpClass::COPY) return runs_elementwise(op);
     if (!spec_.supports(operand_dtype(op.weight_dtype)) || op.n < 1 || op.k < 1) return false;
     if (op.cls == OpClass::GEMV || (op.cls == OpClass::GEMM && op.m >= 1 && op.m <= kMaxBatch)) return true;
     // Decode attention: scores q.K^T (n context rows of k = head_dim) and p.V, per head.
@@ -55,6 +91,7 @@ Cost PimDevice::estimate(const OpShape& op) const {
         c.bound = "unsupported";
         return c;
     }
+    if (op.cls == OpClass::ELEMENTWISE || op.cls == OpClass::COPY) return estimate_elementwise(op);
     if (op.cls != OpClass::ATTENTION) {
         const int batch = op.cls == OpClass::GEMM ? int(op.m) : 1;
         const GemvResult r = estimate_gemv(op.n, op.k, op.weight_dtype, batch);

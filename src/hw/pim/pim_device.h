@@ -2,7 +2,12 @@
 // hw::Device for a PIM preset: answers GEMV (OpClass::GEMV, or GEMM with m == 1), batched GEMV
 // (GEMM with 2 <= m <= kMaxBatch: m input vectors, the weights re-read per vector) and decode
 // attention (m == 1: q.K^T and p.V as GEMVs over the KV cache, per KV head) with the
-// closed-form all-bank GEMV model. Immutable after construction; thread safe.
+// closed-form all-bank GEMV model. With CENT's mapping ([mapping] attention =
+// "cent_head_per_bank") it also answers the decode block's element-wise operators CENT runs on
+// the device (OpShape::elem, m == 1): RMSNorm, rotary and the SiLU gate product priced with
+// pim_cent_mapping's commands, the KV write (its stores are in the attention's program) and the
+// residual add (an EWADD on the controller's registers, no DRAM command) at no extra time. Other
+// presets answer no element-wise operator. Immutable after construction; thread safe.
 #include <string>
 
 #include "hw/device.h"
@@ -38,6 +43,9 @@ public:
     std::string quantised_operands() const;
 
 private:
+    bool runs_elementwise(const OpShape& op) const;
+    Cost estimate_elementwise(const OpShape& op) const;
+
     PimSpec spec_;
     int alignment_bits_;
     int channels_;
