@@ -48,6 +48,11 @@ struct KernelTable {
     void (*matmul_blocked_carry)(const float* x, int64_t m, int64_t x_stride, const BlockedWeights& w,
                                  const int64_t* first, int64_t n_ranges, float* y, int64_t y_stride,
                                  ThreadPool& pool) = nullptr;
+    // matmul_grouped: a group of m rows, kMR < m <= grouped_gemv_rows(wtype), runs as matmul calls
+    // of kMR (4) rows each, the decode GEMV's kernel, rather than one call at m (the GEMV-style
+    // tiles or a packed GEMM that only pays for its pack from ~20 rows). nullptr, or 0 for a
+    // dtype: never.
+    int64_t (*grouped_gemv_rows)(DType wtype) = nullptr;
 };
 
 // The scalar reference (kernels/ref/): always available, the oracle of the tests.
@@ -70,6 +75,9 @@ void check_matmul_args(int64_t m, int64_t k, int64_t x_stride, DType wtype, size
 // matmul_blocked (kernels.h) with the micro-kernel of table t, so tests reach every ISA.
 void matmul_blocked_with(const KernelTable& t, const float* x, int64_t m, int64_t k, int64_t x_stride,
                          const BlockedWeights& w, float* y, int64_t y_stride, ThreadPool& pool);
+// matmul_grouped (kernels.h) with the matmul of table t, so tests reach every ISA.
+void matmul_grouped_with(const KernelTable& t, const MatmulGroup* groups, int64_t n_groups, int64_t k, DType wtype,
+                         int64_t n, int64_t n_block, ThreadPool& pool);
 // Activation reuse inside one matmul_blocked call. While this thread's token is nonzero, an
 // optimised matmul whose x, m, k and x_stride (and quantisation family) equal those of an
 // earlier quantised matmul on this thread with the same token reuses its quantised x (one

@@ -127,6 +127,11 @@ void matmul(const float* x, int64_t m, int64_t k, int64_t x_stride, const void* 
     active_table().matmul(x, m, k, x_stride, w, wtype, w_row_stride_bytes, n, y, y_stride, pool);
 }
 
+void matmul_grouped(const MatmulGroup* groups, int64_t n_groups, int64_t k, DType wtype, int64_t n, int64_t n_block,
+                    ThreadPool& pool) {
+    matmul_grouped_with(active_table(), groups, n_groups, k, wtype, n, n_block, pool);
+}
+
 void rmsnorm(const float* x, const float* weight, float* y, int64_t n, float eps) {
     active_table().rmsnorm(x, weight, y, n, eps);
 }

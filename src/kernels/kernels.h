@@ -72,6 +72,29 @@ struct BlockedWeights {
 void matmul_blocked(const float* x, int64_t m, int64_t k, int64_t x_stride, const BlockedWeights& w, float* y,
                     int64_t y_stride, ThreadPool& pool);
 
+// One product of a group for matmul_grouped: y = x W^T with x [m][k] (rows x_stride floats
+// apart), W n rows of w_row_stride_bytes, y [m][n] (rows y_stride floats apart).
+struct MatmulGroup {
+    const float* x = nullptr;
+    int64_t m = 0, x_stride = 0;
+    const void* w = nullptr;
+    size_t w_row_stride_bytes = 0;
+    float* y = nullptr;
+    int64_t y_stride = 0;
+};
+// matmul() of every group (one k, n and wtype for all: a MoE layer's experts, each on the rows
+// routed to it) as one parallel section: the work items are (group, block of n_block output
+// columns; the last block of a group takes the remainder), taken by the threads from a shared
+// counter and each run whole on one thread with matmul()'s kernel for the group's m. So a group of
+// a few rows does not pay a parallel section of its own and both threads stay busy on it; each
+// thread quantises a group's x once for all the items of it that it takes. Each weight byte is
+// read once. n_block <= 0 picks a block (256 columns, fewer when there are few items). The
+// results are matmul()'s of each group with the same table up to the f32 summation order of a
+// column block cut inside a register tile (none when n_block is a multiple of 16). Throws what
+// matmul() throws for a group.
+void matmul_grouped(const MatmulGroup* groups, int64_t n_groups, int64_t k, DType wtype, int64_t n, int64_t n_block,
+                    ThreadPool& pool);
+
 // y = x / sqrt(mean(x^2) + eps) * weight, over n elements. y may alias x.
 void rmsnorm(const float* x, const float* weight, float* y, int64_t n, float eps);
 

@@ -209,9 +209,13 @@ private:
     std::vector<Dispatcher::AttentionSeq> attn_seqs_;
     // The routing of the layer being run (MOE_ROUTE writes it, its MOE_MATMULs read it): per token
     // its n_expert_used expert ids; per expert the slots t * n_expert_used + j routed to it, in
-    // token order. Gather/scatter rows of one expert's grouped matmul.
+    // token order. A MOE_MATMUL gathers every chosen expert's rows into moe_x_ (expert after
+    // expert; gathered row r is slot moe_order_[r]), runs moe_groups_ as one grouped matmul into
+    // moe_y_ and scatters its rows back.
     std::vector<int32_t> moe_ids_;
     std::vector<std::vector<int64_t>> moe_slots_;
+    std::vector<int64_t> moe_order_;
+    std::vector<kernels::MatmulGroup> moe_groups_;
     std::vector<float> moe_x_, moe_y_;
     // Latent attention: a sequence's cached rows of one layer as f32 [n_ctx][kv_lora_rank +
     // qk_rope_head_dim]; one cache row being written; per layer the f32 halves of W_kv_b of a

@@ -4,11 +4,12 @@
 // runtime/moe_router.h (softmax or sigmoid, the selection bias, group-limited routing, the k
 // largest, renormalised and scaled by the family's rule, as llama.cpp's build_moe_ffn applies it).
 // It also groups the batch's (token, slot) pairs by expert.
-// MOE_MATMUL runs one kernels::matmul per expert that has tokens, on that expert's matrix of the
-// stacked tensor and the rows routed to it gathered together: each expert's weights are read
-// once per step (a GEMM in prefill, a GEMV for a single decode token), and experts no token
-// chose are not read at all. MOE_COMBINE sums each token's k expert rows by their weights and
-// adds the shared expert (times sigmoid of its gate where the family has one).
+// MOE_MATMUL gathers the rows routed to each expert that has tokens and runs them as one
+// kernels::matmul_grouped (one parallel section over (expert, column block) items) on the
+// experts' matrices of the stacked tensor: each expert's weights are read once per step (a GEMM
+// in prefill, a GEMV for a single decode token), and experts no token chose are not read at all.
+// MOE_COMBINE sums each token's k expert rows by their weights and adds the shared expert (times
+// sigmoid of its gate where the family has one).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -66,24 +67,44 @@ void Engine::moe_matmul(const graph::Node& nd, const Step& st) {
     rec.weight_bytes = uint64_t(rec.n_expert_active) * uint64_t(n) * stack.row_stride_bytes;
     dispatch_.set_record(rec);
     dispatch_.moe([&] {
+        moe_order_.clear();
+        moe_groups_.clear();
         for (size_t e = 0; e < moe_slots_.size(); ++e) {
             const std::vector<int64_t>& slots = moe_slots_[e];
             if (slots.empty()) continue;
-            const int64_t m = int64_t(slots.size());
-            moe_x_.resize(std::max(moe_x_.size(), size_t(m * k)));
-            moe_y_.resize(std::max(moe_y_.size(), size_t(m * n)));
-            for (int64_t i = 0; i < m; ++i) {
-                const int64_t t = slots[size_t(i)] / K, j = slots[size_t(i)] % K;
-                const float* src = x + t * xs + (per_slot ? j * k : 0);
-                std::memcpy(moe_x_.data() + i * k, src, size_t(k) * sizeof(float));
-            }
             const model::TensorRef w = stack.expert(int64_t(e));
-            kernels::matmul(moe_x_.data(), m, k, k, w.data, w.dtype, w.row_stride_bytes, n, moe_y_.data(), n, pool_);
-            for (int64_t i = 0; i < m; ++i) {
-                const int64_t t = slots[size_t(i)] / K, j = slots[size_t(i)] % K;
-                std::memcpy(y + t * ys + j * n, moe_y_.data() + i * n, size_t(n) * sizeof(float));
-            }
+            kernels::MatmulGroup g;
+            g.m = int64_t(slots.size());
+            g.x_stride = k;
+            g.w = w.data;
+            g.w_row_stride_bytes = w.row_stride_bytes;
+            g.y_stride = n;  // x and y are set below, once moe_x_ and moe_y_ have their size
+            moe_groups_.push_back(g);
+            moe_order_.insert(moe_order_.end(), slots.begin(), slots.end());
         }
+        const int64_t rows = int64_t(moe_order_.size());
+        moe_x_.resize(std::max(moe_x_.size(), size_t(rows * k)));
+        moe_y_.resize(std::max(moe_y_.size(), size_t(rows * n)));
+        int64_t r0 = 0;
+        for (kernels::MatmulGroup& g : moe_groups_) {
+            g.x = moe_x_.data() + r0 * k;
+            g.y = moe_y_.data() + r0 * n;
+            r0 += g.m;
+        }
+        pool_.parallel_for(rows, 16, [&](int64_t b, int64_t e) {
+            for (int64_t r = b; r < e; ++r) {
+                const int64_t t = moe_order_[size_t(r)] / K, j = moe_order_[size_t(r)] % K;
+                const float* src = x + t * xs + (per_slot ? j * k : 0);
+                std::memcpy(moe_x_.data() + r * k, src, size_t(k) * sizeof(float));
+            }
+        });
+        kernels::matmul_grouped(moe_groups_.data(), int64_t(moe_groups_.size()), k, stack.dtype, n, 0, pool_);
+        pool_.parallel_for(rows, 16, [&](int64_t b, int64_t e) {
+            for (int64_t r = b; r < e; ++r) {
+                const int64_t t = moe_order_[size_t(r)] / K, j = moe_order_[size_t(r)] % K;
+                std::memcpy(y + t * ys + j * n, moe_y_.data() + r * n, size_t(n) * sizeof(float));
+            }
+        });
     });
 }
 
