@@ -265,6 +265,9 @@ bool Batcher::take_arrivals(std::unique_lock<std::mutex>& lock, StepRecord& rec)
         slots_[id] = std::move(s);
     }
     incoming_.clear();
+    // Still under mu_: the requests just taken count as waiting at once, or wait_idle() could see
+    // nothing queued, waiting or running between here and the step's bookkeeping and return early.
+    n_waiting_ = sched_->n_waiting();
     return true;
 }
 
