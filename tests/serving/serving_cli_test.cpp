@@ -2,7 +2,7 @@
 // and bad traces rejected with exact messages and exit status 2.
 #include <gtest/gtest.h>
 
-#include "run_command.h"
+#include "bench_report_run.h"
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -13,27 +13,11 @@
 
 namespace {
 
-struct Result {
-    int code = -1;
-    std::string out;
-    nlohmann::json report;
-};
+using Result = duet::test::BenchRun;
 
 // These tests check the numbers; the verdicts' exit status is checked once, below.
 Result run(const std::string& args, bool gate = false) {
-    static int counter = 0;
-    const std::string report =
-        std::string(DUET_BINARY_DIR) + "/serving_cli_test_" + std::to_string(counter++) + ".json";
-    std::remove(report.c_str());
-    const std::string cmd = std::string(DUET_BINARY_DIR) + "/duet --log-level off bench --workload serving " + args +
-                            (gate ? "" : " --no-verdict-exit") + " --report " + report + " 2>&1";
-    Result r;
-    const duet::test::CommandResult c = duet::test::run_command(cmd);
-    r.code = c.code;
-    r.out = c.out;
-    std::ifstream in(report);
-    if (in) r.report = nlohmann::json::parse(in);
-    return r;
+    return duet::test::run_bench("--workload serving " + args, "serving_cli_test", "", "off", gate);
 }
 
 const char* kSmall = "--model llama2-7b --requests 40 --seq-len 256 --gen-len 16 --rate 8 ";

@@ -3,7 +3,7 @@
 // experts run; the KV pool is the ranks' blocks together; bad combinations exit 2 naming the flags.
 #include <gtest/gtest.h>
 
-#include "run_command.h"
+#include "bench_report_run.h"
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -14,29 +14,14 @@
 
 namespace {
 
-struct Result {
-    int code = -1;
-    std::string out;
-    nlohmann::json report;
-};
+using Result = duet::test::BenchRun;
 
 // The real MoE presets' layer 0, pre-converted to NZ, needs a conversion cache beyond the shipped
 // 512 MiB (tests/sim/moe_bench_cli_test.cpp).
 const char* kCacheEnv = "env DUET_MEMORY_CACHE_LIMIT_MB=8192 ";
 
 Result run(const std::string& args, const std::string& workload = "--workload serving ") {
-    static int counter = 0;
-    const std::string report = std::string(DUET_BINARY_DIR) + "/serving_ep_cli_" + std::to_string(counter++) + ".json";
-    std::remove(report.c_str());
-    const std::string cmd = kCacheEnv + std::string(DUET_BINARY_DIR) + "/duet --log-level off bench " + workload +
-                            args + " --no-verdict-exit --report " + report + " 2>&1";
-    Result r;
-    const duet::test::CommandResult c = duet::test::run_command(cmd);
-    r.code = c.code;
-    r.out = c.out;
-    std::ifstream in(report);
-    if (in) r.report = nlohmann::json::parse(in);
-    return r;
+    return duet::test::run_bench(workload + args, "serving_ep_cli", kCacheEnv);
 }
 
 // DeepSeek-V3 on eight NPUs with PIM, experts over eight ranks; its weights do not fit 64 GiB a

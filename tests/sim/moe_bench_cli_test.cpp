@@ -3,7 +3,7 @@
 // works in file and directory form; a config duet cannot model exits 2 naming the field.
 #include <gtest/gtest.h>
 
-#include "run_command.h"
+#include "bench_report_run.h"
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -12,11 +12,7 @@
 
 namespace {
 
-struct Result {
-    int code = -1;
-    std::string out;
-    nlohmann::json report;
-};
+using Result = duet::test::BenchRun;
 
 // The real presets' layer 0 (every expert of it, pre-converted to NZ for the first token) needs a
 // conversion cache of up to 4.6 GiB (Qwen3-235B-A22B: 128 experts x 3 x 4096 x 1536 x 2 bytes),
@@ -24,18 +20,7 @@ struct Result {
 const char* kCacheEnv = "env DUET_MEMORY_CACHE_LIMIT_MB=8192 ";
 
 Result bench(const std::string& args, const std::string& log_level = "off") {
-    static int counter = 0;
-    const std::string report = std::string(DUET_BINARY_DIR) + "/moe_bench_cli_" + std::to_string(counter++) + ".json";
-    std::remove(report.c_str());
-    const std::string cmd = kCacheEnv + std::string(DUET_BINARY_DIR) + "/duet --log-level " + log_level + " bench " + args +
-                            " --no-verdict-exit --report " + report + " 2>&1";
-    Result r;
-    const duet::test::CommandResult c = duet::test::run_command(cmd);
-    r.code = c.code;
-    r.out = c.out;
-    std::ifstream in(report);
-    if (in) r.report = nlohmann::json::parse(in);
-    return r;
+    return duet::test::run_bench(args, "moe_bench_cli", kCacheEnv, log_level);
 }
 
 std::string hf(const std::string& name) { return std::string(DUET_SOURCE_DIR) + "/tests/model/data/hf/" + name; }
