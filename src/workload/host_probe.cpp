@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <ctime>
 #include <filesystem>
@@ -37,6 +36,7 @@ struct StepSample {
     int64_t n_seq = 0;
     double ops_ns = 0;                     // the step's operators, OUTPUT markers excluded
     std::vector<hw::OpShape> outputs;      // its OUTPUT records (priced by the fitted model later)
+    bool ends_phase = false;  // the next record is after a pause: its wall (t[i+1] - t[i]) is unknown
 };
 
 // Least squares y ~ X b with b >= 0: features whose coefficient comes out negative are dropped
@@ -154,8 +154,7 @@ double weighted_median_rate(std::vector<std::pair<double, double>> rate_bytes) {
     return rate_bytes.empty() ? 0.0 : rate_bytes.back().first;
 }
 
-void fit_profile(HostProfile& p, const std::vector<OpSample>& ops, const std::vector<StepSample>& steps,
-                 const std::vector<bool>& step_valid) {
+void fit_profile(HostProfile& p, const std::vector<OpSample>& ops, const std::vector<StepSample>& steps) {
     std::map<DType, std::map<int64_t, std::vector<std::pair<double, double>>>> mm;  // dtype -> m -> (ns/B, B)
     Grouped attention;
     for (const OpSample& o : ops) {
@@ -175,7 +174,7 @@ void fit_profile(HostProfile& p, const std::vector<OpSample>& ops, const std::ve
     const hw::cpu::HostEngineDevice dev(p);  // prices the OUTPUT markers as the simulator will
     std::map<int64_t, std::vector<double>> host_by_seqs;  // sequences in the step -> host work
     for (size_t i = 0; i + 1 < steps.size(); ++i) {
-        if (!step_valid[i] || steps[i].n_seq == 0) continue;
+        if (steps[i].ends_phase || steps[i].n_seq == 0) continue;
         double host = double(steps[i + 1].t_ns - steps[i].t_ns) - steps[i].ops_ns;
         for (const hw::OpShape& s : steps[i].outputs) host -= dev.estimate(s).t_ns;
         host_by_seqs[steps[i].n_seq].push_back(host);
@@ -210,16 +209,6 @@ std::string utc_now() {
     return buf;
 }
 
-uint64_t total_memory_bytes() {
-    std::ifstream in("/proc/meminfo");
-    std::string key;
-    uint64_t kib = 0;
-    while (in >> key >> kib)
-        if (key == "MemTotal:") return kib * 1024;
-        else in.ignore(256, '\n');
-    return available_memory_bytes();
-}
-
 // The raw operator timings, one CSV row each (`duet calibrate --host-profile FILE --samples CSV`).
 void write_samples(const std::string& path, const std::vector<OpSample>& ops) {
     std::string t = "kind,class,m,n,k,weight_dtype,weight_bytes,in_bytes,out_bytes,flops,ns\n";
@@ -252,8 +241,7 @@ HostProfile probe_host(const std::string& model_path, const HostProbeOptions& o,
     const int threads = engine->pool().size();
 
     std::vector<OpSample> ops;
-    std::vector<StepSample> steps;
-    std::vector<bool> step_valid;  // the wall of step i is t[i+1] - t[i]: not across a phase's end
+    std::vector<StepSample> steps;  // the wall of step i is t[i+1] - t[i], within a phase
     engine->dispatcher().set_timer([&](const graph::OpRecord& r, int64_t ns) {
         if (steps.empty()) return;  // engine warm-up forwards outside the batcher's steps
         const hw::OpShape s = sim::to_op_shape(r, DType::F32);
@@ -270,8 +258,7 @@ HostProfile probe_host(const std::string& model_path, const HostProbeOptions& o,
     bo.prefix_cache = false;  // every prompt token is computed
     bo.step_token_budget = o.step_tokens;
     bo.on_step = [&](const runtime::StepRecord& r) {
-        steps.push_back({r.t_ns, int64_t(r.step.chunks.size()), 0.0, {}});
-        step_valid.push_back(true);
+        steps.push_back({r.t_ns, int64_t(r.step.chunks.size()), 0.0, {}, false});
     };
     runtime::Batcher batcher(std::move(engine), bo);
     std::mt19937_64 rng(o.seed);
@@ -292,10 +279,9 @@ HostProfile probe_host(const std::string& model_path, const HostProbeOptions& o,
         batcher.wait_idle();
         if (!keep) {  // warm-up: scratch allocation and first touches
             steps.resize(first_step);
-            step_valid.resize(first_step);
             ops.resize(first_op);
-        } else if (!step_valid.empty()) {
-            step_valid.back() = false;
+        } else if (!steps.empty()) {
+            steps.back().ends_phase = true;
         }
         if (progress && keep)
             progress(fmt::format("{} request(s) of {} prompt + {} output tokens: {} steps", n_req, prompt, gen,
@@ -315,7 +301,7 @@ HostProfile probe_host(const std::string& model_path, const HostProbeOptions& o,
     p.measured = utc_now();
     p.kv_block_tokens = eo.block_tokens;
     p.memory_gib = double(total_memory_bytes()) / double(uint64_t(1) << 30);
-    fit_profile(p, ops, steps, step_valid);
+    fit_profile(p, ops, steps);
     if (!o.samples_path.empty()) write_samples(o.samples_path, ops);
     if (p.matmul.empty()) fail("{}: the host probe timed no matmul (is it a transformer model?)", model_path);
     return p;
