@@ -39,6 +39,10 @@ struct RunOptions {
     // Never charged under placement pim_only (no NPU host runtime).
     bool serving_step_cost = true;
     bool record_events = false;         // keep per-op events for --trace
+    // Tensor-parallel ranks on congruent sub-machines (same device models, same links, none
+    // shared) run the same chain: simulate rank 0 and copy its figures to the others (exact; not
+    // with record_events, whose trace shows every rank). false: every rank simulated.
+    bool mirror_tp_ranks = true;
     int64_t record_decode_steps = -1;   // with record_events: decode steps recorded (-1: all; prefill always)
     ParallelOptions parallel;
     ExpertLoadOptions experts;          // MoE routing and expert parallelism (sim/expert_load.h)

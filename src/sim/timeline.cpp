@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <typeinfo>
 
 #include <fmt/format.h>
 
@@ -105,6 +106,7 @@ public:
             run_forward(f);
             if (fw.phase == Phase::DECODE) ++decode_steps;
         }
+        mirror_figures();
         if (!tl_.tbt_ns.empty())
             DUET_LOG_INFO("[{}] decode: {} steps, {:.3f} ms (NPU busy {:.3f} ms, PIM busy {:.3f} ms)",
                           policy_name(opts_.placement.policy), tl_.tbt_ns.size(), tl_.decode.wall_ns / 1e6,
@@ -120,6 +122,10 @@ private:
     size_t lane_index(int stage, int rank, int j) const { return (size_t(stage) * size_t(tp()) + size_t(rank)) * size_t(micro()) + size_t(j); }
     Lane& lane(int stage, int rank, int j) { return lanes_[lane_index(stage, rank, j)]; }
     const Placer& placer_of(const Lane& l) const { return l.placer ? *l.placer : placer_; }
+    // Ranks whose chains are simulated: rank 0 alone when the others mirror it.
+    int ranks_run() const { return mirror_ ? 1 : tp(); }
+    // How many ranks' worth a simulated operator's whole-run counters (conversions, prefetch) add.
+    double rank_weight() const { return mirror_ ? double(tp()) : 1.0; }
 
     // One lane per (stage, rank, micro-batch); each rank places on its sub-machine.
     void make_lanes() {
@@ -142,6 +148,64 @@ private:
                     lanes_.push_back(std::move(l));
                 }
         arrival_.assign(lanes_.size(), 0.0);
+        mirror_ = congruent_ranks();
+    }
+
+    // RunOptions::mirror_tp_ranks applies: tensor (not expert or pipeline) parallelism, no trace,
+    // and every rank's sub-machine is rank 0's up to names: the same device models in the same
+    // order (one object, or one type and preset name), links of the same figures, and no device
+    // or link shared between ranks. Each rank then runs the same chain on the same costs, meets
+    // the others at the same collectives, and its figures equal rank 0's.
+    bool congruent_ranks() const {
+        if (!opts_.mirror_tp_ranks || opts_.record_events || tp() < 2 || pp() != 1 || micro() != 1 ||
+            opts_.experts.ep != 1 || !plan_.ep_ranks.empty())
+            return false;
+        const RankMachine& m0 = machines_[0];
+        std::vector<char> dev_used(hw_.devices.size(), 0), link_used(hw_.links.size(), 0);
+        for (const RankMachine& m : machines_) {
+            if (m.hw.devices.size() != m0.hw.devices.size() || m.hw.links.size() != m0.hw.links.size()) return false;
+            for (size_t d = 0; d < m.hw.devices.size(); ++d)
+                if (!same_device(m.hw.devices[d], m0.hw.devices[d]) || dev_used[size_t(m.device_map[d])]++) return false;
+            for (size_t l = 0; l < m.hw.links.size(); ++l)
+                if (!same_link(m.hw.links[l], m0.hw.links[l]) || link_used[size_t(m.link_map[l])]++) return false;
+        }
+        return true;
+    }
+    static bool same_device(const SimDevice& a, const SimDevice& b) {
+        if (a.kind != b.kind || a.link != b.link) return false;
+        return a.model == b.model || (typeid(*a.model) == typeid(*b.model) && a.model->name() == b.model->name());
+    }
+    static bool same_link(const SimLink& a, const SimLink& b) {
+        return a.end_a == b.end_a && a.end_b == b.end_b && a.shared_memory == b.shared_memory &&
+               a.bandwidth_gbps == b.bandwidth_gbps && a.latency_ns == b.latency_ns && a.per_transfer_ns == b.per_transfer_ns;
+    }
+
+    // Mirrored ranks: rank 0's device and link figures copied to every other rank's.
+    void mirror_figures() {
+        if (!mirror_) return;
+        const RankMachine& m0 = machines_[0];
+        const auto copy = [](const auto& from, auto& to) {
+            std::string name = std::move(to.name);
+            to = from;
+            to.name = std::move(name);
+        };
+        for (size_t q = 1; q < machines_.size(); ++q) {
+            const RankMachine& m = machines_[q];
+            for (size_t d = 0; d < m.device_map.size(); ++d)
+                for (PhaseStats* ps : {&tl_.prefill, &tl_.decode})
+                    copy(ps->device[size_t(m0.device_map[d])], ps->device[size_t(m.device_map[d])]);
+            for (size_t l = 0; l < m.link_map.size(); ++l)
+                copy(tl_.links[size_t(m0.link_map[l])], tl_.links[size_t(m.link_map[l])]);
+        }
+    }
+
+    // The device a rank's latest operator ran on (a mirrored rank: rank 0's, on its own machine).
+    int last_device(int s, int rank, int j) const {
+        if (!mirror_ || rank == 0) return lanes_[lane_index(s, rank, j)].last_device;
+        const RankMachine& m0 = machines_[0];
+        const int d0 = lanes_[lane_index(s, 0, j)].last_device;
+        const auto at = std::find(m0.device_map.begin(), m0.device_map.end(), d0);
+        return machines_[size_t(s * tp() + rank)].device_map[size_t(at - m0.device_map.begin())];
     }
 
     void add_tracks() {
@@ -214,7 +278,7 @@ private:
                 run_collective(r, s, j, ps);
                 continue;
             }
-            for (int rank = 0; rank < tp(); ++rank) {
+            for (int rank = 0; rank < ranks_run(); ++rank) {
                 Lane& l = lane(s, rank, j);
                 const OpRecord& own = l.plan->ops[i];  // EP ranks: their own expert loads
                 if (empty_expert_group(own)) {
@@ -241,7 +305,7 @@ private:
         double start = 0;
         for (int rank = 0; rank < tp(); ++rank) {
             const Lane& l = lane(s, rank, j);
-            devs.push_back(comm_device(hw_, *l.machine, l.last_device));
+            devs.push_back(comm_device(hw_, *l.machine, last_device(s, rank, j)));
             start = std::max(start, l.t);
         }
         const PricedCollective& pc = priced(collective_of(r.kind), devs, to_op_shape(r).in_bytes);
@@ -384,7 +448,7 @@ private:
         const uint64_t pre = std::min<uint64_t>(uint64_t(prefetch_left_[size_t(dev)]), s.weight_bytes);
         if (pre == 0) return c;
         prefetch_left_[size_t(dev)] -= double(pre);
-        tl_.mlp_prefetched_bytes += double(pre);
+        tl_.mlp_prefetched_bytes += double(pre) * rank_weight();
         hw::OpShape from_l2 = s;
         from_l2.weight_bytes = std::max<uint64_t>(1, s.weight_bytes - pre);  // 0 would mean "derive from the shape"
         hw::Cost out = costs_.get(dev, from_l2);
@@ -445,13 +509,14 @@ private:
         const ConvertedMatmul cm = convert_on_load_path(T0, op_ns, pm.to_nz_ns, pm.n_blocks, opts_.prefetch_depth,
                                                         conv_[size_t(dev)]);
         const double exposed = cm.end_ns - (T0 + op_ns);
-        tl_.conversion_ns += pm.to_nz_ns;
-        tl_.conversion_exposed_ns += exposed;
-        tl_.conversion_bytes_read += double(pm.to_nz_bytes_read) * repeat;
+        const double w = rank_weight();
+        tl_.conversion_ns += pm.to_nz_ns * w;
+        tl_.conversion_exposed_ns += exposed * w;
+        tl_.conversion_bytes_read += double(pm.to_nz_bytes_read) * repeat * w;
         // the load path replaces the plain weight read: only the extra bytes cost energy
         const double extra = std::max(0.0, double(pm.to_nz_bytes_read) - double(r.weight_bytes));
-        tl_.conversion_energy_pj += extra * hw_.conversion_pj_per_byte * repeat;
-        ++tl_.conversions;
+        tl_.conversion_energy_pj += extra * hw_.conversion_pj_per_byte * repeat * w;
+        tl_.conversions += int64_t(w);
         emit(convert_track_[size_t(dev)], [&] { return "convert " + label(); }, cm.conv_start_ns,
              cm.conv_end_ns - cm.conv_start_ns, r.phase);
         if (r.phase == Phase::PREFILL)
@@ -500,6 +565,7 @@ private:
     std::vector<double> arrival_;      // per lane: when its last SEND arrived at the next stage
     std::map<std::tuple<int, uint64_t, std::vector<int>>, PricedCollective> priced_;
     bool parallel_ = false;            // more than one rank: collectives and exposure are tracked
+    bool mirror_ = false;              // rank 0 simulated for all (congruent_ranks)
     std::vector<double> device_free_;  // each device's queue is free
     std::vector<double> link_free_;    // each link is free
     std::vector<ConverterState> conv_; // one converter per NPU (unused for PIM devices)

@@ -3,6 +3,9 @@
 // device and the links; pipeline stages overlap across micro-batches; FlashComm reorders.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <memory>
+
 #include "fake_hw.h"
 #include "sim/op_shape.h"
 #include "sim/report.h"
@@ -211,3 +214,108 @@ TEST(ScaleOut, IntervalsSubtractWhatIsCovered) {
 }
 
 }  // namespace
+
+namespace {
+
+// `npus` NPUs and one PIM device per NPU behind a copying link, every NPU pair meshed.
+struct PimCluster {
+    fake::Npu npu;
+    std::vector<std::unique_ptr<fake::Pim>> pims;
+    fake::Layout layout;
+    SimHardware hw;
+    PimCluster(int npus, int pim_count) {
+        hw = npu_pim_hardware(&npu, nullptr, &layout);
+        hw.mem_bw_gbps = npu.bytes_per_ns * npus;
+        hw.conversion_pj_per_byte = 5;
+        for (int i = 1; i < npus; ++i) hw.add_device(DeviceKind::NPU, &npu, test_link());
+        hw.add_mesh(DeviceKind::NPU, test_link());
+        for (int i = 0; i < pim_count; ++i) {
+            pims.push_back(std::make_unique<fake::Pim>());
+            hw.add_device(DeviceKind::PIM, pims.back().get(), test_link());
+        }
+    }
+};
+
+Timeline simulate_coop(const SimHardware& hw, int tp, bool mirror, Policy policy = Policy::NPU_PIM_COOP) {
+    RunOptions o = parallel(tp, 1);
+    o.placement.policy = policy;
+    o.zero_copy_switch = false;
+    o.prefetch_mlp = true;
+    o.mirror_tp_ranks = mirror;
+    graph::GraphOptions go;
+    go.tp = tp;
+    const Plan p = plan_parallel_generation(fake::small_shape(), 32, 6, 2, go, 1);
+    return simulate_timeline(fake::small_shape(), p, Placer(o.placement, hw), o, hw);
+}
+
+void expect_same_figures(const DeviceStats& a, const DeviceStats& b, const std::string& what) {
+    const auto near = [&](double x, double y, const char* field) {
+        EXPECT_NEAR(x, y, 1e-9 * std::max(1.0, std::abs(y))) << what << " " << field;
+    };
+    EXPECT_EQ(a.name, b.name) << what;
+    near(a.busy_ns, b.busy_ns, "busy_ns");
+    near(a.bytes_moved, b.bytes_moved, "bytes_moved");
+    near(a.weight_bytes, b.weight_bytes, "weight_bytes");
+    near(a.energy_pj, b.energy_pj, "energy_pj");
+    near(a.launch_ns, b.launch_ns, "launch_ns");
+    near(a.comm_ns, b.comm_ns, "comm_ns");
+    near(a.exposed_comm_ns, b.exposed_comm_ns, "exposed_comm_ns");
+    EXPECT_EQ(a.ops, b.ops) << what;
+}
+
+// Every figure of a run with mirrored ranks against the run that simulates every rank.
+void expect_same_timeline(const Timeline& m, const Timeline& f) {
+    ASSERT_EQ(m.tbt_ns.size(), f.tbt_ns.size());
+    EXPECT_NEAR(m.ttft_ns, f.ttft_ns, 1e-6);
+    for (size_t i = 0; i < f.tbt_ns.size(); ++i) EXPECT_NEAR(m.tbt_ns[i], f.tbt_ns[i], 1e-6) << i;
+    EXPECT_NEAR(m.conversion_ns, f.conversion_ns, 1e-6);
+    EXPECT_NEAR(m.conversion_exposed_ns, f.conversion_exposed_ns, 1e-6);
+    EXPECT_NEAR(m.conversion_bytes_read, f.conversion_bytes_read, 1e-3);
+    EXPECT_NEAR(m.conversion_energy_pj, f.conversion_energy_pj, 1e-3);
+    EXPECT_EQ(m.conversions, f.conversions);
+    EXPECT_NEAR(m.mlp_prefetched_bytes, f.mlp_prefetched_bytes, 1e-3);
+    for (const auto& [a, b] : {std::pair{&m.prefill, &f.prefill}, std::pair{&m.decode, &f.decode}}) {
+        ASSERT_EQ(a->device.size(), b->device.size());
+        for (size_t d = 0; d < b->device.size(); ++d) expect_same_figures(a->device[d], b->device[d], b->device[d].name);
+    }
+    ASSERT_EQ(m.links.size(), f.links.size());
+    for (size_t l = 0; l < f.links.size(); ++l) {
+        EXPECT_EQ(m.links[l].name, f.links[l].name);
+        EXPECT_NEAR(m.links[l].busy_ns, f.links[l].busy_ns, 1e-6) << f.links[l].name;
+        EXPECT_NEAR(m.links[l].bytes, f.links[l].bytes, 1e-6) << f.links[l].name;
+        EXPECT_EQ(m.links[l].transfers, f.links[l].transfers) << f.links[l].name;
+    }
+}
+
+}  // namespace
+
+TEST(ScaleOut, MirroredRanksGiveEveryFigureOfTheFullSimulation) {
+    const PimCluster c(4, 4);
+    const Timeline full = simulate_coop(c.hw, 4, false), mirrored = simulate_coop(c.hw, 4, true);
+    expect_same_timeline(mirrored, full);
+    // the run exercised what mirroring copies: PIM parts, their links, conversions
+    EXPECT_GT(full.decode.pim().ops, 0);
+    EXPECT_GT(full.conversions, 0);
+    // and the NPU's MLP prefetch, whose bytes count once per rank
+    const Timeline npu_full = simulate_coop(c.hw, 4, false, Policy::NPU_ONLY);
+    expect_same_timeline(simulate_coop(c.hw, 4, true, Policy::NPU_ONLY), npu_full);
+    EXPECT_GT(npu_full.mlp_prefetched_bytes, 0);
+    EXPECT_GT(full.links[c.hw.devices[size_t(c.hw.devices_of(DeviceKind::PIM)[3])].link].transfers, 0);
+}
+
+TEST(ScaleOut, RanksThatShareADeviceOrDifferInAModelAreNotMirrored) {
+    // tp 4 over 2 NPUs: ranks take the NPUs in turn and queue behind each other on them
+    const PimCluster shared(2, 4);
+    expect_same_timeline(simulate_coop(shared.hw, 4, true), simulate_coop(shared.hw, 4, false));
+    // rank 3's PIM device is another model (slower, another name)
+    struct SlowPim : fake::Pim {
+        std::string name() const override { return "fake-pim-slow"; }
+    };
+    PimCluster mixed(4, 4);
+    SlowPim slow;
+    slow.internal_bytes_per_ns = 800;
+    mixed.hw.devices[size_t(mixed.hw.devices_of(DeviceKind::PIM)[3])].model = &slow;
+    const Timeline full = simulate_coop(mixed.hw, 4, false);
+    expect_same_timeline(simulate_coop(mixed.hw, 4, true), full);
+    EXPECT_GT(full.tbt_ns[0], simulate_coop(PimCluster(4, 4).hw, 4, false).tbt_ns[0]);  // the slow rank holds every step
+}
