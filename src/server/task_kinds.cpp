@@ -138,7 +138,7 @@ TaskInputs task_inputs(const nlohmann::json& params, const config::Settings& st0
     }
     t.in.seq_len = t.st.runtime.seq_len;
     t.in.batch = int32_t(t.st.runtime.batch_size);
-    if (!tune_kind && t.cfg.topology.ep > 1) {  // [topology] ep or "topology.ep": `duet bench --ep` (docs/scale-out.md)
+    if (t.cfg.topology.ep > 1) {  // [topology] ep or "topology.ep": `duet bench --ep` (docs/scale-out.md; tune: every point)
         try {
             workload::set_expert_inputs(t.in, int(t.cfg.topology.ep), -1, "", t.st.runtime.dtype);
             workload::check_expert_parallel_ranks(t.in.ep, 1, 1, workload::modelled_npu_count(t.cfg));

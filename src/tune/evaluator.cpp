@@ -172,6 +172,8 @@ Evaluator::Entry& Evaluator::setup_for(const Candidate& c) {
                           "reorder.index_ratio_limit", "memory.index_granularity"})
         for (const auto& f : config::coop_config_fields())
             if (f.dotted() == k) key.append("|").append(f.show(c.cfg));
+    for (const auto& f : config::coop_config_fields())  // the machine and its ranks (ep: the plans)
+        if (f.section == "topology") key.append("|").append(f.show(c.cfg));
     key.append(fmt::format("|l1 hit {:.17g}", staging_hit_rate(c.st, c.cfg)));
     if (auto it = setups_.find(key); it != setups_.end()) return *it->second;
     while (setups_.size() >= kMaxCachedSetups) drop_oldest();  // bounded memory: the oldest rig goes
@@ -183,8 +185,23 @@ Evaluator::Entry& Evaluator::setup_for(const Candidate& c) {
     return *(setups_[key] = e);
 }
 
+void Evaluator::set_expert_inputs(Candidate& c) {
+    const int ep = int(c.cfg.topology.ep);
+    const std::string key = fmt::format("{}|{}", ep, c.st.runtime.dtype);
+    auto it = routings_.find(key);
+    if (it == routings_.end()) {
+        workload::TraceBenchInputs in = c.in;
+        workload::set_expert_inputs(in, ep, -1, "", c.st.runtime.dtype);  // a dense model or an ep the experts refuse
+        it = routings_.emplace(key, in.routing).first;
+    }
+    c.in.ep = ep;
+    c.in.routing = it->second;
+    workload::check_expert_parallel_ranks(ep, c.in.tp, c.in.pp, workload::modelled_npu_count(c.cfg));
+}
+
 sim::BenchReport Evaluator::report(const Point& p) {
-    const Candidate c = space_.apply(base_, p);
+    Candidate c = space_.apply(base_, p);
+    set_expert_inputs(c);
     Entry& e = setup_for(c);
     auto it = e.plans.find(c.in.batch);
     if (it == e.plans.end()) {

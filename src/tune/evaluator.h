@@ -4,8 +4,8 @@
 // condenses the report into a PointResult.
 //
 // Reuse: the hardware rig (NPU + PIM device models, layout binding) and the model's plans are
-// built once per distinct hardware key (preset pair, dispatch mode and the layout knobs the
-// rig is built from: alignment, block size, index granularity/limit, target format) and per
+// built once per distinct hardware key (preset pair, dispatch mode, every [topology] key and the
+// layout knobs the rig is built from: alignment, block size, index granularity/limit, target format) and per
 // batch, then reused for every point that shares them; a point costs two timeline
 // simulations and the verdicts. At most kMaxCachedSetups such setups are kept per evaluator, and
 // at most `cache_bytes` of their plans besides the one in use (the oldest go first): a setup's
@@ -68,6 +68,9 @@ private:
     struct Entry;
     Entry& setup_for(const Candidate& c);
     void drop_oldest();
+    // [topology] ep of the point, as `duet bench` reads it: the expert-parallel ranks and the
+    // (uniform) routing of a MoE model. Throws duet::Error as bench refuses them.
+    void set_expert_inputs(Candidate& c);
     // Drops the oldest setups other than `keep` while the others' plans exceed cache_bytes_.
     void trim(const std::string& keep);
 
@@ -76,6 +79,7 @@ private:
     Objective objective_;
     std::map<std::string, std::shared_ptr<Entry>> setups_;
     std::deque<std::string> setup_order_;  // keys of setups_, oldest first
+    std::map<std::string, std::shared_ptr<const sim::ExpertRouting>> routings_;  // by ep and runtime dtype
     int rigs_built_ = 0;
     uint64_t cache_bytes_ = 0;
 };

@@ -68,12 +68,13 @@ TEST_F(TaskLimits, PromptsPastTheContextAreRefused) {
                    "gen_len = 5000 does not fit llama2-7b's context of 4096 tokens (allowed: gen_len at most 4095)");
 }
 
-// A bench task's "topology.ep" splits the experts as `duet bench --ep` does, with its errors.
+// A bench or optimisation task's "topology.ep" splits the experts as `duet bench --ep` does, with its errors.
 TEST_F(TaskLimits, ExpertParallelBenchTasksAreCheckedAtSubmission) {
-    expect_refused({{"task", "bench"}, {"model", "llama2-7b"}, {"topology.ep", 2}, {"topology.npus", 2}},
-                   "topology.ep",
-                   "--ep = 2: 'llama2-7b' has no routed experts, expert parallelism needs a Mixture-of-Experts model "
-                   "(allowed: --ep 1) [task parameter 'topology.ep']");
+    for (const char* kind : {"bench", "npu_pim_gemv_optimize"})
+        expect_refused({{"task", kind}, {"model", "llama2-7b"}, {"topology.ep", 2}, {"topology.npus", 2}},
+                       "topology.ep",
+                       "--ep = 2: 'llama2-7b' has no routed experts, expert parallelism needs a Mixture-of-Experts "
+                       "model (allowed: --ep 1) [task parameter 'topology.ep']");
     expect_refused({{"task", "bench"}, {"model", "mixtral-8x7b"}, {"topology.ep", 4}, {"topology.npus", 6}},
                    "topology.ep",
                    "--ep 4 x --tp 1 x --pp 1 = 4 ranks do not divide the 6 NPUs of the topology: each rank is an NPU "

@@ -5,6 +5,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <tuple>
 #include <sstream>
 #include <string>
 
@@ -69,6 +71,53 @@ TEST(TuneCli, BestTomlReproducesExactlyInBench) {
     }
     EXPECT_EQ(matches, 1);
     EXPECT_EQ(slurp(tmp("p.svg")).rfind("<svg", 0), 0u);
+}
+
+// The TBT of every point of a results file, by the value of `key`.
+std::map<std::string, double> tbt_by(const std::string& results, const std::string& key) {
+    std::map<std::string, double> out;
+    std::ifstream in(results);
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+        const auto j = nlohmann::json::parse(line);
+        if (j["ok"].get<bool>()) out[j["values"][key].dump()] = j["tbt_ms"].get<double>();
+    }
+    return out;
+}
+
+double bench_tbt_ms(const std::string& args) {
+    const std::string report = tmp("topology_report.json");
+    auto [rc, out] = run("bench --seq-len 256 --gen-len 8 --no-verdict-exit " + args + " --report " + report);
+    EXPECT_EQ(rc, 0) << out;
+    return nlohmann::json::parse(slurp(report))["target"]["tbt_mean_ns"].get<double>() / 1e6;
+}
+
+// [topology] keys are part of a point: each point is the machine `duet bench` models for it
+// (the PIM devices of topology.pims, the expert-parallel ranks of topology.ep).
+TEST(TuneCli, TopologyPointsAreTheMachinesBenchModels) {
+    const std::string results = tmp("topology.jsonl");
+    const std::string tune = "tune --seq-len 256 --gen-len 8 --quiet --no-sensitivity --results " + results + " ";
+    auto [rc, out] = run(tune + "--model llama2-7b --only topology.pims --vary topology.pims=1,2");
+    ASSERT_TRUE(rc == 0 || rc == 3) << out;
+    auto tbt = tbt_by(results, "topology.pims");
+    ASSERT_EQ(tbt.size(), 2u) << out;
+    EXPECT_EQ(tbt["1"], bench_tbt_ms("--model llama2-7b --pims 1"));
+    EXPECT_EQ(tbt["2"], bench_tbt_ms("--model llama2-7b --pims 2"));
+    EXPECT_NE(tbt["1"], tbt["2"]);
+
+    const std::string cfg = tmp("topology_cache.toml");
+    std::ofstream(cfg) << "[memory]\ncache_limit_mb = 4096\n";
+    std::tie(rc, out) = run(tune + "--model qwen3-30b-a3b --only topology.ep --vary topology.ep=1,2,3 --fix "
+                                   "topology.npus=2 --config " + cfg);
+    ASSERT_TRUE(rc == 0 || rc == 3) << out;
+    tbt = tbt_by(results, "topology.ep");
+    ASSERT_EQ(tbt.size(), 2u) << out;  // ep 3 does not divide the 128 experts: refused, as bench refuses it
+    EXPECT_EQ(tbt["1"], bench_tbt_ms("--model qwen3-30b-a3b --npus 2 --ep 1 --config " + cfg));
+    EXPECT_EQ(tbt["2"], bench_tbt_ms("--model qwen3-30b-a3b --npus 2 --ep 2 --config " + cfg));
+    EXPECT_NE(slurp(results).find("--ep = 3 does not divide the 128 routed experts of 'qwen3-30b-a3b' (allowed: a "
+                                  "divisor of 128)"),
+              std::string::npos);
 }
 
 TEST(TuneCli, NoFeasiblePointExits3AndNamesTheLimits) {
