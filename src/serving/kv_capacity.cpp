@@ -11,14 +11,17 @@ namespace duet::serving {
 
 namespace {
 sim::MemoryBreakdown one_block_memory(const graph::ModelShape& shape, const sim::RunOptions& opts,
-                                      const sim::SimHardware& hw, int64_t step_tokens) {
+                                      const sim::SimHardware& hw, int64_t step_tokens, int stage = 0) {
     // One step of step_tokens prompt tokens; one block of context for one sequence; with
-    // opts.parallel.tp or opts.experts.ep > 1 rank 0's graph (its share of the weights).
+    // opts.parallel.tp, pp or opts.experts.ep > 1 rank 0's graph of `stage` (its share of the
+    // weights and its layers' KV).
     graph::GraphOptions go;
     go.tp = opts.parallel.tp;
     go.ep = opts.experts.ep;
-    const sim::Plan plan = go.tp * go.ep > 1 ? sim::plan_generation(shape, step_tokens, 1, 1, go)
-                                             : sim::plan_generation(shape, step_tokens, 1, 1);
+    go.pp = opts.parallel.pp;
+    go.pp_stage = stage;
+    const sim::Plan plan = go.tp * go.ep * go.pp > 1 ? sim::plan_generation(shape, step_tokens, 1, 1, go)
+                                                     : sim::plan_generation(shape, step_tokens, 1, 1);
     const sim::Placer placer(opts.placement, hw);
     return sim::account_memory(shape, plan, hw.kv_block_tokens, 1, placer, opts, hw);
 }
@@ -57,20 +60,26 @@ KvCapacity kv_capacity(const graph::ModelShape& shape, const sim::RunOptions& op
     if (c.device_bytes == 0)
         fail("the memory preset '{}' states no capacity, so the KV cache cannot be derived (allowed: --kv-blocks N)",
              hw.memory_name);
-    const sim::MemoryBreakdown m = one_block_memory(shape, opts, hw, step_tokens);
     const uint64_t tp = uint64_t(std::max(1, opts.parallel.tp)), ep = uint64_t(std::max(1, opts.experts.ep));
+    const int pp = std::max(1, opts.parallel.pp);
     // Per rank: its NPU's memory, its share of the weights (the plan's), its KV heads (a latent
     // KV is whole on every rank); the figures below are those times the ranks. An EP rank holds
-    // whole blocks of its own sequences: the pool is the ranks' blocks together.
-    const uint64_t rank_block = rank_kv_share(shape, m.kv_cache_bytes, tp);
-    const uint64_t rank_other = m.total_bytes() - m.kv_cache_bytes;
+    // whole blocks of its own sequences: the pool is the ranks' blocks together. A pipeline
+    // stage holds its layers' weights and its layers' part of every block: the pool has the
+    // blocks of the stage with the least room.
     const uint64_t npus = std::max<uint64_t>(1, hw.devices_of(sim::DeviceKind::NPU).size());
-    const uint64_t ranks = tp * ep;
+    const uint64_t ranks = tp * ep * uint64_t(pp);
     const uint64_t rank_device = ranks > 1 ? c.device_bytes / std::max(npus, ranks) : c.device_bytes;  // ranks may share an NPU
-    DUET_CHECK(rank_block > 0);
-    c.n_blocks = rank_device > rank_other ? int64_t((rank_device - rank_other) / rank_block * ep) : 0;
-    c.block_bytes = rank_block * tp;
-    c.other_bytes = rank_other * ranks;
+    c.n_blocks = INT64_MAX;
+    for (int s = 0; s < pp; ++s) {
+        const sim::MemoryBreakdown m = one_block_memory(shape, opts, hw, step_tokens, s);
+        const uint64_t rank_block = rank_kv_share(shape, m.kv_cache_bytes, tp);
+        const uint64_t rank_other = m.total_bytes() - m.kv_cache_bytes;
+        DUET_CHECK(rank_block > 0);
+        c.n_blocks = std::min(c.n_blocks, rank_device > rank_other ? int64_t((rank_device - rank_other) / rank_block * ep) : 0);
+        c.block_bytes += rank_block * tp;
+        c.other_bytes += rank_other * tp * ep;
+    }
     c.device_bytes = rank_device * ranks;
     return c;
 }

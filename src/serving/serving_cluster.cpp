@@ -124,6 +124,7 @@ public:
         outstanding_.assign(specs_.size(), 0);
         charged_.assign(q_.size(), 0);
         link_free_ns_.assign(specs_.size(), 0);
+        entry_free_ns_.assign(specs_.size(), 0);
         sched::SchedulerOptions dec = opts;  // the decode instance attaches handed-over KV only
         dec.prefix_sharing = true;
         dec.running_share = false;
@@ -132,7 +133,13 @@ public:
             DUET_CHECK(sp.pool && sp.timer);
             if (!sp.disaggregated()) {
                 add_instance({int(r), false}, opts, sp.pool, &sp.timer, &res_.replicas[r].prefill);
+                DUET_CHECK(!sp.pipelined() || (sp.issue && sp.engine_timers.size() == sp.engine_pools.size()),
+                           "a pipelined replica without its timers");
+                for (size_t e = 0; e < sp.engine_pools.size(); ++e)
+                    add_instance({int(r), false, int(e) + 1}, opts, sp.engine_pools[e], &sp.engine_timers[e],
+                                 &res_.replicas[r].prefill);
             } else {
+                DUET_CHECK(!sp.pipelined(), "a disaggregated replica with pipeline stages");
                 sending_.push_back(std::make_unique<SendingPool>(*sp.pool));
                 add_instance({int(r), false}, opts, sending_.back().get(), &sp.timer, &res_.replicas[r].prefill);
                 DUET_CHECK(sp.decode_timer && sp.kv_bytes_per_token > 0);
@@ -213,6 +220,9 @@ private:
     std::vector<std::unique_ptr<HandoverPool>> handover_;
     std::vector<std::unique_ptr<SendingPool>> sending_;
     std::vector<int64_t> outstanding_, charged_, link_free_ns_;
+    std::vector<int64_t> entry_free_ns_;         // per replica: its pipeline's entry is free (pipelined)
+    // The replica's pipeline entry is taken until after t (a pipelined replica's engines wait).
+    bool entry_taken(const Instance& in, int64_t t) const { return entry_free_ns_[size_t(in.ref.replica)] > t; }
     std::vector<std::vector<size_t>> released_;  // closed loop: who waits for whom
     EventQueue pending_;                         // arrivals not yet routed
     std::priority_queue<std::tuple<int64_t, size_t>, std::vector<std::tuple<int64_t, size_t>>, std::greater<>>
@@ -229,11 +239,16 @@ void Cluster::route(size_t i, int64_t t) {
     res_.requests[i].replica = r;
     ++res_.replicas[size_t(r)].requests;
     settle(i, false);
+    // the replica's prefill (or colocated) engine with the fewest unfinished requests
+    Instance* to = nullptr;
+    int64_t fewest = INT64_MAX;
     for (Instance& in : inst_)
         if (in.ref.replica == r && !in.ref.decode) {
-            in.inbox.push_back(i);
-            in.stalled = false;
+            const int64_t n = int64_t(in.inbox.size()) + in.sch->n_waiting() + in.sch->n_running();
+            if (n < fewest) to = &in, fewest = n;
         }
+    to->inbox.push_back(i);
+    to->stalled = false;
 }
 
 void Cluster::start_step(Instance& in, int64_t t) {
@@ -268,9 +283,14 @@ void Cluster::start_step(Instance& in, int64_t t) {
     res_.peak_kv_blocks_used = std::max(res_.peak_kv_blocks_used, in.pool->n_blocks() - in.pool->n_free());
     const int64_t dur = (*in.timer)(st, res_.steps);
     DUET_CHECK(dur >= 0);
+    int64_t held = dur;  // the instance's busy time: a pipelined step's entry time
+    if (const ReplicaSpec& sp = specs_[size_t(in.ref.replica)]; sp.pipelined()) {
+        held = std::clamp<int64_t>(sp.issue(st, res_.steps), 0, dur);
+        entry_free_ns_[size_t(in.ref.replica)] = t + held;
+    }
     ++res_.steps;
     ++in.stats->steps;
-    in.stats->busy_ns += dur;
+    in.stats->busy_ns += held;
     in.busy = true;
     in.end_ns = t + dur;
     in.step = std::move(st);
@@ -358,12 +378,15 @@ ServingResult Cluster::run() {
             route(i, t);
         }
         for (Instance& in : inst_)
-            if (!in.busy && !in.stalled && in.has_work()) start_step(in, t);
+            if (!in.busy && !in.stalled && in.has_work() && !entry_taken(in, t)) start_step(in, t);
         int64_t next = INT64_MAX;
         if (!pending_.empty()) next = std::min(next, pending_.top().first);
         if (!transfers_.empty()) next = std::min(next, std::get<0>(transfers_.top()));
-        for (const Instance& in : inst_)
+        for (const Instance& in : inst_) {
             if (in.busy) next = std::min(next, in.end_ns);
+            else if (!in.stalled && in.has_work() && entry_taken(in, t))
+                next = std::min(next, entry_free_ns_[size_t(in.ref.replica)]);
+        }
         if (next == INT64_MAX) break;
         t = std::max(t, next);
     }

@@ -10,6 +10,15 @@
 // in this order: steps that end, KV transfers that end, arrivals (routed), steps that start,
 // so a single colocated replica makes exactly run_serving's decisions.
 //
+// Pipeline parallelism (a colocated replica with engine_pools): vLLM's virtual engines (v0
+// LLMEngine: one scheduler per pipeline stage count, each over 1/pp of the KV blocks). Each
+// engine is an instance with its own scheduler and pool and at most one step in flight; a
+// request goes to the replica's engine with the fewest unfinished requests (ties: the lowest
+// engine), as vLLM's add_request picks its scheduler. A step takes the timer's time (its
+// forward through every stage) but holds the pipeline's entry only for `issue`'s time (its
+// slowest stage): another engine's step may start then, so up to pp steps are in flight. The
+// instance's busy time counts the entry's time.
+//
 // Disaggregated request i:
 //  1. the prefill instance computes the prompt and samples the first token (its scheduler
 //     sees a request of one output token; the prompt's blocks then enter its prefix cache);
@@ -29,6 +38,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <vector>
 
 #include "serving/router.h"
 #include "serving/serving_run.h"
@@ -45,12 +55,19 @@ struct ReplicaSpec {
     sim::SimLink link;                     // prefill instance -> decode instance
     uint64_t kv_bytes_per_token = 0;       // K and V of one token, every layer
     bool disaggregated() const { return decode_pool != nullptr; }
+    // Pipeline parallelism (colocated only): the pools and step timers of virtual engines 1, 2, ...
+    // (engine 0 has `pool` and `timer`) and how long a step holds the pipeline's entry (required).
+    std::vector<sched::KvPool*> engine_pools;
+    std::vector<StepTimer> engine_timers;
+    StepTimer issue;
+    bool pipelined() const { return !engine_pools.empty(); }
 };
 
 // Which instance an observed step belongs to.
 struct InstanceRef {
     int replica = 0;
     bool decode = false;  // the decode instance of a disaggregated replica
+    int engine = 0;       // the virtual engine of a pipelined replica
 };
 using ClusterObserver =
     std::function<void(InstanceRef at, int64_t t_ns, const std::vector<int64_t>& arrived, const sched::Step& step,

@@ -95,17 +95,24 @@ StepCostModel::StepCostModel(const graph::ModelShape& shape, const sim::RunOptio
                              const graph::GraphOptions& go)
     : shape_(shape), opts_(opts), go_(go), hw_(hw), costs_(hw) {
     opts_.record_events = false;
-    if (opts_.parallel.pp > 1 || go_.pp > 1)
-        fail("--workload serving has no pipeline stages (allowed: --pp 1; --tp N splits every step's layers)");
     DUET_CHECK(go_.tp == opts_.parallel.tp, "graph split over {} ranks, run options over {}", go_.tp, opts_.parallel.tp);
     DUET_CHECK(go_.ep == opts_.experts.ep, "experts split over {} ranks, run options over {}", go_.ep, opts_.experts.ep);
+    DUET_CHECK(go_.pp == opts_.parallel.pp, "graph in {} stages, run options in {}", go_.pp, opts_.parallel.pp);
+    DUET_CHECK(go_.pp == 1 || go_.ep == 1, "pipeline stages with expert parallelism");
+    opts_.parallel.micro_batches = 1;  // a step is one batch; the engines overlap steps (header)
     go_.tp_rank = 0;
     go_.ep_rank = 0;
-    const bool split = go_.tp > 1 || go_.ep > 1 || go_.fuse;
-    graph_ = std::make_shared<const graph::Graph>(split ? graph::build_graph(shape, go_) : graph::build_graph(shape));
+    const bool split = go_.tp > 1 || go_.ep > 1 || go_.pp > 1 || go_.fuse;
+    for (int s = 0; s < go_.pp; ++s) {
+        go_.pp_stage = s;
+        stages_.push_back(
+            std::make_shared<const graph::Graph>(split ? graph::build_graph(shape, go_) : graph::build_graph(shape)));
+    }
+    go_.pp_stage = 0;
 }
 
 double StepCostModel::step_ns(const sched::Step& step) {
+    last_issue_ns_ = 0;
     if (step.chunks.empty()) return 0;
     // The composition at the grid's values: decode count and mean context, then each prompt
     // chunk's (tokens, context) in a canonical order.
@@ -134,16 +141,22 @@ double StepCostModel::step_ns(const sched::Step& step) {
     pim_steps_ += it->second.pim ? 1 : 0;
     expert_rows_ += it->second.expert_rows;
     expert_rows_pim_ += it->second.expert_rows_pim;
+    last_issue_ns_ = it->second.issue_ns;
     return it->second.ns;
 }
 
 StepCostModel::Timed StepCostModel::time_step(const std::vector<sched::Chunk>& chunks, sim::Phase phase,
                                               int64_t dec_past, int64_t tokens) {
-    sim::Plan plan;
-    plan.graph = graph_;
-    plan.ops = step_records(*graph_, chunks);
-    if (go_.flashcomm && go_.tp > 1) sim::apply_flashcomm(plan.ops, go_.tp);
-    plan.forwards.push_back({phase, dec_past, 1, 0, plan.ops.size()});
+    const auto stage_plan = [&](const std::shared_ptr<const graph::Graph>& g) {
+        sim::Plan p;
+        p.graph = g;
+        p.ops = step_records(*g, chunks);
+        if (go_.flashcomm && go_.tp > 1) sim::apply_flashcomm(p.ops, go_.tp);
+        p.forwards.push_back({phase, dec_past, 1, 0, p.ops.size()});
+        return p;
+    };
+    sim::Plan plan = stage_plan(stages_[0]);
+    for (size_t s = 1; s < stages_.size(); ++s) plan.next_stages.push_back(stage_plan(stages_[s]));
     sim::RunOptions o = opts_;
     o.experts.seqs_total = int32_t(tokens);  // one token per "sequence" (ForwardSpan::n_new = 1)
     Timed t;
@@ -156,6 +169,13 @@ StepCostModel::Timed StepCostModel::time_step(const std::vector<sched::Chunk>& c
     const sim::Timeline tl = sim::simulate_timeline(shape_, plan, placer, o, hw_, costs_);
     t.ns = phase == sim::Phase::PREFILL ? tl.ttft_ns : tl.tbt_ns.at(0);
     t.pim = tl.prefill.pim().ops + tl.decode.pim().ops > 0;
+    t.issue_ns = t.ns;
+    if (go_.pp > 1) {  // the slowest stage: its devices' compute and sends, or the step's host work
+        const sim::PhaseStats& ps = phase == sim::Phase::PREFILL ? tl.prefill : tl.decode;
+        t.issue_ns = ps.step_host_ns;
+        for (const sim::DeviceStats& d : ps.device) t.issue_ns = std::max(t.issue_ns, d.busy_ns + d.comm_ns);
+        t.issue_ns = std::min(t.issue_ns, t.ns);
+    }
     return t;
 }
 

@@ -60,11 +60,16 @@ public:
     // `go`: the graph's split (tp or ep ranks, FlashComm; go.tp must equal opts.parallel.tp and
     // go.ep opts.experts.ep): every step runs as rank 0's graph with its collectives on the
     // machine's ranks (sim/scale_out.h).
-    // Pipeline parallelism is refused (a step is one forward, not micro-batches).
+    // go.pp stages (vLLM's virtual engines, serving/serving_cluster.h): a step is one batch through
+    // every stage in turn (its time: the forward's latency), and it holds the pipeline's entry for
+    // last_issue_ns(): the slowest stage's time, its devices' compute and sends (or the step's host
+    // work, when longer), after which another engine's step may enter. Not with go.ep > 1.
     StepCostModel(const graph::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw,
                   const graph::GraphOptions& go = {});
     // Modelled time of the step, ns (0 for a step with no chunks).
     double step_ns(const sched::Step& step);
+    // The pipeline's entry time of the step step_ns last timed (= its time without stages).
+    double last_issue_ns() const { return last_issue_ns_; }
     int64_t evaluations() const { return evaluations_; }  // distinct compositions timed
     int64_t lookups() const { return lookups_; }
     int64_t pim_steps() const { return pim_steps_; }  // steps looked up in which a PIM device computed
@@ -79,9 +84,10 @@ private:
     sim::RunOptions opts_;
     graph::GraphOptions go_;
     const sim::SimHardware& hw_;
-    std::shared_ptr<const graph::Graph> graph_;
+    std::vector<std::shared_ptr<const graph::Graph>> stages_;  // one graph per pipeline stage
     struct Timed {
         double ns = 0;
+        double issue_ns = 0;  // last_issue_ns()
         bool pim = false;  // a PIM device ran operators in the step
         double expert_rows = 0, expert_rows_pim = 0;
     };
@@ -89,6 +95,7 @@ private:
     std::map<Key, Timed> cache_;
     sim::detail::CostCache costs_;  // device estimates shared by every step timed
     int64_t evaluations_ = 0, lookups_ = 0, pim_steps_ = 0;
+    double last_issue_ns_ = 0;
     double expert_rows_ = 0, expert_rows_pim_ = 0;
 };
 
