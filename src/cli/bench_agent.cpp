@@ -16,7 +16,9 @@
 #include "model/hparams.h"
 #include "sim/report_files.h"
 #include "workload/ablation.h"
-#include "workload/bench_runner.h"
+#include "workload/rig_cache.h"
+#include "workload/modelled_machine.h"
+#include "workload/model_limits.h"
 
 namespace duet::cli {
 

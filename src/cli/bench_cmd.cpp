@@ -28,7 +28,8 @@
 #include "sim/report.h"
 #include "sim/report_files.h"
 #include "tune/memory_estimate.h"
-#include "workload/bench_runner.h"
+#include "workload/modelled_machine.h"
+#include "workload/trace_bench.h"
 #include "workload/routing_stats.h"
 #include "workload/model_limits.h"
 

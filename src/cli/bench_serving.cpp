@@ -34,7 +34,9 @@
 #include "serving/step_cost.h"
 #include "serving/step_trace.h"
 #include "sim/report_files.h"
-#include "workload/bench_runner.h"
+#include "workload/modelled_machine.h"
+#include "workload/report_context.h"
+#include "workload/trace_bench.h"
 #include "workload/serving_trace.h"
 
 namespace duet::cli {

@@ -15,7 +15,7 @@
 #include "serving/step_cost.h"
 #include "serving/step_trace.h"
 #include "sim/report.h"
-#include "workload/bench_runner.h"
+#include "workload/bench_inputs.h"
 
 namespace duet::cli {
 

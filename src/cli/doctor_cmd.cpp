@@ -20,7 +20,8 @@
 #include "runtime/model.h"
 #include "sim/hw_rig.h"
 #include "graph/model_shape.h"
-#include "workload/bench_runner.h"
+#include "workload/modelled_machine.h"
+#include "workload/model_limits.h"
 
 namespace duet::cli {
 

@@ -32,7 +32,8 @@
 #include "server/task_service.h"
 #include "server/task_store.h"
 #include "tune/memory_estimate.h"
-#include "workload/bench_runner.h"
+#include "workload/modelled_machine.h"
+#include "workload/trace_bench.h"
 #include "workload/serve_twin.h"
 
 namespace duet::cli {

@@ -16,7 +16,7 @@
 #include "sim/report_files.h"
 #include "tune/outputs.h"
 #include "tune/tune.h"
-#include "workload/bench_runner.h"
+#include "workload/modelled_machine.h"
 #include "workload/model_limits.h"
 
 namespace duet::cli {

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "hw/npu/npu_device.h"
-#include "workload/bench_runner.h"
+#include "workload/trace_bench.h"
 #include "workload/serving_means.h"
 
 namespace duet::workload {
