@@ -41,7 +41,9 @@ ALLOWED = {
     # what gets run and compared: the real engine (runtime) and the modelled machine (sim)
     # the simulator executor of the shared scheduler: steps timed on the modelled machine
     "serving": {"core", "hw", "layout", "graph", "config", "sim", "sched"},
-    "workload": {"core", "format", "model", "graph", "hw", "layout", "config", "sim", "sched", "serving", "runtime"},
+    # parallel: the serving bench spreads a rate sweep over the mpirun ranks
+    "workload": {"core", "format", "model", "graph", "hw", "layout", "config", "sim", "sched", "serving", "runtime",
+                 "parallel"},
     # tune runs the bench comparison (workload) at every point of its search
     "tune": {"core", "hw", "layout", "config", "sim", "workload"},
 }
