@@ -19,7 +19,7 @@ namespace duet::cli {
 namespace {
 
 struct BenchArgs {
-    workload::GenerationBenchOptions gen;  // the flags every --workload shares are here too
+    workload::GenerationBenchOptions gen;  // gen.bench: the flags every --workload reads
     int64_t max_memory_mb = int64_t(tune::kDefaultMemoryCapBytes >> 20);  // trace-only plans (tune/memory_estimate.h)
     bool no_verdict_exit = false;
     AgentBenchArgs agent;           // --workload agent (cli/bench_agent.h)
@@ -27,59 +27,28 @@ struct BenchArgs {
 };
 
 // --ep / --expert-skew / --routing-stats are modelled by the trace-only comparison and the serving simulator.
-void check_expert_flags_unused(const workload::GenerationBenchOptions& g, const std::string& workload) {
-    if (g.ep > 1) fail("--ep {} with --workload {}: expert parallelism is modelled by the trace-only comparison and "
-                       "--workload serving (allowed: --ep 1)", g.ep, workload);
-    if (g.expert_skew >= 0 || !g.routing_stats.empty())
+void check_expert_flags_unused(const workload::BenchOptions& b, const std::string& workload) {
+    if (b.ep > 1) fail("--ep {} with --workload {}: expert parallelism is modelled by the trace-only comparison and "
+                       "--workload serving (allowed: --ep 1)", b.ep, workload);
+    if (b.expert_skew >= 0 || !b.routing_stats.empty())
         fail("{} with --workload {}: the routing is modelled by the trace-only comparison and --workload serving "
              "(allowed: no --workload, or --workload serving)",
-             g.expert_skew >= 0 ? "--expert-skew" : "--routing-stats", workload);
+             b.expert_skew >= 0 ? "--expert-skew" : "--routing-stats", workload);
 }
 
 workload::AgentBenchOptions agent_options(const BenchArgs& a) {
+    const workload::BenchOptions& b = a.gen.bench;
     workload::AgentBenchOptions o;
-    o.model = a.gen.model;
-    o.settings_path = a.gen.settings_path;
-    o.config_path = a.gen.config_path;
-    o.dispatch = a.gen.dispatch;
-    o.report = a.gen.report;
-    o.svg = a.gen.svg;
+    o.model = b.model;
+    o.settings_path = b.settings_path;
+    o.config_path = b.config_path;
+    o.dispatch = b.dispatch;
+    o.report = b.report;
+    o.svg = b.svg;
     o.workload_file = a.agent.workload_file;
     o.turns = a.agent.turns;
     o.threads = a.agent.threads;
     o.max_ctx = a.agent.max_ctx;
-    return o;
-}
-
-workload::ServingBenchOptions serving_options(const BenchArgs& a) {
-    const workload::GenerationBenchOptions& g = a.gen;
-    workload::ServingBenchOptions o;
-    o.model = g.model;
-    o.settings_path = g.settings_path;
-    o.config_path = g.config_path;
-    o.pim = g.pim;
-    o.dispatch = g.dispatch;
-    o.topology = g.topology;
-    o.report = g.report;
-    o.svg = g.svg;
-    o.trace = g.trace;
-    o.workload_file = a.agent.workload_file;
-    o.trace_steps = g.trace_steps;
-    o.baseline = g.baseline;
-    o.target = g.target;
-    o.npus = g.npus;
-    o.pims = g.pims;
-    o.seq_len = g.seq_len;
-    o.gen_len = g.gen_len;
-    o.tp = g.tp;
-    o.pp = g.pp;
-    o.ep = g.ep;
-    o.expert_skew = g.expert_skew;
-    o.routing_stats = g.routing_stats;
-    o.flashcomm = g.flashcomm;
-    o.hccl_expansion = g.hccl_expansion;
-    o.th = g.th;
-    o.load = a.serving;
     return o;
 }
 
@@ -104,11 +73,12 @@ void exit_on_verdicts(bool all_met, bool no_verdict_exit) {
 
 void run_bench(const BenchArgs& a, const CLI::App& root) {
     if (is_agent_workload(a.agent)) {
-        check_expert_flags_unused(a.gen, a.agent.workload);
+        check_expert_flags_unused(a.gen.bench, a.agent.workload);
         return workload::run_agent_bench(agent_options(a));
     }
     if (a.agent.workload == "serving")
-        return exit_on_verdicts(workload::run_serving_bench(serving_options(a)), a.no_verdict_exit);
+        return exit_on_verdicts(workload::run_serving_bench({a.gen.bench, a.agent.workload_file, a.serving}),
+                                a.no_verdict_exit);
     exit_on_verdicts(workload::run_generation_bench(generation_options(a, root)), a.no_verdict_exit);
 }
 
@@ -131,58 +101,58 @@ void register_bench(CLI::App& app) {
         "  duet bench --workload serving --model llama2-7b --rate 4 --requests 1000 --seq-len 512 --gen-len 128 \\\n"
         "             --slo-ttft-ms 500 --slo-tpot-ms 50 --report serving.json   (docs/serving.md)\n"
         "Exit status: 0 when every verdict is MET, 3 when any is NOT MET (--no-verdict-exit: 0), 2 for errors.");
-    a->gen.settings_path = default_settings_path();
-    a->gen.config_path = default_config_path();
-    text(c, "--baseline", a->gen.baseline, "Baseline policy: npu_only, pim_only, npu_pim_coop, auto");
-    text(c, "--target", a->gen.target, "Target policy");
-    number(c, "--seq-len", a->gen.seq_len, "Prompt tokens", int64_t(1), kMaxTokens,
+    a->gen.bench.settings_path = default_settings_path();
+    a->gen.bench.config_path = default_config_path();
+    text(c, "--baseline", a->gen.bench.baseline, "Baseline policy: npu_only, pim_only, npu_pim_coop, auto");
+    text(c, "--target", a->gen.bench.target, "Target policy");
+    number(c, "--seq-len", a->gen.bench.seq_len, "Prompt tokens", int64_t(1), kMaxTokens,
            DefaultFrom{"settings runtime.seq_len"});
-    number(c, "--gen-len", a->gen.gen_len, help::kGenLen, int64_t(1), int64_t(65536));
+    number(c, "--gen-len", a->gen.bench.gen_len, help::kGenLen, int64_t(1), int64_t(65536));
     number(c, "--batch", a->gen.batch, "Concurrent sequences", int64_t(1), int64_t(4096),
            DefaultFrom{"settings runtime.batch_size"});
     number(c, "--max-memory-mb", a->max_memory_mb, help::kMaxMemoryMb, int64_t(128), int64_t(1) << 22);
-    text(c, "--model,-m", a->gen.model, help::kModelAny, DefaultFrom{"settings api.model"});
-    text(c, "--settings", a->gen.settings_path, help::kSettings);
-    text(c, "--config", a->gen.config_path, help::kConfig);
-    text(c, "--pim", a->gen.pim, help::kPim, DefaultFrom{"pim_hbm2_fimdram"});
-    text(c, "--npu-dispatch", a->gen.dispatch, help::kNpuDispatch,
+    text(c, "--model,-m", a->gen.bench.model, help::kModelAny, DefaultFrom{"settings api.model"});
+    text(c, "--settings", a->gen.bench.settings_path, help::kSettings);
+    text(c, "--config", a->gen.bench.config_path, help::kConfig);
+    text(c, "--pim", a->gen.bench.pim, help::kPim, DefaultFrom{"pim_hbm2_fimdram"});
+    text(c, "--npu-dispatch", a->gen.bench.dispatch, help::kNpuDispatch,
          DefaultFrom{"queue1"});
     text(c, "--kv-type", a->gen.kv_type, help::kKvType, DefaultFrom{"settings runtime.dtype"})
         ->transform(dtype_alias("--kv-type", {"int8"}));
     c->add_flag("--fuse", a->gen.fuse, help::kFuse);
-    c->add_option("--report", a->gen.report, "Write the JSON report here (docs/report-schema.md)");
-    c->add_option("--trace", a->gen.trace, "Write a Chrome/Perfetto trace of both timelines (one track group per device and link)");
-    number(c, "--trace-steps", a->gen.trace_steps, "Decode steps the trace records (prefill is always recorded)",
+    c->add_option("--report", a->gen.bench.report, "Write the JSON report here (docs/report-schema.md)");
+    c->add_option("--trace", a->gen.bench.trace, "Write a Chrome/Perfetto trace of both timelines (one track group per device and link)");
+    number(c, "--trace-steps", a->gen.bench.trace_steps, "Decode steps the trace records (prefill is always recorded)",
            int64_t(0), int64_t(1) << 20, DefaultFrom{"all"});
-    number(c, "--npus", a->gen.npus, "NPUs in the simulated machine", int64_t(1), int64_t(64),
+    number(c, "--npus", a->gen.bench.npus, "NPUs in the simulated machine", int64_t(1), int64_t(64),
            DefaultFrom{"config.toml [topology] npus = 1"});
-    number(c, "--pims", a->gen.pims, "PIM devices; decode GEMVs are split by rows across them", int64_t(0), int64_t(64),
+    number(c, "--pims", a->gen.bench.pims, "PIM devices; decode GEMVs are split by rows across them", int64_t(0), int64_t(64),
            DefaultFrom{"config.toml [topology] pims = 1"});
-    text(c, "--topology", a->gen.topology,
+    text(c, "--topology", a->gen.bench.topology,
          "TOML file with a [topology] section (npus, pims, npu_link, pim_link, pim_presets; docs/topology.md)");
-    number(c, "--tp", a->gen.tp, "Tensor-parallel ranks: heads and FFN split, all-reduce per block (docs/scale-out.md)",
+    number(c, "--tp", a->gen.bench.tp, "Tensor-parallel ranks: heads and FFN split, all-reduce per block (docs/scale-out.md)",
            int64_t(1), int64_t(1024));
-    number(c, "--pp", a->gen.pp, "Pipeline stages: layers split, micro-batches of the batch in flight", int64_t(1),
+    number(c, "--pp", a->gen.bench.pp, "Pipeline stages: layers split, micro-batches of the batch in flight", int64_t(1),
            int64_t(1024));
-    number(c, "--ep", a->gen.ep,
+    number(c, "--ep", a->gen.bench.ep,
            "Expert-parallel ranks of a MoE model: routed experts split across devices, all-to-all dispatch and "
            "combine per MoE layer (docs/scale-out.md)", int64_t(1), int64_t(1024), DefaultFrom{"config.toml [topology] ep = 1"});
-    number(c, "--expert-skew", a->gen.expert_skew,
+    number(c, "--expert-skew", a->gen.bench.expert_skew,
            "Zipf exponent s of the routing: expert i takes (i+1)^-s of the routed rows, normalised (0: uniform)", 0.0,
            10.0, DefaultFrom{"uniform routing"});
-    text(c, "--routing-stats", a->gen.routing_stats,
+    text(c, "--routing-stats", a->gen.bench.routing_stats,
          "JSON file of per-layer, per-expert routed-row fractions (docs/scale-out.md, \"Routing statistics\")");
-    c->add_flag("--flashcomm", a->gen.flashcomm,
+    c->add_flag("--flashcomm", a->gen.bench.flashcomm,
                 "Reduce-scatter + all-gather in place of each all-reduce, add + norm on 1/tp of the tokens (else "
                 "VLLM_ASCEND_ENABLE_FLASHCOMM)");
-    text(c, "--hccl-expansion", a->gen.hccl_expansion,
+    text(c, "--hccl-expansion", a->gen.bench.hccl_expansion,
          "Where collectives are expanded, their launch cost: AI_CPU, AIV, HOST, HOST_TS (configs/hw/collectives.toml)",
          DefaultFrom{"HCCL_OP_EXPANSION_MODE, else HOST"});
-    c->add_option("--svg", a->gen.svg, "Write an SVG chart: TBT per token and memory breakdown (--workload serving --rate-sweep: p99 TTFT and TPOT against throughput)");
-    number(c, "--tbt-reduction-min", a->gen.th.tbt_reduction_min, "Verdict: required TBT reduction (fraction)", 0.0, 1.0);
-    number(c, "--ttft-increase-max-ms", a->gen.th.ttft_increase_max_ms, "Verdict: allowed TTFT increase (ms)", 0.0,
+    c->add_option("--svg", a->gen.bench.svg, "Write an SVG chart: TBT per token and memory breakdown (--workload serving --rate-sweep: p99 TTFT and TPOT against throughput)");
+    number(c, "--tbt-reduction-min", a->gen.bench.th.tbt_reduction_min, "Verdict: required TBT reduction (fraction)", 0.0, 1.0);
+    number(c, "--ttft-increase-max-ms", a->gen.bench.th.ttft_increase_max_ms, "Verdict: allowed TTFT increase (ms)", 0.0,
            1e6);
-    number(c, "--memory-increase-max", a->gen.th.memory_increase_max,
+    number(c, "--memory-increase-max", a->gen.bench.th.memory_increase_max,
            "Verdict: allowed peak memory increase (fraction, 1 = +100%)", 0.0, 10.0);
     add_warmup_flags(c, a->gen.warmup);
     add_agent_bench_flags(c, a->agent);

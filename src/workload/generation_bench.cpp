@@ -29,9 +29,9 @@ struct BenchConfig {
 // settings.json and config.toml with the environment's overrides and the topology flags.
 BenchConfig load_bench_config(const GenerationBenchOptions& o) {
     const config::EnvMap env = config::process_env();
-    BenchConfig c{config::load_settings(o.settings_path, env, known_soc_names()),
-                  config::load_coop_config(o.config_path, env)};
-    c.cfg.topology = topology_from_flags(c.cfg.topology, o.topology, o.npus, o.pims);
+    BenchConfig c{config::load_settings(o.bench.settings_path, env, known_soc_names()),
+                  config::load_coop_config(o.bench.config_path, env)};
+    c.cfg.topology = topology_from_flags(c.cfg.topology, o.bench.topology, o.bench.npus, o.bench.pims);
     if (o.log_level_from_settings) set_log_level(c.st.runtime.log_level, "settings runtime.log_level");
     return c;
 }
@@ -39,55 +39,55 @@ BenchConfig load_bench_config(const GenerationBenchOptions& o) {
 // The comparison's model and sizes from the options and settings defaults, checked.
 TraceBenchInputs sized_inputs(const GenerationBenchOptions& o, const config::Settings& st) {
     TraceBenchInputs in;
-    in.seq_len = o.seq_len != -1 ? o.seq_len : st.runtime.seq_len;
+    in.seq_len = o.bench.seq_len != -1 ? o.bench.seq_len : st.runtime.seq_len;
     if (o.batch != -1 && (o.batch < 1 || o.batch > 4096)) fail("--batch = {} is not allowed (allowed: 1 to 4096)", o.batch);
     if (in.seq_len < 1) fail("--seq-len = {} is not allowed (allowed: 1 or more)", in.seq_len);
     in.batch = int32_t(o.batch != -1 ? o.batch : st.runtime.batch_size);
-    if (o.model.empty() && o.model_given)
+    if (o.bench.model.empty() && o.model_given)
         fail("--model is empty (allowed: an architecture preset or a GGUF file; leave the flag out to use settings "
              "api.model)");
-    in.model = o.model.empty() ? st.api.model : o.model;
-    in.gen_len = o.gen_len;
+    in.model = o.bench.model.empty() ? st.api.model : o.bench.model;
+    in.gen_len = o.bench.gen_len;
     return in;
 }
 
 // The rest of the inputs: policies, devices, parallelism and tracing, with the runtime knobs.
 void set_run_inputs(const GenerationBenchOptions& o, const config::RuntimeKnobs& knobs, TraceBenchInputs& in) {
-    in.baseline = o.baseline;
-    in.target = o.target;
-    in.pim = o.pim;
-    in.dispatch = config::effective_npu_dispatch(o.dispatch, knobs);
+    in.baseline = o.bench.baseline;
+    in.target = o.bench.target;
+    in.pim = o.bench.pim;
+    in.dispatch = config::effective_npu_dispatch(o.bench.dispatch, knobs);
     in.prefetch_mlp = knobs.prefetch_mlp;
     in.multi_stream_memory_reuse = knobs.multi_stream_memory_reuse;
-    in.tp = int(o.tp);
-    in.pp = int(o.pp);
-    set_collective_knobs(in, o.flashcomm, o.hccl_expansion, knobs);
-    in.thresholds = o.th;
-    in.record_events = !o.trace.empty();
+    in.tp = int(o.bench.tp);
+    in.pp = int(o.bench.pp);
+    set_collective_knobs(in, o.bench.flashcomm, o.bench.hccl_expansion, knobs);
+    in.thresholds = o.bench.th;
+    in.record_events = !o.bench.trace.empty();
     in.fuse = o.fuse;
-    in.trace_steps = o.trace_steps;
+    in.trace_steps = o.bench.trace_steps;
 }
 
 // Expert parallelism and the routing of a trace-only MoE run (docs/scale-out.md); refused with a file.
 void set_bench_expert_inputs(const GenerationBenchOptions& o, const config::CoopConfig& cfg,
                              const config::Settings& st, bool file_mode, TraceBenchInputs& in) {
-    const int ep = int(o.ep != -1 ? o.ep : cfg.topology.ep);
+    const int ep = int(o.bench.ep != -1 ? o.bench.ep : cfg.topology.ep);
     if (file_mode && ep > 1)
         fail("--ep {} with a model file: bench models expert parallelism trace-only (allowed: an architecture preset or "
              "a config.json)", ep);
-    if (file_mode && (o.expert_skew >= 0 || !o.routing_stats.empty()))
+    if (file_mode && (o.bench.expert_skew >= 0 || !o.bench.routing_stats.empty()))
         fail("{} with a model file: the engine routes the real tokens (allowed: an architecture preset or a config.json)",
-             o.expert_skew >= 0 ? "--expert-skew" : "--routing-stats");
+             o.bench.expert_skew >= 0 ? "--expert-skew" : "--routing-stats");
     if (file_mode) return;
-    set_expert_inputs(in, ep, o.expert_skew, o.routing_stats, st.runtime.dtype);
+    set_expert_inputs(in, ep, o.bench.expert_skew, o.bench.routing_stats, st.runtime.dtype);
 }
 
 // The model's own limits, before any rig or plan: a preset's context as a file's (run_file_engine).
 void check_model_limits(const GenerationBenchOptions& o, const BenchConfig& c, bool file_mode, TraceBenchInputs& in) {
     const ModelLimits limits = model_limits(in.model);
-    check_npu_only_layers(limits, c.cfg.scheduling.npu_only_layers, o.config_path + ": scheduling.npu_only_layers");
-    if (o.seq_len != -1 || file_mode || in.gen_len >= limits.n_ctx)
-        check_context(limits, o.seq_len != -1 ? in.seq_len : 0, in.gen_len);
+    check_npu_only_layers(limits, c.cfg.scheduling.npu_only_layers, o.bench.config_path + ": scheduling.npu_only_layers");
+    if (o.bench.seq_len != -1 || file_mode || in.gen_len >= limits.n_ctx)
+        check_context(limits, o.bench.seq_len != -1 ? in.seq_len : 0, in.gen_len);
     else
         in.seq_len = cut_to_context(limits, in.seq_len, in.gen_len);
     if (!file_mode && o.check_plan_memory)  // one baseline and one target plan of gen_len forwards
@@ -104,20 +104,20 @@ void set_kv_type(const std::string& kv_type, bool file_mode, BenchSetup& setup) 
 // The table on stdout, then the report, trace and chart files asked for.
 void write_bench_outputs(const GenerationBenchOptions& o, const sim::BenchReport& r) {
     std::fputs(sim::format_table(r).c_str(), stdout);
-    if (!o.report.empty()) {
-        sim::write_file_atomic(o.report, sim::report_to_json(r).dump(2) + "\n");
-        std::printf("report: %s\n", o.report.c_str());
+    if (!o.bench.report.empty()) {
+        sim::write_file_atomic(o.bench.report, sim::report_to_json(r).dump(2) + "\n");
+        std::printf("report: %s\n", o.bench.report.c_str());
     }
-    if (!o.trace.empty()) {
+    if (!o.bench.trace.empty()) {
         const size_t events = r.baseline.timeline.events.size() + r.target.timeline.events.size();
         std::fprintf(stderr, "trace: writing %zu events (%s decode steps) to %s ...\n", events,
-                     o.trace_steps < 0 ? "all" : std::to_string(o.trace_steps).c_str(), o.trace.c_str());
-        sim::write_file_atomic(o.trace, sim::chrome_trace_json(r));
-        std::printf("trace: %s (open in ui.perfetto.dev or chrome://tracing)\n", o.trace.c_str());
+                     o.bench.trace_steps < 0 ? "all" : std::to_string(o.bench.trace_steps).c_str(), o.bench.trace.c_str());
+        sim::write_file_atomic(o.bench.trace, sim::chrome_trace_json(r));
+        std::printf("trace: %s (open in ui.perfetto.dev or chrome://tracing)\n", o.bench.trace.c_str());
     }
-    if (!o.svg.empty()) {
-        sim::write_file_atomic(o.svg, sim::svg_chart(r));
-        std::printf("chart: %s\n", o.svg.c_str());
+    if (!o.bench.svg.empty()) {
+        sim::write_file_atomic(o.bench.svg, sim::svg_chart(r));
+        std::printf("chart: %s\n", o.bench.svg.c_str());
     }
 }
 
@@ -148,7 +148,7 @@ bool run_generation_bench(const GenerationBenchOptions& o) {
     if (!file_mode)
         plan_generations(setup, in, plans.plan_b, plans.plan_t);
     else
-        plans = run_file_bench(c.st, c.cfg, in, setup, o.warmup, o.seq_len != -1);
+        plans = run_file_bench(c.st, c.cfg, in, setup, o.warmup, o.bench.seq_len != -1);
     sim::BenchReport r = finish_bench(c.st, c.cfg, in, setup, plans.plan_b, plans.plan_t, plans.n_prompt);
     r.functional = plans.functional;
     log_modelled_execute_times(knobs, in.baseline, r.baseline.timeline);

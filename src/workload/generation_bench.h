@@ -8,27 +8,14 @@
 #include <string>
 
 #include "runtime/warmup.h"
-#include "sim/report.h"
+#include "workload/bench_options.h"
 
 namespace duet::workload {
 
 struct GenerationBenchOptions {
-    std::string baseline = "npu_only", target = "npu_pim_coop";
-    int64_t seq_len = -1, gen_len = 256, batch = -1;  // -1: from settings.json
-    std::string model;        // "": settings api.model
-    bool model_given = false; // --model was on the command line (an empty one is an error)
-    std::string settings_path, config_path;
-    std::string report, trace, svg;  // files to write ("": none)
-    std::string pim, dispatch, topology;
-    int64_t npus = -1, pims = -1;  // -1: from [topology]
-    int64_t trace_steps = -1;      // -1: every decode step
-    int64_t tp = 1, pp = 1;        // docs/scale-out.md
-    int64_t ep = -1;               // -1: from [topology] ep
-    double expert_skew = -1;       // -1: not given (uniform routing unless routing_stats)
-    std::string routing_stats;
-    bool flashcomm = false;        // else VLLM_ASCEND_ENABLE_FLASHCOMM
-    std::string hccl_expansion;    // "": HCCL_OP_EXPANSION_MODE, else HOST
-    sim::Thresholds th;
+    BenchOptions bench;
+    int64_t batch = -1;        // -1: settings runtime.batch_size
+    bool model_given = false;  // --model was on the command line (an empty one is an error)
     bool fuse = false;
     std::string kv_type;  // "" = settings runtime.dtype; int8 = the int8 KV cache (trace-only)
     bool log_level_from_settings = true;  // settings runtime.log_level sets the log level

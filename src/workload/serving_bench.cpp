@@ -120,14 +120,14 @@ void check_one_expert_group(const TraceBenchInputs& in, const sim::SimHardware& 
 // a host profile beside any parallelism.
 void check_machine_options(const ServingBenchOptions& o, const config::CoopConfig& cfg) {
     const ServingLoad& a = o.load;
-    if (o.pp > 1)
+    if (o.bench.pp > 1)
         fail("--pp {} with --workload serving: the serving model has no pipeline stages (allowed: --pp 1; --tp N "
-             "splits every step's layers over N ranks)", o.pp);
-    const int64_t ep = o.ep != -1 ? o.ep : cfg.topology.ep;
+             "splits every step's layers over N ranks)", o.bench.pp);
+    const int64_t ep = o.bench.ep != -1 ? o.bench.ep : cfg.topology.ep;
     if (ep > 1 && (a.dp > 1 || a.disaggregate))
         fail("--ep {} with {}: a replica or instance is one device group of the machine (allowed: --ep with --dp 1 "
              "and without --disaggregate)", ep, a.dp > 1 ? "--dp " + std::to_string(a.dp) : "--disaggregate");
-    if (!a.host_profile.empty() && (o.tp > 1 || o.ep > 1 || a.dp > 1 || a.disaggregate))
+    if (!a.host_profile.empty() && (o.bench.tp > 1 || o.bench.ep > 1 || a.dp > 1 || a.disaggregate))
         fail("--host-profile models one host CPU (allowed: without --tp, --ep, --dp and --disaggregate)");
 }
 
@@ -144,16 +144,16 @@ void check_sweep_options(const ServingBenchOptions& o, const serving::Slo& slo) 
 // The comparison's inputs (model, placements, devices, collectives) with the runtime knobs.
 TraceBenchInputs serving_inputs(const ServingBenchOptions& o, const config::Settings& st) {
     TraceBenchInputs in;
-    in.model = o.model.empty() ? st.api.model : o.model;
-    in.seq_len = o.seq_len != -1 ? o.seq_len : st.runtime.seq_len;
-    in.gen_len = o.gen_len;
-    in.baseline = o.baseline;
-    in.target = o.target;
-    in.pim = o.pim;
-    in.tp = int(o.tp);
+    in.model = o.bench.model.empty() ? st.api.model : o.bench.model;
+    in.seq_len = o.bench.seq_len != -1 ? o.bench.seq_len : st.runtime.seq_len;
+    in.gen_len = o.bench.gen_len;
+    in.baseline = o.bench.baseline;
+    in.target = o.bench.target;
+    in.pim = o.bench.pim;
+    in.tp = int(o.bench.tp);
     const config::RuntimeKnobs knobs = runtime_knobs_of(st);
-    set_collective_knobs(in, o.flashcomm, o.hccl_expansion, knobs);
-    in.dispatch = config::effective_npu_dispatch(o.dispatch, knobs);
+    set_collective_knobs(in, o.bench.flashcomm, o.bench.hccl_expansion, knobs);
+    in.dispatch = config::effective_npu_dispatch(o.bench.dispatch, knobs);
     in.prefetch_mlp = knobs.prefetch_mlp;
     in.multi_stream_memory_reuse = knobs.multi_stream_memory_reuse;
     return in;
@@ -298,7 +298,7 @@ struct SideRunner {
     serving::ServingResult simulate(ServingSide& s, const serving::ReplicaSetSpec& rs,
                                     const std::vector<serving::ServingRequest>& rq, bool traced,
                                     bool quiet = false) const {
-        const int64_t trace_cap = o.trace_steps >= 0 ? o.trace_steps : kMaxTraceSteps;
+        const int64_t trace_cap = o.bench.trace_steps >= 0 ? o.bench.trace_steps : kMaxTraceSteps;
         // Progress on a terminal for long runs (not the sweep's): requests arrived, every 2000 steps.
         const bool progress = !quiet && rq.size() >= 2000 && isatty(fileno(stderr));
         int64_t seen = 0, n_steps = 0;
@@ -349,7 +349,7 @@ struct SideRunner {
         s.policy = policy;
         const serving::ReplicaSetSpec rs = instances(s, shape);
         s.trace.assign(size_t(rs.instances()), {});
-        s.result = simulate(s, rs, reqs, !o.trace.empty());
+        s.result = simulate(s, rs, reqs, !o.bench.trace.empty());
         s.summary = serving::summarize(s.result, slo);
         s.expert_rows = s.cost->expert_rows();
         s.expert_rows_pim = s.cost->expert_rows_on_pim();
@@ -372,9 +372,9 @@ bool run_serving_bench(const ServingBenchOptions& o) {
     if (!root && !std::freopen("/dev/null", "w", stdout)) fail("rank {}: cannot silence its output", comm->rank());
     const int sweep_width = int(a.sweep_width > 0 ? a.sweep_width : comm->size());
     const config::EnvMap env = config::process_env();
-    const config::Settings st = config::load_settings(o.settings_path, env, known_soc_names());
-    config::CoopConfig cfg = config::load_coop_config(o.config_path, env);
-    cfg.topology = topology_from_flags(cfg.topology, o.topology, o.npus, o.pims);
+    const config::Settings st = config::load_settings(o.bench.settings_path, env, known_soc_names());
+    config::CoopConfig cfg = config::load_coop_config(o.bench.config_path, env);
+    cfg.topology = topology_from_flags(cfg.topology, o.bench.topology, o.bench.npus, o.bench.pims);
     check_machine_options(o, cfg);
     const ArrivalSpec spec{parse_rate(a.rate), a.burstiness, uint64_t(a.seed)};
     const serving::Slo slo{a.slo_ttft_ms, a.slo_tpot_ms};
@@ -382,8 +382,8 @@ bool run_serving_bench(const ServingBenchOptions& o) {
 
     TraceBenchInputs in = serving_inputs(o, st);
     const ServingModel m = open_serving_model(in.model);
-    const int64_t ep = o.ep != -1 ? o.ep : cfg.topology.ep;
-    set_expert_inputs(in, int(ep), o.expert_skew, o.routing_stats, st.runtime.dtype);
+    const int64_t ep = o.bench.ep != -1 ? o.bench.ep : cfg.topology.ep;
+    set_expert_inputs(in, int(ep), o.bench.expert_skew, o.bench.routing_stats, st.runtime.dtype);
     const BenchSetup setup = prepare_bench(st, cfg, in, /*file_mode=*/false);
     check_one_expert_group(in, setup.rig->hw);
 
@@ -403,7 +403,7 @@ bool run_serving_bench(const ServingBenchOptions& o) {
                                     [](const serving::ServingRequest& q) { return q.tokens != nullptr; });
     const HostMachine host = host_machine(a, setup.rig->hw);
     const sim::SimHardware& hw = host.device ? host.hw : setup.rig->hw;
-    const serving::ServingLayout lay = serving::serving_layout(hw, int(a.dp), int(o.tp), a.disaggregate);
+    const serving::ServingLayout lay = serving::serving_layout(hw, int(a.dp), int(o.bench.tp), a.disaggregate);
     const serving::ReplicaSetSpec replicas = replica_spec(a, lay);
     print_header(a, in.model, r.reqs.size(), r.source, arrivals, n_ctx, lay, replicas.router);
     std::pair<sim::Policy, const graph::ModelShape*> runs[2] = {{setup.pb, &setup.shape_b},
@@ -419,25 +419,25 @@ bool run_serving_bench(const ServingBenchOptions& o) {
     ServingSide sides[2];
     for (int i = 0; i < 2; ++i) runner.run(sides[i], runs[i].first, *runs[i].second);
     print_table(sides[0], sides[1], lay);
-    const std::vector<sim::Verdict> verdicts = judge_serving(sides[0], sides[1], o.th);
-    print_results(a, o.svg, in, sides, verdicts, slo, sweep_width, *comm);
+    const std::vector<sim::Verdict> verdicts = judge_serving(sides[0], sides[1], o.bench.th);
+    print_results(a, o.bench.svg, in, sides, verdicts, slo, sweep_width, *comm);
     const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("step compositions timed: %lld and %lld of %lld and %lld steps (%.2f s wall)\n",
                 (long long)sides[0].evaluations, (long long)sides[1].evaluations, (long long)sides[0].lookups,
                 (long long)sides[1].lookups, wall_s);
-    if (!o.report.empty() && root) {
+    if (!o.bench.report.empty() && root) {
         nlohmann::json j = {{"schema", "duet.serving/1"},
                             {"model", in.model},
-                            {"workload", workload_json(a, o.tp, r.source, r.reqs.size(), spec, n_ctx, lay, replicas.router)},
+                            {"workload", workload_json(a, o.bench.tp, r.source, r.reqs.size(), spec, n_ctx, lay, replicas.router)},
                             {"serving", {{"baseline", side_json(sides[0], lay, experts_json(sides[0], in))},
                                          {"target", side_json(sides[1], lay, experts_json(sides[1], in))}}},
                             {"verdicts", sim::verdicts_to_json(verdicts)},
                             {"config", config_json(st, cfg)},
                             {"topology", topology_json(hw)}};
-        sim::write_file_atomic(o.report, j.dump(2) + "\n");
-        std::printf("report: %s\n", o.report.c_str());
+        sim::write_file_atomic(o.bench.report, j.dump(2) + "\n");
+        std::printf("report: %s\n", o.bench.report.c_str());
     }
-    if (!o.trace.empty() && root) write_trace(o.trace, sides, replicas);
+    if (!o.bench.trace.empty() && root) write_trace(o.bench.trace, sides, replicas);
     bool all_met = true;  // as `duet bench`: every verdict MET
     for (const sim::Verdict& v : verdicts) all_met = all_met && v.met;
     return all_met;

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "sim/report.h"
+#include "workload/bench_options.h"
 
 namespace duet::workload {
 
@@ -33,21 +33,8 @@ struct ServingLoad {
 };
 
 struct ServingBenchOptions {
-    std::string model;  // "": settings api.model
-    std::string settings_path, config_path, pim, dispatch, topology;
-    std::string report, svg, trace;  // files to write ("": none)
-    std::string workload_file;       // JSONL request trace, ShareGPT JSON or agent sessions ("": synthetic)
-    int64_t trace_steps = -1;  // steps per placement the trace records (-1: up to a bound)
-    std::string baseline, target;
-    int64_t npus = -1, pims = -1;  // -1: from [topology]
-    int64_t seq_len = -1, gen_len = 256;  // synthetic requests' prompt (-1: settings) and output tokens
-    int64_t tp = 1, pp = 1;
-    int64_t ep = -1;             // -1: config.toml [topology] ep
-    double expert_skew = -1;     // -1: not given
-    std::string routing_stats;
-    bool flashcomm = false;
-    std::string hccl_expansion;
-    sim::Thresholds th;          // the three verdicts' thresholds
+    BenchOptions bench;
+    std::string workload_file;  // JSONL request trace, ShareGPT JSON or agent sessions ("": synthetic)
     ServingLoad load;
 };
 
