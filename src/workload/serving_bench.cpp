@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -228,6 +229,36 @@ serving::ReplicaSetSpec replica_spec(const ServingLoad& a, const serving::Servin
     return replicas;
 }
 
+// The scheduler both placements run: --max-seqs, --step-tokens, the context; the modelled prefix
+// cache needs token ids (sched/block_pool.h): --shared-prefix, or text prompts.
+sched::SchedulerOptions scheduler_options(const ServingLoad& a, int64_t n_ctx,
+                                          const std::vector<serving::ServingRequest>& reqs) {
+    sched::SchedulerOptions so;
+    so.n_parallel = a.parallel;
+    so.step_token_budget = a.step_tokens;
+    so.n_ctx = n_ctx;
+    so.prefix_sharing = std::any_of(reqs.begin(), reqs.end(),
+                                    [](const serving::ServingRequest& q) { return q.tokens != nullptr; });
+    return so;
+}
+
+struct Placement {
+    sim::Policy policy;
+    graph::ModelShape shape;
+};
+
+// The baseline's and the target's placement and weights; with --host-profile the host CPU alone
+// runs everything on both sides, on the file's weights as the engine reads them.
+std::array<Placement, 2> placements(const ServingLoad& a, const BenchSetup& setup, const HostMachine& host,
+                                    const format::GgufFile* gguf) {
+    if (!host.device) return {Placement{setup.pb, setup.shape_b}, Placement{setup.pt, setup.shape_t}};
+    graph::ModelShape host_shape = setup.shape_b;
+    if (gguf) host_shape.weight_dtype = matmul_dtype_of(*gguf);
+    std::printf("machine: %s from host profile %s (probed on %s, %s)\n", host.device->name().c_str(),
+                a.host_profile.c_str(), host.device->profile().model.c_str(), host.device->profile().measured.c_str());
+    return {Placement{sim::Policy::NPU_ONLY, host_shape}, Placement{sim::Policy::NPU_ONLY, host_shape}};
+}
+
 // Everything both placements' runs share: the requests, the scheduler, the machine's layout.
 struct SideRunner {
     const ServingBenchOptions& o;
@@ -394,30 +425,16 @@ bool run_serving_bench(const ServingBenchOptions& o) {
                                      ? std::string("all at t = 0")
                                      : fmt::format("{} req/s, burstiness {} (seed {})", a.rate, a.burstiness, a.seed);
 
-    sched::SchedulerOptions so;
-    so.n_parallel = a.parallel;
-    so.step_token_budget = a.step_tokens;
-    so.n_ctx = n_ctx;
-    // The modelled prefix cache needs token ids (sched/block_pool.h): --shared-prefix, or text prompts.
-    so.prefix_sharing = std::any_of(r.reqs.begin(), r.reqs.end(),
-                                    [](const serving::ServingRequest& q) { return q.tokens != nullptr; });
+    const sched::SchedulerOptions so = scheduler_options(a, n_ctx, r.reqs);
     const HostMachine host = host_machine(a, setup.rig->hw);
     const sim::SimHardware& hw = host.device ? host.hw : setup.rig->hw;
     const serving::ServingLayout lay = serving::serving_layout(hw, int(a.dp), int(o.bench.tp), a.disaggregate);
     const serving::ReplicaSetSpec replicas = replica_spec(a, lay);
     print_header(a, in.model, r.reqs.size(), r.source, arrivals, n_ctx, lay, replicas.router);
-    std::pair<sim::Policy, const graph::ModelShape*> runs[2] = {{setup.pb, &setup.shape_b},
-                                                              {setup.pt, &setup.shape_t}};
-    graph::ModelShape host_shape = setup.shape_b;  // the file's weights, as the engine reads them
-    if (host.device) {  // the host CPU alone: both sides run everything on it
-        if (m.gguf) host_shape.weight_dtype = matmul_dtype_of(*m.gguf);
-        runs[0] = runs[1] = {sim::Policy::NPU_ONLY, &host_shape};
-        std::printf("machine: %s from host profile %s (probed on %s, %s)\n", host.device->name().c_str(),
-                    a.host_profile.c_str(), host.device->profile().model.c_str(), host.device->profile().measured.c_str());
-    }
+    const std::array<Placement, 2> runs = placements(a, setup, host, m.gguf.get());
     const SideRunner runner{o, cfg, in, lay, replicas, so, r.reqs, slo, spec, *comm, sweep_width};
     ServingSide sides[2];
-    for (int i = 0; i < 2; ++i) runner.run(sides[i], runs[i].first, *runs[i].second);
+    for (int i = 0; i < 2; ++i) runner.run(sides[i], runs[i].policy, runs[i].shape);
     print_table(sides[0], sides[1], lay);
     const std::vector<sim::Verdict> verdicts = judge_serving(sides[0], sides[1], o.bench.th);
     print_results(a, o.bench.svg, in, sides, verdicts, slo, sweep_width, *comm);
@@ -426,9 +443,11 @@ bool run_serving_bench(const ServingBenchOptions& o) {
                 (long long)sides[0].evaluations, (long long)sides[1].evaluations, (long long)sides[0].lookups,
                 (long long)sides[1].lookups, wall_s);
     if (!o.bench.report.empty() && root) {
+        const nlohmann::json workload =
+            workload_json(a, o.bench.tp, r.source, r.reqs.size(), spec, n_ctx, lay, replicas.router);
         nlohmann::json j = {{"schema", "duet.serving/1"},
                             {"model", in.model},
-                            {"workload", workload_json(a, o.bench.tp, r.source, r.reqs.size(), spec, n_ctx, lay, replicas.router)},
+                            {"workload", workload},
                             {"serving", {{"baseline", side_json(sides[0], lay, experts_json(sides[0], in))},
                                          {"target", side_json(sides[1], lay, experts_json(sides[1], in))}}},
                             {"verdicts", sim::verdicts_to_json(verdicts)},
@@ -438,9 +457,7 @@ bool run_serving_bench(const ServingBenchOptions& o) {
         std::printf("report: %s\n", o.bench.report.c_str());
     }
     if (!o.bench.trace.empty() && root) write_trace(o.bench.trace, sides, replicas);
-    bool all_met = true;  // as `duet bench`: every verdict MET
-    for (const sim::Verdict& v : verdicts) all_met = all_met && v.met;
-    return all_met;
+    return std::all_of(verdicts.begin(), verdicts.end(), [](const sim::Verdict& v) { return v.met; });
 }
 
 }  // namespace duet::workload
