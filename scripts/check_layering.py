@@ -8,7 +8,7 @@ CMake link line that does not state what the folder's sources include.
        kernels, layout, hw, config, parallel -> core only;
        sim -> hw, layout, graph (and config: see ALLOWED);
        runtime -> model, kernels, graph, parallel (and layout: the PIM-layout weight source);
-       workload -> runtime, sim;  tune -> workload, sim;
+       workload -> runtime, sim, serving (and parallel: the mpirun ranks);  tune -> workload, sim;
        server -> anything but cli;  cli -> anything.
    A folder missing from ALLOWED is an error: a new folder states its layer here.
 2. Link lines. The library of src/<folder> (its CMakeLists.txt) links duet_<x> for every
@@ -38,10 +38,12 @@ ALLOWED = {
     "sim": {"core", "hw", "layout", "graph", "config"},
     # layout: the PIM-layout weight source runs the real matmuls on the reordered bytes.
     "runtime": {"core", "format", "model", "kernels", "graph", "layout", "parallel", "sched"},
-    # what gets run and compared: the real engine (runtime) and the modelled machine (sim)
     # the simulator executor of the shared scheduler: steps timed on the modelled machine
     "serving": {"core", "hw", "layout", "graph", "config", "sim", "sched"},
-    "workload": {"core", "format", "model", "graph", "hw", "layout", "config", "sim", "sched", "serving", "runtime"},
+    # what gets run and compared: the real engine (runtime), the modelled machine (sim) and the
+    # serving simulator (serving); parallel: the serving bench spreads a rate sweep over the ranks
+    "workload": {"core", "format", "model", "graph", "hw", "layout", "config", "sim", "sched", "serving", "runtime",
+                 "parallel"},
     # tune runs the bench comparison (workload) at every point of its search
     "tune": {"core", "hw", "layout", "config", "sim", "workload"},
 }

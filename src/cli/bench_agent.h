@@ -1,7 +1,7 @@
 #pragma once
 // `duet bench --workload agent`: the agent session of issue 15 replayed with each optimisation
 // switched alone and all together, for real on a model file and modelled on the NPU preset
-// (workload/ablation.h). bench_cmd.cpp registers the flags and calls run_bench_agent.
+// (workload/ablation.h). bench_cmd.cpp registers the flags and calls workload::run_agent_bench.
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
@@ -16,13 +16,7 @@ struct AgentBenchArgs {
     int64_t max_ctx = 0;                  // --max-ctx: the max-length reservation paged KV is compared to
 };
 
-// The shared inputs of `duet bench` the agent mode reads.
-struct AgentBenchCommon {
-    std::string model, settings_path, config_path, dispatch, report, svg;
-};
-
 void add_agent_bench_flags(CLI::App* bench, AgentBenchArgs& a);
 bool is_agent_workload(const AgentBenchArgs& a);  // throws duet::Error for an unknown --workload
-void run_bench_agent(const AgentBenchArgs& a, const AgentBenchCommon& c);
 
 }  // namespace duet::cli

@@ -12,6 +12,7 @@
 #include "config/runtime_knobs.h"
 #include "config/settings.h"
 #include "core/error.h"
+#include "graph/model_shape.h"
 #include "hw/memory_presets.h"
 #include "hw/npu/npu_preset.h"
 #include "hw/pim/pim_spec.h"
@@ -19,8 +20,8 @@
 #include "model/hf_config.h"
 #include "runtime/model.h"
 #include "sim/hw_rig.h"
-#include "graph/model_shape.h"
-#include "workload/bench_runner.h"
+#include "workload/model_limits.h"
+#include "workload/modelled_machine.h"
 
 namespace duet::cli {
 

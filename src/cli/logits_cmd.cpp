@@ -7,12 +7,12 @@
 #include <string>
 
 #include "cli/commands.h"
-#include "cli/ctx_check.h"
 #include "cli/flags.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "runtime/engine.h"
 #include "runtime/model.h"
+#include "workload/ctx_check.h"
 
 namespace duet::cli {
 namespace {
@@ -46,7 +46,7 @@ std::vector<int32_t> parse_tokens(const std::string& s) {
 void run(const LogitsArgs& a) {
     static_assert(std::endian::native == std::endian::little, "logits files are little-endian f32");
     const std::vector<int32_t> ids = parse_tokens(a.tokens);
-    const std::optional<DType> kv = kv_type_from_flag(a.kv_type);
+    const std::optional<DType> kv = workload::kv_type_from_flag(a.kv_type);
     auto model = runtime::Model::load(a.model_path);
     runtime::EngineOptions eo;
     eo.n_threads = a.threads;

@@ -7,15 +7,13 @@
 #include <string>
 
 #include "cli/commands.h"
-#include "cli/ctx_check.h"
 #include "cli/flags.h"
-#include "cli/knob_effects.h"
 #include "cli/warmup_flags.h"
-#include "core/memory_info.h"
 #include "config/runtime_knobs.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/file_read.h"
+#include "core/memory_info.h"
 #include "model/chat_template.h"
 #include "model/grammar/json_schema.h"
 #include "model/grammar/token_table.h"
@@ -26,6 +24,8 @@
 #include "runtime/model.h"
 #include "runtime/tp_rank.h"
 #include "runtime/trace_csv.h"
+#include "workload/ctx_check.h"
+#include "workload/knob_effects.h"
 
 namespace duet::cli {
 namespace {
@@ -92,7 +92,7 @@ void run(const RunArgs& a) {
     if (a.prompt.empty()) fail("-p/--prompt is empty (allowed: any non-empty text)");
     if (!a.chat && (!a.system.empty() || !a.chat_template.empty()))
         fail("--system and --chat-template need --chat");
-    const std::optional<DType> kv = kv_type_from_flag(a.kv_type);
+    const std::optional<DType> kv = workload::kv_type_from_flag(a.kv_type);
     model::SamplerParams sp = a.sampling;
     sp.seed = a.seed >= 0 ? uint64_t(a.seed) : std::random_device{}();
     model::validate(sp);
@@ -101,7 +101,7 @@ void run(const RunArgs& a) {
     runtime::check_parallel_world(a.tp, a.pp, *comm);
 
     auto model = runtime::load_model(a.model_path, a.warmup, a.tp * a.pp > 1);
-    check_ctx(model->hparams(), a.ctx, 1, *kv, "--ctx", available_memory_bytes());  // before the KV allocation
+    workload::check_ctx(model->hparams(), a.ctx, 1, *kv, "--ctx", available_memory_bytes());  // before the KV allocation
     if (grammar) {
         sp.grammar = grammar;
         sp.grammar_tokens = model::grammar::TokenTable::from_tokenizer(model->tokenizer());
@@ -113,7 +113,7 @@ void run(const RunArgs& a) {
     eo.kv_type = *kv;
     eo.fuse = a.fuse;
     const config::RuntimeKnobs knobs = config::read_runtime_knobs(config::runtime_knob_env());  // run has no settings
-    apply_engine_knobs(knobs, eo);
+    workload::apply_engine_knobs(knobs, eo);
     runtime::RankEngine re = runtime::make_rank_engine(model, *comm, a.tp, a.pp, eo);
     runtime::Engine& engine = *re.engine;
     const bool pinned = knobs.cpu_affinity != 0;

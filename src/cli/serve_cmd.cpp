@@ -10,16 +10,14 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "cli/ctx_check.h"
 #include "cli/flags.h"
-#include "cli/knob_effects.h"
 #include "cli/warmup_flags.h"
-#include "core/memory_info.h"
 #include "config/coop_config.h"
 #include "config/runtime_knobs.h"
 #include "config/settings.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/memory_info.h"
 #include "model/chat_template.h"
 #include "parallel/communicator.h"
 #include "runtime/batcher.h"
@@ -27,13 +25,16 @@
 #include "runtime/tp_rank.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
-#include "server/timings_cache.h"
 #include "server/task_kinds.h"
 #include "server/task_service.h"
 #include "server/task_store.h"
+#include "server/timings_cache.h"
 #include "tune/memory_estimate.h"
-#include "workload/bench_runner.h"
+#include "workload/ctx_check.h"
+#include "workload/knob_effects.h"
+#include "workload/modelled_machine.h"
 #include "workload/serve_twin.h"
+#include "workload/trace_bench.h"
 
 namespace duet::cli {
 namespace {
@@ -94,12 +95,12 @@ void serve(const ServeArgs& a, const CLI::App& root) {
 
     const auto comm = parallel::make_world_communicator();
     runtime::check_parallel_world(a.tp, a.pp, *comm);
-    const DType kv_type = kv_type_from_flag(a.kv_type);
+    const DType kv_type = workload::kv_type_from_flag(a.kv_type);
     auto model = runtime::load_model(a.model_path, a.warmup, a.tp * a.pp > 1);
     if (a.kv_blocks == 0)  // the pool is --parallel x --ctx: check it fits before allocating
-        check_ctx(model->hparams(), a.ctx, a.parallel, kv_type, "--ctx", available_memory_bytes());
+        workload::check_ctx(model->hparams(), a.ctx, a.parallel, kv_type, "--ctx", available_memory_bytes());
     else
-        check_kv_blocks(model->hparams(), a.kv_blocks, kv_type, available_memory_bytes());
+        workload::check_kv_blocks(model->hparams(), a.kv_blocks, kv_type, available_memory_bytes());
     so.model_id = a.model_id.empty() ? std::filesystem::path(a.model_path).stem().string() : a.model_id;
     if (!a.chat_template.empty())
         so.chat_template = chat_template_flag(a.chat_template);
@@ -115,8 +116,8 @@ void serve(const ServeArgs& a, const CLI::App& root) {
     eo.n_seq_max = a.parallel;
     eo.kv_blocks = a.kv_blocks;
     eo.kv_type = kv_type;
-    const config::RuntimeKnobs knobs = runtime_knobs_of(st);
-    apply_engine_knobs(knobs, eo);
+    const config::RuntimeKnobs knobs = workload::runtime_knobs_of(st);
+    workload::apply_engine_knobs(knobs, eo);
     runtime::BatcherOptions bo;
     bo.n_parallel = a.parallel;
     bo.max_queue = a.queue;

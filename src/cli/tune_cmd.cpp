@@ -16,8 +16,8 @@
 #include "sim/report_files.h"
 #include "tune/outputs.h"
 #include "tune/tune.h"
-#include "workload/bench_runner.h"
 #include "workload/model_limits.h"
+#include "workload/modelled_machine.h"
 
 namespace duet::cli {
 namespace {

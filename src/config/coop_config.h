@@ -29,7 +29,7 @@ enum class ComputeUnit { GEMV, GEMV_ATTENTION };                // "gemv", "gemv
 // (layout/pim_int8.h) and the PIM model runs them as int8 MACs, or widened to the preset's 16-bit
 // float MACs where it has no int8 lanes (stated in the report).
 // AUTO (the default): the PIM's operand type follows settings runtime.dtype, except that a PIM
-// preset without fp16 MACs (GDDR6-AiM: bf16 only) gets bf16 for f16 (workload/bench_runner.h).
+// preset without fp16 MACs (GDDR6-AiM: bf16 only) gets bf16 for f16 (workload/pim_precision.h).
 enum class PimPrecision { FP16, BF16, INT8, AUTO };             // "f16", "bf16", "i8", "auto" (fp16, int8 aliases)
 enum class TargetFormat { NZ, ND };                             // "NZ", "ND"
 enum class PrefillEngine { NPU_GEMM, PIM_GEMV };                // "npu_gemm", "pim_gemv"

@@ -13,8 +13,9 @@
 #include "tune/memory_estimate.h"
 #include "tune/outputs.h"
 #include "tune/tune.h"
-#include "workload/bench_runner.h"
 #include "workload/model_limits.h"
+#include "workload/modelled_machine.h"
+#include "workload/trace_bench.h"
 
 namespace duet::server {
 namespace {

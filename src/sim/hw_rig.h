@@ -4,7 +4,7 @@
 // the links between them (configs/hw/links.toml, [topology] in config.toml) and the layout
 // model (layout/) with config.toml's [pim]/[reorder]/[memory] knobs. Owns the devices; `hw`
 // points into it, so keep the rig alive while simulating. A built rig is immutable and thread
-// safe to share (workload/bench_runner.h caches one per configuration).
+// safe to share (workload/rig_cache.h caches one per configuration).
 #include <memory>
 #include <string>
 #include <vector>

@@ -1,7 +1,7 @@
 #pragma once
 // sim::LayoutModel backed by layout/ (plan_pim_layout, FRACTAL_NZ sizes, NPU conversion cost).
 // Plans and conversion costs are memoised per matrix shape under a mutex: thread safe, so one binding serves
-// concurrent runs (the cached rig of workload/bench_runner.h).
+// concurrent runs (the cached rig of workload/rig_cache.h).
 #include <map>
 #include <mutex>
 #include <tuple>

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "hw/npu/npu_preset.h"
 #include "layout/conversion_cost.h"
+#include "workload/trace_bench.h"
 
 namespace duet::tune {
 namespace {

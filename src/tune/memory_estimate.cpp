@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "sim/planner.h"
-#include "workload/bench_runner.h"
+#include "workload/model_limits.h"
 
 namespace duet::tune {
 namespace {

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "hw/memory_presets.h"
 #include "hw/npu/npu_preset.h"
+#include "workload/modelled_machine.h"
 
 namespace duet::tune {
 namespace {

@@ -16,7 +16,7 @@
 
 #include "config/coop_config.h"
 #include "config/settings.h"
-#include "workload/bench_runner.h"
+#include "workload/bench_inputs.h"
 
 namespace duet::tune {
 

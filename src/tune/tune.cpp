@@ -12,7 +12,6 @@
 
 #include "core/error.h"
 #include "tune/results_file.h"
-#include "workload/bench_runner.h"
 #include "workload/model_limits.h"
 
 namespace duet::tune {

@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "hw/calibration/reference_runs.h"
-#include "workload/bench_runner.h"
+#include "workload/trace_bench.h"
 
 namespace duet::workload {
 

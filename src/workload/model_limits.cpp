@@ -24,6 +24,12 @@ model::Hparams bench_model_hparams(const std::string& model) {
     return hp;
 }
 
+graph::ModelShape bench_model_shape(const std::string& model, const std::string& dtype) {
+    const model::Hparams hp = bench_model_hparams(model);
+    const DType w = dtype_from_name(canonical_dtype_name(dtype)).value_or(DType::F16);
+    return model::model_shape(hp, w, w, model);
+}
+
 ModelLimits model_limits(const std::string& model) {
     const model::Hparams hp = bench_model_hparams(model);
     return {model, hp.n_layer, hp.n_ctx_train};

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "graph/model_shape.h"
 #include "model/hparams.h"
 
 namespace duet::workload {
@@ -19,8 +20,10 @@ struct ModelLimits {
 };
 
 // The hparams of --model PRESET|config.json|FILE (no weights are read); throws duet::Error naming
-// --model when it is none of them. bench_model_shape builds its shape from these.
+// --model when it is none of them.
 model::Hparams bench_model_hparams(const std::string& model);
+// --model PRESET|config.json|FILE -> the shape the planner needs (weights in `dtype`, settings' names).
+graph::ModelShape bench_model_shape(const std::string& model, const std::string& dtype);
 ModelLimits model_limits(const std::string& model);
 
 // Throws duet::Error `<where> = "<layers>": layer L is past <model>'s N layers (allowed: layers 0

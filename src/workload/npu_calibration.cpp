@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include "hw/npu/npu_device.h"
-#include "workload/bench_runner.h"
 #include "workload/serving_means.h"
+#include "workload/trace_bench.h"
 
 namespace duet::workload {
 

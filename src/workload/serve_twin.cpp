@@ -5,7 +5,7 @@
 #include "core/error.h"
 #include "serving/step_cost.h"
 #include "sim/placement.h"
-#include "workload/bench_runner.h"
+#include "workload/trace_bench.h"
 
 namespace duet::workload {
 

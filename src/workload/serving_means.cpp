@@ -5,6 +5,7 @@
 #include "serving/serving_run.h"
 #include "serving/step_cost.h"
 #include "workload/serving_trace.h"
+#include "workload/trace_bench.h"
 
 namespace duet::workload {
 

@@ -1,4 +1,4 @@
-// The runtime knobs' real effects on the engine (config/runtime_knobs.h, cli/knob_effects.h):
+// The runtime knobs' real effects on the engine (config/runtime_knobs.h, workload/knob_effects.h):
 //  - VLLM_ASCEND_ENABLE_PREFETCH_MLP: before each layer's attention the engine hints the first
 //    prefetch_mlp_bytes of that layer's gate/up weights (runtime/mlp_prefetch.h), the logits
 //    are bit-identical to a run without it;

@@ -1,10 +1,11 @@
 // The hardware rig is built once per configuration and shared: a bench, every sweep point and
-// every served request reuse it (workload/bench_runner.h). Concurrent runs on one rig agree.
+// every served request reuse it (workload/rig_cache.h). Concurrent runs on one rig agree.
 #include <gtest/gtest.h>
 
 #include <thread>
 
-#include "workload/bench_runner.h"
+#include "workload/rig_cache.h"
+#include "workload/trace_bench.h"
 
 using namespace duet;
 

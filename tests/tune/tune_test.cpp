@@ -16,7 +16,7 @@
 #include "tune/memory_estimate.h"
 #include "tune/outputs.h"
 #include "tune/tune.h"
-#include "workload/bench_runner.h"
+#include "workload/trace_bench.h"
 
 using namespace duet;
 using namespace duet::tune;

@@ -4,7 +4,7 @@
 // 10630 and 1270 us), and by nothing when the serving step cost is off.
 #include <gtest/gtest.h>
 
-#include "workload/bench_runner.h"
+#include "workload/trace_bench.h"
 
 using namespace duet;
 

@@ -1,23 +1,28 @@
 #pragma once
 // The results of `duet bench --workload serving` for one placement (ServingSide) and how they are
-// shown: the side-by-side table, the three verdicts judged at the load given, and the report's
-// per-placement JSON (docs/report-schema.md). run_bench_serving (bench_serving.cpp) fills them.
+// shown: the lines above and below the side-by-side table, the table, the three verdicts judged at
+// the load given, the report's workload and per-placement JSON (docs/report-schema.md) and the
+// step trace. run_serving_bench (workload/serving_bench.cpp) fills them.
 #include <memory>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "parallel/communicator.h"
 #include "serving/kv_capacity.h"
 #include "serving/rate_sweep.h"
+#include "serving/replica_set.h"
 #include "serving/serving_layout.h"
 #include "serving/serving_metrics.h"
 #include "serving/serving_run.h"
 #include "serving/step_cost.h"
 #include "serving/step_trace.h"
 #include "sim/report.h"
-#include "workload/bench_runner.h"
+#include "workload/bench_inputs.h"
+#include "workload/serving_bench.h"
+#include "workload/serving_trace.h"
 
-namespace duet::cli {
+namespace duet::workload {
 
 struct ServingSide {
     sim::Policy policy;
@@ -46,6 +51,24 @@ std::vector<sim::Verdict> judge_serving(const ServingSide& b, const ServingSide&
 // serving.baseline / serving.target of the report.
 nlohmann::json side_json(const ServingSide& s, const serving::ServingLayout& lay, const nlohmann::json& experts);
 // The routed experts' rows of the run's steps and the share PIM computed (report "experts"); null without routing.
-nlohmann::json experts_json(const ServingSide& s, const workload::TraceBenchInputs& in);
+nlohmann::json experts_json(const ServingSide& s, const TraceBenchInputs& in);
 
-}  // namespace duet::cli
+
+// The lines above the table: the workload (`source`, `arrivals`), and the instances the machine is
+// split into.
+void print_header(const ServingLoad& a, const std::string& model, size_t n_requests, const std::string& source,
+                  const std::string& arrivals, int64_t n_ctx, const serving::ServingLayout& lay,
+                  serving::RouterPolicy router);
+// The lines below the table: experts, verdicts, SLOs and the rate sweep; its chart to `svg` ("":
+// none) on rank 0.
+void print_results(const ServingLoad& a, const std::string& svg, const TraceBenchInputs& in,
+                   const ServingSide (&sides)[2], const std::vector<sim::Verdict>& verdicts, const serving::Slo& slo,
+                   int sweep_width, const parallel::Communicator& comm);
+// The report's "workload" object: what was served, on what machine layout, under which SLOs.
+nlohmann::json workload_json(const ServingLoad& a, int64_t tp, const std::string& source, size_t n_requests,
+                             const ArrivalSpec& spec, int64_t n_ctx, const serving::ServingLayout& lay,
+                             serving::RouterPolicy router);
+// --trace: each instance's recorded steps as a track, the baseline's first.
+void write_trace(const std::string& path, const ServingSide (&sides)[2], const serving::ReplicaSetSpec& replicas);
+
+}  // namespace duet::workload

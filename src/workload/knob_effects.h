@@ -1,5 +1,5 @@
 #pragma once
-// The runtime knobs' effects the CLI applies (config/runtime_knobs.h): engine options from
+// The runtime knobs' effects the commands apply (config/runtime_knobs.h): engine options from
 // VLLM_ATTENTION_BACKEND, VLLM_ASCEND_ENABLE_PREFETCH_MLP and
 // VLLM_ASCEND_MODEL_EXECUTE_TIME_OBSERVE, the modelled per-step log, and the knobs of a
 // command that reads settings.json (the environment wins over the file).
@@ -10,7 +10,7 @@
 #include "runtime/engine.h"
 #include "sim/timeline.h"
 
-namespace duet::cli {
+namespace duet::workload {
 
 // The knobs from the process environment and `st`'s runtime section.
 config::RuntimeKnobs runtime_knobs_of(const config::Settings& st);
@@ -24,4 +24,4 @@ void apply_engine_knobs(const config::RuntimeKnobs& k, runtime::EngineOptions& e
 // "execute time (modelled, npu_only): forward 0 (prefill): 12.345 ms".
 void log_modelled_execute_times(const config::RuntimeKnobs& k, const std::string& label, const sim::Timeline& tl);
 
-}  // namespace duet::cli
+}  // namespace duet::workload

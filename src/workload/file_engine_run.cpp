@@ -1,4 +1,4 @@
-#include "cli/bench_file_mode.h"
+#include "workload/file_engine_run.h"
 
 #include <algorithm>
 #include <cstring>
@@ -8,7 +8,7 @@
 #include "runtime/pim_weight_source.h"
 #include "workload/model_limits.h"
 
-namespace duet::cli {
+namespace duet::workload {
 namespace {
 
 // Teacher-forced logits: the sequence prompt + reference[0 .. n-2] forwarded once with every
@@ -80,4 +80,4 @@ FileRun run_file_engine(const std::string& path, int64_t seq_len, int64_t gen_le
     return run;
 }
 
-}  // namespace duet::cli
+}  // namespace duet::workload

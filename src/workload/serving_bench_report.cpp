@@ -1,12 +1,14 @@
-#include "cli/bench_serving_report.h"
+#include "workload/serving_bench_report.h"
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdio>
 #include <string>
 
-namespace duet::cli {
+#include "sim/report_files.h"
 
+namespace duet::workload {
 
 std::string gib(uint64_t b) { return fmt::format("{:.2f} GiB", double(b) / double(uint64_t(1) << 30)); }
 
@@ -134,7 +136,7 @@ nlohmann::json side_json(const ServingSide& s, const serving::ServingLayout& lay
 }
 
 // The routed experts' rows of the run's steps and the share PIM computed (report "experts").
-nlohmann::json experts_json(const ServingSide& s, const workload::TraceBenchInputs& in) {
+nlohmann::json experts_json(const ServingSide& s, const TraceBenchInputs& in) {
     if (!in.routing || s.expert_rows <= 0) return nullptr;
     return {{"ep", in.ep},
             {"routing", in.routing->source},
@@ -143,4 +145,98 @@ nlohmann::json experts_json(const ServingSide& s, const workload::TraceBenchInpu
             {"pim_row_share", s.expert_rows_pim / s.expert_rows}};
 }
 
-}  // namespace duet::cli
+// The lines above the table: the workload, and the instances the machine is split into.
+void print_header(const ServingLoad& a, const std::string& model, size_t n_requests, const std::string& source,
+                  const std::string& arrivals, int64_t n_ctx, const serving::ServingLayout& lay,
+                  serving::RouterPolicy router) {
+    std::printf("serving: %s, %zu requests (%s; arrivals %s), context %lld, max %lld seqs, %lld tokens per step\n",
+                model.c_str(), n_requests, source.c_str(), arrivals.c_str(), (long long)n_ctx,
+                (long long)a.parallel, (long long)a.step_tokens);
+    if (lay.disaggregated)
+        std::printf("disaggregated: prefill on %s (npu_only), decode on %s; KV %sover %s (%s: %g GB/s, %g ns latency "
+                    "+ %g ns per transfer)\n", lay.prefill_devices().c_str(), lay.decode_devices().c_str(),
+                    lay.tp > 1 ? "shards, rank to rank, " : "", lay.kv_link.name.c_str(), lay.kv_link.preset.c_str(),
+                    lay.kv_link.bandwidth_gbps, lay.kv_link.latency_ns, lay.kv_link.per_transfer_ns);
+    if (lay.dp > 1) std::printf("replicas: %d behind the %s router\n", lay.dp, serving::router_name(router));
+    if (lay.split)
+        for (int r = 0; r < lay.dp; ++r)
+            std::printf("  replica %d: %s\n", r, lay.replica_devices[size_t(r)].c_str());
+}
+
+// The lines below the table: experts, verdicts, SLOs and the rate sweep (its chart on rank 0).
+void print_results(const ServingLoad& a, const std::string& svg, const TraceBenchInputs& in,
+                   const ServingSide (&sides)[2], const std::vector<sim::Verdict>& verdicts, const serving::Slo& slo,
+                   int sweep_width, const parallel::Communicator& comm) {
+    for (const ServingSide& s : sides)
+        if (const nlohmann::json e = experts_json(s, in); !e.is_null())
+            std::printf("experts (%s): ep %d, routing %s: %.1f %% of the routed expert rows on PIM\n",
+                        sim::policy_name(s.policy), in.ep, in.routing->source.c_str(),
+                        100 * e["pim_row_share"].get<double>());
+    for (const sim::Verdict& v : verdicts) std::printf("%s\n", v.line.c_str());
+    if (a.slo_ttft_ms >= 0 || a.slo_tpot_ms >= 0)
+        std::printf("goodput SLOs: TTFT <= %s ms, TPOT <= %s ms\n",
+                    a.slo_ttft_ms >= 0 ? fmt::format("{:g}", a.slo_ttft_ms).c_str() : "any",
+                    a.slo_tpot_ms >= 0 ? fmt::format("{:g}", a.slo_tpot_ms).c_str() : "any");
+    if (!a.rate_sweep) return;
+    std::printf("rate sweep: %d rate%s per round, on %d rank%s (%s)\n", sweep_width, sweep_width == 1 ? "" : "s",
+                comm.size(), comm.size() == 1 ? "" : "s", comm.kind());
+    for (const ServingSide& s : sides) {
+        std::printf("rate sweep (%s): highest rate within the SLOs (%.0f%% of requests): %.3g req/s\n",
+                    sim::policy_name(s.policy), a.attainment * 100, s.sweep.max_rate_rps);
+        for (const serving::SweepPoint& p : s.sweep.points)
+            std::printf("  %10.4g req/s offered: %8.3f achieved, p99 TTFT %9.2f ms, p99 TPOT %8.2f ms, %s\n",
+                        p.rate_rps, p.summary.requests_per_s, p.summary.ttft_ms.p99, p.summary.tpot_ms.p99,
+                        p.meets ? "meets" : "misses");
+    }
+    if (!svg.empty() && comm.rank() == 0) {
+        sim::write_file_atomic(svg, serving::sweep_svg(in.model + ": latency against throughput",
+                                                         {sim::policy_name(sides[0].policy),
+                                                          sim::policy_name(sides[1].policy)},
+                                                         {sides[0].sweep, sides[1].sweep}, slo));
+        std::printf("chart: %s\n", svg.c_str());
+    }
+}
+
+// The report's "workload" object: what was served, on what machine layout, under which SLOs.
+nlohmann::json workload_json(const ServingLoad& a, int64_t tp, const std::string& source, size_t n_requests,
+                             const ArrivalSpec& spec, int64_t n_ctx, const serving::ServingLayout& lay,
+                             serving::RouterPolicy router) {
+    return {{"source", source},
+            {"requests", n_requests},
+            {"rate_rps", std::isinf(spec.rate_rps) ? nlohmann::json("inf") : nlohmann::json(spec.rate_rps)},
+            {"burstiness", a.burstiness},
+            {"seed", a.seed},
+            {"context", n_ctx},
+            {"max_seqs", a.parallel},
+            {"step_tokens", a.step_tokens},
+            {"dp", a.dp},
+            {"tp", tp},
+            {"router", serving::router_name(router)},
+            {"disaggregated", lay.disaggregated},
+            {"kv_link", lay.disaggregated ? nlohmann::json{{"name", lay.kv_link.name},
+                                                           {"preset", lay.kv_link.preset},
+                                                           {"bandwidth_gbps", lay.kv_link.bandwidth_gbps},
+                                                           {"latency_ns", lay.kv_link.latency_ns},
+                                                           {"per_transfer_ns", lay.kv_link.per_transfer_ns}}
+                                          : nlohmann::json(nullptr)},
+            {"slo_ttft_ms", a.slo_ttft_ms >= 0 ? nlohmann::json(a.slo_ttft_ms) : nlohmann::json(nullptr)},
+            {"slo_tpot_ms", a.slo_tpot_ms >= 0 ? nlohmann::json(a.slo_tpot_ms) : nlohmann::json(nullptr)}};
+}
+
+// --trace: each instance's recorded steps as a track, baseline's first.
+void write_trace(const std::string& path, const ServingSide (&sides)[2], const serving::ReplicaSetSpec& replicas) {
+    std::vector<std::string> names;
+    std::vector<std::vector<serving::StepEvent>> tracks;
+    size_t n_steps[2] = {0, 0};
+    for (int i = 0; i < 2; ++i)
+        for (int k = 0; k < replicas.instances(); ++k) {
+            names.push_back(fmt::format("{} {}{}", i == 0 ? "baseline" : "target", sim::policy_name(sides[i].policy),
+                                        replicas.instance_name(k)));
+            tracks.push_back(sides[i].trace[size_t(k)]);
+            n_steps[i] += tracks.back().size();
+        }
+    sim::write_file_atomic(path, serving::steps_trace_json(names, tracks).dump());
+    std::printf("trace: %s (%zu and %zu steps; open in ui.perfetto.dev)\n", path.c_str(), n_steps[0], n_steps[1]);
+}
+
+}  // namespace duet::workload

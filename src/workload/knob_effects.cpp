@@ -1,10 +1,10 @@
-#include "cli/knob_effects.h"
+#include "workload/knob_effects.h"
 
 #include <cstdio>
 
 #include "runtime/mlp_prefetch.h"
 
-namespace duet::cli {
+namespace duet::workload {
 
 config::RuntimeKnobs runtime_knobs_of(const config::Settings& st) {
     return config::read_runtime_knobs(config::runtime_knob_env(), st.runtime.knobs, st.source);
@@ -29,4 +29,4 @@ void log_modelled_execute_times(const config::RuntimeKnobs& k, const std::string
                      tl.tbt_ns[i] / 1e6);
 }
 
-}  // namespace duet::cli
+}  // namespace duet::workload

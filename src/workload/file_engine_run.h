@@ -12,7 +12,7 @@
 #include "runtime/warmup.h"
 #include "sim/op_trace.h"
 
-namespace duet::cli {
+namespace duet::workload {
 
 struct FileRun {
     std::vector<int32_t> prompt, tokens;  // prompt ids and generated ids
@@ -50,4 +50,4 @@ FileRun run_file_engine(const std::string& path, int64_t seq_len, int64_t gen_le
 // must_keep_origin_dtype keep f32 (hiascend.com CANN 8.0 atlasatcparam_16_0068).
 bool op_precision_converts_f32(const std::string& mode);
 
-}  // namespace duet::cli
+}  // namespace duet::workload

@@ -9,7 +9,7 @@
 #include "core/dtype.h"
 #include "model/hparams.h"
 
-namespace duet::cli {
+namespace duet::workload {
 
 // KV cache bytes of n_seq sequences of n_ctx positions: 2 (K and V) x layers x positions x
 // n_head_kv x head_dim x element size.
@@ -28,4 +28,4 @@ void check_ctx(const model::Hparams& hp, int64_t n_ctx, int64_t n_seq, DType kv_
 // needs more than available_bytes (0: no check).
 void check_kv_blocks(const model::Hparams& hp, int64_t n_blocks, DType kv_type, uint64_t available_bytes);
 
-}  // namespace duet::cli
+}  // namespace duet::workload

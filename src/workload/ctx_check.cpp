@@ -1,4 +1,4 @@
-#include "cli/ctx_check.h"
+#include "workload/ctx_check.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "core/log.h"
 
-namespace duet::cli {
+namespace duet::workload {
 namespace {
 
 std::string gib(uint64_t bytes) { return fmt::format("{:.1f} GiB", double(bytes) / double(1ull << 30)); }
@@ -59,4 +59,4 @@ void check_kv_blocks(const model::Hparams& hp, int64_t n_blocks, DType kv_type, 
              gib(available_bytes), available_bytes / std::max<uint64_t>(1, per_block));
 }
 
-}  // namespace duet::cli
+}  // namespace duet::workload
