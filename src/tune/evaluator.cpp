@@ -9,6 +9,8 @@
 #include "core/error.h"
 #include "hw/npu/npu_preset.h"
 #include "layout/conversion_cost.h"
+#include "workload/bench_inputs.h"
+#include "workload/modelled_machine.h"
 #include "workload/trace_bench.h"
 
 namespace duet::tune {
