@@ -42,7 +42,8 @@ void Engine::init_mla() {
 
 void Engine::split_kv_b() {
     const model::Hparams& hp = model_->hparams();
-    const int64_t H = hp.n_head, C = hp.kv_lora_rank, N = hp.qk_nope_head_dim, V = hp.v_head_dim;
+    // the graph's heads: under tensor parallelism the rank's, whose rows attn_kv_b's slice holds
+    const int64_t H = graph_.shape.n_head, C = hp.kv_lora_rank, N = hp.qk_nope_head_dim, V = hp.v_head_dim;
     mla_split_.assign(size_t(hp.n_layer), {});
     std::vector<float> row(static_cast<size_t>(C));
     for (int32_t l = 0; l < int32_t(hp.n_layer); ++l) {

@@ -31,13 +31,13 @@ json post(int port, const json& body, int want_status = 200) {
     return json::parse(r->body);
 }
 
-// `flag` is "--tp" or "--pp".
-void expect_two_ranks_serve_like_one(const std::string& flag) {
+// `flag` is "--tp" or "--pp"; `arch` the generated model's preset.
+void expect_two_ranks_serve_like_one(const std::string& flag, const std::string& arch = "tiny-mistral") {
     const fs::path dir = fs::temp_directory_path() / ("duet_tp_serve_" + std::to_string(getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir);
     const std::string model = (dir / "tiny.gguf").string();
-    auto [rc, out] = run_command(duet_binary() + " gen-model --arch tiny-mistral --dtype f32 --seed 5 -o " + model);
+    auto [rc, out] = run_command(duet_binary() + " gen-model --arch " + arch + " --dtype f32 --seed 5 -o " + model);
     ASSERT_EQ(rc, 0) << out;
 
     ServerProcess one(serve_args(model, dir / "one.db"), {});
@@ -51,7 +51,7 @@ void expect_two_ranks_serve_like_one(const std::string& flag) {
         const json a = post(one.port(), body), b = post(two.port(), body);
         ASSERT_TRUE(a.contains("choices") && b.contains("choices")) << a << b;
         EXPECT_FALSE(a["choices"][0]["text"].get<std::string>().empty());
-        EXPECT_EQ(b["choices"][0]["text"], a["choices"][0]["text"]) << prompt << " " << flag;
+        EXPECT_EQ(b["choices"][0]["text"], a["choices"][0]["text"]) << prompt << " " << flag << " " << arch;
         EXPECT_EQ(b["usage"]["completion_tokens"], a["usage"]["completion_tokens"]) << prompt;
     }
     // Two at once run in one batch on both ranks.
@@ -74,6 +74,12 @@ void expect_two_ranks_serve_like_one(const std::string& flag) {
 TEST(TpServeMpi, CompletionsOfTwoRanksEqualOneProcess) {
     if (mpirun_path().empty()) GTEST_SKIP() << "mpirun is not installed";
     expect_two_ranks_serve_like_one("--tp");
+}
+
+// tiny-deepseek2: Mixture-of-Experts and latent attention in one model.
+TEST(TpServeMpi, ExpertAndLatentAttentionCompletionsOfTwoRanksEqualOneProcess) {
+    if (mpirun_path().empty()) GTEST_SKIP() << "mpirun is not installed";
+    expect_two_ranks_serve_like_one("--tp", "tiny-deepseek2");
 }
 
 TEST(PpServeMpi, CompletionsOfTwoStagesEqualOneProcess) {
