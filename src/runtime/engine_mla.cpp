@@ -49,6 +49,8 @@ void Engine::split_kv_b() {
     for (int32_t l = 0; l < int32_t(hp.n_layer); ++l) {
         const model::TensorRef& kv_b = plain_.tensor(WeightRole::ATTN_KV_B, l);  // [H * (N + V)][C]
         if (!kv_b.present()) continue;  // a pipeline stage holds its own layers only
+        DUET_CHECK(kv_b.rows == H * (N + V), "engine: {} has {} rows for {} heads of {} + {}", kv_b.name, kv_b.rows, H,
+                   N, V);
         MlaSplit& sp = mla_split_[size_t(l)];
         sp.k_b.resize(size_t(H * C * N));
         sp.v_b.resize(size_t(H * V * C));
