@@ -133,7 +133,7 @@ Graph ShardTensorParallel::run(const Graph& in) const {
     // c_kv and k_pe of a replicated projection) keep theirs.
     for (size_t i = 0; i < g.tensors.size(); ++i) {
         Tensor& t = g.tensors[i];
-        if (t.base >= 0 && i < in.tensors.size() && full_alias(in, int32_t(i))) t.width = g.tensors[size_t(t.base)].width;
+        if (i < in.tensors.size() && full_alias(in, int32_t(i))) t.width = g.tensors[size_t(t.base)].width;
     }
     g.finalize();
     return g;

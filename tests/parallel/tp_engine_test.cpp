@@ -183,7 +183,8 @@ TEST(TpEngine, ExpertRanksReadTheirSliceOfEveryExpert) {
     w.for_each([&](const model::TensorRef& t) { replicated += t.n_bytes(); });
     for (const model::RoleTensors& l : w.layers)
         for (const graph::TensorSpec& t : graph::tensor_catalogue())
-            if (t.binding == graph::Binding::BLOCK && t.tp != graph::TpSplit::REPLICATED && t.kind != graph::WeightKind::FUSED)
+            if (t.binding == graph::Binding::BLOCK && t.tp != graph::TpSplit::REPLICATED &&
+                t.kind != graph::WeightKind::FUSED)
                 replicated -= (t.part == graph::Part::WEIGHT ? l[t.role] : l.bias_of(t.role)).n_bytes();
     EXPECT_EQ(ranks, w.total_bytes() + replicated);
 }
