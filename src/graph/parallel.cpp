@@ -4,6 +4,23 @@
 
 namespace duet::graph {
 
+namespace {
+
+// Rank `rank`'s contiguous range of an FFN `width` features wide, in units of `align` features,
+// as even as the units allow.
+Range ff_range(const ModelShape& s, const char* what, int64_t width, int tp, int rank, int64_t align) {
+    if (align < 1 || width % align != 0)
+        fail("the {} width {} of '{}' is not a multiple of its block of {} features", what, width, s.name, align);
+    const int64_t units = width / align;
+    if (units < tp)
+        fail("--tp = {} is more than the {} blocks of {} {} features of '{}' (allowed: 1 to {})", tp, units, align,
+             what, s.name, units);
+    const int64_t b = units * rank / tp, e = units * (rank + 1) / tp;
+    return {b * align, (e - b) * align};
+}
+
+}  // namespace
+
 TpShard tp_shard(const ModelShape& s, int tp, int rank, int64_t ff_align) {
     if (tp < 1 || tp > 1024) fail("--tp = {} is not allowed (allowed: 1 to 1024)", tp);
     if (rank < 0 || rank >= tp) fail("tensor-parallel rank {} is not allowed (allowed: 0 to {})", rank, tp - 1);
@@ -26,14 +43,11 @@ TpShard tp_shard(const ModelShape& s, int tp, int rank, int64_t ff_align) {
              "{} that divides {})",
              tp, s.n_head_kv, s.name, s.n_head_kv, s.n_head);
     }
-    if (ff_align < 1 || s.n_ff % ff_align != 0)
-        fail("the FFN width {} of '{}' is not a multiple of its block of {} features", s.n_ff, s.name, ff_align);
-    const int64_t units = s.n_ff / ff_align;
-    if (units < tp)
-        fail("--tp = {} is more than the {} blocks of {} FFN features of '{}' (allowed: 1 to {})", tp, units, ff_align,
-             s.name, units);
-    const int64_t b = units * rank / tp, e = units * (rank + 1) / tp;
-    sh.ff = {b * ff_align, (e - b) * ff_align};
+    sh.ff = ff_range(s, "FFN", s.n_ff, tp, rank, ff_align);
+    if (s.is_moe()) {
+        sh.ff_exp = ff_range(s, "expert FFN", s.n_ff_exp, tp, rank, ff_align);
+        if (s.n_ff_shexp > 0) sh.ff_shexp = ff_range(s, "shared-expert FFN", s.n_ff_shexp, tp, rank, ff_align);
+    }
     return sh;
 }
 

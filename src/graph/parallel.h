@@ -12,6 +12,11 @@
 //   - the FFN's intermediate features split into contiguous ranges in units of `ff_align`
 //     (a quantised block along the down projection's rows: 32 for Q8_0/Q4_0, 256 for K-quants),
 //     as evenly as the units allow;
+//   - Mixture-of-Experts layers: every routed expert's and the shared experts' intermediate
+//     features split like the dense FFN's (ff_exp, ff_shexp, in the same units); the experts
+//     themselves are not divided among ranks (any n_expert runs), the router is replicated;
+//   - latent attention (MLA): split by query heads like the dense attention; its low-rank
+//     projections are replicated, so each rank caches the whole latent KV row;
 //   - embedding table, norms and the lm-head are replicated.
 // Pipeline parallel over `pp` stages: stage s runs layers [s·L/pp, (s+1)·L/pp) (integer
 // division, so stages differ by at most one layer); stage 0 also embeds, the last stage also
@@ -39,6 +44,8 @@ struct TpShard {
     Range q_heads;  // query heads this rank computes
     Range kv_heads; // KV heads this rank keeps (replicated across ranks when tp > n_head_kv)
     Range ff;       // FFN intermediate features (rows of gate/up, columns of down)
+    Range ff_exp;   // each routed expert's intermediate features (empty for a dense model)
+    Range ff_shexp; // the shared experts' intermediate features (empty without them)
     bool operator==(const TpShard&) const = default;
 };
 

@@ -14,10 +14,19 @@
 //                VLLM_ASCEND_ENABLE_FLASHCOMM replaces the all-reduce with this pair)
 //   ROPE, KV_WRITE, ATTENTION run over the local heads only (the rank's KV cache holds its KV
 //   heads), SWIGLU over the local FFN features.
+// Mixture-of-Experts layers: the router is replicated (every rank routes alike); each expert's
+//   gate/up MOE_MATMUL keeps the rank's range of its features (ROWS), its down the same range of
+//   inputs (COLS), the shared experts likewise; the partial sums are combined once, after
+//   MOE_COMBINE (linear in the experts' outputs, with the replicated routing weights).
+// Latent attention (MLA): q (or q_b) keeps the local heads' rows, HEAD_MATMUL (W_UK, W_UV) and
+//   MLA_ATTENTION run over the local heads, the output projection reads their features (COLS);
+//   the low-rank projections kv_a (and q_a) and their norms are replicated, so KV_WRITE stores
+//   the whole latent row [c | k_pe] on every rank (as vLLM holds MLA's cache under TP).
 // REPLICATED rows (embedding, norms, lm-head) are whole on every rank: every rank holds the whole residual stream
 // and computes the same logits. Collective nodes: in = out = the partial-sum tensor (the output
 // is an in-place alias), n = n_embd, k = tp (the group size).
-// The rewritten graph's `shape` holds the rank's local n_head, n_head_kv and n_ff, and
+// The rewritten graph's `shape` holds the rank's local n_head, n_head_kv, n_ff, n_ff_exp and
+// n_ff_shexp, and
 // `Graph::tp` the shard, so consumers read local sizes where they read sizes before.
 // Precondition: an unsharded, unfused graph (run fusion after this pass); tp == 1 is the
 // identity. Throws duet::Error for a split the shape does not allow (graph/parallel.h).

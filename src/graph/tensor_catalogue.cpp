@@ -60,18 +60,20 @@ constexpr TensorSpec kRows[] = {
      D::N_EMBD, D::ONE, When::MOE, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::BASE, Expert::NONE, R::NONE, nullptr,
      true},
     {R::FFN_GATE_EXPS, P::WEIGHT, "ffn_gate_exps", "blk.%d.ffn_gate_exps.weight", B::BLOCK, K::MATRIX, D::N_FF_EXP,
-     D::N_EMBD, D::N_EXPERT, When::MOE, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::BASE, Expert::ROUTED},
+     D::N_EMBD, D::N_EXPERT, When::MOE, TpSplit::ROWS, R::NONE, false, Q4kmMix::BASE, Expert::ROUTED},
     {R::FFN_UP_EXPS, P::WEIGHT, "ffn_up_exps", "blk.%d.ffn_up_exps.weight", B::BLOCK, K::MATRIX, D::N_FF_EXP,
-     D::N_EMBD, D::N_EXPERT, When::MOE, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::BASE, Expert::ROUTED},
+     D::N_EMBD, D::N_EXPERT, When::MOE, TpSplit::ROWS, R::NONE, false, Q4kmMix::BASE, Expert::ROUTED},
     {R::FFN_DOWN_EXPS, P::WEIGHT, "ffn_down_exps", "blk.%d.ffn_down_exps.weight", B::BLOCK, K::MATRIX, D::N_EMBD,
-     D::N_FF_EXP, D::N_EXPERT, When::MOE, TpSplit::REPLICATED, R::NONE, true, Q4kmMix::BASE, Expert::ROUTED},
+     D::N_FF_EXP, D::N_EXPERT, When::MOE, TpSplit::COLS, R::NONE, true, Q4kmMix::BASE, Expert::ROUTED, R::NONE,
+     "expert FFN-down"},
     {R::FFN_GATE_SHEXP, P::WEIGHT, "ffn_gate_shexp", "blk.%d.ffn_gate_shexp.weight", B::BLOCK, K::MATRIX,
-     D::N_FF_SHEXP, D::N_EMBD, D::ONE, When::MOE_SHEXP, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::BASE,
+     D::N_FF_SHEXP, D::N_EMBD, D::ONE, When::MOE_SHEXP, TpSplit::ROWS, R::NONE, false, Q4kmMix::BASE,
      Expert::SHARED},
     {R::FFN_UP_SHEXP, P::WEIGHT, "ffn_up_shexp", "blk.%d.ffn_up_shexp.weight", B::BLOCK, K::MATRIX, D::N_FF_SHEXP,
-     D::N_EMBD, D::ONE, When::MOE_SHEXP, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::BASE, Expert::SHARED},
+     D::N_EMBD, D::ONE, When::MOE_SHEXP, TpSplit::ROWS, R::NONE, false, Q4kmMix::BASE, Expert::SHARED},
     {R::FFN_DOWN_SHEXP, P::WEIGHT, "ffn_down_shexp", "blk.%d.ffn_down_shexp.weight", B::BLOCK, K::MATRIX, D::N_EMBD,
-     D::N_FF_SHEXP, D::ONE, When::MOE_SHEXP, TpSplit::REPLICATED, R::NONE, true, Q4kmMix::BASE, Expert::SHARED},
+     D::N_FF_SHEXP, D::ONE, When::MOE_SHEXP, TpSplit::COLS, R::NONE, true, Q4kmMix::BASE, Expert::SHARED, R::NONE,
+     "shared-expert FFN-down"},
     {R::FFN_GATE_INP_SHEXP, P::WEIGHT, "ffn_gate_inp_shexp", "blk.%d.ffn_gate_inp_shexp.weight", B::BLOCK,
      K::MATRIX, D::ONE, D::N_EMBD, D::ONE, When::MOE_SHEXP_GATE, TpSplit::REPLICATED, R::NONE, false, Q4kmMix::BASE,
      Expert::SHARED, R::NONE, nullptr, true},
@@ -91,17 +93,17 @@ constexpr TensorSpec kRows[] = {
     {R::ATTN_Q_A_NORM, P::WEIGHT, "attn_q_a_norm", "blk.%d.attn_q_a_norm.weight", B::BLOCK, K::VECTOR, D::ONE,
      D::Q_LORA, D::ONE, When::MLA_Q_LORA},
     {R::ATTN_Q_B, P::WEIGHT, "attn_q_b", "blk.%d.attn_q_b.weight", B::BLOCK, K::MATRIX, D::Q_DIM, D::Q_LORA, D::ONE,
-     When::MLA_Q_LORA},
+     When::MLA_Q_LORA, TpSplit::ROWS},
     {R::ATTN_KV_A_MQA, P::WEIGHT, "attn_kv_a_mqa", "blk.%d.attn_kv_a_mqa.weight", B::BLOCK, K::MATRIX, D::KV_A,
      D::N_EMBD, D::ONE, When::MLA},
     {R::ATTN_KV_A_NORM, P::WEIGHT, "attn_kv_a_norm", "blk.%d.attn_kv_a_norm.weight", B::BLOCK, K::VECTOR, D::ONE,
      D::KV_LORA, D::ONE, When::MLA},
     {R::ATTN_KV_B, P::WEIGHT, "attn_kv_b", "blk.%d.attn_kv_b.weight", B::BLOCK, K::MATRIX, D::KV_B, D::KV_LORA,
-     D::ONE, When::MLA_KV_B},
+     D::ONE, When::MLA_KV_B, TpSplit::ROWS},
     {R::ATTN_K_B, P::WEIGHT, "attn_k_b", "blk.%d.attn_k_b.weight", B::BLOCK, K::MATRIX, D::KV_LORA, D::QK_NOPE,
-     D::N_HEAD, When::MLA_KV_SPLIT},
+     D::N_HEAD, When::MLA_KV_SPLIT, TpSplit::STACK},
     {R::ATTN_V_B, P::WEIGHT, "attn_v_b", "blk.%d.attn_v_b.weight", B::BLOCK, K::MATRIX, D::V_HEAD, D::KV_LORA,
-     D::N_HEAD, When::MLA_KV_SPLIT},
+     D::N_HEAD, When::MLA_KV_SPLIT, TpSplit::STACK},
     // Qwen3's per-head q/k norms (llama.cpp LLM_TENSOR_ATTN_Q_NORM / ATTN_K_NORM).
     {R::ATTN_Q_NORM, P::WEIGHT, "attn_q_norm", "blk.%d.attn_q_norm.weight", B::BLOCK, K::VECTOR, D::ONE, D::HEAD_DIM,
      D::ONE, When::QK_NORM},
@@ -245,16 +247,28 @@ bool ffn_input_matmul(WeightRole role) {
 }
 
 Dim tp_split_dim(const TensorSpec& t) {
+    if (t.tp == TpSplit::STACK) return t.stack;
     return t.tp == TpSplit::ROWS && t.kind != K::VECTOR ? t.rows : t.cols;
 }
 
+namespace {
+
+// The features of a range of heads, `width` each.
+Range per_head(const Range& heads, int64_t width) { return {heads.begin * width, heads.count * width}; }
+
+}  // namespace
+
 Range tp_range(Dim d, const TpShard& sh, const ModelShape& full) {
     switch (d) {
-        case D::Q_DIM:
-        case D::O_DIM:  // tensor parallelism refuses latent attention: O_DIM is Q_DIM here
-            return {sh.q_heads.begin * full.head_dim, sh.q_heads.count * full.head_dim};
-        case D::KV_DIM: return {sh.kv_heads.begin * full.head_dim, sh.kv_heads.count * full.head_dim};
+        case D::Q_DIM: return per_head(sh.q_heads, full.head_dim);
+        case D::O_DIM: return per_head(sh.q_heads, full.is_mla() ? full.v_head_dim : full.head_dim);
+        case D::MLA_OUT: return per_head(sh.q_heads, full.v_head_dim);
+        case D::KV_B: return per_head(sh.q_heads, full.qk_nope_head_dim + full.v_head_dim);
+        case D::N_HEAD: return sh.q_heads;
+        case D::KV_DIM: return per_head(sh.kv_heads, full.head_dim);
         case D::N_FF: return sh.ff;
+        case D::N_FF_EXP: return sh.ff_exp;
+        case D::N_FF_SHEXP: return sh.ff_shexp;
         default: return {0, dim_value(d, full)};
     }
 }

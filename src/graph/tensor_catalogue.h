@@ -23,8 +23,13 @@
 //   tp        how tensor parallelism splits it: REPLICATED; ROWS (column-parallel: each rank
 //             its range of output features; a bias follows its matrix's rows); COLS (row-
 //             parallel: each rank its range of input features, the products are partial sums
-//             combined by a collective). The range follows the split Dim (graph/parallel.h:
-//             Q_DIM by query heads, KV_DIM by KV heads, N_FF by the FFN range).
+//             combined by a collective); STACK (each rank its range of the stack: latent
+//             attention's per-head W_UK / W_UV). A per-expert stack splits every expert alike.
+//             The range follows the split Dim (graph/parallel.h: Q_DIM, O_DIM, KV_B and N_HEAD
+//             by query heads, KV_DIM by KV heads, N_FF / N_FF_EXP / N_FF_SHEXP by the dense,
+//             routed-expert and shared-expert FFN ranges). The router, the low-rank
+//             projections of latent attention and their norms are REPLICATED: every rank
+//             routes alike and holds the whole latent KV row.
 //   fused     the fused role whose matrix stacks this one (ATTN_QKV, FFN_GATE_UP), in row order
 //   residual  the matrix writes into the residual stream (attention output, FFN down): its
 //             synthetic initialisation is scaled down by 1/sqrt(2 n_layer)
@@ -107,7 +112,7 @@ enum class When : uint8_t {
     MLA_KV_SPLIT,
     MLA_KV_B,
 };
-enum class TpSplit : uint8_t { REPLICATED, ROWS, COLS };
+enum class TpSplit : uint8_t { REPLICATED, ROWS, COLS, STACK };
 enum class Q4kmMix : uint8_t { BASE, MORE_BITS_LAYERS, Q6_K };
 enum class Expert : uint8_t { NONE, ROUTED, SHARED };
 
@@ -162,10 +167,12 @@ std::span<const WeightRole> fused_parts(WeightRole fused);
 WeightRole fused_role_of(WeightRole role);
 
 // The Dim tensor parallelism splits in `t`: ROWS its rows (a bias vector: its elements, the
-// rows of its matrix), COLS its columns; REPLICATED rows: their cols (never split).
+// rows of its matrix), COLS its columns, STACK its stack; REPLICATED rows: their cols (never
+// split).
 Dim tp_split_dim(const TensorSpec& t);
-// The range of a split Dim that rank sh.rank holds (Q_DIM: its query heads' features, KV_DIM:
-// its KV heads', N_FF: its FFN range); any other Dim is not split: [0, dim_value).
+// The range of a split Dim that rank sh.rank holds (Q_DIM, O_DIM, MLA_OUT, KV_B: its query
+// heads' features; N_HEAD: its query heads; KV_DIM: its KV heads' features; N_FF, N_FF_EXP,
+// N_FF_SHEXP: its FFN ranges); any other Dim is not split: [0, dim_value).
 Range tp_range(Dim d, const TpShard& sh, const ModelShape& full);
 
 // The FFN's input projections (the parts of FFN_GATE_UP, or the fused matrix itself): the

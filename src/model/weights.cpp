@@ -54,8 +54,9 @@ private:
 TensorRef TensorRef::expert(int64_t e) const {
     DUET_CHECK(e >= 0 && e < n_stack, "tensor '{}': expert {} out of range (stack of {})", name, e, n_stack);
     TensorRef r = *this;
-    r.data = static_cast<const uint8_t*>(data) + size_t(e) * size_t(rows) * row_stride_bytes;
+    r.data = static_cast<const uint8_t*>(data) + size_t(e) * stack_stride();
     r.n_stack = 1;
+    r.stack_stride_bytes = 0;
     return r;
 }
 

@@ -29,8 +29,9 @@ namespace duet::model {
 
 // One tensor inside the mapping. rows/cols: a matrix of `rows` rows of `cols` elements
 // (ggml ne1 = rows, ne0 = cols); vectors have rows == 1. A per-expert stack (ggml ne2 =
-// n_stack, the catalogue's `stack`) is n_stack such matrices back to back: expert e's starts
-// e * rows * row_stride_bytes after data (expert(e)).
+// n_stack, the catalogue's `stack`) is n_stack such matrices: expert e's starts
+// e * stack_stride() bytes after data (expert(e)); back to back in a file, further apart in a
+// tensor-parallel slice of the stack (runtime/tp_weights.h).
 struct TensorRef {
     const void* data = nullptr;
     DType dtype = DType::F32;
@@ -39,9 +40,14 @@ struct TensorRef {
     size_t row_stride_bytes = 0;
     std::string name;  // GGUF tensor name, for messages
     int64_t n_stack = 1;
+    size_t stack_stride_bytes = 0;  // bytes between the experts of a stack; 0: rows * row_stride_bytes
 
     bool present() const { return data != nullptr; }
-    uint64_t n_bytes() const { return uint64_t(row_stride_bytes) * uint64_t(rows) * uint64_t(n_stack); }
+    size_t stack_stride() const { return stack_stride_bytes ? stack_stride_bytes : size_t(rows) * row_stride_bytes; }
+    // Bytes from data to the end of the last row of the last matrix.
+    uint64_t n_bytes() const {
+        return uint64_t(stack_stride()) * uint64_t(n_stack - 1) + uint64_t(row_stride_bytes) * uint64_t(rows);
+    }
     const float* f32() const { return static_cast<const float*>(data); }
     // Matrix e of a stack (rows x cols, n_stack 1); DUET_CHECKs 0 <= e < n_stack.
     TensorRef expert(int64_t e) const;

@@ -42,12 +42,15 @@ void Engine::init_mla() {
 
 void Engine::split_kv_b() {
     const model::Hparams& hp = model_->hparams();
-    const int64_t H = hp.n_head, C = hp.kv_lora_rank, N = hp.qk_nope_head_dim, V = hp.v_head_dim;
+    // the graph's heads: under tensor parallelism the rank's, whose rows attn_kv_b's slice holds
+    const int64_t H = graph_.shape.n_head, C = hp.kv_lora_rank, N = hp.qk_nope_head_dim, V = hp.v_head_dim;
     mla_split_.assign(size_t(hp.n_layer), {});
     std::vector<float> row(static_cast<size_t>(C));
     for (int32_t l = 0; l < int32_t(hp.n_layer); ++l) {
         const model::TensorRef& kv_b = plain_.tensor(WeightRole::ATTN_KV_B, l);  // [H * (N + V)][C]
         if (!kv_b.present()) continue;  // a pipeline stage holds its own layers only
+        DUET_CHECK(kv_b.rows == H * (N + V), "engine: {} has {} rows for {} heads of {} + {}", kv_b.name, kv_b.rows, H,
+                   N, V);
         MlaSplit& sp = mla_split_[size_t(l)];
         sp.k_b.resize(size_t(H * C * N));
         sp.v_b.resize(size_t(H * V * C));

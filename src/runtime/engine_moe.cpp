@@ -64,7 +64,7 @@ void Engine::moe_matmul(const graph::Node& nd, const Step& st) {
     rec.n_expert_active = 0;
     for (const auto& slots : moe_slots_) rec.n_expert_active += slots.empty() ? 0 : 1;
     rec.weight_dtype = stack.dtype;
-    rec.weight_bytes = uint64_t(rec.n_expert_active) * uint64_t(n) * stack.row_stride_bytes;
+    rec.weight_bytes = uint64_t(rec.n_expert_active) * uint64_t(n) * row_bytes(stack.dtype, k);
     dispatch_.set_record(rec);
     dispatch_.moe([&] {
         moe_order_.clear();

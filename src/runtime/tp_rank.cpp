@@ -86,9 +86,6 @@ void check_tp_world(int tp, const parallel::Communicator& comm) { check_world("-
 TpRank::TpRank(std::shared_ptr<const Model> model, parallel::Communicator& comm, int tp, int pp)
     : model_(std::move(model)), comm_(comm), pp_(pp) {
     check_parallel_world(tp, pp, comm);
-    if (tp > 1 && model_->hparams().is_moe())
-        fail("--tp {}: tensor parallelism is not supported for Mixture-of-Experts models yet ({}, {} experts): run "
-             "with --tp 1 (--pp splits the layers)", tp, model_->hparams().arch_name, model_->hparams().n_expert);
     shard_ = shard_of(*model_, tp, pp > 1 ? 0 : comm.rank());
     weights_ = shard_weights(model_->weights(), model_->hparams(), shard_);
     own_ = weights_;

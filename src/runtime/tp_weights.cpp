@@ -19,12 +19,24 @@ model::TensorRef vec_slice(const model::TensorRef& t, int64_t begin, int64_t cou
     return s;
 }
 
-// Rows [begin, begin + count) of a matrix.
+// Rows [begin, begin + count) of a matrix (of every matrix of a stack: the stride between
+// them stays the file's).
 model::TensorRef row_slice(const model::TensorRef& t, int64_t begin, int64_t count) {
     if (!t.present()) return t;
     model::TensorRef s = t;
+    s.stack_stride_bytes = t.stack_stride();
     s.data = static_cast<const uint8_t*>(t.data) + size_t(begin) * t.row_stride_bytes;
     s.rows = count;
+    return s;
+}
+
+// Matrices [begin, begin + count) of a stack.
+model::TensorRef stack_slice(const model::TensorRef& t, int64_t begin, int64_t count) {
+    if (!t.present()) return t;
+    model::TensorRef s = t;
+    s.stack_stride_bytes = t.stack_stride();
+    s.data = static_cast<const uint8_t*>(t.data) + size_t(begin) * t.stack_stride();
+    s.n_stack = count;
     return s;
 }
 
@@ -38,6 +50,7 @@ model::TensorRef col_slice(const model::TensorRef& t, int64_t begin, int64_t cou
              "whole blocks, or an unquantised file)",
              tp, what, begin, begin + count, t.name, block, dtype_name(t.dtype));
     model::TensorRef s = t;
+    s.stack_stride_bytes = t.stack_stride();
     s.data = static_cast<const uint8_t*>(t.data) + row_bytes(t.dtype, begin);
     s.cols = count;
     return s;
@@ -49,7 +62,7 @@ uint64_t slice_row_bytes(const model::TensorRef& t) { return row_bytes(t.dtype, 
 int64_t slice_rows(const model::TensorRef& t) { return std::max<int64_t>(t.rows, 1); }
 
 uint64_t slice_bytes(const model::TensorRef& t) {
-    return t.present() ? uint64_t(slice_rows(t)) * slice_row_bytes(t) : 0;
+    return t.present() ? uint64_t(t.n_stack) * uint64_t(slice_rows(t)) * slice_row_bytes(t) : 0;
 }
 
 // Reads one byte of every page of [p, p + n).
@@ -60,9 +73,21 @@ uint64_t touch(const uint8_t* p, uint64_t n, uint64_t page) {
     return n;
 }
 
-// A column-parallel slice along the FFN: the rows that split their columns by N_FF.
+// A row-parallel slice along an FFN: the rows that split their columns by N_FF, N_FF_EXP or
+// N_FF_SHEXP (the dense, routed-expert and shared-expert down projections).
 bool ff_columns(const graph::TensorSpec& t) {
-    return t.tp == graph::TpSplit::COLS && graph::tp_split_dim(t) == graph::Dim::N_FF;
+    const graph::Dim d = graph::tp_split_dim(t);
+    return t.tp == graph::TpSplit::COLS &&
+           (d == graph::Dim::N_FF || d == graph::Dim::N_FF_EXP || d == graph::Dim::N_FF_SHEXP);
+}
+
+// Reads every page of the rows of one matrix (the slice's columns of each row).
+uint64_t touch_matrix(const model::TensorRef& t, const uint8_t* base, uint64_t page) {
+    const uint64_t rb = slice_row_bytes(t);
+    if (rb == t.row_stride_bytes) return touch(base, uint64_t(slice_rows(t)) * rb, page);  // whole rows: one range
+    uint64_t b = 0;
+    for (int64_t r = 0; r < t.rows; ++r) b += touch(base + size_t(r) * t.row_stride_bytes, rb, page);
+    return b;
 }
 
 }  // namespace
@@ -89,6 +114,8 @@ model::Weights shard_weights(const model::Weights& full, const model::Hparams& h
             model::TensorRef& ref = t.part == graph::Part::WEIGHT ? l[t.role] : l.bias_of(t.role);
             if (t.kind == graph::WeightKind::VECTOR)
                 ref = vec_slice(ref, r.begin, r.count);
+            else if (t.tp == graph::TpSplit::STACK)
+                ref = stack_slice(ref, r.begin, r.count);
             else if (t.tp == graph::TpSplit::ROWS)
                 ref = row_slice(ref, r.begin, r.count);
             else
@@ -108,13 +135,8 @@ uint64_t prefault_slices(const model::Weights& w) {
     const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
     uint64_t b = 0;
     w.for_each([&](const model::TensorRef& t) {
-        const auto* base = static_cast<const uint8_t*>(t.data);
-        const uint64_t rb = slice_row_bytes(t);
-        if (rb == t.row_stride_bytes) {  // whole rows: one range
-            b += touch(base, uint64_t(slice_rows(t)) * rb, page);
-            return;
-        }
-        for (int64_t r = 0; r < t.rows; ++r) b += touch(base + size_t(r) * t.row_stride_bytes, rb, page);
+        for (int64_t e = 0; e < t.n_stack; ++e)
+            b += touch_matrix(t, static_cast<const uint8_t*>(t.data) + size_t(e) * t.stack_stride(), page);
     });
     return b;
 }

@@ -8,8 +8,11 @@
 // slices every BLOCK tensor as its row of the tensor catalogue says (graph/tensor_catalogue.h,
 // column `tp`): ROWS takes the rank's range of the row Dim (its query heads, its KV heads —
 // replicated on tp / n_head_kv ranks when tp > n_head_kv, GQA — or its FFN range; a bias
-// follows its matrix), COLS the range of the column Dim (row-parallel: a partial sum);
-// REPLICATED tensors (embeddings, norms, the lm-head, rope factors) stay whole.
+// follows its matrix), COLS the range of the column Dim (row-parallel: a partial sum), STACK
+// the range of a per-head stack (latent attention's W_UK, W_UV: its query heads); a per-expert
+// stack is sliced alike in every expert (the TensorRef keeps the file's stride between them).
+// REPLICATED tensors (embeddings, norms, the lm-head, rope factors, the MoE router, latent
+// attention's low-rank projections) stay whole.
 // A column slice of a quantised matrix must start and end on a block (32 elements for
 // Q8_0/Q4_0/Q5_0, 256 for K-quants): the FFN split is made in blocks (ff_align); the heads'
 // split cannot be moved, so a split that cuts a block of the attention output is refused.
@@ -21,8 +24,8 @@
 
 namespace duet::runtime {
 
-// The FFN split unit of `w`: the largest block of any matrix whose columns split by the FFN
-// range (1 for f32/f16/bf16).
+// The FFN split unit of `w`: the largest block of any matrix whose columns split by an FFN
+// range (dense, routed experts, shared experts; 1 for f32/f16/bf16).
 int64_t tp_ff_align(const model::Weights& w);
 
 // Rank sh.rank's slices of `full` (which must outlive the result). Throws duet::Error naming

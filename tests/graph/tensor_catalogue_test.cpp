@@ -126,6 +126,42 @@ TEST(TensorCatalogue, TensorParallelRangesTileEverySplitTensor) {
     }
 }
 
+TEST(TensorCatalogue, TensorParallelRangesTileTheExpertAndLatentTensors) {
+    // DeepSeek-V3's block at a small size: 8 heads (MLA), experts of 64 features, a shared expert
+    // of 96; tp 4 tiles every split Dim exactly once, the router and low-rank projections stay whole.
+    ModelShape s = llama2_7b();
+    s.n_head = s.n_head_kv = 8;
+    s.head_dim = 48;
+    s.q_lora_rank = 32;
+    s.kv_lora_rank = 64;
+    s.qk_rope_head_dim = 16;
+    s.qk_nope_head_dim = 32;
+    s.v_head_dim = 24;
+    s.n_expert = 16;
+    s.n_expert_used = 4;
+    s.n_ff_exp = 64;
+    s.n_ff_shexp = 96;
+    int split = 0;
+    for (const TensorSpec& t : tensor_catalogue()) {
+        if (t.tp == TpSplit::REPLICATED || t.kind == WeightKind::FUSED || !present(t, s, 0)) continue;
+        const Dim d = tp_split_dim(t);
+        int64_t next = 0;
+        for (int r = 0; r < 4; ++r) {
+            const Range got = tp_range(d, tp_shard(s, 4, r), s);
+            EXPECT_EQ(got.begin, next) << t.name << " rank " << r;
+            EXPECT_GT(got.count, 0) << t.name << " rank " << r;
+            next = got.end();
+        }
+        EXPECT_EQ(next, dim_value(d, s)) << t.name;
+        ++split;
+    }
+    EXPECT_EQ(split, 10);  // q_b, k_b, v_b, attn_out, 3 routed and 3 shared expert matrices
+    for (WeightRole r : {WeightRole::FFN_GATE_INP, WeightRole::ATTN_Q_A, WeightRole::ATTN_KV_A_MQA,
+                         WeightRole::ATTN_KV_A_NORM, WeightRole::FFN_EXP_PROBS_B})
+        EXPECT_EQ(weight_spec(r).tp, TpSplit::REPLICATED) << weight_role_name(r);
+    EXPECT_EQ(weight_spec(WeightRole::ATTN_K_B).tp, TpSplit::STACK);
+}
+
 TEST(TensorCatalogue, PresenceFollowsTheShapeFlags) {
     ModelShape s = llama2_7b();
     EXPECT_FALSE(present(*bias_spec(WeightRole::ATTN_Q), s));

@@ -15,8 +15,10 @@
 #include <thread>
 
 #include "../runtime/test_models.h"
+#include "../runtime/unsplit_kv_b.h"
 #include "parallel/communicator.h"
 #include "runtime/tp_rank.h"
+#include "runtime/tp_weights.h"
 
 using WR = duet::graph::WeightRole;
 
@@ -153,6 +155,38 @@ TEST(TpEngine, LongerRunsOnAnF16CacheStayAtSummationOrder) {
 
 TEST(TpEngine, FourRanksReplicatingKvHeadsGiveTheSameLogits) {
     EXPECT_LT(max_diff(test::generated_model("tiny-mistral", "f32"), 4), 1e-4f);  // 2 KV heads on 4 ranks
+}
+
+// Mixture-of-Experts (every expert's features split, the router replicated) and latent
+// attention (split by heads, the latent cache whole on every rank): prefill and decode logits
+// of two and four ranks against one engine.
+TEST(TpEngine, ExpertAndLatentAttentionModelsGiveTheSingleEnginesLogits) {
+    for (const char* arch : {"tiny-mixtral", "tiny-qwen2moe", "tiny-qwen3moe", "tiny-deepseek2", "tiny-deepseek3"}) {
+        EXPECT_LT(max_diff(test::generated_model(arch, "f32"), 2, 12, 6), 1e-4f) << arch;
+        EXPECT_LT(max_diff(test::generated_model(arch, "f32"), 4), 1e-4f) << arch;  // 4 heads: one per rank
+    }
+    EXPECT_LT(max_diff(test::generated_model("tiny-deepseek2-yarn", "f32"), 2, 20, 8, DType::F16), 1e-3f);
+    // W_kv_b unsplit: each rank's rows of it are its heads', split per head at load
+    EXPECT_LT(max_diff(test::with_unsplit_kv_b(test::generated_model("tiny-deepseek2", "f32"), "tp_kv_b"), 2), 1e-4f);
+}
+
+// A rank reads its slice of every expert (the stride between experts stays the file's): the
+// ranks' bytes add up to the file's, plus the replicated tensors once per extra rank.
+TEST(TpEngine, ExpertRanksReadTheirSliceOfEveryExpert) {
+    auto m = Model::load(test::generated_model("tiny-deepseek2", "f32"));
+    const model::Weights& w = m->weights();
+    uint64_t ranks = 0, replicated = 0;
+    for (int r = 0; r < 2; ++r) {
+        const graph::TpShard sh = graph::tp_shard(model::model_shape(m->hparams()), 2, r);
+        ranks += shard_bytes(shard_weights(w, m->hparams(), sh));
+    }
+    w.for_each([&](const model::TensorRef& t) { replicated += t.n_bytes(); });
+    for (const model::RoleTensors& l : w.layers)
+        for (const graph::TensorSpec& t : graph::tensor_catalogue())
+            if (t.binding == graph::Binding::BLOCK && t.tp != graph::TpSplit::REPLICATED &&
+                t.kind != graph::WeightKind::FUSED)
+                replicated -= (t.part == graph::Part::WEIGHT ? l[t.role] : l.bias_of(t.role)).n_bytes();
+    EXPECT_EQ(ranks, w.total_bytes() + replicated);
 }
 
 TEST(PpEngine, TwoStagesGiveTheSingleEnginesLogitsExactly) {

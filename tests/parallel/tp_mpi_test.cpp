@@ -99,32 +99,68 @@ TEST(PpMpi, GeneratedModelsGiveTheSameTokensOnTwoStages) {
     expect_same_tokens(generated_model("tiny-qwen2", "f32"), 2, 24, "", "pp");  // tied embeddings: both ends
 }
 
-// Mixture-of-Experts: pipeline stages split the layers as for a dense model; tensor parallelism
-// over experts is not implemented and is refused naming the flag.
-TEST(PpMpi, MoeModelsGiveTheSameTokensOnTwoStagesAndRefuseTp) {
+// Mixture-of-Experts: pipeline stages split the layers as for a dense model.
+TEST(PpMpi, MoeModelsGiveTheSameTokensOnTwoStages) {
     REQUIRE_MPIRUN();
     expect_same_tokens(generated_model("tiny-mixtral", "f32"), 2, 24, "", "pp");
     expect_same_tokens(generated_model("tiny-qwen3moe", "q8_0"), 2, 24, "", "pp");
-    const Result tp = run(mpirun_prefix(2), fmt::format("run -m '{}' -p 'Hi' -n 2 --temp 0 --threads 1 --tp 2",
-                                                        generated_model("tiny-qwen2moe", "f32")));
-    EXPECT_NE(tp.rc, 0);
-    EXPECT_NE(tp.err.find("duet: error: --tp 2: tensor parallelism is not supported for Mixture-of-Experts models yet "
-                          "(qwen2moe, 4 experts): run with --tp 1 (--pp splits the layers)"),
-              std::string::npos)
-        << tp.err;
 }
 
 // deepseek2: each stage keeps the latent KV rows of its own layers.
-TEST(PpMpi, LatentAttentionModelGivesTheSameTokensOnTwoStagesAndRefusesTp) {
+TEST(PpMpi, LatentAttentionModelGivesTheSameTokensOnTwoStages) {
     REQUIRE_MPIRUN();
     expect_same_tokens(generated_model("tiny-deepseek2", "f32"), 2, 24, "", "pp");
-    const Result tp = run(mpirun_prefix(2), fmt::format("run -m '{}' -p 'Hi' -n 2 --temp 0 --threads 1 --tp 2",
-                                                        generated_model("tiny-deepseek2", "f32")));
-    EXPECT_NE(tp.rc, 0);
-    EXPECT_NE(tp.err.find("duet: error: --tp 2: tensor parallelism is not supported for Mixture-of-Experts models yet "
-                          "(deepseek2, 8 experts): run with --tp 1 (--pp splits the layers)"),
+}
+
+// Mixture-of-Experts under --tp: each rank holds its range of every expert's features (and of
+// the shared expert's), routes every token as one process does, and the layer's partial sums
+// meet in one all-reduce after the experts are combined.
+TEST(TpMpi, MoeModelsGiveTheSameTokensOnTwoRanks) {
+    REQUIRE_MPIRUN();
+    expect_same_tokens(generated_model("tiny-mixtral", "f32"), 2);   // arch llama with experts
+    expect_same_tokens(generated_model("tiny-qwen2moe", "f32"), 2);  // gated shared expert, QKV bias
+    expect_same_tokens(generated_model("tiny-qwen3moe", "f32"), 2);  // q/k norms per local head
+}
+
+// Quantised experts: the expert FFN splits on 32-element blocks (tiny-mixtral: 96 = 32 + 64).
+TEST(TpMpi, QuantisedMoeModelsGiveTheSameTokensOnTheDequantisingKernels) {
+    REQUIRE_MPIRUN();
+    expect_same_tokens(generated_model("tiny-mixtral", "q8_0"), 2, 24, "DUET_ISA=scalar ");
+    expect_same_tokens(generated_model("tiny-qwen2moe", "q8_0"), 2, 24, "DUET_ISA=scalar ");
+}
+
+// Latent attention under --tp: split by heads; every rank caches the whole latent row.
+TEST(TpMpi, LatentAttentionModelsGiveTheSameTokensOnTwoAndFourRanks) {
+    REQUIRE_MPIRUN();
+    expect_same_tokens(generated_model("tiny-deepseek2", "f32"), 2);
+    expect_same_tokens(generated_model("tiny-deepseek3", "f32"), 2);  // group-limited routing, a nextn block
+    expect_same_tokens(generated_model("tiny-deepseek2", "f32"), 4, 12);  // one head per rank
+}
+
+TEST(TpMpi, ExpertFfnThatDoesNotSplitIsAClearError) {
+    REQUIRE_MPIRUN();
+    // tiny-qwen3moe: experts of 32 features, one q8_0 block along their down projection.
+    const std::string model = generated_model("tiny-qwen3moe", "q8_0");
+    const Result r = run(mpirun_prefix(2), fmt::format("run -m '{}' -p Hi -n 2 --tp 2", model));
+    EXPECT_EQ(r.rc, 2) << r.err;
+    EXPECT_NE(r.err.find(fmt::format("duet: error: --tp = 2 is more than the 1 blocks of 32 expert FFN features of "
+                                     "'{}' (allowed: 1 to 1)\n",
+                                     model)),
               std::string::npos)
-        << tp.err;
+        << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST(TpMpi, LatentAttentionHeadsThatDoNotDivideAreAClearError) {
+    REQUIRE_MPIRUN();
+    const std::string model = generated_model("tiny-deepseek2", "f32");  // 4 heads
+    const Result r = run(mpirun_prefix(3), fmt::format("run -m '{}' -p Hi -n 2 --tp 3", model));
+    EXPECT_EQ(r.rc, 2) << r.err;
+    EXPECT_NE(r.err.find(fmt::format("duet: error: --tp = 3 does not divide the 4 attention heads of '{}' (allowed: "
+                                     "a divisor of 4)\n",
+                                     model)),
+              std::string::npos)
+        << r.err;
 }
 
 TEST(PpMpi, Stories260KGivesTheSameTokensOnTwoStages) {
