@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "graph/parallel.h"
 #include "sim/memory_accounting.h"
 #include "sim/placement.h"
 #include "sim/planner.h"
@@ -73,7 +74,9 @@ KvCapacity kv_capacity(const graph::ModelShape& shape, const sim::RunOptions& op
     c.n_blocks = INT64_MAX;
     for (int s = 0; s < pp; ++s) {
         const sim::MemoryBreakdown m = one_block_memory(shape, opts, hw, step_tokens, s);
-        const uint64_t rank_block = rank_kv_share(shape, m.kv_cache_bytes, tp);
+        // sim::account_memory counts every layer's KV: a stage holds its own layers' share
+        const uint64_t layers = pp > 1 ? uint64_t(graph::pp_stage_layers(shape, pp, s).count) : uint64_t(shape.n_layer);
+        const uint64_t rank_block = rank_kv_share(shape, m.kv_cache_bytes, tp) * layers / uint64_t(shape.n_layer);
         const uint64_t rank_other = m.total_bytes() - m.kv_cache_bytes;
         DUET_CHECK(rank_block > 0);
         c.n_blocks = std::min(c.n_blocks, rank_device > rank_other ? int64_t((rank_device - rank_other) / rank_block * ep) : 0);

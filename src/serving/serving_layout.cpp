@@ -28,10 +28,14 @@ std::string flags_of(int dp, int tp, bool disaggregate) {
 std::string ServingLayout::decode_devices() const { return names_of(decode_hw); }
 std::string ServingLayout::prefill_devices() const { return names_of(prefill_hw); }
 
-ServingLayout serving_layout(const sim::SimHardware& hw, int dp, int tp, bool disaggregate) {
+ServingLayout serving_layout(const sim::SimHardware& hw, int dp, int tp, bool disaggregate, int pp) {
+    if (pp > 1 && (dp > 1 || disaggregate))
+        fail("--pp {} with {}: the pipeline stages are one instance's virtual engines (allowed: --pp with --dp 1 and "
+             "without --disaggregate)", pp, dp > 1 ? fmt::format("--dp {}", dp) : std::string("--disaggregate"));
     ServingLayout lay;
     lay.dp = dp;
     lay.tp = tp;
+    lay.pp = pp;
     lay.disaggregated = disaggregate;
     lay.split = tp > 1 && (dp > 1 || disaggregate);
     const std::vector<int> npus = hw.devices_of(sim::DeviceKind::NPU), pims = hw.devices_of(sim::DeviceKind::PIM),

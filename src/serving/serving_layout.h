@@ -12,6 +12,8 @@
 //    tensor-parallel rank q of a group computes on the group's q-th PIM device as in
 //    sim/scale_out.h; a PIM device hangs off its group's first NPU (serving/instance_hw.h).
 //    The NPUs must number dp x tp (x 2 disaggregated) and the PIM devices a multiple of dp.
+//  - pp > 1 (pipeline stages): one colocated replica on the whole topology, its pp virtual
+//    engines (serving/serving_cluster.h); not with dp > 1 or disaggregated.
 //  Every replica's groups are wired alike (the NPU mesh is one preset, the PIM links another),
 //  so replica 0's instances time every replica's steps: one step-cost model and cache per side.
 //
@@ -30,7 +32,7 @@
 namespace duet::serving {
 
 struct ServingLayout {
-    int dp = 1, tp = 1;
+    int dp = 1, tp = 1, pp = 1;
     bool disaggregated = false;
     bool split = false;  // the topology is cut into groups (else each replica is a copy of it)
     // Replica 0's instances: the colocated one, or the prefill and decode ones.
@@ -43,6 +45,6 @@ struct ServingLayout {
 };
 
 // Throws duet::Error naming the flags when the topology does not fit the layout (see above).
-ServingLayout serving_layout(const sim::SimHardware& hw, int dp, int tp, bool disaggregate);
+ServingLayout serving_layout(const sim::SimHardware& hw, int dp, int tp, bool disaggregate, int pp = 1);
 
 }  // namespace duet::serving

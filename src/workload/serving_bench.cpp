@@ -117,19 +117,20 @@ void check_one_expert_group(const TraceBenchInputs& in, const sim::SimHardware& 
              "per NPU (allowed: --npus {})", in.ep, npus, in.ep);
 }
 
-// What the serving model cannot run: pipeline stages, experts beside replicas or disaggregation,
-// a host profile beside any parallelism.
+// What the serving model cannot run: pipeline stages beside experts, experts beside replicas or
+// disaggregation, a host profile beside any parallelism (pipeline stages beside replicas:
+// serving::serving_layout).
 void check_machine_options(const ServingBenchOptions& o, const config::CoopConfig& cfg) {
     const ServingLoad& a = o.load;
-    if (o.bench.pp > 1)
-        fail("--pp {} with --workload serving: the serving model has no pipeline stages (allowed: --pp 1; --tp N "
-             "splits every step's layers over N ranks)", o.bench.pp);
     const int64_t ep = o.bench.ep != -1 ? o.bench.ep : cfg.topology.ep;
+    if (o.bench.pp > 1 && ep > 1)
+        fail("--pp {} with --ep {}: the serving model runs pipeline stages or expert parallelism, not both (allowed: "
+             "--pp 1 or --ep 1)", o.bench.pp, ep);
     if (ep > 1 && (a.dp > 1 || a.disaggregate))
         fail("--ep {} with {}: a replica or instance is one device group of the machine (allowed: --ep with --dp 1 "
              "and without --disaggregate)", ep, a.dp > 1 ? "--dp " + std::to_string(a.dp) : "--disaggregate");
-    if (!a.host_profile.empty() && (o.bench.tp > 1 || o.bench.ep > 1 || a.dp > 1 || a.disaggregate))
-        fail("--host-profile models one host CPU (allowed: without --tp, --ep, --dp and --disaggregate)");
+    if (!a.host_profile.empty() && (o.bench.tp > 1 || o.bench.pp > 1 || o.bench.ep > 1 || a.dp > 1 || a.disaggregate))
+        fail("--host-profile models one host CPU (allowed: without --tp, --pp, --ep, --dp and --disaggregate)");
 }
 
 // --rate-sweep needs an SLO and arrival times it may choose.
@@ -152,6 +153,7 @@ TraceBenchInputs serving_inputs(const ServingBenchOptions& o, const config::Sett
     in.target = o.bench.target;
     in.pim = o.bench.pim;
     in.tp = int(o.bench.tp);
+    in.pp = int(o.bench.pp);
     const config::RuntimeKnobs knobs = runtime_knobs_of(st);
     set_collective_knobs(in, o.bench.flashcomm, o.bench.hccl_expansion, knobs);
     in.dispatch = config::effective_npu_dispatch(o.bench.dispatch, knobs);
@@ -224,6 +226,7 @@ serving::ReplicaSetSpec replica_spec(const ServingLoad& a, const serving::Servin
             fail("--router {} with one replica routes nothing (allowed: --dp 2 or more)", a.router);
     }
     replicas.dp = lay.dp;
+    replicas.pp = lay.pp;
     replicas.disaggregated = lay.disaggregated;
     replicas.link = lay.kv_link;
     return replicas;
@@ -291,6 +294,9 @@ struct SideRunner {
                         sim::policy_name(ro.placement.policy), what, (long long)kv.n_blocks,
                         (long long)kv.block_tokens, gib(uint64_t(kv.n_blocks) * kv.block_bytes).c_str(),
                         gib(kv.device_bytes).c_str(), gib(kv.other_bytes).c_str());
+            if (ro.parallel.pp > 1)
+                std::printf("  pipeline: %d virtual engines of %lld blocks each\n", ro.parallel.pp,
+                            (long long)(kv.n_blocks / ro.parallel.pp));
         }
         if (kv.n_blocks < 1)
             fail("{} under {}{}: no device memory is left for the KV cache (allowed: a larger memory preset, or "
@@ -305,6 +311,7 @@ struct SideRunner {
         s.kv = capacity(shape, ro, decode_hw, lay.disaggregated ? ", decode instance" : "");
         graph::GraphOptions go;  // --tp: each step as rank 0's graph with its collectives over its group
         go.tp = in.tp;
+        go.pp = in.pp;  // --pp: every stage's graph, a step through them in turn
         go.ep = in.ep;
         go.flashcomm = in.flashcomm;
         s.cost = std::make_unique<serving::StepCostModel>(shape, ro, decode_hw, go);
@@ -428,7 +435,8 @@ bool run_serving_bench(const ServingBenchOptions& o) {
     const sched::SchedulerOptions so = scheduler_options(a, n_ctx, r.reqs);
     const HostMachine host = host_machine(a, setup.rig->hw);
     const sim::SimHardware& hw = host.device ? host.hw : setup.rig->hw;
-    const serving::ServingLayout lay = serving::serving_layout(hw, int(a.dp), int(o.bench.tp), a.disaggregate);
+    const serving::ServingLayout lay =
+        serving::serving_layout(hw, int(a.dp), int(o.bench.tp), a.disaggregate, int(o.bench.pp));
     const serving::ReplicaSetSpec replicas = replica_spec(a, lay);
     print_header(a, in.model, r.reqs.size(), r.source, arrivals, n_ctx, lay, replicas.router);
     const std::array<Placement, 2> runs = placements(a, setup, host, m.gguf.get());
@@ -444,7 +452,7 @@ bool run_serving_bench(const ServingBenchOptions& o) {
                 (long long)sides[1].lookups, wall_s);
     if (!o.bench.report.empty() && root) {
         const nlohmann::json workload =
-            workload_json(a, o.bench.tp, r.source, r.reqs.size(), spec, n_ctx, lay, replicas.router);
+            workload_json(a, r.source, r.reqs.size(), spec, n_ctx, lay, replicas.router);
         nlohmann::json j = {{"schema", "duet.serving/1"},
                             {"model", in.model},
                             {"workload", workload},

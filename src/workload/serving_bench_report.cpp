@@ -158,6 +158,9 @@ void print_header(const ServingLoad& a, const std::string& model, size_t n_reque
                     lay.tp > 1 ? "shards, rank to rank, " : "", lay.kv_link.name.c_str(), lay.kv_link.preset.c_str(),
                     lay.kv_link.bandwidth_gbps, lay.kv_link.latency_ns, lay.kv_link.per_transfer_ns);
     if (lay.dp > 1) std::printf("replicas: %d behind the %s router\n", lay.dp, serving::router_name(router));
+    if (lay.pp > 1)
+        std::printf("pipeline: %d stages, %d virtual engines (each its own scheduler over 1/%d of the KV blocks; a "
+                    "step holds the pipeline's entry for its slowest stage)\n", lay.pp, lay.pp, lay.pp);
     if (lay.split)
         for (int r = 0; r < lay.dp; ++r)
             std::printf("  replica %d: %s\n", r, lay.replica_devices[size_t(r)].c_str());
@@ -198,7 +201,7 @@ void print_results(const ServingLoad& a, const std::string& svg, const TraceBenc
 }
 
 // The report's "workload" object: what was served, on what machine layout, under which SLOs.
-nlohmann::json workload_json(const ServingLoad& a, int64_t tp, const std::string& source, size_t n_requests,
+nlohmann::json workload_json(const ServingLoad& a, const std::string& source, size_t n_requests,
                              const ArrivalSpec& spec, int64_t n_ctx, const serving::ServingLayout& lay,
                              serving::RouterPolicy router) {
     return {{"source", source},
@@ -210,7 +213,8 @@ nlohmann::json workload_json(const ServingLoad& a, int64_t tp, const std::string
             {"max_seqs", a.parallel},
             {"step_tokens", a.step_tokens},
             {"dp", a.dp},
-            {"tp", tp},
+            {"tp", lay.tp},
+            {"pp", lay.pp},
             {"router", serving::router_name(router)},
             {"disaggregated", lay.disaggregated},
             {"kv_link", lay.disaggregated ? nlohmann::json{{"name", lay.kv_link.name},

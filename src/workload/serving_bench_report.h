@@ -65,7 +65,7 @@ void print_results(const ServingLoad& a, const std::string& svg, const TraceBenc
                    const ServingSide (&sides)[2], const std::vector<sim::Verdict>& verdicts, const serving::Slo& slo,
                    int sweep_width, const parallel::Communicator& comm);
 // The report's "workload" object: what was served, on what machine layout, under which SLOs.
-nlohmann::json workload_json(const ServingLoad& a, int64_t tp, const std::string& source, size_t n_requests,
+nlohmann::json workload_json(const ServingLoad& a, const std::string& source, size_t n_requests,
                              const ArrivalSpec& spec, int64_t n_ctx, const serving::ServingLayout& lay,
                              serving::RouterPolicy router);
 // --trace: each instance's recorded steps as a track, the baseline's first.

@@ -226,8 +226,8 @@ TEST(ServingCli, PrefixAffinityKeepsASessionsTranscriptCached) {
 
 // Tensor parallelism: every step runs as rank 0's graph with its collectives over the 8 ranks'
 // links, so one request alone gets `duet bench --tp 8`'s TTFT and TBT; with many, each rank's
-// share of weights and KV heads decides the KV pool. --pp is refused, and --dp beside --tp on a
-// machine that is not dp x tp NPUs.
+// share of weights and KV heads decides the KV pool. --dp beside --tp on a machine that is not
+// dp x tp NPUs is refused.
 TEST(ServingCli, TensorParallelStepsAreTheBenchsTensorParallelForwards) {
     const std::string machine = "--model llama2-70b --tp 8 --npus 8 --pims 8 --seq-len 128 --gen-len 16 ";
     const Result s = run(machine + "--requests 1 --rate inf");
@@ -247,14 +247,64 @@ TEST(ServingCli, TensorParallelStepsAreTheBenchsTensorParallelForwards) {
         EXPECT_EQ(sv["kv_cache"]["device_bytes"].get<double>(), 512.0 * (1 << 30)) << side;
         EXPECT_LT(sv["kv_cache"]["other_bytes"].get<double>(), 160.0 * (1 << 30)) << side;
     }
-    Result r = run(machine + "--requests 4 --pp 2");
-    EXPECT_EQ(r.code, 2);
-    EXPECT_EQ(r.out, "duet: error: --pp 2 with --workload serving: the serving model has no pipeline stages (allowed: "
-                     "--pp 1; --tp N splits every step's layers over N ranks)\n");
-    r = run(machine + "--requests 4 --dp 2");
+    Result r = run(machine + "--requests 4 --dp 2");
     EXPECT_EQ(r.code, 2);
     EXPECT_EQ(r.out, "duet: error: --tp 8 --dp 2 with 8 NPU(s): each replica is a tensor-parallel group of 8 NPUs "
                      "(allowed: --npus 16, or [topology] npus = 16)\n");
+}
+
+// Pipeline stages as virtual engines: one request alone gets `duet bench --pp 2`'s forward through
+// both stages; at saturation the two engines keep a step in each stage, so two NPUs serve about
+// twice what one does (a step that held both stages would give the same throughput as one NPU).
+TEST(ServingCli, PipelineStagesAreVirtualEnginesOfOneInstance) {
+    const std::string machine = "--model llama2-7b --pp 2 --npus 2 --pims 2 --seq-len 256 ";
+    const Result s = run(machine + "--gen-len 16 --requests 1 --rate inf");
+    ASSERT_EQ(s.code, 0) << s.out;
+    EXPECT_NE(s.out.find("pipeline: 2 stages, 2 virtual engines (each its own scheduler over 1/2 of the KV blocks; a "
+                         "step holds the pipeline's entry for its slowest stage)\n"),
+              std::string::npos) << s.out;
+    EXPECT_EQ(s.report["workload"]["pp"], 2);
+    const std::string report = std::string(DUET_BINARY_DIR) + "/serving_cli_test_pp_bench.json";
+    const std::string cmd = std::string(DUET_BINARY_DIR) + "/duet --log-level off bench " + machine +
+                            "--gen-len 16 --no-verdict-exit --report " + report + " > /dev/null 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    const nlohmann::json b = nlohmann::json::parse(std::ifstream(report));
+    for (const char* side : {"baseline", "target"}) {
+        const nlohmann::json& sv = s.report["serving"][side];
+        const double ttft_ms = b[side]["timeline"]["ttft_ns"].get<double>() / 1e6;
+        const double tbt_ms = b[side]["tbt_mean_ns"].get<double>() / 1e6;
+        EXPECT_NEAR(sv["ttft_ms"]["p50"].get<double>(), ttft_ms, ttft_ms * 1e-3) << side;
+        EXPECT_NEAR(sv["tpot_ms"]["mean"].get<double>(), tbt_ms, tbt_ms * 0.01) << side;
+        const int64_t blocks = sv["kv_cache"]["blocks"].get<int64_t>();
+        EXPECT_NE(s.out.find("  pipeline: 2 virtual engines of " + std::to_string(blocks / 2) + " blocks each\n"),
+                  std::string::npos) << s.out;
+    }
+    const std::string load = "--model llama2-7b --seq-len 256 --gen-len 128 --requests 96 --rate inf --max-seqs 16 ";
+    const Result one = run(load + "--npus 1 --pims 1");
+    const Result two = run(load + "--pp 2 --npus 2 --pims 2");
+    ASSERT_EQ(one.code, 0) << one.out;
+    ASSERT_EQ(two.code, 0) << two.out;
+    for (const char* side : {"baseline", "target"}) {
+        const double ratio = two.report["serving"][side]["output_tokens_per_s"].get<double>() /
+                             one.report["serving"][side]["output_tokens_per_s"].get<double>();
+        EXPECT_GT(ratio, 1.6) << side;
+        EXPECT_LT(ratio, 2.4) << side;
+    }
+    for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
+             {"--npus 4 --pims 4 --dp 2 --requests 4",
+              "--pp 2 with --dp 2: the pipeline stages are one instance's virtual engines (allowed: --pp with --dp 1 "
+              "and without --disaggregate)"},
+             {"--npus 2 --pims 2 --disaggregate --requests 4",
+              "--pp 2 with --disaggregate: the pipeline stages are one instance's virtual engines (allowed: --pp with "
+              "--dp 1 and without --disaggregate)"}}) {
+        const Result r = run("--model llama2-7b --pp 2 " + flags);
+        EXPECT_EQ(r.code, 2) << flags;
+        EXPECT_EQ(r.out, "duet: error: " + message + "\n") << flags;
+    }
+    const Result ep = run("--model mixtral-8x7b --pp 2 --ep 2 --npus 2 --requests 4");
+    EXPECT_EQ(ep.code, 2);
+    EXPECT_EQ(ep.out, "duet: error: --pp 2 with --ep 2: the serving model runs pipeline stages or expert parallelism, "
+                      "not both (allowed: --pp 1 or --ep 1)\n");
 }
 
 // --tp 2 --dp 2 on 4 NPUs: each replica is a TP group of 2 NPUs with its PIM device, so one request
