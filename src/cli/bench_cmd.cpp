@@ -132,7 +132,7 @@ void register_bench(CLI::App& app) {
          "TOML file with a [topology] section (npus, pims, npu_link, pim_link, pim_presets; docs/topology.md)");
     number(c, "--tp", a->gen.bench.tp, "Tensor-parallel ranks: heads and FFN split, all-reduce per block (docs/scale-out.md)",
            int64_t(1), int64_t(1024));
-    number(c, "--pp", a->gen.bench.pp, "Pipeline stages: layers split, micro-batches of the batch in flight", int64_t(1),
+    number(c, "--pp", a->gen.bench.pp, "Pipeline stages: layers split, micro-batches of the batch in flight (serving: one virtual engine per stage)", int64_t(1),
            int64_t(1024));
     number(c, "--ep", a->gen.bench.ep,
            "Expert-parallel ranks of a MoE model: routed experts split across devices, all-to-all dispatch and "

@@ -108,11 +108,14 @@ TEST(HostTwinCli, StepsCostTheProfilesHostWorkPerSequence) {
 }
 
 TEST(HostTwinCli, BadCombinationsExitTwo) {
-    Result r = sh("bench --workload serving --host-profile " + step_only_profile() + " -m " + tiny_model() +
-                  " --tp 2 --ctx 64");
-    EXPECT_EQ(r.code, 2);
-    EXPECT_NE(r.out.find("duet: error: --host-profile models one host CPU (allowed: without --tp, --ep, --dp "
-                         "and --disaggregate)"), std::string::npos) << r.out;
+    Result r;
+    for (const char* split : {" --tp 2", " --pp 2"}) {
+        r = sh("bench --workload serving --host-profile " + step_only_profile() + " -m " + tiny_model() + split +
+               " --ctx 64");
+        EXPECT_EQ(r.code, 2) << split;
+        EXPECT_NE(r.out.find("duet: error: --host-profile models one host CPU (allowed: without --tp, --pp, --ep, "
+                             "--dp and --disaggregate)"), std::string::npos) << r.out;
+    }
     r = sh("calibrate -m x.gguf");
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.out.find("duet: error: -m and --samples belong to --host-profile (allowed: duet calibrate "
