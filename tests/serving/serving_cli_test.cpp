@@ -224,15 +224,10 @@ TEST(ServingCli, PrefixAffinityKeepsASessionsTranscriptCached) {
     }
 }
 
-// Tensor parallelism: every step runs as rank 0's graph with its collectives over the 8 ranks'
-// links, so one request alone gets `duet bench --tp 8`'s TTFT and TBT; with many, each rank's
-// share of weights and KV heads decides the KV pool. --dp beside --tp on a machine that is not
-// dp x tp NPUs is refused.
-TEST(ServingCli, TensorParallelStepsAreTheBenchsTensorParallelForwards) {
-    const std::string machine = "--model llama2-70b --tp 8 --npus 8 --pims 8 --seq-len 128 --gen-len 16 ";
-    const Result s = run(machine + "--requests 1 --rate inf");
-    ASSERT_EQ(s.code, 0) << s.out;
-    const std::string report = std::string(DUET_BINARY_DIR) + "/serving_cli_test_tp_bench.json";
+// One request alone on the serving model gets `duet bench <machine>`'s TTFT and mean TBT (its
+// decode steps on the step cache's length grid: within 1 %).
+static void expect_single_request_is_bench(const Result& s, const std::string& machine, const std::string& tag) {
+    const std::string report = std::string(DUET_BINARY_DIR) + "/serving_cli_test_" + tag + "_bench.json";
     const std::string cmd = std::string(DUET_BINARY_DIR) + "/duet --log-level off bench " + machine +
                             "--no-verdict-exit --report " + report + " > /dev/null 2>&1";
     ASSERT_EQ(std::system(cmd.c_str()), 0);
@@ -241,8 +236,22 @@ TEST(ServingCli, TensorParallelStepsAreTheBenchsTensorParallelForwards) {
         const nlohmann::json& sv = s.report["serving"][side];
         const double ttft_ms = b[side]["timeline"]["ttft_ns"].get<double>() / 1e6;
         const double tbt_ms = b[side]["tbt_mean_ns"].get<double>() / 1e6;
-        EXPECT_NEAR(sv["ttft_ms"]["p50"].get<double>(), ttft_ms, ttft_ms * 1e-3) << side;
-        EXPECT_NEAR(sv["tpot_ms"]["mean"].get<double>(), tbt_ms, tbt_ms * 0.01) << side;
+        EXPECT_NEAR(sv["ttft_ms"]["p50"].get<double>(), ttft_ms, ttft_ms * 1e-3) << tag << " " << side;
+        EXPECT_NEAR(sv["tpot_ms"]["mean"].get<double>(), tbt_ms, tbt_ms * 0.01) << tag << " " << side;
+    }
+}
+
+// Tensor parallelism: every step runs as rank 0's graph with its collectives over the 8 ranks'
+// links, so one request alone gets `duet bench --tp 8`'s TTFT and TBT; with many, each rank's
+// share of weights and KV heads decides the KV pool. --dp beside --tp on a machine that is not
+// dp x tp NPUs is refused.
+TEST(ServingCli, TensorParallelStepsAreTheBenchsTensorParallelForwards) {
+    const std::string machine = "--model llama2-70b --tp 8 --npus 8 --pims 8 --seq-len 128 --gen-len 16 ";
+    const Result s = run(machine + "--requests 1 --rate inf");
+    ASSERT_EQ(s.code, 0) << s.out;
+    expect_single_request_is_bench(s, machine, "tp");
+    for (const char* side : {"baseline", "target"}) {
+        const nlohmann::json& sv = s.report["serving"][side];
         // 8 ranks of 64 GiB: per rank 1/8 of the weights and one of the 8 KV heads
         EXPECT_EQ(sv["kv_cache"]["device_bytes"].get<double>(), 512.0 * (1 << 30)) << side;
         EXPECT_LT(sv["kv_cache"]["other_bytes"].get<double>(), 160.0 * (1 << 30)) << side;
@@ -264,18 +273,9 @@ TEST(ServingCli, PipelineStagesAreVirtualEnginesOfOneInstance) {
                          "step holds the pipeline's entry for its slowest stage)\n"),
               std::string::npos) << s.out;
     EXPECT_EQ(s.report["workload"]["pp"], 2);
-    const std::string report = std::string(DUET_BINARY_DIR) + "/serving_cli_test_pp_bench.json";
-    const std::string cmd = std::string(DUET_BINARY_DIR) + "/duet --log-level off bench " + machine +
-                            "--gen-len 16 --no-verdict-exit --report " + report + " > /dev/null 2>&1";
-    ASSERT_EQ(std::system(cmd.c_str()), 0);
-    const nlohmann::json b = nlohmann::json::parse(std::ifstream(report));
+    expect_single_request_is_bench(s, machine + "--gen-len 16 ", "pp");
     for (const char* side : {"baseline", "target"}) {
-        const nlohmann::json& sv = s.report["serving"][side];
-        const double ttft_ms = b[side]["timeline"]["ttft_ns"].get<double>() / 1e6;
-        const double tbt_ms = b[side]["tbt_mean_ns"].get<double>() / 1e6;
-        EXPECT_NEAR(sv["ttft_ms"]["p50"].get<double>(), ttft_ms, ttft_ms * 1e-3) << side;
-        EXPECT_NEAR(sv["tpot_ms"]["mean"].get<double>(), tbt_ms, tbt_ms * 0.01) << side;
-        const int64_t blocks = sv["kv_cache"]["blocks"].get<int64_t>();
+        const int64_t blocks = s.report["serving"][side]["kv_cache"]["blocks"].get<int64_t>();
         EXPECT_NE(s.out.find("  pipeline: 2 virtual engines of " + std::to_string(blocks / 2) + " blocks each\n"),
                   std::string::npos) << s.out;
     }
