@@ -100,13 +100,10 @@ Graph fuse_all(const Graph& g, bool int8_acts) {
 }
 
 Graph build_graph(const ModelShape& s, const GraphOptions& opts) {
-    // Pipeline stages split at layer boundaries and need nothing of the block. The fusion passes
-    // know the dense block only; the tensor-parallel pass splits experts and latent attention too
-    // (the real engine runs it directly, runtime/tp_rank.h), but the modelled machine's accounting
-    // of them under tensor parallelism (memory, serving capacity, expert parallelism) is not built.
-    if ((s.is_moe() || s.is_mla()) && (opts.tp != 1 || opts.fuse))
-        fail("model '{}' ({}{}): tensor parallelism and fusion are not modelled for experts or latent attention yet "
-             "(allowed: --tp 1 without --fuse; --pp splits the layers)",
+    // Pipeline stages split at layer boundaries and need nothing of the block; the tensor-parallel
+    // pass splits experts and latent attention too. The fusion passes know the dense block only.
+    if ((s.is_moe() || s.is_mla()) && opts.fuse)
+        fail("model '{}' ({}{}): fusion is not modelled for experts or latent attention yet (allowed: without --fuse)",
              s.name, s.is_moe() ? "experts" : "", s.is_mla() ? (s.is_moe() ? ", latent attention" : "latent attention") : "");
     Graph g = build_graph(s);
     if (opts.tp != 1) g = ShardTensorParallel(opts.tp, opts.tp_rank, opts.flashcomm, opts.ff_align).run(g);

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "graph/parallel.h"
 #include "sim/memory_accounting.h"
 #include "sim/placement.h"
 #include "sim/planner.h"
@@ -15,7 +14,7 @@ sim::MemoryBreakdown one_block_memory(const graph::ModelShape& shape, const sim:
                                       const sim::SimHardware& hw, int64_t step_tokens, int stage = 0) {
     // One step of step_tokens prompt tokens; one block of context for one sequence; with
     // opts.parallel.tp, pp or opts.experts.ep > 1 rank 0's graph of `stage` (its share of the
-    // weights and its layers' KV).
+    // weights, its KV heads (a latent KV whole) and its layers' KV).
     graph::GraphOptions go;
     go.tp = opts.parallel.tp;
     go.ep = opts.experts.ep;
@@ -25,13 +24,6 @@ sim::MemoryBreakdown one_block_memory(const graph::ModelShape& shape, const sim:
                                                      : sim::plan_generation(shape, step_tokens, 1, 1);
     const sim::Placer placer(opts.placement, hw);
     return sim::account_memory(shape, plan, hw.kv_block_tokens, 1, placer, opts, hw);
-}
-
-// The KV heads one of `tp` ranks holds.
-uint64_t rank_kv_share(const graph::ModelShape& shape, uint64_t whole, uint64_t tp) {
-    const uint64_t kv_heads = uint64_t(std::max<int64_t>(1, shape.n_head_kv));
-    const uint64_t rank_heads = shape.is_mla() ? kv_heads : (kv_heads + tp - 1) / tp;
-    return whole * rank_heads / kv_heads;
 }
 }  // namespace
 
@@ -49,8 +41,7 @@ uint64_t kv_block_bytes(const graph::ModelShape& shape, const sim::RunOptions& o
 
 uint64_t kv_rank_bytes_per_token(const graph::ModelShape& shape, const sim::RunOptions& opts,
                                  const sim::SimHardware& hw) {
-    const uint64_t tp = uint64_t(std::max(1, opts.parallel.tp));
-    return rank_kv_share(shape, kv_block_bytes(shape, opts, hw), tp) / uint64_t(hw.kv_block_tokens);
+    return kv_block_bytes(shape, opts, hw) / uint64_t(hw.kv_block_tokens);
 }
 
 KvCapacity kv_capacity(const graph::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw,
@@ -74,9 +65,7 @@ KvCapacity kv_capacity(const graph::ModelShape& shape, const sim::RunOptions& op
     c.n_blocks = INT64_MAX;
     for (int s = 0; s < pp; ++s) {
         const sim::MemoryBreakdown m = one_block_memory(shape, opts, hw, step_tokens, s);
-        // sim::account_memory counts every layer's KV: a stage holds its own layers' share
-        const uint64_t layers = pp > 1 ? uint64_t(graph::pp_stage_layers(shape, pp, s).count) : uint64_t(shape.n_layer);
-        const uint64_t rank_block = rank_kv_share(shape, m.kv_cache_bytes, tp) * layers / uint64_t(shape.n_layer);
+        const uint64_t rank_block = m.kv_cache_bytes;  // the rank's KV heads of the stage's layers
         const uint64_t rank_other = m.total_bytes() - m.kv_cache_bytes;
         DUET_CHECK(rank_block > 0);
         c.n_blocks = std::min(c.n_blocks, rank_device > rank_other ? int64_t((rank_device - rank_other) / rank_block * ep) : 0);

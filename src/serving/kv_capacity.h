@@ -31,7 +31,8 @@ struct KvCapacity {
 // {"blocks", "block_tokens", "block_bytes", "device_bytes", "other_bytes"} (docs/report-schema.md).
 nlohmann::json kv_capacity_json(const KvCapacity& c);
 
-// One KV block's bytes (SimHardware::kv_block_tokens tokens, every layer) under `opts`.
+// One KV block's bytes (SimHardware::kv_block_tokens tokens, every layer) under `opts`: one
+// tensor-parallel rank's KV heads (sim/memory_accounting.h).
 uint64_t kv_block_bytes(const graph::ModelShape& shape, const sim::RunOptions& opts, const sim::SimHardware& hw);
 
 // One tensor-parallel rank's share of one token's K and V (every layer) under `opts`: its

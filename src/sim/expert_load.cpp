@@ -4,6 +4,9 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <string>
+
+#include <fmt/format.h>
 
 #include "core/error.h"
 #include "graph/parallel.h"
@@ -115,8 +118,8 @@ void apply_forward(const Plan& p, const ForwardSpan& fw, const ModelShape& s, co
             r.in_bytes = r.out_bytes = 4 * uint64_t(r.m * r.n);
         } else if (r.kind == OpKind::SWIGLU && i > fw.begin && p.ops[i - 1].kind == OpKind::MOE_MATMUL &&
                    whole(l.rows) != r.m * s.n_expert_used) {  // the rows the rank's experts received
+            r.n /= s.n_expert_used;  // one expert's features on this rank (1/tp of them under TP)
             r.m = whole(l.rows);
-            r.n = s.n_ff_exp;
             r.in_bytes = 8 * uint64_t(r.m * r.n);
             r.out_bytes = 4 * uint64_t(r.m * r.n);
             r.flops = 4.0 * double(r.m) * double(r.n);
@@ -161,8 +164,17 @@ int64_t pim_row_threshold(const OpRecord& r, const ExpertOnPim& on_pim) {
     return -1;
 }
 
+namespace {
+
+std::string placement_text(int tp) {
+    if (tp > 1) return fmt::format("tensor parallel: every device holds 1/{} of every expert's features", tp);
+    return "contiguous: device e holds experts [e*E/ep, (e+1)*E/ep)";
+}
+
+}  // namespace
+
 nlohmann::json expert_report_json(const ExpertLoadOptions& o, const ModelShape& s,
-                                  const std::vector<RankExpertLoad>& ranks, const nlohmann::json& thresholds) {
+                                  const std::vector<RankExpertLoad>& ranks, const nlohmann::json& thresholds, int tp) {
     nlohmann::json rows = nlohmann::json::array(), active = nlohmann::json::array(), pim = nlohmann::json::array(),
                    npu = nlohmann::json::array();
     size_t busiest = 0;
@@ -177,8 +189,9 @@ nlohmann::json expert_report_json(const ExpertLoadOptions& o, const ModelShape& 
     return {{"routing", o.routing ? o.routing->source : "uniform"},
             {"model", "expected values per expert: rows T*k*f, active 1-(1-k*f)^T"},
             {"ep", o.ep},
+            {"tp", tp},
             {"experts_per_device", s.n_expert / o.ep},
-            {"placement", "contiguous: device e holds experts [e*E/ep, (e+1)*E/ep)"},
+            {"placement", placement_text(tp)},
             {"decode_rows_per_layer", rows},
             {"decode_active_experts_per_layer", active},
             {"decode_experts_on_pim_per_layer", pim},
@@ -239,7 +252,7 @@ Plan plan_with_expert_loads(const Plan& plan, const ModelShape& s, const RunOpti
     };
     Plan first = stage(plan);
     for (const Plan& next : plan.next_stages) first.next_stages.push_back(stage(next));
-    report = expert_report_json(o, s, loads, thresholds_json(plan, on_pim));
+    report = expert_report_json(o, s, loads, thresholds_json(plan, on_pim), opts.parallel.tp);
     return first;
 }
 

@@ -10,7 +10,7 @@
 //   rows when active c_i = r_i / a_i (expected values; not a sample of the routing)
 //   MOE_MATMUL   m = sum of r_i over the rank's experts (rounded up), n_expert_active = sum of a_i
 //                (rounded up), weights read once per active expert; 0 rows: the record does nothing
-//   SWIGLU       of the experts' gate/up: m = those rows, n = n_ff_exp
+//   SWIGLU       of the experts' gate/up: m = those rows, n = the rank's features of one expert
 //   ALL_TO_ALL   m = ep x the largest message one rank sends one peer, ⌈T_r·k·S_max⌉ rows, T_r the
 //                rank's own tokens and S_max the largest share of the rows one rank's experts take
 // The busiest rank (most rows) sets the step: its all-to-all partners wait for it (sim/timeline.h).
@@ -22,6 +22,10 @@
 // shorter), so an expert with few rows can go to PIM while one with many stays on the NPU. The
 // PIM group runs beside the NPU group (sibling records). Every rank's plan keeps the
 // same records in the same order, so the timeline can walk them in step.
+// Under tensor parallelism (tp ranks, ep = 1) every rank holds a 1/tp slice of every expert
+// (graph/shard_tensor_parallel.h): its records already carry the local n or k, every rank sees
+// every routed row, so the same rows and active experts apply with the local widths, and the
+// ranks are alike (rank 0's plan stands for them all).
 // Thread safety: pure functions.
 #include <functional>
 #include <memory>
@@ -62,10 +66,10 @@ void apply_expert_load(Plan& p, const ModelShape& s, const ExpertLoadOptions& o,
 // PIM; -1 = PIM up to 256 rows.
 int64_t pim_row_threshold(const OpRecord& r, const ExpertOnPim& on_pim);
 
-// The report's "experts" object (docs/report-schema.md): routing, ep, experts per device, the
+// The report's "experts" object (docs/report-schema.md): routing, ep, tp, experts per device, the
 // per-device decode loads, the busiest device, the experts on PIM and NPU and the thresholds.
 nlohmann::json expert_report_json(const ExpertLoadOptions& o, const ModelShape& s, const std::vector<RankExpertLoad>& ranks,
-                                  const nlohmann::json& thresholds);
+                                  const nlohmann::json& thresholds, int tp = 1);
 
 // Every stage plan of `plan` (and Plan::next_stages) re-priced for EP rank 0, with the plans of
 // ranks 1..ep-1 in Plan::ep_ranks, split by device when opts' placement may use PIM (decided on

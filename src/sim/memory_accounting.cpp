@@ -42,12 +42,15 @@ MemoryBreakdown account_memory(const ModelShape& s, const Plan& plan, int64_t co
     }
 
     const int64_t blocks_per_seq = (context + hw.kv_block_tokens - 1) / hw.kv_block_tokens;
-    // K and V rows of n_head_kv * head_dim each, or one latent row (int8: 34 B / 32 values)
+    // K and V rows of the graph's KV heads (a tensor-parallel rank's own) of head_dim each, or one
+    // latent row, whole on every rank (int8: 34 B / 32 values)
     const uint64_t token_layer_bytes = s.is_mla() ? row_bytes(s.kv_dtype, s.kv_values_per_token_layer())
-                                                  : 2 * row_bytes(s.kv_dtype, s.n_head_kv * s.head_dim);
+                                                  : 2 * row_bytes(s.kv_dtype, g->shape.n_head_kv * s.head_dim);
     mb.kv_cache_latent = s.is_mla();
+    // the graph's layers: a pipeline stage's own (graph/parallel.h PpStage), else every layer
+    const int64_t layers = g->pp.pp > 1 ? g->pp.layers.count : s.n_layer;
     mb.kv_cache_bytes = uint64_t(batch) * uint64_t(blocks_per_seq) * uint64_t(hw.kv_block_tokens) *
-                        uint64_t(s.n_layer) * token_layer_bytes;
+                        uint64_t(layers) * token_layer_bytes;
 
     const graph::MemoryPlan mp = graph::plan_memory(*g);
     int64_t prev_n_tok = -1;

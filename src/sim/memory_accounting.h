@@ -8,7 +8,10 @@
 //   kv_cache     paged: batch * ceil(context / kv_block_tokens) blocks of kv_block_tokens
 //                tokens * n_layer * the values one token keeps per layer in the KV dtype:
 //                2 (K,V) * n_head_kv * head_dim, or with latent attention (MLA) the latent
-//                kv_lora_rank + qk_rope_head_dim (kv_cache_latent says which)
+//                kv_lora_rank + qk_rope_head_dim (kv_cache_latent says which); under tensor
+//                parallelism n_head_kv is the rank's (the graph's, graph/shard_tensor_parallel.h)
+//                and the latent is whole on every rank; a pipeline stage's graph counts its own
+//                layers (graph/parallel.h PpStage) instead of n_layer
 //   of weights   weights_experts_bytes: the routed experts' matrices (every expert of every MoE
 //                layer, all resident); the rest of weights_bytes is shared by every token
 //   activations  peak of the static memory plan (graph/memory_plan.h): the largest sum of

@@ -44,7 +44,7 @@ void check_expert_parallel_ranks(int ep, int tp, int pp, int64_t npus);
 // --ep / --expert-skew / --routing-stats of a trace-only model (in.model a preset, config.json or
 // GGUF hparams; in.tp set): in.ep = ep and in.routing (uniform for a MoE model when neither skew
 // >= 0 nor routing_stats is given). Throws duet::Error, exit 2 before any work: --tp with --ep
-// (tensor parallelism is not modelled for experts or latent attention: the ep ranks run
+// (attention split by heads inside an expert-parallel group is not modelled: the ep ranks run
 // data-parallel attention), a dense model, an ep that does not divide the experts, bad routing.
 void set_expert_inputs(TraceBenchInputs& in, int ep, double skew, const std::string& routing_stats,
                        const std::string& dtype);
