@@ -138,16 +138,20 @@ void expect_same(const EngineRun& a, const EngineRun& b, const std::string& what
     EXPECT_EQ(a.tokens.size(), 8u) << what;
 }
 
+// f(model, "preset dtype") for every tiny model in f32, f16 and q8_0.
+template <class F>
+void for_each_model(F&& f) {
+    for (const char* p : kPresets)
+        for (const char* dt : {"f32", "f16", "q8_0"})
+            f(Model::load(test::generated_model(p, dt, 5)), std::string(p) + " " + dt);
+}
+
 TEST(MoeMlaPimLayout, EngineLogitsAndTokensEqualThePlainEngine) {
-    for (const char* p : kPresets) {
-        for (const char* dt : {"f32", "f16", "q8_0"}) {
-            auto m = Model::load(test::generated_model(p, dt, 5));
-            const std::string what = std::string(p) + " " + dt;
-            const EngineRun plain = run(m, false, false), pim = run(m, false, true);
-            EXPECT_GT(pim.pim_matrices, 0) << what;
-            expect_same(plain, pim, what + " pim layout");
-        }
-    }
+    for_each_model([](const std::shared_ptr<const Model>& m, const std::string& what) {
+        const EngineRun plain = run(m, false, false), pim = run(m, false, true);
+        EXPECT_GT(pim.pim_matrices, 0) << what;
+        expect_same(plain, pim, what + " pim layout");
+    });
 }
 
 // A file with W_kv_b unsplit: the engine's f32 per-head split is read in place, the file's other
@@ -161,23 +165,20 @@ TEST(MoeMlaPimLayout, UnsplitKvBReadsTheEnginesSplitBesideTheLayout) {
     Engine e(m, opts(false));
     const PimLayoutWeightSource src(e.plain_weights(), e.graph(), params(), kOrg, false);
     int64_t dense = 0;  // every matrix but the heads of k_b / v_b
-    for (const graph::MatrixUse& mu : graph::matrices(e.graph())) dense += mu.role == graph::WeightRole::ATTN_K_B || mu.role == graph::WeightRole::ATTN_V_B ? 0 : mu.count;
+    for (const graph::MatrixUse& mu : graph::matrices(e.graph()))
+        dense += mu.role == graph::WeightRole::ATTN_K_B || mu.role == graph::WeightRole::ATTN_V_B ? 0 : mu.count;
     EXPECT_EQ(src.pim_count(), dense);
 }
 
 TEST(MoeMlaFusion, FusedEngineEqualsThePlainEngine) {
-    for (const char* p : kPresets) {
-        for (const char* dt : {"f32", "f16", "q8_0"}) {
-            auto m = Model::load(test::generated_model(p, dt, 5));
-            const std::string what = std::string(p) + " " + dt;
-            const EngineRun plain = run(m, false, false), fused = run(m, true, false);
-            expect_same(plain, fused, what + " --fuse");
-            // every model has something to fuse: Q|K|V, a dense layer's gate|up, RMSNorm into a
-            // quantised matmul, RoPE into the KV write of non-latent attention
-            EXPECT_LT(fused.n_nodes, plain.n_nodes) << what;
-            expect_same(plain, run(m, true, true), what + " --fuse with the pim layout");
-        }
-    }
+    for_each_model([](const std::shared_ptr<const Model>& m, const std::string& what) {
+        const EngineRun plain = run(m, false, false), fused = run(m, true, false);
+        expect_same(plain, fused, what + " --fuse");
+        // every model has something to fuse: Q|K|V, a dense layer's gate|up, RMSNorm into a
+        // quantised matmul, RoPE into the KV write of non-latent attention
+        EXPECT_LT(fused.n_nodes, plain.n_nodes) << what;
+        expect_same(plain, run(m, true, true), what + " --fuse with the pim layout");
+    });
 }
 
 }  // namespace
