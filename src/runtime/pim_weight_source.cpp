@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "graph/tensor_catalogue.h"
 #include "layout/pim_int8.h"
 
 namespace duet::runtime {
@@ -53,6 +54,8 @@ PimLayoutWeightSource::Matrix PimLayoutWeightSource::add(const model::TensorRef&
                                                          const layout::MemoryOrganisation& org, bool f32_to_f16,
                                                          bool q8_0_as_int8) {
     Matrix m;
+    // A router (the catalogue's keep_f32 rows) is f32 in every file: it keeps its float dtype.
+    if (q8_0_as_int8 && t.dtype == DType::F32 && graph::weight_spec(role).keep_f32) q8_0_as_int8 = false;
     if (q8_0_as_int8 && !dtype_is_quantized(t.dtype))
         fail("config.toml [pim] precision = i8 holds Q8_0 matrices as int8 quants with their block scales, but the "
              "model's {}{} is {} (allowed: [pim] precision = f16, bf16 or i8; i8 needs a Q8_0 model file, whose "

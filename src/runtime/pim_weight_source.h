@@ -21,7 +21,9 @@
 // With q8_0_as_int8 (config.toml [pim] precision = int8) a Q8_0 matrix becomes an int8 matrix in
 // the layout plus its f16 block scales beside it (layout/pim_int8.h); the GEMV reads both in
 // place and its numbers are Q8_0's (kernels::BlockedWeights::scales). The other quantised types
-// keep their ggml rows; an f32/f16/bf16 matrix is refused, naming [pim] precision.
+// keep their ggml rows; an f32/f16/bf16 matrix is refused, naming [pim] precision, except a MoE
+// router (ffn_gate_inp, ffn_gate_inp_shexp: the catalogue's keep_f32 rows, f32 in every file),
+// which is held as an f32 matrix is without int8 (f16 when f32_to_f16).
 //
 // Thread safety: immutable after construction; matmul is called from the engine's thread.
 #include <map>

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 
+#include "graph/tensor_catalogue.h"
 #include "model/hparams.h"
 #include "runtime/engine.h"
 #include "runtime/generator.h"
@@ -46,15 +47,16 @@ double max_abs(const std::vector<float>& v) {
 
 // Matrix by matrix: each matrix of each stack (experts, heads) through the layout against the
 // plain stack, on 1 and 3 rows.
-void check_matrices(const std::string& preset, const std::string& dtype) {
+void check_matrices(const std::string& preset, const std::string& dtype, bool int8 = false) {
     auto model = Model::load(test::generated_model(preset, dtype, 5));
     Engine engine(model, opts(false));
-    const PimLayoutWeightSource pim(engine.plain_weights(), engine.graph(), params(), kOrg, false);
-    int64_t expected = 0, stacks = 0;
+    const PimLayoutWeightSource pim(engine.plain_weights(), engine.graph(), params(), kOrg, false, int8);
+    int64_t expected = 0, stacks = 0, routers = 0;
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> d(-1, 1);
     for (const graph::MatrixUse& mu : graph::matrices(engine.graph())) {
         expected += mu.count;
+        routers += graph::weight_spec(mu.role).keep_f32;
         const WeightInfo wi = engine.plain_weights().info(mu.role, mu.layer);
         EXPECT_EQ(pim.info(mu.role, mu.layer).n, wi.n);
         EXPECT_EQ(pim.info(mu.role, mu.layer).k, wi.k);
@@ -79,11 +81,20 @@ void check_matrices(const std::string& preset, const std::string& dtype) {
     }
     EXPECT_GT(stacks, 0) << preset;
     EXPECT_EQ(pim.pim_count(), expected) << preset;
+    // [pim] precision = i8: every Q8_0 matrix as int8 quants + scales, the f32 routers as f32
+    if (int8) {
+        EXPECT_GT(routers, 0);
+        EXPECT_EQ(pim.int8_count(), expected - routers) << preset;
+    }
 }
 
 TEST(MoeMlaPimLayout, EveryExpertAndHeadMatrixMatchesThePlainStack) {
     for (const char* p : kPresets)
         for (const char* dt : {"f32", "f16", "q8_0", "q4_k"}) check_matrices(p, dt);
+}
+
+TEST(MoeMlaPimLayout, Q8_0ExpertsHeldAsInt8RoutersAsF32) {
+    for (const char* p : {"tiny-qwen2moe", "tiny-deepseek3"}) check_matrices(p, "q8_0", true);
 }
 
 struct EngineRun {
@@ -93,13 +104,13 @@ struct EngineRun {
     size_t n_nodes = 0;  // of the engine's graph
 };
 
-EngineRun run(const std::shared_ptr<const Model>& m, bool fuse, bool pim_layout) {
+EngineRun run(const std::shared_ptr<const Model>& m, bool fuse, bool pim_layout, bool int8 = false) {
     Engine e(m, opts(fuse));
     std::unique_ptr<PimLayoutWeightSource> pim;
     EngineRun r;
     r.n_nodes = e.graph().nodes.size();
     if (pim_layout) {
-        pim = std::make_unique<PimLayoutWeightSource>(e.plain_weights(), e.graph(), params(), kOrg, false);
+        pim = std::make_unique<PimLayoutWeightSource>(e.plain_weights(), e.graph(), params(), kOrg, false, int8);
         e.set_weight_source(pim.get());
         r.pim_matrices = pim->pim_count();
     }
@@ -152,6 +163,13 @@ TEST(MoeMlaPimLayout, EngineLogitsAndTokensEqualThePlainEngine) {
         EXPECT_GT(pim.pim_matrices, 0) << what;
         expect_same(plain, pim, what + " pim layout");
     });
+}
+
+TEST(MoeMlaPimLayout, Int8EngineEqualsThePlainEngine) {
+    for (const char* p : kPresets) {
+        auto m = Model::load(test::generated_model(p, "q8_0", 5));
+        expect_same(run(m, false, false), run(m, false, true, true), std::string(p) + " q8_0 as int8");
+    }
 }
 
 // A file with W_kv_b unsplit: the engine's f32 per-head split is read in place, the file's other

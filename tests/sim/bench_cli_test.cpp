@@ -383,6 +383,15 @@ TEST(BenchCli, FileModeRunsMoeAndLatentModelsThroughThePimLayout) {
             }
         }
     }
+    // [pim] precision = int8: the Q8_0 experts as int8 quants + scales, the f32 routers as f32
+    const std::string q8 = std::string(DUET_BINARY_DIR) + "/bench_cli_tiny-qwen2moe_q8_0.gguf";
+    Result r = run("DUET_PIM_PRECISION=int8 DUET_OP_PRECISION_MODE=must_keep_origin_dtype",
+                   "bench -m " + q8 + " --seq-len 9 --gen-len 5");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto& fn = r.report["functional"];
+    EXPECT_TRUE(fn["identical"].get<bool>());
+    EXPECT_LT(fn["max_logit_diff"].get<double>(), 1e-3);
+    EXPECT_EQ(fn["pim_int8"]["q8_0_matrices"].get<int64_t>(), 2 * 21 + 1 - 2 * 2);  // all but router, shared gate
 }
 
 // [pim] precision = int8 (issue 9 item 4): a Q8_0 file's matrices are held as int8 quants in the
