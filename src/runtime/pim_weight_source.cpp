@@ -118,7 +118,8 @@ WeightInfo PimLayoutWeightSource::info(WeightRole role, int32_t layer) const {
     const layout::PimLayoutPlan& p = first.plan;
     // int8 quants + f16 scales: Q8_0's numbers and bytes
     const DType dtype = first.scales.empty() ? p.dtype : DType::Q8_0;
-    const uint64_t bytes_one = first.scales.empty() ? p.weight_bytes : uint64_t(row_bytes(DType::Q8_0, p.k)) * uint64_t(p.n_rows);
+    const uint64_t bytes_one =
+        first.scales.empty() ? p.weight_bytes : uint64_t(row_bytes(DType::Q8_0, p.k)) * uint64_t(p.n_rows);
     return WeightInfo{p.n_rows, p.k_dtype_elems, dtype, bytes_one * uint64_t(v->size())};
 }
 

@@ -41,9 +41,9 @@ public:
     // plain and g must outlive this.
     PimLayoutWeightSource(const PlainWeightSource& plain, const graph::Graph& g, const layout::PimLayoutParams& params,
                           const layout::MemoryOrganisation& org, bool f32_to_f16, bool q8_0_as_int8 = false);
-    int64_t pim_count() const { return count_; }              // matrices in the layout (each expert, head one)
+    int64_t pim_count() const { return count_; }            // matrices in the layout (each expert, head one)
     int64_t converted_count() const { return converted_; }  // f32 matrices held as f16
-    int64_t int8_count() const { return int8_; }             // Q8_0 matrices held as int8 + scales
+    int64_t int8_count() const { return int8_; }            // Q8_0 matrices held as int8 + scales
     uint64_t int8_scale_bytes() const { return scale_bytes_; }  // their scale arrays
     // The PIM base and index of (role, layer) (matrix `index` of a stack), for tests; DUET_CHECKs
     // that it exists.
