@@ -12,6 +12,9 @@
 //   (attention needs contiguous q).
 // The records of the fused graph have one MATMUL (one launch, one read of x) where the
 // unfused graph had p.
+// Only MATMUL nodes whose roles are a fused role's parts join: a MoE layer's grouped expert
+// matmuls (MOE_MATMUL), its router and shared expert, and MLA's q_a / q_b / kv_a projections and
+// per-head matmuls stay as they are.
 #include "graph/pass.h"
 #include "graph/tensor_catalogue.h"  // fused_parts
 

@@ -7,6 +7,8 @@
 // Rewrite (consecutive nodes, same layer, k_rope read by no other node, k read by no other node):
 //   ROPE {q, k} -> {q_rope, k_rope};  KV_WRITE {k_rope, v} -> {}
 //   => ROPE_KV_WRITE {q, k, v} -> {q_rope}   (n = the ROPE's n, k = head_dim, dtype = the KV dtype)
+// Latent attention's ROPE (q and the shared k_pe) feeds a KV_WRITE of the latent row [c | k_pe]
+// whose first input is c, not the rotated k: it does not match and stays.
 // Numerics are unchanged: the same rope kernel rotates the same k values and the same store
 // converts them to the cache's type. Modelled: one record (one launch) where there were two, and
 // the m × n_embd_kv f32 write of k_rope and its read by KV_WRITE are gone (sim/planner.cpp).

@@ -92,12 +92,6 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts, gr
     kc.n_blocks = opts_.kv_blocks;
     kc.kv_type = opts_.kv_type;
     kv_ = std::make_unique<KvCache>(kc);
-    if (opts_.fuse && hp.is_mla())
-        fail("--fuse is not supported for latent-attention models yet ({}, kv_lora_rank {}): run without --fuse",
-             hp.arch_name, hp.kv_lora_rank);
-    if (opts_.fuse && hp.is_moe())
-        fail("--fuse is not supported for Mixture-of-Experts models yet ({}, {} experts): run without --fuse",
-             hp.arch_name, hp.n_expert);
     if (hp.is_mla()) init_mla();
     if (opts_.fuse) graph_ = graph::fuse_all(graph_);
     plain_.bind_fused(graph_);
@@ -130,16 +124,7 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts, gr
 
 Engine::~Engine() = default;
 
-void Engine::set_weight_source(const WeightSource* w) {
-    const model::Hparams& hp = model_->hparams();
-    if (w && w != &plain_ && hp.is_mla())
-        fail("the PIM weight layout is not supported for latent-attention models yet ({}, kv_lora_rank {}): use the "
-             "plain layout (duet bench --target npu_only)", hp.arch_name, hp.kv_lora_rank);
-    if (w && w != &plain_ && hp.is_moe())
-        fail("the PIM weight layout is not supported for Mixture-of-Experts models yet ({}, {} experts): use the "
-             "plain layout (duet bench --target npu_only)", hp.arch_name, hp.n_expert);
-    dispatch_.set_weight_source(w ? w : &plain_);
-}
+void Engine::set_weight_source(const WeightSource* w) { dispatch_.set_weight_source(w ? w : &plain_); }
 
 void Engine::ensure_scratch(int64_t n) {
     if (n <= scratch_tokens_) return;
@@ -233,20 +218,22 @@ void Engine::run_node(const graph::Node& nd, const Step& st) {
         }
         case OpKind::RMSNORM: {
             const int32_t x = nd.in[0], y = nd.out[0];
-            if (nd.k > 0) {  // per head (Qwen3's q/k norms): rows of head_dim
-                DUET_CHECK(stride(x) == nd.n && stride(y) == nd.n, "engine: head norm of layer {} is strided", nd.layer);
-                dispatch_.rmsnorm(ptr(x), vec, ptr(y), rows(y) * (nd.n / nd.k), nd.k, hp.norm_eps);
-                break;
-            }
-            if (rows(x) == rows(y) && stride(x) != nd.n) {  // a column view (MLA's latent): to y, then in place
+            const float* xr = ptr(x);
+            if (rows(x) == rows(y) && stride(x) != nd.n) {
+                // a column view (MLA's latent; q or k of a fused Q|K|V): to y, then in place
                 DUET_CHECK(stride(y) == nd.n, "engine: norm of layer {} writes a strided tensor", nd.layer);
                 for (int64_t i = 0; i < rows(y); ++i)
                     std::memcpy(ptr(y) + i * nd.n, ptr(x) + i * stride(x), size_t(nd.n) * sizeof(float));
-                dispatch_.rmsnorm(ptr(y), vec, ptr(y), rows(y), nd.n, hp.norm_eps);
+                xr = ptr(y);
+            }
+            if (nd.k > 0) {  // per head (Qwen3's q/k norms): rows of head_dim
+                DUET_CHECK(rows(x) == rows(y) && stride(y) == nd.n, "engine: head norm of layer {} is strided",
+                           nd.layer);
+                dispatch_.rmsnorm(xr, vec, ptr(y), rows(y) * (nd.n / nd.k), nd.k, hp.norm_eps);
                 break;
             }
             if (rows(x) == rows(y)) {
-                dispatch_.rmsnorm(ptr(x), vec, ptr(y), rows(y), nd.n, hp.norm_eps);
+                dispatch_.rmsnorm(xr, vec, ptr(y), rows(y), nd.n, hp.norm_eps);
                 break;
             }
             // OUT_ROWS from TOKENS: gather the rows whose logits are wanted, then normalise them.

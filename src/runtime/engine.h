@@ -131,9 +131,8 @@ public:
     const graph::Graph& graph() const { return graph_; }
     // The weights read in place (the default weight source), with the graph's fused matrices.
     const PlainWeightSource& plain_weights() const { return plain_; }
-    // Replaces the weight layout (nullptr: back to the plain GGUF tensors). Not owned.
-    // A Mixture-of-Experts model runs on the plain tensors only (the PIM layout holds no expert
-    // stacks yet): another source throws duet::Error.
+    // Replaces the weight layout (nullptr: back to the plain GGUF tensors). Not owned. Every
+    // weight matmul reads through it, the expert and per-head stacks included (matmul_stack).
     void set_weight_source(const WeightSource* w);
     // Tensor and pipeline parallelism (runtime/tp_rank.h): the hook runs the graph's ALL_REDUCE,
     // SEND and RECV nodes and hears of every forward. Not owned; nullptr: none (a TP graph then fails at its first
@@ -210,12 +209,12 @@ private:
     // The routing of the layer being run (MOE_ROUTE writes it, its MOE_MATMULs read it): per token
     // its n_expert_used expert ids; per expert the slots t * n_expert_used + j routed to it, in
     // token order. A MOE_MATMUL gathers every chosen expert's rows into moe_x_ (expert after
-    // expert; gathered row r is slot moe_order_[r]), runs moe_groups_ as one grouped matmul into
-    // moe_y_ and scatters its rows back.
+    // expert; gathered row r is slot moe_order_[r]), hands moe_groups_ to the weight source's
+    // matmul_stack, which writes moe_y_, and scatters its rows back. head_groups_: a HEAD_MATMUL's heads.
     std::vector<int32_t> moe_ids_;
     std::vector<std::vector<int64_t>> moe_slots_;
     std::vector<int64_t> moe_order_;
-    std::vector<kernels::MatmulGroup> moe_groups_;
+    std::vector<StackRows> moe_groups_, head_groups_;
     std::vector<float> moe_x_, moe_y_;
     // Latent attention: a sequence's cached rows of one layer as f32 [n_ctx][kv_lora_rank +
     // qk_rope_head_dim]; one cache row being written; per layer the f32 halves of W_kv_b of a

@@ -5,13 +5,15 @@
 // row [c | k_pe] of kv_lora_rank + qk_rope_head_dim values — the RMS-normed latent and the roped
 // key shared by all heads — instead of K and V of every head. ROPE rotates the last
 // qk_rope_head_dim values of every query head (llama.cpp's layout: head h is [nope | rope]) and
-// k_pe, in adjacent pairs (deepseek2 is LLAMA_ROPE_TYPE_NORM). HEAD_MATMUL runs one matmul per
-// head on that head's slice (W_UK^T: q_nope -> latent space; W_UV: latent -> value head).
+// k_pe, in adjacent pairs (deepseek2 is LLAMA_ROPE_TYPE_NORM). HEAD_MATMUL multiplies each head's
+// slice by that head's matrix (W_UK^T: q_nope -> latent space; W_UV: latent -> value head), all
+// heads in one WeightSource::matmul_stack (the PIM layout holds each head's matrix on its own).
 // MLA_ATTENTION copies a sequence's cached rows of the layer to f32 once and runs
 // kernels::mla_attention over them with scale 1/sqrt(qk_nope_head_dim + qk_rope_head_dim).
 // A file with W_kv_b unsplit (older llama.cpp conversions) is split at load into f32 per-head
 // matrices of the split tensors' shapes (the key half transposed), as llama.cpp's converter now
-// writes them.
+// writes them; HEAD_MATMUL reads that f32 copy in place (matmul_stack_plain) on every weight
+// source: the copy is the engine's, not a matrix of the file the PIM layout is built from.
 #include <cmath>
 #include <cstring>
 
@@ -141,7 +143,6 @@ void Engine::mla_write_kv(const graph::Node& nd, const Step& st) {
 }
 
 void Engine::head_matmul(const graph::Node& nd, const Step& st) {
-    const model::TensorRef& stack = head_weights(nd.role, nd.layer);
     const int64_t H = graph_.shape.n_head, n = nd.n, k = nd.k;
     const int32_t xt = nd.in[0], yt = nd.out[0];
     const int64_t x_head = graph_.tensors[size_t(xt)].width / H;  // head h's k inputs start h * x_head in
@@ -151,16 +152,27 @@ void Engine::head_matmul(const graph::Node& nd, const Step& st) {
     const float* x = ptr(xt);
     float* y = ptr(yt);
     const int64_t xs = stride(xt), ys = stride(yt);
+    // The file's k_b / v_b through the weight source (the PIM layout holds each head's matrix);
+    // the engine's f32 split of an unsplit W_kv_b in place.
+    const bool own_split = !mla_split_.empty();
+    const WeightInfo wi = own_split ? WeightInfo{} : dispatch_.weight_source().info(nd.role, nd.layer);
     graph::OpRecord rec = graph::lower(graph_, nd, st.lowering);
-    rec.weight_dtype = stack.dtype;
-    rec.weight_bytes = uint64_t(H) * uint64_t(n) * stack.row_stride_bytes;
+    if (own_split) {
+        const model::TensorRef& stack = head_weights(nd.role, nd.layer);
+        rec.weight_dtype = stack.dtype;
+        rec.weight_bytes = uint64_t(H) * uint64_t(n) * stack.row_stride_bytes;
+    } else {
+        rec.weight_dtype = wi.dtype;
+        rec.weight_bytes = uint64_t(H) * uint64_t(n) * row_bytes(wi.dtype, k);
+    }
     dispatch_.set_record(rec);
+    head_groups_.resize(size_t(H));
+    for (int64_t h = 0; h < H; ++h) head_groups_[size_t(h)] = StackRows{h, x + h * x_head, st.n_tok, xs, y + h * n, ys};
     dispatch_.mla([&] {
-        for (int64_t h = 0; h < H; ++h) {
-            const model::TensorRef w = stack.expert(h);
-            kernels::matmul(x + h * x_head, st.n_tok, k, xs, w.data, w.dtype, w.row_stride_bytes, n, y + h * n, ys,
-                            pool_);
-        }
+        if (own_split)
+            matmul_stack_plain(head_weights(nd.role, nd.layer), head_groups_.data(), H, pool_);
+        else
+            dispatch_.weight_source().matmul_stack(nd.role, nd.layer, head_groups_.data(), H, pool_);
     });
 }
 

@@ -4,10 +4,12 @@
 // runtime/moe_router.h (softmax or sigmoid, the selection bias, group-limited routing, the k
 // largest, renormalised and scaled by the family's rule, as llama.cpp's build_moe_ffn applies it).
 // It also groups the batch's (token, slot) pairs by expert.
-// MOE_MATMUL gathers the rows routed to each expert that has tokens and runs them as one
-// kernels::matmul_grouped (one parallel section over (expert, column block) items) on the
-// experts' matrices of the stacked tensor: each expert's weights are read once per step (a GEMM
-// in prefill, a GEMV for a single decode token), and experts no token chose are not read at all.
+// MOE_MATMUL gathers the rows routed to each expert that has tokens and hands them to the weight
+// source's matmul_stack: the plain source runs them as one kernels::matmul_grouped (one parallel
+// section over (expert, column block) items) on the stacked tensor, the PIM layout
+// (runtime/pim_weight_source.h) each expert through its own base and block index. Each expert's
+// weights are read once per step (a GEMM in prefill, a GEMV for a single decode token), and
+// experts no token chose are not read at all.
 // MOE_COMBINE sums each token's k expert rows by their weights and adds the shared expert (times
 // sigmoid of its gate where the family has one).
 #include <algorithm>
@@ -48,7 +50,8 @@ void Engine::moe_route(const graph::Node& nd, const Step& st) {
 }
 
 void Engine::moe_matmul(const graph::Node& nd, const Step& st) {
-    const model::TensorRef& stack = plain_.tensor(nd.role, nd.layer);
+    const WeightSource& ws = dispatch_.weight_source();
+    const WeightInfo wi = ws.info(nd.role, nd.layer);  // one expert's matrix as the source holds it
     const int64_t n = nd.n, k = nd.k, K = graph_.shape.n_expert_used;
     const int32_t xt = nd.in[0], yt = nd.out[0];
     const float* x = ptr(xt);
@@ -59,12 +62,14 @@ void Engine::moe_matmul(const graph::Node& nd, const Step& st) {
     const bool per_slot = graph_.tensors[size_t(xt)].width == K * k;
     DUET_CHECK(per_slot || graph_.tensors[size_t(xt)].width == k, "engine: {} of layer {} reads a tensor of width {}",
                graph::op_kind_name(nd.kind), nd.layer, graph_.tensors[size_t(xt)].width);
+    DUET_CHECK(wi.n == n && wi.k == k, "engine: {} of layer {} holds {} x {} experts for a node of {} x {}",
+               graph::weight_role_name(nd.role), nd.layer, wi.n, wi.k, n, k);
     // The record: the experts this step really reads (the lowering assumes uniform routing).
     graph::OpRecord rec = graph::lower(graph_, nd, st.lowering);
     rec.n_expert_active = 0;
     for (const auto& slots : moe_slots_) rec.n_expert_active += slots.empty() ? 0 : 1;
-    rec.weight_dtype = stack.dtype;
-    rec.weight_bytes = uint64_t(rec.n_expert_active) * uint64_t(n) * row_bytes(stack.dtype, k);
+    rec.weight_dtype = wi.dtype;
+    rec.weight_bytes = uint64_t(rec.n_expert_active) * uint64_t(n) * row_bytes(wi.dtype, k);
     dispatch_.set_record(rec);
     dispatch_.moe([&] {
         moe_order_.clear();
@@ -72,12 +77,10 @@ void Engine::moe_matmul(const graph::Node& nd, const Step& st) {
         for (size_t e = 0; e < moe_slots_.size(); ++e) {
             const std::vector<int64_t>& slots = moe_slots_[e];
             if (slots.empty()) continue;
-            const model::TensorRef w = stack.expert(int64_t(e));
-            kernels::MatmulGroup g;
+            StackRows g;
+            g.index = int64_t(e);
             g.m = int64_t(slots.size());
             g.x_stride = k;
-            g.w = w.data;
-            g.w_row_stride_bytes = w.row_stride_bytes;
             g.y_stride = n;  // x and y are set below, once moe_x_ and moe_y_ have their size
             moe_groups_.push_back(g);
             moe_order_.insert(moe_order_.end(), slots.begin(), slots.end());
@@ -86,7 +89,7 @@ void Engine::moe_matmul(const graph::Node& nd, const Step& st) {
         moe_x_.resize(std::max(moe_x_.size(), size_t(rows * k)));
         moe_y_.resize(std::max(moe_y_.size(), size_t(rows * n)));
         int64_t r0 = 0;
-        for (kernels::MatmulGroup& g : moe_groups_) {
+        for (StackRows& g : moe_groups_) {
             g.x = moe_x_.data() + r0 * k;
             g.y = moe_y_.data() + r0 * n;
             r0 += g.m;
@@ -98,7 +101,7 @@ void Engine::moe_matmul(const graph::Node& nd, const Step& st) {
                 std::memcpy(moe_x_.data() + r * k, src, size_t(k) * sizeof(float));
             }
         });
-        kernels::matmul_grouped(moe_groups_.data(), int64_t(moe_groups_.size()), k, stack.dtype, n, 0, pool_);
+        ws.matmul_stack(nd.role, nd.layer, moe_groups_.data(), int64_t(moe_groups_.size()), pool_);
         pool_.parallel_for(rows, 16, [&](int64_t b, int64_t e) {
             for (int64_t r = b; r < e; ++r) {
                 const int64_t t = moe_order_[size_t(r)] / K, j = moe_order_[size_t(r)] % K;

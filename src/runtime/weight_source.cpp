@@ -81,6 +81,21 @@ void PlainWeightSource::matmul(WeightRole role, int32_t layer, const float* x, i
     kernels::matmul(x, m, t.cols, x_stride, t.data, t.dtype, t.row_stride_bytes, t.rows, y, y_stride, pool);
 }
 
+void matmul_stack_plain(const model::TensorRef& stack, const StackRows* groups, int64_t n_groups, ThreadPool& pool) {
+    std::vector<kernels::MatmulGroup> mg(static_cast<size_t>(n_groups));
+    for (int64_t i = 0; i < n_groups; ++i) {
+        const StackRows& g = groups[i];
+        const model::TensorRef w = stack.expert(g.index);
+        mg[size_t(i)] = kernels::MatmulGroup{g.x, g.m, g.x_stride, w.data, w.row_stride_bytes, g.y, g.y_stride};
+    }
+    kernels::matmul_grouped(mg.data(), n_groups, stack.cols, stack.dtype, stack.rows, 0, pool);
+}
+
+void PlainWeightSource::matmul_stack(WeightRole role, int32_t layer, const StackRows* groups, int64_t n_groups,
+                                     ThreadPool& pool) const {
+    matmul_stack_plain(tensor(role, layer), groups, n_groups, pool);
+}
+
 kernels::ActFormat PlainWeightSource::act_format(WeightRole role, int32_t layer) const {
     return kernels::act_format(tensor(role, layer).dtype);
 }

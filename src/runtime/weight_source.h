@@ -27,13 +27,29 @@ namespace duet::runtime {
 
 using graph::WeightRole;
 
-// The logical shape of one weight matrix: n rows (output features) of k elements.
+// The logical shape of one weight matrix: n rows (output features) of k elements. For a stack
+// (the experts of a MOE_MATMUL, the heads of a HEAD_MATMUL) the shape of one of its matrices and
+// the bytes of all of them.
 struct WeightInfo {
     int64_t n = 0;
     int64_t k = 0;
     DType dtype = DType::F32;
     uint64_t bytes = 0;  // bytes a full pass over the matrix reads
 };
+
+// One matrix of a stack and the rows it multiplies: y = x · W[index]ᵀ, x m rows of k floats
+// x_stride apart, y m rows of n floats y_stride apart.
+struct StackRows {
+    int64_t index = 0;
+    const float* x = nullptr;
+    int64_t m = 0, x_stride = 0;
+    float* y = nullptr;
+    int64_t y_stride = 0;
+};
+
+// matmul_stack over a stacked tensor read in place (the plain layout): one kernels::matmul_grouped
+// (one parallel section over (matrix, column block) items; each matrix's bytes read once).
+void matmul_stack_plain(const model::TensorRef& stack, const StackRows* groups, int64_t n_groups, ThreadPool& pool);
 
 class WeightSource {
 public:
@@ -43,6 +59,11 @@ public:
     // y[i][j] = sum_l x[i][l] * W[j][l], i < m, j < n (strides in floats).
     virtual void matmul(WeightRole role, int32_t layer, const float* x, int64_t m, int64_t x_stride, float* y,
                         int64_t y_stride, ThreadPool& pool) const = 0;
+    // The matmuls of a stacked weight (role, layer): the experts of a MOE_MATMUL that have tokens,
+    // the heads of a HEAD_MATMUL; groups[i] multiplies matrix groups[i].index (distinct indices:
+    // each matrix is read once per call).
+    virtual void matmul_stack(WeightRole role, int32_t layer, const StackRows* groups, int64_t n_groups,
+                              ThreadPool& pool) const = 0;
     // RMSNorm fused into the input quantisation (graph/fuse_rmsnorm_matmul.h): the format in
     // which matmul_quantized takes x for (role, layer), and the matmul on x in that format (m rows
     // of k, kernels::rmsnorm_quantize's output), bit-identical to matmul() on the f32 rows. The
@@ -61,6 +82,8 @@ public:
     WeightInfo info(WeightRole role, int32_t layer) const override;
     void matmul(WeightRole role, int32_t layer, const float* x, int64_t m, int64_t x_stride, float* y,
                 int64_t y_stride, ThreadPool& pool) const override;
+    void matmul_stack(WeightRole role, int32_t layer, const StackRows* groups, int64_t n_groups,
+                      ThreadPool& pool) const override;
     // The kernels' own format for the tensor's dtype (kernels::act_format) and matmul_quantized.
     kernels::ActFormat act_format(WeightRole role, int32_t layer) const override;
     void matmul_quantized(WeightRole role, int32_t layer, const void* xq, kernels::ActFormat f, int64_t m, float* y,

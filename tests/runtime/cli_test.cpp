@@ -101,6 +101,22 @@ TEST(CliRun, GreedyOutputIsTheGeneratorsText) {
     EXPECT_EQ(a.out, text + "\n");
 }
 
+// --fuse on Mixture-of-Experts and latent-attention models: the fusable parts fuse (Q|K|V, RMSNorm
+// into quantised matmuls, a dense layer's gate|up), the experts and the latent projections stay,
+// and the greedy text is the unfused engine's.
+TEST(CliRun, FuseRunsMoeAndLatentModels) {
+    for (const char* arch : {"tiny-qwen3moe", "tiny-deepseek3"}) {
+        const std::string model = test::generated_model(arch, "q8_0");
+        ASSERT_FALSE(model.empty());
+        const std::string args = fmt::format("run -m '{}' -p 'The sky' -n 12 --temp 0 --threads 2 --no-timings", model);
+        const Result a = run_duet(args), b = run_duet(args + " --fuse");
+        ASSERT_EQ(a.rc, 0) << a.err;
+        ASSERT_EQ(b.rc, 0) << b.err;
+        EXPECT_EQ(a.out, b.out) << arch;
+        EXPECT_FALSE(a.out.empty()) << arch;
+    }
+}
+
 TEST(CliRun, SameSeedSameTextWithSampling) {
     const std::string model = test::generated_model("tiny-qwen2");
     ASSERT_FALSE(model.empty());

@@ -171,6 +171,10 @@ public:
         ++calls;
         plain_.matmul(r, l, x, m, xs, y, ys, p);
     }
+    void matmul_stack(graph::WeightRole r, int32_t l, const StackRows* g, int64_t n, ThreadPool& p) const override {
+        ++calls;
+        plain_.matmul_stack(r, l, g, n, p);
+    }
     mutable int calls = 0;
 
 private:

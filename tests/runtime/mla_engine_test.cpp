@@ -1,13 +1,12 @@
 // The engine's multi-head latent attention (runtime/engine_mla.cpp) on the generated
 // tiny-deepseek2: the cache holds one latent row per token and layer, a file with W_kv_b unsplit
-// (older llama.cpp conversions) gives the logits of the split one, and the options it does not run
-// are refused naming the flag. Numbers against the numpy reference are the reference.tiny-deepseek2.*
+// (older llama.cpp conversions) gives the logits of the split one (the PIM layout and --fuse on it:
+// moe_mla_layout_test.cpp). Numbers against the numpy reference are the reference.tiny-deepseek2.*
 // ctest cases; ragged batches, incremental decode and shared prefixes are EngineOnPreset's.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "core/error.h"
 #include "runtime/engine.h"
 #include "test_models.h"
 #include "unsplit_kv_b.h"
@@ -94,28 +93,4 @@ TEST(MlaEngine, HeadMatmulRecordsReadEveryHeadOnce) {
     }
     EXPECT_EQ(n, 2 * 2);  // attn_k_b and attn_v_b in each of the 2 layers
     s.release(e.kv_cache());
-}
-
-TEST(MlaEngine, FusionAndAnotherWeightLayoutAreRefused) {
-    auto m = Model::load(test::generated_model("tiny-deepseek2", "f32"));
-    EngineOptions o = mla_opts();
-    o.fuse = true;
-    try {
-        Engine e(m, o);
-        FAIL();
-    } catch (const Error& e) {
-        EXPECT_STREQ(e.what(),
-                     "--fuse is not supported for latent-attention models yet (deepseek2, kv_lora_rank 64): "
-                     "run without --fuse");
-    }
-    Engine e(m, mla_opts());
-    PlainWeightSource other(m->weights());
-    try {
-        e.set_weight_source(&other);
-        FAIL();
-    } catch (const Error& err) {
-        EXPECT_STREQ(err.what(),
-                     "the PIM weight layout is not supported for latent-attention models yet (deepseek2, "
-                     "kv_lora_rank 64): use the plain layout (duet bench --target npu_only)");
-    }
 }

@@ -1,13 +1,12 @@
 // The engine's Mixture-of-Experts FFN (runtime/engine_moe.cpp) on generated tiny MoE models: the
 // records of the grouped expert matmuls (each chosen expert's weights read once per step, the
-// others not at all), and the options it refuses with a clear error. Numbers against the numpy
+// others not at all). The PIM layout and --fuse on these models: moe_mla_layout_test.cpp. Numbers against the numpy
 // reference are the reference.tiny-mixtral.* / tiny-qwen2moe.* / tiny-qwen3moe.* ctest cases;
 // ragged batches, incremental decode and shared prefixes are EngineOnPreset's (engine_test.cpp).
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "core/error.h"
 #include "graph/op_record.h"
 #include "runtime/engine.h"
 #include "test_models.h"
@@ -75,34 +74,4 @@ TEST(MoeEngine, DecodeReadsExactlyTheChosenExpertsWeights) {
         EXPECT_EQ(r.m, hp.n_expert_used);
     }
     s.release(e.kv_cache());
-}
-
-TEST(MoeEngine, FusionIsRefusedNamingTheFlag) {
-    auto m = load_moe("tiny-qwen2moe");
-    ASSERT_TRUE(m);
-    EngineOptions o = moe_opts();
-    o.fuse = true;
-    try {
-        Engine e(m, o);
-        FAIL();
-    } catch (const Error& e) {
-        EXPECT_STREQ(e.what(), "--fuse is not supported for Mixture-of-Experts models yet (qwen2moe, 4 experts): run "
-                               "without --fuse");
-    }
-}
-
-TEST(MoeEngine, AnotherWeightLayoutIsRefused) {
-    auto m = load_moe("tiny-qwen3moe");
-    ASSERT_TRUE(m);
-    Engine e(m, moe_opts());
-    // any source other than the engine's own plain tensors
-    PlainWeightSource other(m->weights());
-    try {
-        e.set_weight_source(&other);
-        FAIL();
-    } catch (const Error& err) {
-        EXPECT_STREQ(err.what(), "the PIM weight layout is not supported for Mixture-of-Experts models yet (qwen3moe, 8 "
-                                 "experts): use the plain layout (duet bench --target npu_only)");
-    }
-    e.set_weight_source(nullptr);  // back to the plain tensors: allowed
 }

@@ -352,6 +352,48 @@ TEST(BenchCli, FileModeRunsEveryDtypeThroughThePimLayout) {
                     k.report["target"]["memory"]["weights_bytes"].get<double>(), 0.5, 0.05);
 }
 
+// Mixture-of-Experts and latent-attention files through the PIM layout, with and without --fuse:
+// each expert's and head's matrix has a base and block index of its own. The f32 router stays f32
+// (must_keep_origin_dtype), so the numbers are the plain engine's: identical tokens, logits equal
+// up to the f32 summation order of the k-blocks.
+TEST(BenchCli, FileModeRunsMoeAndLatentModelsThroughThePimLayout) {
+    for (const char* arch : {"tiny-qwen2moe", "tiny-deepseek2"}) {
+        for (const char* dtype : {"f16", "q8_0"}) {
+            const std::string f = std::string(DUET_BINARY_DIR) + "/bench_cli_" + arch + "_" + dtype + ".gguf";
+            ASSERT_EQ(std::system(("'" + std::string(DUET_BINARY_DIR) + "/duet' gen-model --arch " + arch + " --dtype " +
+                                   dtype + " --seed 7 -o '" + f + "' > /dev/null")
+                                      .c_str()),
+                      0);
+            for (const char* fuse : {"", " --fuse"}) {
+                const std::string what = f + fuse;
+                Result r = run("DUET_OP_PRECISION_MODE=must_keep_origin_dtype",
+                               "bench -m " + f + " --seq-len 9 --gen-len 5" + fuse);
+                ASSERT_EQ(r.code, 0) << what << ": " << r.out;
+                const auto& fn = r.report["functional"];
+                EXPECT_TRUE(fn["identical"].get<bool>()) << what;
+                EXPECT_FALSE(fn["precision_changed"].get<bool>()) << what;
+                EXPECT_EQ(fn["tokens_target"].size(), 5u) << what;
+                EXPECT_LT(fn["max_logit_diff"].get<double>(), 1e-3) << what;
+                if (std::string(arch) == "tiny-qwen2moe")  // per layer q, k, v (fused: one), o, router,
+                    // 4 experts x gate, up, down, the shared expert's three and its gate; the LM head
+                    EXPECT_EQ(fn["target"]["pim_layout_matrices"].get<int64_t>(), *fuse ? 2 * 19 + 1 : 2 * 21 + 1)
+                        << what;
+                else
+                    EXPECT_GT(fn["target"]["pim_layout_matrices"].get<int64_t>(), 0) << what;
+            }
+        }
+    }
+    // [pim] precision = int8: the Q8_0 experts as int8 quants + scales, the f32 routers as f32
+    const std::string q8 = std::string(DUET_BINARY_DIR) + "/bench_cli_tiny-qwen2moe_q8_0.gguf";
+    Result r = run("DUET_PIM_PRECISION=int8 DUET_OP_PRECISION_MODE=must_keep_origin_dtype",
+                   "bench -m " + q8 + " --seq-len 9 --gen-len 5");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto& fn = r.report["functional"];
+    EXPECT_TRUE(fn["identical"].get<bool>());
+    EXPECT_LT(fn["max_logit_diff"].get<double>(), 1e-3);
+    EXPECT_EQ(fn["pim_int8"]["q8_0_matrices"].get<int64_t>(), 2 * 21 + 1 - 2 * 2);  // all but router, shared gate
+}
+
 // [pim] precision = int8 (issue 9 item 4): a Q8_0 file's matrices are held as int8 quants in the
 // PIM layout with their f16 block scales beside it, and the host GEMV reads both in place with
 // Q8_0's arithmetic: tokens identical and logits equal to the last bit. The PIM model runs them
