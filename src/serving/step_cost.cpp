@@ -114,6 +114,27 @@ StepCostModel::StepCostModel(const graph::ModelShape& shape, const sim::RunOptio
 double StepCostModel::step_ns(const sched::Step& step) {
     last_issue_ns_ = 0;
     if (step.chunks.empty()) return 0;
+    const Timed& t = timed(step);
+    ++lookups_;
+    pim_steps_ += t.pim ? 1 : 0;
+    expert_rows_ += t.expert_rows;
+    expert_rows_pim_ += t.expert_rows_pim;
+    last_issue_ns_ = t.issue_ns;
+    return t.ns;
+}
+
+int64_t StepCostModel::last_pim_matmul_batch(int64_t context, int64_t max_batch) {
+    int64_t last = 0;
+    for (int64_t b = 1; b <= max_batch; ++b) {  // batches on one grid point share one timing
+        sched::Step step;
+        for (int64_t i = 0; i < b; ++i) step.chunks.push_back({i, context, 1, true});
+        if (!timed(step).pim_matmul) break;
+        last = b;
+    }
+    return last;
+}
+
+const StepCostModel::Timed& StepCostModel::timed(const sched::Step& step) {
     // The composition at the grid's values: decode count and mean context, then each prompt
     // chunk's (tokens, context) in a canonical order.
     int64_t n_dec = 0, past_dec = 0;
@@ -127,7 +148,6 @@ double StepCostModel::step_ns(const sched::Step& step) {
     n_dec = length_bucket(n_dec);
     Key key{n_dec, dec_past};
     for (const auto& [n, p] : pre) key.push_back(n), key.push_back(p);
-    ++lookups_;
     auto it = cache_.find(key);
     if (it == cache_.end()) {
         int64_t tokens = n_dec;  // over the whole EP group: what the routed experts see
@@ -138,11 +158,7 @@ double StepCostModel::step_ns(const sched::Step& step) {
         if (cache_.size() >= kMaxCachedSteps) cache_.clear();  // a server runs for days (workload/serve_twin.h)
         it = cache_.emplace(std::move(key), t).first;
     }
-    pim_steps_ += it->second.pim ? 1 : 0;
-    expert_rows_ += it->second.expert_rows;
-    expert_rows_pim_ += it->second.expert_rows_pim;
-    last_issue_ns_ = it->second.issue_ns;
-    return it->second.ns;
+    return it->second;
 }
 
 StepCostModel::Timed StepCostModel::time_step(const std::vector<sched::Chunk>& chunks, sim::Phase phase,
@@ -169,6 +185,7 @@ StepCostModel::Timed StepCostModel::time_step(const std::vector<sched::Chunk>& c
     const sim::Timeline tl = sim::simulate_timeline(shape_, plan, placer, o, hw_, costs_);
     t.ns = phase == sim::Phase::PREFILL ? tl.ttft_ns : tl.tbt_ns.at(0);
     t.pim = tl.prefill.pim().ops + tl.decode.pim().ops > 0;
+    t.pim_matmul = tl.pim_matmul_parts > 0;
     t.issue_ns = t.ns;
     if (go_.pp > 1) {  // the slowest stage: its devices' compute and sends, or the step's host work
         const sim::PhaseStats& ps = phase == sim::Phase::PREFILL ? tl.prefill : tl.decode;

@@ -73,6 +73,11 @@ public:
     int64_t evaluations() const { return evaluations_; }  // distinct compositions timed
     int64_t lookups() const { return lookups_; }
     int64_t pim_steps() const { return pim_steps_; }  // steps looked up in which a PIM device computed
+    // Where the placement's crossover lies: the largest number of decode sequences, each at
+    // `context` positions, whose decode-only step still runs a weight matmul on a PIM device,
+    // scanning batches 1, 2, ... max_batch (timed on the cache's grid, length_bucket) up to the
+    // first that runs none; 0 when one sequence already runs none. Not counted in lookups/pim_steps.
+    int64_t last_pim_matmul_batch(int64_t context, int64_t max_batch);
     // Routed-expert rows of the steps looked up, summed over the EP ranks and MoE layers (one per
     // token and expert it picks; 0 without routing), and those computed on PIM.
     double expert_rows() const { return expert_rows_; }
@@ -89,9 +94,11 @@ private:
         double ns = 0;
         double issue_ns = 0;  // last_issue_ns()
         bool pim = false;  // a PIM device ran operators in the step
+        bool pim_matmul = false;  // ... a weight matmul among them
         double expert_rows = 0, expert_rows_pim = 0;
     };
     Timed time_step(const std::vector<sched::Chunk>& chunks, sim::Phase phase, int64_t dec_past, int64_t tokens);
+    const Timed& timed(const sched::Step& step);  // the cache's entry for the step's composition
     std::map<Key, Timed> cache_;
     sim::detail::CostCache costs_;  // device estimates shared by every step timed
     int64_t evaluations_ = 0, lookups_ = 0, pim_steps_ = 0;

@@ -99,6 +99,7 @@ RunReport run_from(const json& j) {
     tl.conversion_bytes_read = t.at("conversion_bytes_read");
     tl.conversion_energy_pj = t.at("conversion_energy_pj");
     tl.conversions = t.at("conversions");
+    tl.pim_matmul_parts = t.value("pim_matmul_parts", int64_t(0));
     tl.prefill = phase_from(t.at("prefill"));
     tl.decode = phase_from(t.at("decode"));
     tl.links = links_from(t.at("links"));
@@ -170,7 +171,8 @@ json run_to_json(const RunReport& r) {
              {{"prefill_ns", tl.prefill_ns}, {"switch_ns", tl.switch_ns}, {"ttft_ns", tl.ttft_ns}, {"tbt_ns", tl.tbt_ns},
               {"conversion_ns", tl.conversion_ns}, {"conversion_exposed_ns", tl.conversion_exposed_ns},
               {"conversion_bytes_read", tl.conversion_bytes_read}, {"conversion_energy_pj", tl.conversion_energy_pj},
-              {"conversions", tl.conversions}, {"prefill", phase_json(tl.prefill)}, {"decode", phase_json(tl.decode)},
+              {"conversions", tl.conversions}, {"pim_matmul_parts", tl.pim_matmul_parts},
+              {"prefill", phase_json(tl.prefill)}, {"decode", phase_json(tl.decode)},
               {"links", links_json(tl.links)}}},
             {"memory", memory_json(r.memory)},
             {"tbt_mean_ns", r.tbt_mean_ns},

@@ -463,6 +463,8 @@ private:
         const hw::Cost c = with_mlp_prefetch(r, s, part.cost, dev, repeat);
         const double op_ns = c.t_ns * repeat;
         charge(ps.device[size_t(dev)], c, s, repeat);
+        if (is_matmul_kind(r.kind) && hw_.devices[size_t(dev)].kind == DeviceKind::PIM)
+            tl_.pim_matmul_parts += int64_t(rank_weight()) * repeat;
         double ready = cur_->group_ready;
         if (link >= 0) ready = transfer(link, s.in_bytes * uint64_t(repeat), ready, r.phase, [&] { return "send input " + label(); });
         const double T0 = std::max(ready, device_free_[size_t(dev)]);

@@ -90,6 +90,7 @@ struct Timeline {
     double conversion_bytes_read = 0;
     double conversion_energy_pj = 0;
     int64_t conversions = 0;        // matrices converted
+    int64_t pim_matmul_parts = 0;   // weight-matmul parts (MATMUL, MOE_MATMUL) a PIM device ran, every rank
     PhaseStats prefill, decode;
     std::vector<LinkStats> links;   // indexed like SimHardware::links (prefill + decode)
     std::vector<TrackInfo> tracks;  // what TimelineEvent::track indexes

@@ -262,6 +262,13 @@ std::array<Placement, 2> placements(const ServingLoad& a, const BenchSetup& setu
     return {Placement{sim::Policy::NPU_ONLY, host_shape}, Placement{sim::Policy::NPU_ONLY, host_shape}};
 }
 
+// The context a request decodes at on average: its prompt and half its output.
+int64_t mean_decode_context(const std::vector<serving::ServingRequest>& reqs) {
+    double sum = 0;
+    for (const serving::ServingRequest& q : reqs) sum += double(q.prompt_tokens) + double(q.output_tokens) / 2;
+    return reqs.empty() ? 1 : std::max<int64_t>(1, std::llround(sum / double(reqs.size())));
+}
+
 // Everything both placements' runs share: the requests, the scheduler, the machine's layout.
 struct SideRunner {
     const ServingBenchOptions& o;
@@ -395,6 +402,10 @@ struct SideRunner {
         s.evaluations = s.cost->evaluations() + (s.prefill_cost ? s.prefill_cost->evaluations() : 0);
         s.lookups = s.cost->lookups() + (s.prefill_cost ? s.prefill_cost->lookups() : 0);
         s.pim_steps = s.cost->pim_steps();
+        if (policy != sim::Policy::NPU_ONLY) {  // where the placement's crossover lies, at the mean decode context
+            s.crossover_context = mean_decode_context(reqs);
+            s.pim_last_batch = s.cost->last_pim_matmul_batch(s.crossover_context, o.load.parallel);
+        }
     }
 };
 

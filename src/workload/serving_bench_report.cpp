@@ -132,6 +132,9 @@ nlohmann::json side_json(const ServingSide& s, const serving::ServingLayout& lay
     j["replicas"] = serving::replicas_to_json(s.result, s.summary.duration_s, lay.disaggregated);
     if (lay.disaggregated) j["prefill_kv_cache"] = serving::kv_capacity_json(s.prefill_kv);
     if (!s.sweep.points.empty()) j["rate_sweep"] = serving::sweep_to_json(s.sweep);
+    j["pim_crossover"] = s.pim_last_batch < 0 ? nlohmann::json(nullptr)
+                                              : nlohmann::json{{"context", s.crossover_context},
+                                                               {"last_pim_batch", s.pim_last_batch}};
     return j;
 }
 
@@ -175,6 +178,15 @@ void print_results(const ServingLoad& a, const std::string& svg, const TraceBenc
             std::printf("experts (%s): ep %d, routing %s: %.1f %% of the routed expert rows on PIM\n",
                         sim::policy_name(s.policy), in.ep, in.routing->source.c_str(),
                         100 * e["pim_row_share"].get<double>());
+    for (const ServingSide& s : sides)
+        if (s.pim_last_batch == 0)
+            std::printf("PIM crossover (%s): at %lld positions even one decoding sequence runs its weight matmuls on "
+                        "the NPU\n", sim::policy_name(s.policy), (long long)s.crossover_context);
+        else if (s.pim_last_batch > 0)
+            std::printf("PIM crossover (%s): at %lld positions decode steps of up to %lld sequences run weight "
+                        "matmuls on PIM%s\n", sim::policy_name(s.policy), (long long)s.crossover_context,
+                        (long long)s.pim_last_batch,
+                        s.pim_last_batch >= a.parallel ? " (every batch up to --max-seqs)" : "; larger batches on the NPU");
     for (const sim::Verdict& v : verdicts) std::printf("%s\n", v.line.c_str());
     if (a.slo_ttft_ms >= 0 || a.slo_tpot_ms >= 0)
         std::printf("goodput SLOs: TTFT <= %s ms, TPOT <= %s ms\n",

@@ -31,6 +31,10 @@ struct ServingSide {
     serving::ServingSummary summary;
     int64_t evaluations = 0, lookups = 0, pim_steps = 0;
     double expert_rows = 0, expert_rows_pim = 0;  // of the run (not the sweep): routed rows, those on PIM
+    // The placement's crossover (a policy that uses PIM): decode steps of up to pim_last_batch
+    // sequences at crossover_context positions run a weight matmul on PIM (StepCostModel::
+    // last_pim_matmul_batch; the decode instance's when disaggregated); -1: not computed (npu_only).
+    int64_t pim_last_batch = -1, crossover_context = 0;
     std::unique_ptr<serving::StepCostModel> cost;  // shared by the run and the sweep: one step-time cache
     serving::SweepResult sweep;
     std::vector<std::vector<serving::StepEvent>> trace;  // --trace: the first steps of each instance

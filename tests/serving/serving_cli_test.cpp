@@ -241,6 +241,34 @@ static void expect_single_request_is_bench(const Result& s, const std::string& m
     }
 }
 
+// Where the placement's crossover lies: the serving report's last batch whose decode step runs a
+// weight matmul on PIM is the trace-only `duet bench --batch B` answer at the same context (B runs
+// PIM matmuls, B + 1 none) — on the default 910B + HBM2 PIM pair and on the 310P3 one where PIM
+// pays at batch 1.
+TEST(ServingCli, ThePimCrossoverIsWhereBenchStopsPuttingMatmulsOnPim) {
+    for (const std::string env : {"", "env DUET_SOC_VERSION=Ascend310P3 "}) {
+        const auto s = duet::test::run_bench("--workload serving --model llama2-7b --requests 20 --rate 0.5 "
+                                             "--seq-len 512 --gen-len 128", "serving_cli_test", env);
+        ASSERT_EQ(s.code, 0) << s.out;
+        EXPECT_TRUE(s.report["serving"]["baseline"]["pim_crossover"].is_null());
+        const nlohmann::json& c = s.report["serving"]["target"]["pim_crossover"];
+        EXPECT_EQ(c["context"], 576) << s.out;  // 512 + 128 / 2
+        const int64_t last = c["last_pim_batch"].get<int64_t>();
+        ASSERT_GE(last, 1) << env;
+        EXPECT_NE(s.out.find("PIM crossover (npu_pim_coop): at 576 positions decode steps of up to " +
+                             std::to_string(last) + " sequences run weight matmuls on PIM; larger batches on the NPU\n"),
+                  std::string::npos) << s.out;
+        for (const int64_t b : {last, last + 1}) {
+            const auto t = duet::test::run_bench("--model llama2-7b --seq-len 576 --gen-len 2 --batch " +
+                                                 std::to_string(b), "serving_cli_test", env);
+            ASSERT_EQ(t.code, 0) << t.out;
+            const int64_t parts = t.report["target"]["timeline"]["pim_matmul_parts"].get<int64_t>();
+            if (b == last) EXPECT_GT(parts, 0) << env << " batch " << b;
+            else EXPECT_EQ(parts, 0) << env << " batch " << b;
+        }
+    }
+}
+
 // Tensor parallelism: every step runs as rank 0's graph with its collectives over the 8 ranks'
 // links, so one request alone gets `duet bench --tp 8`'s TTFT and TBT; with many, each rank's
 // share of weights and KV heads decides the KV pool. --dp beside --tp on a machine that is not
