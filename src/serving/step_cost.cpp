@@ -120,6 +120,8 @@ double StepCostModel::step_ns(const sched::Step& step) {
     expert_rows_ += t.expert_rows;
     expert_rows_pim_ += t.expert_rows_pim;
     last_issue_ns_ = t.issue_ns;
+    busy_ns_.resize(t.busy_ns.size(), 0.0);
+    for (size_t d = 0; d < t.busy_ns.size(); ++d) busy_ns_[d] += t.busy_ns[d];
     return t.ns;
 }
 
@@ -186,6 +188,8 @@ StepCostModel::Timed StepCostModel::time_step(const std::vector<sched::Chunk>& c
     t.ns = phase == sim::Phase::PREFILL ? tl.ttft_ns : tl.tbt_ns.at(0);
     t.pim = tl.prefill.pim().ops + tl.decode.pim().ops > 0;
     t.pim_matmul = tl.pim_matmul_parts > 0;
+    for (size_t d = 0; d < tl.prefill.device.size(); ++d)
+        t.busy_ns.push_back(tl.prefill.device[d].busy_ns + tl.decode.device[d].busy_ns);
     t.issue_ns = t.ns;
     if (go_.pp > 1) {  // the slowest stage: its devices' compute and sends, or the step's host work
         const sim::PhaseStats& ps = phase == sim::Phase::PREFILL ? tl.prefill : tl.decode;

@@ -68,6 +68,9 @@ public:
                   const graph::GraphOptions& go = {});
     // Modelled time of the step, ns (0 for a step with no chunks).
     double step_ns(const sched::Step& step);
+    // Time each device of the machine (SimHardware::devices) computed, summed over the steps
+    // step_ns has timed so far (every rank's devices; a cached composition adds its figures again).
+    const std::vector<double>& device_busy_ns() const { return busy_ns_; }
     // The pipeline's entry time of the step step_ns last timed (= its time without stages).
     double last_issue_ns() const { return last_issue_ns_; }
     int64_t evaluations() const { return evaluations_; }  // distinct compositions timed
@@ -95,6 +98,7 @@ private:
         double issue_ns = 0;  // last_issue_ns()
         bool pim = false;  // a PIM device ran operators in the step
         bool pim_matmul = false;  // ... a weight matmul among them
+        std::vector<double> busy_ns;  // per device: compute time in the step
         double expert_rows = 0, expert_rows_pim = 0;
     };
     Timed time_step(const std::vector<sched::Chunk>& chunks, sim::Phase phase, int64_t dec_past, int64_t tokens);
@@ -103,6 +107,7 @@ private:
     sim::detail::CostCache costs_;  // device estimates shared by every step timed
     int64_t evaluations_ = 0, lookups_ = 0, pim_steps_ = 0;
     double last_issue_ns_ = 0;
+    std::vector<double> busy_ns_;  // device_busy_ns()
     double expert_rows_ = 0, expert_rows_pim_ = 0;
 };
 

@@ -262,6 +262,20 @@ std::array<Placement, 2> placements(const ServingLoad& a, const BenchSetup& setu
     return {Placement{sim::Policy::NPU_ONLY, host_shape}, Placement{sim::Policy::NPU_ONLY, host_shape}};
 }
 
+// Each device's share of the run it computed: the steps' device times the cost model summed, over
+// `replicas` copies of the machine `hw` (one cost model times every replica's steps).
+std::vector<DeviceBusy> busy_shares(const serving::StepCostModel& cost, const sim::SimHardware& hw,
+                                    const std::string& prefix, double duration_s, int replicas) {
+    std::vector<DeviceBusy> out;
+    const std::vector<double>& busy = cost.device_busy_ns();
+    for (size_t d = 0; d < hw.devices.size(); ++d) {
+        const double ns = d < busy.size() ? busy[d] : 0.0;
+        const double share = duration_s > 0 ? ns / 1e9 / duration_s / double(std::max(1, replicas)) : 0.0;
+        out.push_back({prefix + hw.devices[d].name, hw.devices[d].kind, share});
+    }
+    return out;
+}
+
 // The context a request decodes at on average: its prompt and half its output.
 int64_t mean_decode_context(const std::vector<serving::ServingRequest>& reqs) {
     double sum = 0;
@@ -398,6 +412,13 @@ struct SideRunner {
         s.summary = serving::summarize(s.result, slo);
         s.expert_rows = s.cost->expert_rows();
         s.expert_rows_pim = s.cost->expert_rows_on_pim();
+        const bool dis = lay.disaggregated;
+        s.device_busy = busy_shares(*s.cost, dis ? lay.decode_hw : lay.colocated_hw, dis ? "decode " : "",
+                                    s.summary.duration_s, lay.dp);
+        if (s.prefill_cost) {
+            const auto pre = busy_shares(*s.prefill_cost, lay.prefill_hw, "prefill ", s.summary.duration_s, lay.dp);
+            s.device_busy.insert(s.device_busy.end(), pre.begin(), pre.end());
+        }
         if (o.load.rate_sweep) s.sweep = sweep(s, rs);
         s.evaluations = s.cost->evaluations() + (s.prefill_cost ? s.prefill_cost->evaluations() : 0);
         s.lookups = s.cost->lookups() + (s.prefill_cost ? s.prefill_cost->lookups() : 0);

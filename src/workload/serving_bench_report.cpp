@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -11,6 +13,41 @@
 namespace duet::workload {
 
 std::string gib(uint64_t b) { return fmt::format("{:.2f} GiB", double(b) / double(uint64_t(1) << 30)); }
+
+namespace {
+
+// The role of a device in ServingSide::device_busy: "decode ", "prefill " or "" (colocated).
+std::string role_of(const std::string& name) {
+    const size_t sp = name.find(' ');
+    return sp == std::string::npos ? "" : name.substr(0, sp + 1);
+}
+
+// "NPU busy", "decode PIM busy", ...: each role and device kind's mean busy share, both sides
+// ("-" where a side has no such device; the count when the mean is over several).
+template <class Row>
+void print_busy_rows(const ServingSide& b, const ServingSide& t, Row&& row) {
+    std::vector<std::pair<std::string, sim::DeviceKind>> groups;
+    for (const ServingSide* s : {&b, &t})
+        for (const DeviceBusy& d : s->device_busy) {
+            const std::pair<std::string, sim::DeviceKind> g{role_of(d.name), d.kind};
+            if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
+        }
+    for (const auto& [role, kind] : groups) {
+        auto mean = [&](const ServingSide& s) {
+            double sum = 0;
+            int n = 0;
+            for (const DeviceBusy& d : s.device_busy)
+                if (d.kind == kind && role_of(d.name) == role) sum += d.share, ++n;
+            if (n == 0) return std::string("-");
+            return n == 1 ? fmt::format("{:.1f}%", 100 * sum) : fmt::format("{:.1f}% ({})", 100 * sum / n, n);
+        };
+        std::string kind_name = sim::device_kind_name(kind);
+        std::transform(kind_name.begin(), kind_name.end(), kind_name.begin(), ::toupper);
+        row((role + kind_name + " busy").c_str(), mean(b), mean(t));
+    }
+}
+
+}  // namespace
 
 void print_table(const ServingSide& b, const ServingSide& t, const serving::ServingLayout& lay) {
     const serving::ServingSummary &x = b.summary, &y = t.summary;
@@ -41,6 +78,7 @@ void print_table(const ServingSide& b, const ServingSide& t, const serving::Serv
     row("steps", std::to_string(x.steps), std::to_string(y.steps));
     row("peak running seqs", std::to_string(x.peak_running), std::to_string(y.peak_running));
     row("peak KV blocks used", std::to_string(x.peak_kv_blocks_used), std::to_string(y.peak_kv_blocks_used));
+    print_busy_rows(b, t, row);
     if (lay.dp > 1 || lay.disaggregated) {
         // Per replica, " / " between replicas: requests routed and the share of the run each part was busy.
         auto per = [&](const ServingSide& s, auto f) {
@@ -122,6 +160,8 @@ std::vector<sim::Verdict> judge_serving(const ServingSide& b, const ServingSide&
 
 nlohmann::json side_json(const ServingSide& s, const serving::ServingLayout& lay, const nlohmann::json& experts) {
     nlohmann::json j = serving::summary_to_json(s.summary);
+    j["device_busy_share"] = nlohmann::json::object();
+    for (const DeviceBusy& d : s.device_busy) j["device_busy_share"][d.name] = d.share;
     j["experts"] = experts;
     j["policy"] = sim::policy_name(s.policy);
     j["kv_cache"] = serving::kv_capacity_json(s.kv);

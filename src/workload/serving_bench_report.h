@@ -24,6 +24,13 @@
 
 namespace duet::workload {
 
+// One device's share of a serving run during which it computed (of one replica's machine).
+struct DeviceBusy {
+    std::string name;  // "npu0", "decode pim0", "prefill npu1"
+    sim::DeviceKind kind = sim::DeviceKind::NPU;
+    double share = 0;
+};
+
 struct ServingSide {
     sim::Policy policy;
     serving::KvCapacity kv;
@@ -35,6 +42,7 @@ struct ServingSide {
     // sequences at crossover_context positions run a weight matmul on PIM (StepCostModel::
     // last_pim_matmul_batch; the decode instance's when disaggregated); -1: not computed (npu_only).
     int64_t pim_last_batch = -1, crossover_context = 0;
+    std::vector<DeviceBusy> device_busy;  // of the run (not the sweep)
     std::unique_ptr<serving::StepCostModel> cost;  // shared by the run and the sweep: one step-time cache
     serving::SweepResult sweep;
     std::vector<std::vector<serving::StepEvent>> trace;  // --trace: the first steps of each instance

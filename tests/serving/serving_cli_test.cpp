@@ -241,6 +241,29 @@ static void expect_single_request_is_bench(const Result& s, const std::string& m
     }
 }
 
+// Device busy shares: one request alone keeps each device busy for what `duet bench` says it
+// computes in that request's prefill and decode (the steps' contexts on the cache's grid: 2 %).
+TEST(ServingCli, DeviceBusySharesAreTheBenchsDeviceTimesOverTheRun) {
+    const std::string machine = "--model llama2-7b --seq-len 128 --gen-len 16 ";
+    const auto s = duet::test::run_bench("--workload serving " + machine + "--requests 1 --rate inf",
+                                         "serving_cli_test");
+    const auto b = duet::test::run_bench(machine, "serving_cli_test");
+    ASSERT_EQ(s.code, 0) << s.out;
+    ASSERT_EQ(b.code, 0) << b.out;
+    EXPECT_NE(s.out.find("  PIM busy "), std::string::npos) << s.out;
+    for (const char* side : {"baseline", "target"}) {
+        const nlohmann::json& sv = s.report["serving"][side];
+        const double duration_ns = sv["duration_s"].get<double>() * 1e9;
+        const nlohmann::json& tl = b.report[side]["timeline"];
+        for (const auto& [device, i] : {std::pair{"npu0", 0}, std::pair{"pim0", 1}}) {
+            const double bench_ns = tl["prefill"]["devices"][i]["busy_ns"].get<double>() +
+                                    tl["decode"]["devices"][i]["busy_ns"].get<double>();
+            const double served_ns = sv["device_busy_share"][device].get<double>() * duration_ns;
+            EXPECT_NEAR(served_ns, bench_ns, 0.02 * bench_ns + 1) << side << " " << device;
+        }
+    }
+}
+
 // Where the placement's crossover lies: the serving report's last batch whose decode step runs a
 // weight matmul on PIM is the trace-only `duet bench --batch B` answer at the same context (B runs
 // PIM matmuls, B + 1 none) — on the default 910B + HBM2 PIM pair and on the 310P3 one where PIM
