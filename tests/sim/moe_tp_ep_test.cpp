@@ -12,7 +12,6 @@
 #include "fake_hw.h"
 #include "graph/graph.h"
 #include "graph/parallel.h"
-#include "graph/tensor_catalogue.h"
 #include "moe_mla_toy.h"
 #include "sim/expert_load.h"
 #include "sim/memory_accounting.h"
@@ -21,23 +20,12 @@
 
 using namespace duet;
 using namespace duet::sim;
-using duet::test::find;
-using duet::test::mla_moe_shape;
+using namespace duet::test;  // the toys and find
 
 namespace {
 
 constexpr int kN = 2;
 constexpr int32_t kBatch = 4;
-
-// The toy with grouped-query attention in place of the latent (Qwen3-MoE's and Mixtral's block).
-ModelShape gqa_moe_shape() {
-    ModelShape s = mla_moe_shape();
-    s.name = "toy-moe";
-    s.n_head_kv = 2;
-    s.head_dim = 16;
-    s.q_lora_rank = s.kv_lora_rank = s.qk_rope_head_dim = s.qk_nope_head_dim = s.v_head_dim = 0;
-    return s;
-}
 
 // Rank 0's plan of a stage split tp x ep ways, as the bench plans it.
 Plan stage_plan(const ModelShape& s, int tp, int ep) {
