@@ -136,7 +136,7 @@ void register_bench(CLI::App& app) {
            int64_t(1024));
     number(c, "--ep", a->gen.bench.ep,
            "Expert-parallel ranks of a MoE model: routed experts split across devices, all-to-all dispatch and "
-           "combine per MoE layer (docs/scale-out.md)", int64_t(1), int64_t(1024), DefaultFrom{"config.toml [topology] ep = 1"});
+           "combine per MoE layer; with --tp N, --ep N puts the experts on the N tensor-parallel ranks (docs/scale-out.md)", int64_t(1), int64_t(1024), DefaultFrom{"config.toml [topology] ep = 1"});
     number(c, "--expert-skew", a->gen.bench.expert_skew,
            "Zipf exponent s of the routing: expert i takes (i+1)^-s of the routed rows, normalised (0: uniform)", 0.0,
            10.0, DefaultFrom{"uniform routing"});

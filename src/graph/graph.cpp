@@ -105,8 +105,9 @@ Graph build_graph(const ModelShape& s, const GraphOptions& opts) {
     if ((s.is_moe() || s.is_mla()) && opts.fuse)
         fail("model '{}' ({}{}): fusion is not modelled for experts or latent attention yet (allowed: without --fuse)",
              s.name, s.is_moe() ? "experts" : "", s.is_mla() ? (s.is_moe() ? ", latent attention" : "latent attention") : "");
+    check_tp_with_ep(opts.tp, opts.ep);
     Graph g = build_graph(s);
-    if (opts.tp != 1) g = ShardTensorParallel(opts.tp, opts.tp_rank, opts.flashcomm, opts.ff_align).run(g);
+    if (opts.tp != 1) g = ShardTensorParallel(opts.tp, opts.tp_rank, opts.flashcomm, opts.ff_align, opts.ep > 1).run(g);
     if (opts.ep != 1) g = ShardExpertParallel(opts.ep, opts.ep_rank).run(g);
     if (opts.pp != 1) g = ShardPipelineParallel(opts.pp, opts.pp_stage).run(g);
     if (opts.fuse) g = fuse_all(g, opts.int8_acts);

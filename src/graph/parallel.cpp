@@ -21,7 +21,7 @@ Range ff_range(const ModelShape& s, const char* what, int64_t width, int tp, int
 
 }  // namespace
 
-TpShard tp_shard(const ModelShape& s, int tp, int rank, int64_t ff_align) {
+TpShard tp_shard(const ModelShape& s, int tp, int rank, int64_t ff_align, bool whole_experts) {
     if (tp < 1 || tp > 1024) fail("--tp = {} is not allowed (allowed: 1 to 1024)", tp);
     if (rank < 0 || rank >= tp) fail("tensor-parallel rank {} is not allowed (allowed: 0 to {})", rank, tp - 1);
     if (s.n_head % tp != 0)
@@ -45,7 +45,7 @@ TpShard tp_shard(const ModelShape& s, int tp, int rank, int64_t ff_align) {
     }
     sh.ff = ff_range(s, "FFN", s.n_ff, tp, rank, ff_align);
     if (s.is_moe()) {
-        sh.ff_exp = ff_range(s, "expert FFN", s.n_ff_exp, tp, rank, ff_align);
+        sh.ff_exp = whole_experts ? Range{0, s.n_ff_exp} : ff_range(s, "expert FFN", s.n_ff_exp, tp, rank, ff_align);
         if (s.n_ff_shexp > 0) sh.ff_shexp = ff_range(s, "shared-expert FFN", s.n_ff_shexp, tp, rank, ff_align);
     }
     return sh;
@@ -68,6 +68,21 @@ EpShard ep_shard(const ModelShape& s, int ep, int rank) {
     sh.experts = {rank * per, per};
     return sh;
 }
+
+void check_tp_with_ep(int tp, int ep) {
+    if (tp > 1 && ep > 1 && tp != ep)
+        fail("--tp {} with --ep {}: expert parallelism with tensor parallelism places the experts on the "
+             "tensor-parallel ranks themselves (allowed: --ep 1, or --ep {} equal to --tp; or --tp 1 with --ep N for "
+             "data-parallel attention)",
+             tp, ep, tp);
+}
+
+int stage_ranks(int tp, int ep) {
+    check_tp_with_ep(tp, ep);
+    return tp > 1 && ep > 1 ? tp : tp * ep;
+}
+
+bool ep_data_parallel(int tp, int ep) { return ep > 1 && tp == 1; }
 
 Range pp_stage_layers(const ModelShape& s, int pp, int stage) {
     if (pp < 1 || pp > s.n_layer)

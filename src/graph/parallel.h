@@ -24,6 +24,12 @@
 // Expert parallel over `ep` ranks (Mixture-of-Experts models only), rank e: the routed experts
 // split into contiguous blocks, rank e holding experts [e·E/ep, (e+1)·E/ep) of every MoE layer
 // (ep must divide n_expert); attention, norms, the router and the shared experts are replicated.
+// Tensor and expert parallel on the same N ranks (tp == ep == N, vLLM's --tensor-parallel-size N
+// --enable-expert-parallel: FusedMoEParallelConfig.make in vllm/model_executor/layers/fused_moe/
+// config.py sets ep_size = tp_size, ep_rank = tp_rank and no tensor split of the experts):
+// attention, dense layers, shared experts, norms and the lm-head split as under --tp N; the
+// routed experts whole, rank r holding experts [r·E/N, (r+1)·E/N) (ep_shard). Any other pair
+// with both above 1 is refused (check_tp_with_ep).
 // Errors (duet::Error) name the flag (--tp / --pp / --ep), the value and what is allowed.
 #include <cstdint>
 
@@ -69,8 +75,21 @@ struct EpShard {
 // Rank `rank`'s experts under expert parallelism of degree `ep`.
 EpShard ep_shard(const ModelShape& s, int ep, int rank);
 
-// Rank `rank`'s share of `s` under tensor parallelism of degree `tp`.
-TpShard tp_shard(const ModelShape& s, int tp, int rank, int64_t ff_align = 1);
+// Rank `rank`'s share of `s` under tensor parallelism of degree `tp`; `whole_experts` (tp with
+// ep on the same ranks): every routed expert keeps all its features (ff_exp the whole width).
+TpShard tp_shard(const ModelShape& s, int tp, int rank, int64_t ff_align = 1, bool whole_experts = false);
+
+// Throws duet::Error naming --tp and --ep unless tp is 1, ep is 1, or tp == ep.
+void check_tp_with_ep(int tp, int ep);
+
+// The ranks of one pipeline stage: tp x ep when one of them is 1; N when tp == ep == N (the
+// same ranks). Requires check_tp_with_ep.
+int stage_ranks(int tp, int ep);
+
+// True when expert parallelism runs data-parallel attention (ep > 1, tp == 1): each rank serves
+// its share of the sequences and the experts' rows cross ranks by all-to-all. Under tp == ep
+// every rank holds every sequence.
+bool ep_data_parallel(int tp, int ep);
 
 // Layers of pipeline stage `stage` of `pp`.
 Range pp_stage_layers(const ModelShape& s, int pp, int stage);

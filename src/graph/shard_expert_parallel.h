@@ -10,10 +10,16 @@
 //             -> shared experts -> MOE_COMBINE
 // The collectives read their input and write an in-place alias of it (no new storage); the
 // dispatch also reads the routing weights (it needs the expert ids). n = n_embd, k = ep.
+// On a tensor-parallel graph (Graph::tp with tp == ep, the same ranks: graph/parallel.h) every
+// rank already holds every token after the attention's all-reduce, so no all-to-all is inserted:
+// each rank runs its experts' rows of all tokens, and the tensor-parallel all-reduce after
+// MOE_COMBINE sums the ranks' partial outputs (vLLM's FusedMoE under TP with expert parallelism
+// reduces its output over the TP group the same way).
 // Which rows each rank's experts receive depends on the routing: the records of the expert
 // matmuls and of the all-to-alls are priced per rank by sim/expert_load.h.
 // `Graph::ep` holds the shard; graph::matrices counts the rank's experts only.
-// Precondition: an unfused graph without expert parallelism; ep == 1 is the identity. Throws
+// Precondition: an unfused graph without expert parallelism, tensor-parallel over tp == 1 or
+// ep ranks (rank == the tensor-parallel rank); ep == 1 is the identity. Throws
 // duet::Error for a dense model or an ep that does not divide n_expert (graph/parallel.h).
 #include "graph/parallel.h"
 #include "graph/pass.h"

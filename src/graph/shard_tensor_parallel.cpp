@@ -91,7 +91,7 @@ int64_t output_width(const Node& nd, const Local& local) {
 
 Graph ShardTensorParallel::run(const Graph& in) const {
     if (in.tp.tp != 1) fail("graph pass shard_tensor_parallel: the graph is already sharded (tp {})", in.tp.tp);
-    const TpShard sh = tp_shard(in.shape, tp_, rank_, ff_align_);
+    const TpShard sh = tp_shard(in.shape, tp_, rank_, ff_align_, whole_experts_);
     if (tp_ == 1) return in;
     Graph g = in;
     g.tp = sh;

@@ -18,6 +18,9 @@
 //   gate/up MOE_MATMUL keeps the rank's range of its features (ROWS), its down the same range of
 //   inputs (COLS), the shared experts likewise; the partial sums are combined once, after
 //   MOE_COMBINE (linear in the experts' outputs, with the replicated routing weights).
+//   With `whole_experts` (expert parallelism on the same ranks, graph/parallel.h) the routed
+//   experts keep all their features here (ShardExpertParallel then gives each rank E/tp of them);
+//   the one reduction after MOE_COMBINE sums the ranks' partial outputs all the same.
 // Latent attention (MLA): q (or q_b) keeps the local heads' rows, HEAD_MATMUL (W_UK, W_UV) and
 //   MLA_ATTENTION run over the local heads, the output projection reads their features (COLS);
 //   the low-rank projections kv_a (and q_a) and their norms are replicated, so KV_WRITE stores
@@ -37,8 +40,8 @@ namespace duet::graph {
 
 class ShardTensorParallel : public Pass {
 public:
-    ShardTensorParallel(int tp, int rank, bool flashcomm, int64_t ff_align = 1)
-        : tp_(tp), rank_(rank), flashcomm_(flashcomm), ff_align_(ff_align) {}
+    ShardTensorParallel(int tp, int rank, bool flashcomm, int64_t ff_align = 1, bool whole_experts = false)
+        : tp_(tp), rank_(rank), flashcomm_(flashcomm), ff_align_(ff_align), whole_experts_(whole_experts) {}
     const char* name() const override { return "shard_tensor_parallel"; }
     Graph run(const Graph& g) const override;
 
@@ -46,6 +49,7 @@ private:
     int tp_, rank_;
     bool flashcomm_;
     int64_t ff_align_;
+    bool whole_experts_;
 };
 
 }  // namespace duet::graph

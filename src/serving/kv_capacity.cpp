@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "graph/parallel.h"
 #include "sim/memory_accounting.h"
 #include "sim/placement.h"
 #include "sim/planner.h"
@@ -60,7 +61,10 @@ KvCapacity kv_capacity(const graph::ModelShape& shape, const sim::RunOptions& op
     // stage holds its layers' weights and its layers' part of every block: the pool has the
     // blocks of the stage with the least room.
     const uint64_t npus = std::max<uint64_t>(1, hw.devices_of(sim::DeviceKind::NPU).size());
-    const uint64_t ranks = tp * ep * uint64_t(pp);
+    // data-parallel attention (ep > 1, tp 1): each rank its own sequences' blocks; tp == ep: the
+    // ranks split every block by KV heads, as under tensor parallelism alone
+    const uint64_t stage = uint64_t(graph::stage_ranks(int(tp), int(ep))), ranks = stage * uint64_t(pp);
+    const uint64_t dp = graph::ep_data_parallel(int(tp), int(ep)) ? ep : 1;
     const uint64_t rank_device = ranks > 1 ? c.device_bytes / std::max(npus, ranks) : c.device_bytes;  // ranks may share an NPU
     c.n_blocks = INT64_MAX;
     for (int s = 0; s < pp; ++s) {
@@ -68,9 +72,9 @@ KvCapacity kv_capacity(const graph::ModelShape& shape, const sim::RunOptions& op
         const uint64_t rank_block = m.kv_cache_bytes;  // the rank's KV heads of the stage's layers
         const uint64_t rank_other = m.total_bytes() - m.kv_cache_bytes;
         DUET_CHECK(rank_block > 0);
-        c.n_blocks = std::min(c.n_blocks, rank_device > rank_other ? int64_t((rank_device - rank_other) / rank_block * ep) : 0);
+        c.n_blocks = std::min(c.n_blocks, rank_device > rank_other ? int64_t((rank_device - rank_other) / rank_block * dp) : 0);
         c.block_bytes += rank_block * tp;
-        c.other_bytes += rank_other * tp * ep;
+        c.other_bytes += rank_other * stage;
     }
     c.device_bytes = rank_device * ranks;
     return c;

@@ -7,7 +7,9 @@
 // NPU) each rank holds its share of the weights and of the KV heads in its own NPU's memory; a
 // block spans the ranks, and the bytes reported are summed over them. With expert parallelism
 // (opts.experts.ep ranks, data-parallel attention) each rank holds its experts' share of the
-// weights and whole blocks of its own sequences: the blocks are the ranks' together. With
+// weights and whole blocks of its own sequences: the blocks are the ranks' together; with both on
+// the same ranks (tp == ep) each rank holds E/ep whole experts and a block spans the ranks as under
+// tensor parallelism. With
 // pipeline parallelism (opts.parallel.pp stages, one NPU each) a stage holds its layers' weights
 // and its layers' part of every block: the pool has the blocks of the stage with the least room.
 #include <nlohmann/json.hpp>

@@ -4,6 +4,7 @@
 #include <bit>
 
 #include "core/error.h"
+#include "graph/parallel.h"
 #include "sim/expert_load.h"
 #include "sim/placement.h"
 #include "sim/planner.h"
@@ -69,7 +70,8 @@ sim::OpTrace step_records(const graph::Graph& g, const std::vector<sched::Chunk>
 namespace {
 
 // EP rank 0's chunks of a step of n_dec decode sequences (context dec_past) and prompt chunks
-// `pre` (tokens, context): the header's busiest share; ep 1: all of them.
+// `pre` (tokens, context): the header's busiest share of `ep` data-parallel ranks; ep 1 (also
+// tensor-parallel attention with expert parallelism: every rank holds every sequence): all of them.
 std::vector<sched::Chunk> rank_chunks(int64_t n_dec, int64_t dec_past, std::vector<std::pair<int64_t, int64_t>> pre,
                                       int ep) {
     std::vector<sched::Chunk> chunks;
@@ -155,7 +157,7 @@ const StepCostModel::Timed& StepCostModel::timed(const sched::Step& step) {
         int64_t tokens = n_dec;  // over the whole EP group: what the routed experts see
         for (const auto& np : pre) tokens += np.first;
         const sim::Phase phase = pre.empty() ? sim::Phase::DECODE : sim::Phase::PREFILL;
-        const Timed t = time_step(rank_chunks(n_dec, dec_past, pre, go_.ep), phase, dec_past, tokens);
+        const Timed t = time_step(rank_chunks(n_dec, dec_past, pre, graph::ep_data_parallel(go_.tp, go_.ep) ? go_.ep : 1), phase, dec_past, tokens);
         ++evaluations_;
         if (cache_.size() >= kMaxCachedSteps) cache_.clear();  // a server runs for days (workload/serve_twin.h)
         it = cache_.emplace(std::move(key), t).first;

@@ -26,7 +26,9 @@
 // every rank is priced as (sim/scale_out.h) — while the routed experts of every rank see all the
 // step's tokens (sim/expert_load.h with T = the step's tokens over the whole group): a step of
 // few tokens gives each expert a row or two (GEMV-like, where PIM pays), a step of many tokens
-// gives GEMMs. With opts.experts.routing set (a MoE model) the expert records are priced from
+// gives GEMMs. With go.tp == go.ep (the experts on the tensor-parallel ranks, graph/parallel.h)
+// every rank runs every sequence's attention over its heads and its E/ep whole experts' rows of
+// all the step's tokens: rank 0's records hold all the step's chunks. With opts.experts.routing set (a MoE model) the expert records are priced from
 // the routing and placed per expert, also at ep 1, as `duet bench` prices them.
 // At most kMaxCachedSteps compositions are kept (emptied when full: a long-running server's
 // twin must not grow; a 10 000-request simulation times about a thousand).

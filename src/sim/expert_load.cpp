@@ -166,7 +166,8 @@ int64_t pim_row_threshold(const OpRecord& r, const ExpertOnPim& on_pim) {
 
 namespace {
 
-std::string placement_text(int tp) {
+std::string placement_text(int tp, int ep) {
+    if (tp > 1 && ep > 1) return "whole experts: device e holds experts [e*E/ep, (e+1)*E/ep), tensor-parallel attention";
     if (tp > 1) return fmt::format("tensor parallel: every device holds 1/{} of every expert's features", tp);
     return "contiguous: device e holds experts [e*E/ep, (e+1)*E/ep)";
 }
@@ -191,7 +192,7 @@ nlohmann::json expert_report_json(const ExpertLoadOptions& o, const ModelShape& 
             {"ep", o.ep},
             {"tp", tp},
             {"experts_per_device", s.n_expert / o.ep},
-            {"placement", placement_text(tp)},
+            {"placement", placement_text(tp, o.ep)},
             {"decode_rows_per_layer", rows},
             {"decode_active_experts_per_layer", active},
             {"decode_experts_on_pim_per_layer", pim},
@@ -220,7 +221,7 @@ Plan plan_with_expert_loads(const Plan& plan, const ModelShape& s, const RunOpti
                             nlohmann::json& report) {
     if (!opts.experts.routing || !s.is_moe()) return plan;
     const ExpertLoadOptions& o = opts.experts;
-    const int ranks = opts.parallel.tp * o.ep;
+    const int ranks = graph::stage_ranks(opts.parallel.tp, o.ep);
     // rank 0's sub-machine decides (every rank has the same devices, or shares them in turn)
     const std::vector<RankMachine> machines = split_machine(hw, ranks, opts.parallel.pp);
     const Placer placer(opts.placement, machines.front().hw);

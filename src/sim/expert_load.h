@@ -25,7 +25,9 @@
 // Under tensor parallelism (tp ranks, ep = 1) every rank holds a 1/tp slice of every expert
 // (graph/shard_tensor_parallel.h): its records already carry the local n or k, every rank sees
 // every routed row, so the same rows and active experts apply with the local widths, and the
-// ranks are alike (rank 0's plan stands for them all).
+// ranks are alike (rank 0's plan stands for them all). With tp == ep on the same ranks
+// (graph/parallel.h) rank e holds its E/ep experts whole and sees every token (no all-to-all in
+// its plan): its records are priced as an EP rank's over T = all the tokens, at full widths.
 // Thread safety: pure functions.
 #include <functional>
 #include <memory>

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "graph/parallel.h"
 #include "hw/pim/pim_device.h"
 #include "sim/expert_load.h"
 
@@ -27,9 +28,10 @@ RunReport simulate_run(const ModelShape& shape, const Plan& plan, int64_t contex
     r.weight_base_shared = opts.weight_base_shared;
     r.weight_dtype = shape.weight_dtype;
     Placer placer(opts.placement, hw);
-    // expert parallelism: a device holds its share of the batch's sequences (their KV, activations)
+    // expert parallelism with data-parallel attention: a device holds its share of the batch's
+    // sequences (their KV, activations); with tensor-parallel attention every device all of them
     const int ep = opts.experts.ep;
-    const int32_t device_batch = ep > 1 ? (batch + ep - 1) / ep : batch;
+    const int32_t device_batch = graph::ep_data_parallel(opts.parallel.tp, ep) ? (batch + ep - 1) / ep : batch;
     r.memory = account_memory(shape, plan, context, device_batch, placer, opts, hw);
     Plan loaded;  // MoE: the expert records re-priced from the routing (sim/expert_load.h)
     const bool experts = opts.experts.routing && shape.is_moe();

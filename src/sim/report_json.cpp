@@ -149,6 +149,14 @@ double decode_energy_per_token_pj(const RunReport& r, DeviceKind kind) {
     return tokens > 0 ? r.timeline.decode.total(kind).energy_pj / tokens : 0;
 }
 
+// The ranks' axes of the "parallel:" line: tp x pp, with x ep for expert parallelism over
+// data-parallel attention, or tp (= ep) when the experts sit on the tensor-parallel ranks.
+std::string parallel_axes(const nlohmann::json& p) {
+    const int tp = p.value("tp", 1), pp = p.value("pp", 1), ep = p.value("ep", 1);
+    if (tp > 1 && ep > 1) return fmt::format("tp {} = ep {} (the same ranks) x pp {}", tp, ep, pp);
+    return fmt::format("tp {} x pp {}{}", tp, pp, ep > 1 ? fmt::format(" x ep {}", ep) : "");
+}
+
 }  // namespace
 
 std::vector<std::string> devices_used(const RunReport& r) {
@@ -271,11 +279,9 @@ std::string format_table(const BenchReport& r) {
     s += fmt::format("duet bench: {} | prompt {} + {} generated | batch {} | NPU {} | PIM {} | memory {}\n", r.model,
                      r.seq_len, r.gen_len, r.batch, r.npu, r.pim, r.memory);
     if (!r.parallel.is_null())
-        s += fmt::format("parallel: tp {} x pp {}{} ({} micro-batches) | FlashComm {} | HCCL_OP_EXPANSION_MODE {} | "
+        s += fmt::format("parallel: {} ({} micro-batches) | FlashComm {} | HCCL_OP_EXPANSION_MODE {} | "
                          "memory: one rank's share\n",
-                         r.parallel.value("tp", 1), r.parallel.value("pp", 1),
-                         r.parallel.value("ep", 1) > 1 ? fmt::format(" x ep {}", r.parallel.value("ep", 1)) : "",
-                         r.parallel.value("micro_batches", 1), r.parallel.value("flashcomm", false) ? "on" : "off",
+                         parallel_axes(r.parallel), r.parallel.value("micro_batches", 1), r.parallel.value("flashcomm", false) ? "on" : "off",
                          r.parallel.value("hccl_expansion", ""));
     s += format_expert_lines(r);
     if (!r.pim_precision.is_null()) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "graph/parallel.h"
 
 namespace duet::sim {
 
@@ -93,8 +94,10 @@ Plan plan_parallel_generation(const ModelShape& shape, int64_t seq_len, int64_t 
     if (micro_batches < 1 || batch % micro_batches != 0)
         fail("{} micro-batches do not divide the batch of {} sequences (allowed: a divisor of {})", micro_batches,
              batch, batch);
-    // expert parallel: each rank serves its share of a micro-batch's sequences (the largest share)
-    const int32_t n_seq = (batch / micro_batches + go.ep - 1) / go.ep;
+    // expert parallel with data-parallel attention: each rank serves its share of a micro-batch's
+    // sequences (the largest share); with tensor-parallel attention (tp == ep) every rank all of them
+    const int dp = graph::ep_data_parallel(go.tp, go.ep) ? go.ep : 1;
+    const int32_t n_seq = (batch / micro_batches + dp - 1) / dp;
     auto stage_plan = [&](int stage) {
         graph::GraphOptions o = go;
         o.tp_rank = 0;

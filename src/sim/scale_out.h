@@ -48,9 +48,9 @@ void apply_flashcomm(OpTrace& ops, int tp);
 
 // A parallel generation: stage 0's plan, with stages 1..pp-1 in Plan::next_stages; every plan
 // is tensor-parallel rank 0's graph (the ranks' shards are equal up to one ff_align block)
-// over batch / micro_batches sequences; under expert parallelism (go.ep) EP rank 0's graph over
-// its share of them, ⌈batch / micro_batches / ep⌉ (the largest: the all-to-alls wait for it;
-// sim/expert_load.h prices each rank's experts). FlashComm (go.flashcomm) rewrites the records as above.
+// over batch / micro_batches sequences; under expert parallelism (go.ep, go.tp 1) EP rank 0's graph
+// over its share of them, ⌈batch / micro_batches / ep⌉ (the largest: the all-to-alls wait for it;
+// sim/expert_load.h prices each rank's experts); with go.tp == go.ep rank 0's graph over all of them. FlashComm (go.flashcomm) rewrites the records as above.
 // Throws duet::Error when micro_batches does not divide the batch, or for a split the shape
 // does not allow (graph/parallel.h).
 Plan plan_parallel_generation(const ModelShape& shape, int64_t seq_len, int64_t gen_len, int32_t batch,

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "graph/parallel.h"
 #include "graph/tensor_catalogue.h"
 #include "sim/op_shape.h"
 #include "sim/scale_out.h"
@@ -115,8 +116,8 @@ public:
     }
 
 private:
-    // the ranks of one stage: tensor-parallel or expert-parallel (one of the two is 1)
-    int tp() const { return opts_.parallel.tp * opts_.experts.ep; }
+    // the ranks of one stage: tensor-parallel, expert-parallel, or both on the same ranks
+    int tp() const { return graph::stage_ranks(opts_.parallel.tp, opts_.experts.ep); }
     int pp() const { return opts_.parallel.pp; }
     int micro() const { return opts_.parallel.micro_batches; }
     size_t lane_index(int stage, int rank, int j) const { return (size_t(stage) * size_t(tp()) + size_t(rank)) * size_t(micro()) + size_t(j); }

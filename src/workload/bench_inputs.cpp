@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "graph/parallel.h"
 #include "sim/collective.h"
@@ -10,22 +12,30 @@
 
 namespace duet::workload {
 
+namespace {
+
+// The flags whose product is the rank count, as the errors name them.
+std::string rank_flags(int ep, int tp, int pp) {
+    if (tp > 1 && ep > 1) return fmt::format("--tp {} with --ep {} (the same ranks) x --pp {}", tp, ep, pp);
+    return fmt::format("--ep {} x --tp {} x --pp {}", ep, tp, pp);
+}
+
+}  // namespace
+
 void check_expert_parallel_ranks(int ep, int tp, int pp, int64_t npus) {
-    const int64_t ranks = int64_t(ep) * tp * pp;
+    const int64_t ranks = int64_t(graph::stage_ranks(tp, ep)) * pp;
     if (ep > 1 && ranks > npus)
-        fail("--ep {} x --tp {} x --pp {} = {} ranks but the topology has {} NPU(s): each expert-parallel rank holds its "
+        fail("{} = {} ranks but the topology has {} NPU(s): each expert-parallel rank holds its "
              "own experts (allowed: --npus {}, or [topology] npus = {}; or fewer ranks)",
-             ep, tp, pp, ranks, npus, ranks, ranks);
+             rank_flags(ep, tp, pp), ranks, npus, ranks, ranks);
     if (ep > 1 && npus % ranks != 0)
-        fail("--ep {} x --tp {} x --pp {} = {} ranks do not divide the {} NPUs of the topology: each rank is an NPU "
-             "(allowed: --npus a multiple of {}, or ranks that divide {})", ep, tp, pp, ranks, npus, ranks, npus);
+        fail("{} = {} ranks do not divide the {} NPUs of the topology: each rank is an NPU "
+             "(allowed: --npus a multiple of {}, or ranks that divide {})", rank_flags(ep, tp, pp), ranks, npus, ranks, npus);
 }
 
 void set_expert_inputs(TraceBenchInputs& in, int ep, double skew, const std::string& routing_stats,
                        const std::string& dtype) {
-    if (in.tp > 1 && ep > 1)
-        fail("--tp {} with --ep {}: tensor parallelism is not modelled for experts or latent attention; the "
-             "expert-parallel ranks run data-parallel attention (allowed: --tp 1 with --ep N)", in.tp, ep);
+    graph::check_tp_with_ep(in.tp, ep);
     const graph::ModelShape shape = bench_model_shape(in.model, dtype);
     graph::ep_shard(shape, ep, 0);  // a dense model, an ep that does not divide the experts
     in.ep = ep;

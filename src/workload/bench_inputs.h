@@ -37,15 +37,16 @@ struct TraceBenchInputs {
     bool serving_step_cost = true;     // the serving stack's per-step host work (sim::RunOptions)
 };
 
-// Throws duet::Error when the ep x tp x pp ranks of an expert-parallel run need more NPUs than
+// Throws duet::Error when the ranks of an expert-parallel run (graph::stage_ranks(tp, ep) x pp)
+// need more NPUs than
 // the topology has (`npus`) or do not divide them, naming the flags and the keys that give more.
 void check_expert_parallel_ranks(int ep, int tp, int pp, int64_t npus);
 
 // --ep / --expert-skew / --routing-stats of a trace-only model (in.model a preset, config.json or
 // GGUF hparams; in.tp set): in.ep = ep and in.routing (uniform for a MoE model when neither skew
-// >= 0 nor routing_stats is given). Throws duet::Error, exit 2 before any work: --tp with --ep
-// (attention split by heads inside an expert-parallel group is not modelled: the ep ranks run
-// data-parallel attention), a dense model, an ep that does not divide the experts, bad routing.
+// >= 0 nor routing_stats is given). Throws duet::Error, exit 2 before any work: --tp and --ep both
+// above 1 and unequal (graph::check_tp_with_ep; tp == ep puts the experts on the tensor-parallel
+// ranks), a dense model, an ep that does not divide the experts, bad routing.
 void set_expert_inputs(TraceBenchInputs& in, int ep, double skew, const std::string& routing_stats,
                        const std::string& dtype);
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "graph/parallel.h"
 #include "hw/npu/npu_device.h"
 #include "layout/pim_layout.h"
 #include "sim/collective.h"
@@ -106,6 +107,16 @@ sim::RunOptions bench_run_options(const config::CoopConfig& cfg, sim::Policy p, 
     return o;
 }
 
+namespace {
+
+// How a stage's ranks split attention (the report's parallel.attention).
+const char* attention_split(int tp, int ep) {
+    if (tp > 1) return ep > 1 ? "tensor parallel (experts: E/ep whole experts per rank)" : "tensor parallel";
+    return ep > 1 ? "data parallel (each expert-parallel rank its share of the sequences)" : "whole";
+}
+
+}  // namespace
+
 sim::BenchReport finish_bench(const config::Settings& st, const config::CoopConfig& cfg, const TraceBenchInputs& in,
                               const BenchSetup& s, const sim::Plan& plan_b, const sim::Plan& plan_t, int64_t seq_len,
                               const sim::RunReport* baseline) {
@@ -132,10 +143,12 @@ sim::BenchReport finish_bench(const config::Settings& st, const config::CoopConf
     r.topology = topology_json(rig.hw);
     if (in.tp * in.pp * in.ep > 1) {
         r.parallel = {{"tp", in.tp}, {"pp", in.pp}, {"ep", in.ep}, {"micro_batches", ob.parallel.micro_batches},
-                      {"flashcomm", in.flashcomm}, {"hccl_expansion", in.hccl_expansion}};
-        const int64_t ranks = in.tp * in.pp * in.ep, npus = int64_t(rig.hw.devices_of(sim::DeviceKind::NPU).size()),
+                      {"flashcomm", in.flashcomm}, {"hccl_expansion", in.hccl_expansion},
+                      {"attention", attention_split(in.tp, in.ep)}};
+        const int64_t ranks = int64_t(graph::stage_ranks(in.tp, in.ep)) * in.pp,
+                      npus = int64_t(rig.hw.devices_of(sim::DeviceKind::NPU).size()),
                       pims = int64_t(rig.hw.devices_of(sim::DeviceKind::PIM).size());
-        const char* axes = in.ep > 1 ? "ep x pp" : "tp x pp";
+        const char* axes = in.tp > 1 && in.ep > 1 ? "tp (= ep) x pp" : in.ep > 1 ? "ep x pp" : "tp x pp";
         const bool npus_used = s.pb != sim::Policy::PIM_ONLY || s.pt != sim::Policy::PIM_ONLY;
         if (ranks > npus && npus_used)  // the same machine in both runs: said once
             r.target.warnings.push_back(fmt::format("{} = {} ranks share {} NPU(s): ranks on one device run one "

@@ -1,6 +1,7 @@
 // `duet bench --workload serving --ep N`: expert parallelism under serving load. One request
 // alone gets `duet bench --ep N`'s TTFT and TBT; under load the step's tokens decide where the
-// experts run; the KV pool is the ranks' blocks together; bad combinations exit 2 naming the flags.
+// experts run; the KV pool is the ranks' blocks together; --tp N --ep N serves with the experts on
+// the tensor-parallel ranks; bad combinations exit 2 naming the flags.
 #include <gtest/gtest.h>
 
 #include "bench_report_run.h"
@@ -99,6 +100,28 @@ TEST(ServingEpCli, TheKvPoolIsTheRanksBlocksTogether) {
     }
 }
 
+// --tp 2 --ep 2: the experts on the tensor-parallel ranks. A block spans the two ranks (each holds
+// its KV heads of every sequence) as under --tp 2, a rank holds half the experts whole, and the
+// routed rows are the step's tokens x k as under --tp 2.
+TEST(ServingEpCli, TensorAndExpertParallelOnTheSameRanks) {
+    const std::string args = "--model qwen3-30b-a3b --npus 2 --pims 2 --requests 4 --rate inf --seq-len 64 --gen-len 8";
+    const Result tp = run(args + " --tp 2"), both = run(args + " --tp 2 --ep 2");
+    ASSERT_EQ(tp.code, 0) << tp.out;
+    ASSERT_EQ(both.code, 0) << both.out;
+    for (const char* side : {"baseline", "target"}) {
+        const nlohmann::json &a = tp.report["serving"][side], &b = both.report["serving"][side];
+        EXPECT_EQ(b["completed"], 4) << side;
+        EXPECT_EQ(b["experts"]["ep"], 2) << side;
+        EXPECT_EQ(b["experts"]["expert_rows"], a["experts"]["expert_rows"]) << side;
+        const nlohmann::json& k = b["kv_cache"];
+        EXPECT_EQ(k["block_bytes"], a["kv_cache"]["block_bytes"]) << side;
+        const double gib = double(1 << 30), rank_other = k["other_bytes"].get<double>() / 2;
+        EXPECT_EQ(k["device_bytes"].get<double>(), 2 * 64 * gib) << side;
+        EXPECT_EQ(k["blocks"].get<double>(), std::floor((64 * gib - rank_other) / (k["block_bytes"].get<double>() / 2)))
+            << side;
+    }
+}
+
 TEST(ServingEpCli, BadExpertParallelFlagsExitTwo) {
     const std::pair<std::string, std::string> cases[] = {
         {"--workload serving --model llama2-7b --ep 2 --npus 2",
@@ -116,11 +139,16 @@ TEST(ServingEpCli, BadExpertParallelFlagsExitTwo) {
          "--ep 4 with --workload serving on 8 NPUs: the serving instance is the expert-parallel group, one rank per "
          "NPU (allowed: --npus 4)"},
         {"--model deepseek-v3 --tp 2 --ep 8 --npus 16",
-         "--tp 2 with --ep 8: tensor parallelism is not modelled for experts or latent attention; the "
-         "expert-parallel ranks run data-parallel attention (allowed: --tp 1 with --ep N)"},
-        {"--workload serving --model mixtral-8x7b --tp 2 --ep 2 --npus 4",
-         "--tp 2 with --ep 2: tensor parallelism is not modelled for experts or latent attention; the "
-         "expert-parallel ranks run data-parallel attention (allowed: --tp 1 with --ep N)"},
+         "--tp 2 with --ep 8: expert parallelism with tensor parallelism places the experts on the tensor-parallel "
+         "ranks themselves (allowed: --ep 1, or --ep 2 equal to --tp; or --tp 1 with --ep N for data-parallel "
+         "attention)"},
+        {"--workload serving --model mixtral-8x7b --tp 2 --ep 4 --npus 4",
+         "--tp 2 with --ep 4: expert parallelism with tensor parallelism places the experts on the tensor-parallel "
+         "ranks themselves (allowed: --ep 1, or --ep 2 equal to --tp; or --tp 1 with --ep N for data-parallel "
+         "attention)"},
+        {"--model mixtral-8x7b --tp 2 --ep 2 --npus 3",
+         "--tp 2 with --ep 2 (the same ranks) x --pp 1 = 2 ranks do not divide the 3 NPUs of the topology: each rank "
+         "is an NPU (allowed: --npus a multiple of 2, or ranks that divide 3)"},
         {"--workload serving --model mixtral-8x7b --ep 2 --npus 2 --dp 2",
          "--ep 2 with --dp 2: a replica or instance is one device group of the machine (allowed: --ep with --dp 1 "
          "and without --disaggregate)"},

@@ -1,7 +1,8 @@
 // `duet bench --model <MoE/MLA preset | config.json>` end to end: the four real presets print a
 // table and write a report whose memory splits experts / shared weights / latent KV; a config.json
 // works in file and directory form; a config duet cannot model exits 2 naming the field; --tp
-// splits experts and latent attention (generation and serving), --fuse and --tp with --ep exit 2.
+// splits experts and latent attention (generation and serving), --tp N --ep N puts E/N whole experts
+// on the tensor-parallel ranks, --fuse and --tp with a different --ep exit 2.
 #include <gtest/gtest.h>
 
 #include "bench_report_run.h"
@@ -121,20 +122,57 @@ TEST(MoeBenchCli, TensorParallelSplitsExpertsAndLatentAttention) {
     EXPECT_EQ(2 * kv(mx), kv(mx_one));
 }
 
-TEST(MoeBenchCli, FusionAndTensorWithExpertParallelismAreRefused) {
+TEST(MoeBenchCli, FusionAndUnequalTensorAndExpertParallelismAreRefused) {
     const std::pair<std::string, std::string> cases[] = {
         {"--model mixtral-8x7b --fuse",
          "duet: error: model 'mixtral-8x7b' (experts): fusion is not modelled for experts or latent attention yet "
          "(allowed: without --fuse)"},
-        {"--model qwen3-30b-a3b --tp 2 --ep 2 --npus 4",
-         "duet: error: --tp 2 with --ep 2: tensor parallelism is not modelled for experts or latent attention; the "
-         "expert-parallel ranks run data-parallel attention (allowed: --tp 1 with --ep N)"},
+        {"--model qwen3-30b-a3b --tp 2 --ep 4 --npus 8",
+         "duet: error: --tp 2 with --ep 4: expert parallelism with tensor parallelism places the experts on the "
+         "tensor-parallel ranks themselves (allowed: --ep 1, or --ep 2 equal to --tp; or --tp 1 with --ep N for "
+         "data-parallel attention)"},
     };
     for (const auto& [args, message] : cases) {
         const Result r = bench(args + " --seq-len 32 --gen-len 2");
         EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
         EXPECT_EQ(r.out, message + "\n") << args;
     }
+}
+
+TEST(MoeBenchCli, TensorParallelAttentionWithExpertParallelExperts) {
+    // Mixtral on two ranks three ways: --tp 2 (half of every expert), --ep 2 (4 whole experts and
+    // every attention weight per rank, each rank its share of the sequences, all-to-alls) and
+    // --tp 2 --ep 2 (4 whole experts, attention split as under --tp 2, all-reduces only)
+    const std::string args = "--model mixtral-8x7b --seq-len 64 --gen-len 4 --npus 2 --pims 2";
+    const Result tp = bench(args + " --tp 2"), ep = bench(args + " --ep 2"), both = bench(args + " --tp 2 --ep 2");
+    ASSERT_EQ(tp.code, 0) << tp.out;
+    ASSERT_EQ(ep.code, 0) << ep.out;
+    ASSERT_EQ(both.code, 0) << both.out;
+    EXPECT_EQ(both.report["parallel"]["tp"], 2);
+    EXPECT_EQ(both.report["parallel"]["ep"], 2);
+    EXPECT_EQ(both.report["parallel"]["attention"], "tensor parallel (experts: E/ep whole experts per rank)");
+    EXPECT_NE(both.out.find("parallel: tp 2 = ep 2 (the same ranks) x pp 1"), std::string::npos) << both.out;
+    const auto& e = both.report["target"]["experts"];
+    EXPECT_EQ(e["tp"], 2);
+    EXPECT_EQ(e["ep"], 2);
+    EXPECT_EQ(e["experts_per_device"], 4);
+    EXPECT_EQ(e["placement"], "whole experts: device e holds experts [e*E/ep, (e+1)*E/ep), tensor-parallel attention");
+    for (const auto& rows : e["decode_rows_per_layer"]) EXPECT_NEAR(rows.get<double>(), 1.0, 1e-9);  // 1 token x k 2 / 2
+    // a rank holds half the experts' bytes (as both others do), the attention weights and KV of --tp 2
+    const auto mem = [](const Result& r, const char* key) { return r.report["baseline"]["memory"][key].get<uint64_t>(); };
+    for (const char* key : {"weights_experts_bytes", "weights_shared_bytes", "kv_cache_bytes"})
+        EXPECT_EQ(mem(both, key), mem(tp, key)) << key;
+    EXPECT_EQ(mem(both, "weights_experts_bytes"), mem(ep, "weights_experts_bytes"));
+    EXPECT_LT(mem(both, "weights_shared_bytes"), mem(ep, "weights_shared_bytes"));
+    // the collectives of --tp 2: an all-reduce after the attention and one after each MoE combine
+    const auto comm = [](const Result& r) {
+        return r.report["baseline"]["timeline"]["decode"]["devices"][0]["comm_ns"].get<double>();
+    };
+    EXPECT_NEAR(comm(both), comm(tp), 1e-6 * comm(tp));
+    // a decode token reads as many expert bytes per rank as under --tp 2 (uniform routing), and half
+    // the attention weights --ep 2 reads
+    EXPECT_NEAR(tbt(both, "baseline"), tbt(tp, "baseline"), 0.02 * tbt(tp, "baseline"));
+    EXPECT_LT(tbt(both, "baseline"), tbt(ep, "baseline"));
 }
 
 TEST(MoeBenchCli, ServingWithTensorParallelExperts) {

@@ -19,6 +19,7 @@
 using namespace duet;
 using namespace duet::sim;
 using duet::test::find;
+using duet::test::gqa_moe_shape;
 using duet::test::mla_moe_shape;
 
 namespace {
@@ -31,16 +32,6 @@ Plan rank_plan(const ModelShape& s, int rank, int32_t batch = 1, bool flashcomm 
     go.tp_rank = rank;
     go.flashcomm = flashcomm;
     return plan_generation(s, 16, 3, batch, go);
-}
-
-// The toy with grouped-query attention in place of the latent (Qwen3-MoE's and Mixtral's block).
-ModelShape gqa_moe_shape() {
-    ModelShape s = mla_moe_shape();
-    s.name = "toy-moe";
-    s.n_head_kv = 2;
-    s.head_dim = 16;
-    s.q_lora_rank = s.kv_lora_rank = s.qk_rope_head_dim = s.qk_nope_head_dim = s.v_head_dim = 0;
-    return s;
 }
 
 // The records of plan `p` the sums compare: one kind, and for weight records one role.

@@ -32,6 +32,16 @@ inline graph::ModelShape mla_moe_shape() {
     return s;
 }
 
+// The toy with grouped-query attention in place of the latent (Qwen3-MoE's and Mixtral's block).
+inline graph::ModelShape gqa_moe_shape() {
+    graph::ModelShape s = mla_moe_shape();
+    s.name = "toy-moe";
+    s.n_head_kv = 2;
+    s.head_dim = 16;
+    s.q_lora_rank = s.kv_lora_rank = s.qk_rope_head_dim = s.qk_nope_head_dim = s.v_head_dim = 0;
+    return s;
+}
+
 // The first record of `kind` (and weight `role`) of `layer` in phase `ph`; throws when none.
 inline const sim::OpRecord& find(const sim::Plan& p, sim::Phase ph, int32_t layer, graph::OpKind kind,
                                  graph::WeightRole role = graph::WeightRole::NONE) {
