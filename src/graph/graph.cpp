@@ -101,10 +101,9 @@ Graph fuse_all(const Graph& g, bool int8_acts) {
 
 Graph build_graph(const ModelShape& s, const GraphOptions& opts) {
     // Pipeline stages split at layer boundaries and need nothing of the block; the tensor-parallel
-    // pass splits experts and latent attention too. The fusion passes know the dense block only.
-    if ((s.is_moe() || s.is_mla()) && opts.fuse)
-        fail("model '{}' ({}{}): fusion is not modelled for experts or latent attention yet (allowed: without --fuse)",
-             s.name, s.is_moe() ? "experts" : "", s.is_mla() ? (s.is_moe() ? ", latent attention" : "latent attention") : "");
+    // pass splits experts and latent attention too; the fusion passes fuse what they know (Q|K|V,
+    // a dense layer's gate|up, RMSNorm into quantised matmuls) and leave expert matmuls, the router
+    // and latent attention's projections as they are, as the engine's --fuse does.
     check_tp_with_ep(opts.tp, opts.ep);
     Graph g = build_graph(s);
     if (opts.tp != 1) g = ShardTensorParallel(opts.tp, opts.tp_rank, opts.flashcomm, opts.ff_align, opts.ep > 1).run(g);

@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <map>
+#include <tuple>
+#include <vector>
 
 #include "core/error.h"
 #include "fake_hw.h"
@@ -19,6 +21,7 @@
 using namespace duet;
 using namespace duet::sim;
 using duet::test::find;
+using duet::test::gqa_moe_shape;
 using duet::test::mla_moe_shape;
 
 namespace {
@@ -64,15 +67,40 @@ TEST(MoeMlaGraph, DenseFirstLayersThenExperts) {
     EXPECT_EQ(experts, 2 * 8);
 }
 
-TEST(MoeMlaGraph, FusionIsRefused) {
+// --fuse fuses what the passes know and leaves experts and latent attention as they are: the
+// expert and attention records are the unfused plan's, the matmuls' FLOPs and weight bytes add up
+// to the same per forward; the grouped-query toy's Q, K and V become one matmul, while of the
+// latent-attention toy only its dense first layer's gate and up fuse.
+TEST(MoeMlaGraph, FusionKeepsExpertsAndLatentAttentionAndTheirCosts) {
     graph::GraphOptions go;
     go.fuse = true;
-    try {
-        graph::build_graph(mla_moe_shape(), go);
-        FAIL();
-    } catch (const Error& e) {
-        EXPECT_STREQ(e.what(), "model 'toy-deepseek' (experts, latent attention): fusion is not modelled for experts or "
-                               "latent attention yet (allowed: without --fuse)");
+    for (const ModelShape& s : {mla_moe_shape(), gqa_moe_shape()}) {
+        const Plan plain = plan_generation(s, 16, 2, 1), fused = plan_generation(s, 16, 2, 1, go);
+        auto sum = [](const Plan& p, Phase ph, bool experts) {
+            double flops = 0, bytes = 0;
+            int64_t matmuls = 0;
+            for (const OpRecord& r : p.ops)
+                if (r.phase == ph && (r.kind == OpKind::MOE_MATMUL) == experts && is_matmul_kind(r.kind))
+                    flops += r.flops, bytes += double(r.weight_bytes), ++matmuls;
+            return std::tuple{flops, bytes, matmuls};
+        };
+        for (const Phase ph : {Phase::PREFILL, Phase::DECODE}) {
+            const auto [ef, eb, en] = sum(fused, ph, true);
+            EXPECT_EQ(sum(plain, ph, true), std::tuple(ef, eb, en)) << s.name;  // expert matmuls untouched
+            const auto [pf, pb, pn] = sum(plain, ph, false);
+            const auto [ff, fb, fn] = sum(fused, ph, false);
+            EXPECT_DOUBLE_EQ(ff, pf) << s.name;
+            EXPECT_DOUBLE_EQ(fb, pb) << s.name;
+            if (s.is_mla()) EXPECT_EQ(fn, pn - 1) << s.name;  // the dense first layer's gate|up only
+            else EXPECT_LT(fn, pn) << s.name;                 // Q|K|V fused
+        }
+        auto attention = [](const Plan& p) {
+            std::vector<std::pair<double, uint64_t>> a;
+            for (const OpRecord& r : p.ops)
+                if (r.kind == OpKind::ATTENTION) a.push_back({r.flops, r.weight_bytes});
+            return a;
+        };
+        EXPECT_EQ(attention(fused), attention(plain)) << s.name;
     }
 }
 
