@@ -124,11 +124,9 @@ TEST(ServingCli, TheSeedDecidesTheArrivals) {
 TEST(ServingCli, LightLoadGivesTheSingleRequestBenchFigures) {
     const Result s = run("--model llama2-7b --requests 5 --rate 0.01 --seq-len 512 --gen-len 32");
     ASSERT_EQ(s.code, 0) << s.out;
-    const std::string report = std::string(DUET_BINARY_DIR) + "/serving_cli_test_bench.json";
-    const std::string cmd = std::string(DUET_BINARY_DIR) + "/duet --log-level off bench --model llama2-7b --seq-len "
-                            "512 --gen-len 32 --no-verdict-exit --report " + report + " > /dev/null 2>&1";
-    ASSERT_EQ(std::system(cmd.c_str()), 0);
-    const nlohmann::json b = nlohmann::json::parse(std::ifstream(report));
+    const duet::test::BenchRun bench = duet::test::run_bench("--model llama2-7b --seq-len 512 --gen-len 32", "serving_cli_test");
+    ASSERT_EQ(bench.code, 0) << bench.out;
+    const nlohmann::json& b = bench.report;
     for (const char* side : {"baseline", "target"}) {
         const nlohmann::json& sv = s.report["serving"][side];
         EXPECT_EQ(sv["steps"], 5 * 32) << side;  // one prefill and 31 decode steps each, never batched
@@ -227,11 +225,9 @@ TEST(ServingCli, PrefixAffinityKeepsASessionsTranscriptCached) {
 // One request alone on the serving model gets `duet bench <machine>`'s TTFT and mean TBT (its
 // decode steps on the step cache's length grid: within 1 %).
 static void expect_single_request_is_bench(const Result& s, const std::string& machine, const std::string& tag) {
-    const std::string report = std::string(DUET_BINARY_DIR) + "/serving_cli_test_" + tag + "_bench.json";
-    const std::string cmd = std::string(DUET_BINARY_DIR) + "/duet --log-level off bench " + machine +
-                            "--no-verdict-exit --report " + report + " > /dev/null 2>&1";
-    ASSERT_EQ(std::system(cmd.c_str()), 0);
-    const nlohmann::json b = nlohmann::json::parse(std::ifstream(report));
+    const duet::test::BenchRun bench = duet::test::run_bench(machine, "serving_cli_test");
+    ASSERT_EQ(bench.code, 0) << bench.out;
+    const nlohmann::json& b = bench.report;
     for (const char* side : {"baseline", "target"}) {
         const nlohmann::json& sv = s.report["serving"][side];
         const double ttft_ms = b[side]["timeline"]["ttft_ns"].get<double>() / 1e6;
@@ -409,12 +405,9 @@ TEST(ServingCli, TensorParallelDisaggregationMovesEachRanksKvShard) {
     ASSERT_EQ(s.code, 0) << s.out;
     EXPECT_NE(s.out.find("disaggregated: prefill on npu2 + npu3 (npu_only), decode on npu0 + npu1 + pim0; KV shards, "
                          "rank to rank, over npu2-npu0 (hccs_910b"), std::string::npos) << s.out;
-    const std::string report = std::string(DUET_BINARY_DIR) + "/serving_cli_test_bench_tp_disagg.json";
-    const std::string cmd = std::string(DUET_BINARY_DIR) + "/duet --log-level off bench --model llama2-7b --tp 2 "
-                            "--npus 2 --seq-len 512 --gen-len 32 --no-verdict-exit --report " + report +
-                            " > /dev/null 2>&1";
-    ASSERT_EQ(std::system(cmd.c_str()), 0);
-    const nlohmann::json b = nlohmann::json::parse(std::ifstream(report));
+    const duet::test::BenchRun bench = duet::test::run_bench("--model llama2-7b --tp 2 --npus 2 --seq-len 512 --gen-len 32", "serving_cli_test");
+    ASSERT_EQ(bench.code, 0) << bench.out;
+    const nlohmann::json& b = bench.report;
     // llama2-7b: 32 layers, 32 KV heads of 128, fp16 K and V, 16 heads per rank; hccs_910b: 56 GB/s,
     // 1000 ns latency, 2000 ns per transfer.
     const double shard_bytes = 512.0 * 2 * 32 * 16 * 128 * 2;
@@ -454,11 +447,9 @@ TEST(ServingCli, DisaggregationAddsTheKvTransferToTtftAndDecodesAtTheDecodeDevic
     const Result s = run("--model llama2-7b --requests 3 --rate 0.01 --seq-len 512 --gen-len 32 --npus 2 "
                          "--disaggregate");
     ASSERT_EQ(s.code, 0) << s.out;
-    const std::string report = std::string(DUET_BINARY_DIR) + "/serving_cli_test_bench_disagg.json";
-    const std::string cmd = std::string(DUET_BINARY_DIR) + "/duet --log-level off bench --model llama2-7b --seq-len "
-                            "512 --gen-len 32 --no-verdict-exit --report " + report + " > /dev/null 2>&1";
-    ASSERT_EQ(std::system(cmd.c_str()), 0);
-    const nlohmann::json b = nlohmann::json::parse(std::ifstream(report));
+    const duet::test::BenchRun bench = duet::test::run_bench("--model llama2-7b --seq-len 512 --gen-len 32", "serving_cli_test");
+    ASSERT_EQ(bench.code, 0) << bench.out;
+    const nlohmann::json& b = bench.report;
     // llama2-7b: 32 layers, 32 KV heads of 128, fp16 K and V; configs/hw/links.toml hccs_910b:
     // 56 GB/s, 1000 ns latency, 2000 ns per transfer.
     const double kv_bytes = 512.0 * 2 * 32 * 32 * 128 * 2;
