@@ -16,6 +16,7 @@
 #include "runtime/generator.h"
 #include "model/hparams.h"
 #include "runtime/weight_source.h"
+#include "prompt_forward.h"
 #include "test_models.h"
 
 using WR = duet::graph::WeightRole;
@@ -57,14 +58,10 @@ Result run(const std::shared_ptr<const Model>& m, bool fuse, int64_t n_predict, 
     Result r;
     r.in_place = e.plain_weights().fused_in_place();
     r.copied = e.plain_weights().fused_copied();
-    std::vector<int32_t> prompt;
-    for (int i = 0; i < 9; ++i) prompt.push_back(int32_t((i * 11 + 3) % m->hparams().n_vocab));
+    const std::vector<int32_t> prompt = test::probe_prompt(m->hparams().n_vocab);
     {
         SequenceKv s;
-        SeqInput in{prompt, &s, true};
-        ForwardOutput out;
-        EXPECT_EQ(e.forward({&in, 1}, out), ForwardStatus::OK);
-        r.logits = out.logits;
+        r.logits = test::prompt_logits(e, prompt, s);
         s.release(e.kv_cache());
     }
     e.set_trace(&r.trace);

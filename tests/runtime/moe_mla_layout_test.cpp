@@ -13,6 +13,7 @@
 #include "runtime/engine.h"
 #include "runtime/generator.h"
 #include "runtime/pim_weight_source.h"
+#include "prompt_forward.h"
 #include "test_models.h"
 #include "unsplit_kv_b.h"
 
@@ -114,14 +115,11 @@ EngineRun run(const std::shared_ptr<const Model>& m, bool fuse, bool pim_layout,
         e.set_weight_source(pim.get());
         r.pim_matrices = pim->pim_count();
     }
-    std::vector<int32_t> prompt;
-    for (int i = 0; i < 9; ++i) prompt.push_back(int32_t((i * 11 + 3) % m->hparams().n_vocab));
+    const std::vector<int32_t> prompt = test::probe_prompt(m->hparams().n_vocab);
     {
         SequenceKv s;
-        SeqInput in{prompt, &s, true};
+        r.logits = test::prompt_logits(e, prompt, s);
         ForwardOutput out;
-        EXPECT_EQ(e.forward({&in, 1}, out), ForwardStatus::OK);
-        r.logits = out.logits;
         for (int32_t t : {7, 99, 3}) {
             const std::vector<int32_t> one = {t};
             SeqInput step{one, &s, false};
