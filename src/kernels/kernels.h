@@ -190,7 +190,8 @@ struct MlaQuery {
     int64_t pe_stride, pe_head_stride;
     int64_t n_head, kv_lora_rank, rope_dim;
 };
-// out rows out_stride floats apart. Work is split over the pool by (query token, head); throws
+// out rows out_stride floats apart. The (query token, head) pairs of a block of tokens are the rows
+// of two f32 matmuls (scores, then the weighted latent), each split over the pool; throws
 // duet::Error on shapes that do not fit.
 void mla_attention(const MlaQuery& q, int64_t n_q, int64_t pos0, const float* kv, float scale, float* out,
                    int64_t out_stride, ThreadPool& pool);

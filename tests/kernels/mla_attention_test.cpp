@@ -87,7 +87,10 @@ void check(const Case& cs, ThreadPool& pool) {
 TEST(MlaAttention, EqualsTheNaiveFormOnOddShapes) {
     ThreadPool pool(3);
     for (const Case& c : {Case{1, 8, 2, 4, 3, 1, 0}, Case{4, 24, 6, 10, 5, 7, 0}, Case{3, 17, 4, 9, 7, 1, 12},
-                          Case{5, 32, 16, 16, 8, 3, 21}, Case{2, 40, 16, 8, 8, 4, 5}})  // C 40: 16-wide runs + a tail
+                          Case{5, 32, 16, 16, 8, 3, 21}, Case{2, 40, 16, 8, 8, 4, 5},  // C 40: 16-wide runs + a tail
+                          // several blocks of query tokens (256 (token, head) rows a block): 4 tokens
+                          // a block, the last one short; one token a block when the heads alone pass 256
+                          Case{64, 16, 4, 8, 4, 9, 3}, Case{300, 8, 2, 4, 3, 3, 2}})
         check(c, pool);
 }
 
