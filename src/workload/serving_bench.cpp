@@ -108,16 +108,17 @@ serving::BatchRun sweep_spread(parallel::Communicator& comm,
 // Steps a placement's trace records by default: bounds the file (about 0.5 KB per step).
 constexpr int64_t kMaxTraceSteps = 100000;
 
-// Expert parallelism: one instance is the EP group, a rank per NPU (idle NPUs beside one
-// scheduler model nothing; replicas are --dp).
-void check_one_expert_group(const TraceBenchInputs& in, const sim::SimHardware& hw) {
+// Expert parallelism: an instance is the EP group, a rank per NPU (idle NPUs beside one
+// scheduler model nothing); --dp N replicas cut the machine into N such groups
+// (serving/serving_layout.h, which checks that case).
+void check_one_expert_group(const TraceBenchInputs& in, int64_t dp, const sim::SimHardware& hw) {
     const size_t npus = hw.devices_of(sim::DeviceKind::NPU).size();
-    if (in.ep > 1 && size_t(in.ep) != npus)
+    if (in.ep > 1 && dp == 1 && size_t(in.ep) != npus)
         fail("--ep {} with --workload serving on {} NPUs: the serving instance is the expert-parallel group, one rank "
-             "per NPU (allowed: --npus {})", in.ep, npus, in.ep);
+             "per NPU (allowed: --npus {}, or --dp N with --npus N x {})", in.ep, npus, in.ep, in.ep);
 }
 
-// What the serving model cannot run: pipeline stages beside experts, experts beside replicas or
+// What the serving model cannot run: pipeline stages beside experts, experts beside
 // disaggregation, a host profile beside any parallelism (pipeline stages beside replicas:
 // serving::serving_layout).
 void check_machine_options(const ServingBenchOptions& o, const config::CoopConfig& cfg) {
@@ -126,9 +127,9 @@ void check_machine_options(const ServingBenchOptions& o, const config::CoopConfi
     if (o.bench.pp > 1 && ep > 1)
         fail("--pp {} with --ep {}: the serving model runs pipeline stages or expert parallelism, not both (allowed: "
              "--pp 1 or --ep 1)", o.bench.pp, ep);
-    if (ep > 1 && (a.dp > 1 || a.disaggregate))
-        fail("--ep {} with {}: a replica or instance is one device group of the machine (allowed: --ep with --dp 1 "
-             "and without --disaggregate)", ep, a.dp > 1 ? "--dp " + std::to_string(a.dp) : "--disaggregate");
+    if (ep > 1 && a.disaggregate)
+        fail("--ep {} with --disaggregate: the serving model disaggregates dense or tensor-parallel instances only "
+             "(allowed: --ep with colocated instances, --dp N for replicas)", ep);
     if (!a.host_profile.empty() && (o.bench.tp > 1 || o.bench.pp > 1 || o.bench.ep > 1 || a.dp > 1 || a.disaggregate))
         fail("--host-profile models one host CPU (allowed: without --tp, --pp, --ep, --dp and --disaggregate)");
 }
@@ -455,7 +456,7 @@ bool run_serving_bench(const ServingBenchOptions& o) {
     const int64_t ep = o.bench.ep != -1 ? o.bench.ep : cfg.topology.ep;
     set_expert_inputs(in, int(ep), o.bench.expert_skew, o.bench.routing_stats, st.runtime.dtype);
     const BenchSetup setup = prepare_bench(st, cfg, in, /*file_mode=*/false);
-    check_one_expert_group(in, setup.rig->hw);
+    check_one_expert_group(in, a.dp, setup.rig->hw);
 
     const int64_t n_ctx = a.ctx != -1 ? a.ctx : m.hp.n_ctx_train;
     if (n_ctx < 2) fail("{} states no trained context (allowed: --ctx N)", in.model);
@@ -468,7 +469,7 @@ bool run_serving_bench(const ServingBenchOptions& o) {
     const HostMachine host = host_machine(a, setup.rig->hw);
     const sim::SimHardware& hw = host.device ? host.hw : setup.rig->hw;
     const serving::ServingLayout lay =
-        serving::serving_layout(hw, int(a.dp), int(o.bench.tp), a.disaggregate, int(o.bench.pp));
+        serving::serving_layout(hw, int(a.dp), int(o.bench.tp), a.disaggregate, int(o.bench.pp), int(in.ep));
     const serving::ReplicaSetSpec replicas = replica_spec(a, lay);
     print_header(a, in.model, r.reqs.size(), r.source, arrivals, n_ctx, lay, replicas.router);
     const std::array<Placement, 2> runs = placements(a, setup, host, m.gguf.get());

@@ -266,6 +266,7 @@ nlohmann::json workload_json(const ServingLoad& a, const std::string& source, si
             {"step_tokens", a.step_tokens},
             {"dp", a.dp},
             {"tp", lay.tp},
+            {"ep", lay.ep},
             {"pp", lay.pp},
             {"router", serving::router_name(router)},
             {"disaggregated", lay.disaggregated},

@@ -122,6 +122,32 @@ TEST(ServingEpCli, TensorAndExpertParallelOnTheSameRanks) {
     }
 }
 
+// --ep 2 --dp 2 on four NPUs: two replicas, each an expert-parallel group of two NPUs and two PIM
+// devices. Two requests at once go one to each replica (round robin), so each is served as one
+// request on one group alone: the same TTFT and TPOT as --ep 2 on two NPUs.
+TEST(ServingEpCli, ReplicasAreExpertParallelGroups) {
+    const std::string shape = "--model qwen3-30b-a3b --ep 2 --rate inf --seq-len 64 --gen-len 8 ";
+    const Result one = run(shape + "--npus 2 --pims 2 --requests 1");
+    const Result two = run(shape + "--npus 4 --pims 4 --dp 2 --requests 2");
+    ASSERT_EQ(one.code, 0) << one.out;
+    ASSERT_EQ(two.code, 0) << two.out;
+    EXPECT_NE(two.out.find("  replica 0: npu0 + npu1 + pim0 + pim1\n  replica 1: npu2 + npu3 + pim2 + pim3\n"),
+              std::string::npos) << two.out;
+    EXPECT_EQ(two.report["workload"]["dp"], 2);
+    EXPECT_EQ(two.report["workload"]["ep"], 2);
+    for (const char* side : {"baseline", "target"}) {
+        const nlohmann::json &a = one.report["serving"][side], &b = two.report["serving"][side];
+        EXPECT_EQ(b["completed"], 2) << side;
+        EXPECT_EQ(b["experts"]["ep"], 2) << side;
+        ASSERT_EQ(b["replicas"].size(), 2u) << side;
+        for (const nlohmann::json& rep : b["replicas"]) EXPECT_EQ(rep["requests"], 1) << side;
+        for (const char* m : {"ttft_ms", "tpot_ms"})
+            for (const char* q : {"p50", "p99"})
+                EXPECT_NEAR(b[m][q].get<double>(), a[m][q].get<double>(), a[m][q].get<double>() * 1e-9) << side << m;
+        EXPECT_EQ(b["experts"]["expert_rows"].get<double>(), 2 * a["experts"]["expert_rows"].get<double>()) << side;
+    }
+}
+
 TEST(ServingEpCli, BadExpertParallelFlagsExitTwo) {
     const std::pair<std::string, std::string> cases[] = {
         {"--workload serving --model llama2-7b --ep 2 --npus 2",
@@ -137,7 +163,7 @@ TEST(ServingEpCli, BadExpertParallelFlagsExitTwo) {
          "--npus a multiple of 4, or ranks that divide 6)"},
         {"--workload serving --model mixtral-8x7b --ep 4 --npus 8",
          "--ep 4 with --workload serving on 8 NPUs: the serving instance is the expert-parallel group, one rank per "
-         "NPU (allowed: --npus 4)"},
+         "NPU (allowed: --npus 4, or --dp N with --npus N x 4)"},
         {"--model deepseek-v3 --tp 2 --ep 8 --npus 16",
          "--tp 2 with --ep 8: expert parallelism with tensor parallelism places the experts on the tensor-parallel "
          "ranks themselves (allowed: --ep 1, or --ep 2 equal to --tp; or --tp 1 with --ep N for data-parallel "
@@ -149,9 +175,15 @@ TEST(ServingEpCli, BadExpertParallelFlagsExitTwo) {
         {"--model mixtral-8x7b --tp 2 --ep 2 --npus 3",
          "--tp 2 with --ep 2 (the same ranks) x --pp 1 = 2 ranks do not divide the 3 NPUs of the topology: each rank "
          "is an NPU (allowed: --npus a multiple of 2, or ranks that divide 3)"},
-        {"--workload serving --model mixtral-8x7b --ep 2 --npus 2 --dp 2",
-         "--ep 2 with --dp 2: a replica or instance is one device group of the machine (allowed: --ep with --dp 1 "
-         "and without --disaggregate)"},
+        {"--workload serving --model mixtral-8x7b --ep 2 --npus 6 --dp 2",
+         "--tp 1 --ep 2 --dp 2 with 6 NPU(s): each replica is an expert-parallel group of 2 NPUs (allowed: --npus 4, "
+         "or [topology] npus = 4)"},
+        {"--workload serving --model mixtral-8x7b --ep 2 --npus 4 --pims 2 --dp 4",
+         "--tp 1 --ep 2 --dp 4 with 4 NPU(s): each replica is an expert-parallel group of 2 NPUs (allowed: --npus 8, "
+         "or [topology] npus = 8)"},
+        {"--workload serving --model mixtral-8x7b --ep 2 --npus 2 --disaggregate",
+         "--ep 2 with --disaggregate: the serving model disaggregates dense or tensor-parallel instances only "
+         "(allowed: --ep with colocated instances, --dp N for replicas)"},
         {"--workload agent --model mixtral-8x7b --ep 2",
          "--ep 2 with --workload agent: expert parallelism is modelled by the trace-only comparison and --workload "
          "serving (allowed: --ep 1)"},
