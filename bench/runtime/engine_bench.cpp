@@ -145,6 +145,9 @@ Result bench_model(const std::string& path, int threads, int64_t n_prompt, int64
         if (e.forward({&w, 1}, out) != ForwardStatus::OK) fail("bench: warm-up did not fit");
         warm.release(e.kv_cache());
     }
+    // The activation arena sized for the timed prompt before the clock starts (a server's engine
+    // grows it once; llama.cpp reserves its compute buffer when the context is made).
+    e.reserve_tokens(n_prompt);
     SequenceKv seq;
     SeqInput in{prompt, &seq, false};
     graph::OpTrace prefill_trace;
