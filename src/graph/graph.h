@@ -129,7 +129,7 @@ struct GraphOptions {
     bool flashcomm = false;  // reduce-scatter + all-gather in place of all-reduce
     int64_t ff_align = 1;    // FFN split granule (the down projection's quant block)
     int ep = 1;              // graph/shard_expert_parallel.h: ranks sharing the routed experts
-    int ep_rank = 0;         // which of them this graph is for (== tp_rank when tp == ep > 1)
+    int ep_rank = 0;         // which of them this graph is for (tp_rank == ep_rank mod tp when both > 1)
     int pp = 1;              // graph/shard_pipeline_parallel.h: pipeline stages
     int pp_stage = 0;        // which stage this graph is for
 };

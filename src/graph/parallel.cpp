@@ -70,19 +70,22 @@ EpShard ep_shard(const ModelShape& s, int ep, int rank) {
 }
 
 void check_tp_with_ep(int tp, int ep) {
-    if (tp > 1 && ep > 1 && tp != ep)
-        fail("--tp {} with --ep {}: expert parallelism with tensor parallelism places the experts on the "
-             "tensor-parallel ranks themselves (allowed: --ep 1, or --ep {} equal to --tp; or --tp 1 with --ep N for "
-             "data-parallel attention)",
-             tp, ep, tp);
+    if (tp > 1 && ep > 1 && ep % tp != 0)
+        fail("--tp {} with --ep {}: the tensor-parallel groups must tile the expert-parallel ranks (allowed: --ep 1, "
+             "or --ep a multiple of {}: --ep / --tp groups of {} ranks, each running its sequences' attention split "
+             "over its ranks; or --tp 1 with --ep N)",
+             tp, ep, tp, tp);
 }
 
 int stage_ranks(int tp, int ep) {
     check_tp_with_ep(tp, ep);
-    return tp > 1 && ep > 1 ? tp : tp * ep;
+    return ep > 1 ? ep : tp;
 }
 
-bool ep_data_parallel(int tp, int ep) { return ep > 1 && tp == 1; }
+int attention_dp(int tp, int ep) {
+    check_tp_with_ep(tp, ep);
+    return ep > 1 ? ep / tp : 1;
+}
 
 Range pp_stage_layers(const ModelShape& s, int pp, int stage) {
     if (pp < 1 || pp > s.n_layer)

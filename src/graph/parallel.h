@@ -28,8 +28,14 @@
 // --enable-expert-parallel: FusedMoEParallelConfig.make in vllm/model_executor/layers/fused_moe/
 // config.py sets ep_size = tp_size, ep_rank = tp_rank and no tensor split of the experts):
 // attention, dense layers, shared experts, norms and the lm-head split as under --tp N; the
-// routed experts whole, rank r holding experts [r·E/N, (r+1)·E/N) (ep_shard). Any other pair
-// with both above 1 is refused (check_tp_with_ep).
+// routed experts whole, rank r holding experts [r·E/N, (r+1)·E/N) (ep_shard). Tensor parallelism
+// inside data-parallel attention (1 < tp < ep, tp dividing ep; vLLM's --data-parallel-size ep/tp
+// --tensor-parallel-size tp --enable-expert-parallel, SGLang's --tp ep --dp ep/tp
+// --enable-dp-attention with attention TP inside each DP group): ep/tp groups of tp consecutive
+// ranks, each group serving its share of the sequences with attention, dense layers and shared
+// experts split over its tp ranks (rank r is tensor-parallel rank r mod tp); the routed experts
+// whole over all ep ranks, rank r holding experts [r·E/ep, (r+1)·E/ep). A pair where tp does not
+// divide ep is refused (check_tp_with_ep).
 // Errors (duet::Error) name the flag (--tp / --pp / --ep), the value and what is allowed.
 #include <cstdint>
 
@@ -79,17 +85,17 @@ EpShard ep_shard(const ModelShape& s, int ep, int rank);
 // ep on the same ranks): every routed expert keeps all its features (ff_exp the whole width).
 TpShard tp_shard(const ModelShape& s, int tp, int rank, int64_t ff_align = 1, bool whole_experts = false);
 
-// Throws duet::Error naming --tp and --ep unless tp is 1, ep is 1, or tp == ep.
+// Throws duet::Error naming --tp and --ep unless tp is 1, ep is 1, or tp divides ep.
 void check_tp_with_ep(int tp, int ep);
 
-// The ranks of one pipeline stage: tp x ep when one of them is 1; N when tp == ep == N (the
-// same ranks). Requires check_tp_with_ep.
+// The ranks of one pipeline stage: tp without expert parallelism, else ep (the tensor-parallel
+// groups tile the expert-parallel ranks). Requires check_tp_with_ep.
 int stage_ranks(int tp, int ep);
 
-// True when expert parallelism runs data-parallel attention (ep > 1, tp == 1): each rank serves
-// its share of the sequences and the experts' rows cross ranks by all-to-all. Under tp == ep
-// every rank holds every sequence.
-bool ep_data_parallel(int tp, int ep);
+// The data-parallel attention groups of expert parallelism: ep / tp (1 without it, and under
+// tp == ep, where every rank holds every sequence). Each group serves its share of the sequences;
+// with more than one the experts' rows cross the groups by all-to-all. Requires check_tp_with_ep.
+int attention_dp(int tp, int ep);
 
 // Layers of pipeline stage `stage` of `pp`.
 Range pp_stage_layers(const ModelShape& s, int pp, int stage);

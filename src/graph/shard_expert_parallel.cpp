@@ -10,12 +10,13 @@ Graph ShardExpertParallel::run(const Graph& in) const {
     if (in.ep.ep != 1) fail("graph pass shard_expert_parallel: the graph is already split (ep {})", in.ep.ep);
     const EpShard sh = ep_shard(in.shape, ep_, rank_);
     if (ep_ == 1) return in;
-    if (in.tp.tp > 1 && (in.tp.tp != ep_ || in.tp.rank != rank_))
-        fail("graph pass shard_expert_parallel: ep {} rank {} on tensor-parallel rank {} of {} (allowed: the same ranks)",
+    if (in.tp.tp > 1 && (ep_ % in.tp.tp != 0 || in.tp.rank != rank_ % in.tp.tp))
+        fail("graph pass shard_expert_parallel: ep {} rank {} on tensor-parallel rank {} of {} (allowed: tensor-parallel "
+             "groups that tile the expert-parallel ranks, rank r their rank r mod tp)",
              ep_, rank_, in.tp.rank, in.tp.tp);
     Graph g = in;
     g.ep = sh;
-    if (in.tp.tp > 1) return g;  // every rank holds every token: no all-to-all
+    if (in.tp.tp == ep_) return g;  // every rank holds every token: no all-to-all
     g.nodes.clear();
     int32_t routed_layer = -1;  // the layer whose dispatch is already in
     int32_t weights = -1;       // the MOE_ROUTE output of the current layer

@@ -14,12 +14,16 @@
 // rank already holds every token after the attention's all-reduce, so no all-to-all is inserted:
 // each rank runs its experts' rows of all tokens, and the tensor-parallel all-reduce after
 // MOE_COMBINE sums the ranks' partial outputs (vLLM's FusedMoE under TP with expert parallelism
-// reduces its output over the TP group the same way).
+// reduces its output over the TP group the same way). On a graph tensor-parallel over fewer ranks
+// (tp dividing ep: ep / tp data-parallel attention groups of tp ranks) the all-to-alls are
+// inserted as without tensor parallelism; each rank of a group dispatches 1/tp of the group's
+// tokens (sim/expert_load.h prices that share), and the group's all-reduce after MOE_COMBINE
+// gathers the shares.
 // Which rows each rank's experts receive depends on the routing: the records of the expert
 // matmuls and of the all-to-alls are priced per rank by sim/expert_load.h.
 // `Graph::ep` holds the shard; graph::matrices counts the rank's experts only.
-// Precondition: an unfused graph without expert parallelism, tensor-parallel over tp == 1 or
-// ep ranks (rank == the tensor-parallel rank); ep == 1 is the identity. Throws
+// Precondition: an unfused graph without expert parallelism, tensor-parallel over tp ranks with tp
+// dividing ep (the tensor-parallel rank == rank mod tp); ep == 1 is the identity. Throws
 // duet::Error for a dense model or an ep that does not divide n_expert (graph/parallel.h).
 #include "graph/parallel.h"
 #include "graph/pass.h"

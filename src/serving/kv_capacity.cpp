@@ -61,10 +61,10 @@ KvCapacity kv_capacity(const graph::ModelShape& shape, const sim::RunOptions& op
     // stage holds its layers' weights and its layers' part of every block: the pool has the
     // blocks of the stage with the least room.
     const uint64_t npus = std::max<uint64_t>(1, hw.devices_of(sim::DeviceKind::NPU).size());
-    // data-parallel attention (ep > 1, tp 1): each rank its own sequences' blocks; tp == ep: the
-    // ranks split every block by KV heads, as under tensor parallelism alone
+    // data-parallel attention (ep / tp groups): each group its own sequences' blocks, split by KV
+    // heads over the group's tp ranks as under tensor parallelism alone (tp == ep: one group)
     const uint64_t stage = uint64_t(graph::stage_ranks(int(tp), int(ep))), ranks = stage * uint64_t(pp);
-    const uint64_t dp = graph::ep_data_parallel(int(tp), int(ep)) ? ep : 1;
+    const uint64_t dp = uint64_t(graph::attention_dp(int(tp), int(ep)));
     const uint64_t rank_device = ranks > 1 ? c.device_bytes / std::max(npus, ranks) : c.device_bytes;  // ranks may share an NPU
     c.n_blocks = INT64_MAX;
     for (int s = 0; s < pp; ++s) {

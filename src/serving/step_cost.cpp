@@ -157,7 +157,7 @@ const StepCostModel::Timed& StepCostModel::timed(const sched::Step& step) {
         int64_t tokens = n_dec;  // over the whole EP group: what the routed experts see
         for (const auto& np : pre) tokens += np.first;
         const sim::Phase phase = pre.empty() ? sim::Phase::DECODE : sim::Phase::PREFILL;
-        const int dp_ranks = graph::ep_data_parallel(go_.tp, go_.ep) ? go_.ep : 1;  // ranks splitting the sequences
+        const int dp_ranks = graph::attention_dp(go_.tp, go_.ep);  // attention groups splitting the sequences
         const Timed t = time_step(rank_chunks(n_dec, dec_past, pre, dp_ranks), phase, dec_past, tokens);
         ++evaluations_;
         if (cache_.size() >= kMaxCachedSteps) cache_.clear();  // a server runs for days (workload/serve_twin.h)

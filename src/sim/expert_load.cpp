@@ -113,7 +113,8 @@ void apply_forward(const Plan& p, const ForwardSpan& fw, const ModelShape& s, co
             }
         }
         if (r.kind == OpKind::ALL_TO_ALL) {
-            const double own_tokens = double(r.m) / double(s.n_expert_used);  // the lowering's T_r * k
+            // the lowering's rows: the group's tokens x k; the rank dispatches 1/tp of them
+            const double own_tokens = double(r.m) / double(s.n_expert_used) / double(o.tp);
             r.m = int64_t(o.ep) * whole(own_tokens * double(s.n_expert_used) * l.share_max);
             r.in_bytes = r.out_bytes = 4 * uint64_t(r.m * r.n);
         } else if (r.kind == OpKind::SWIGLU && i > fw.begin && p.ops[i - 1].kind == OpKind::MOE_MATMUL &&
@@ -167,6 +168,9 @@ int64_t pim_row_threshold(const OpRecord& r, const ExpertOnPim& on_pim) {
 namespace {
 
 std::string placement_text(int tp, int ep) {
+    if (tp > 1 && ep > tp)
+        return fmt::format("whole experts: device e holds experts [e*E/ep, (e+1)*E/ep), attention in {} data-parallel "
+                           "groups of {} tensor-parallel devices", ep / tp, tp);
     if (tp > 1 && ep > 1) return "whole experts: device e holds experts [e*E/ep, (e+1)*E/ep), tensor-parallel attention";
     if (tp > 1) return fmt::format("tensor parallel: every device holds 1/{} of every expert's features", tp);
     return "contiguous: device e holds experts [e*E/ep, (e+1)*E/ep)";
@@ -220,7 +224,8 @@ nlohmann::json thresholds_json(const Plan& p, const ExpertOnPim& on_pim) {
 Plan plan_with_expert_loads(const Plan& plan, const ModelShape& s, const RunOptions& opts, const SimHardware& hw,
                             nlohmann::json& report) {
     if (!opts.experts.routing || !s.is_moe()) return plan;
-    const ExpertLoadOptions& o = opts.experts;
+    ExpertLoadOptions o = opts.experts;
+    o.tp = opts.parallel.tp;
     const int ranks = graph::stage_ranks(opts.parallel.tp, o.ep);
     // rank 0's sub-machine decides (every rank has the same devices, or shares them in turn)
     const std::vector<RankMachine> machines = split_machine(hw, ranks, opts.parallel.pp);

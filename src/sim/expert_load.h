@@ -28,6 +28,8 @@
 // ranks are alike (rank 0's plan stands for them all). With tp == ep on the same ranks
 // (graph/parallel.h) rank e holds its E/ep experts whole and sees every token (no all-to-all in
 // its plan): its records are priced as an EP rank's over T = all the tokens, at full widths.
+// With 1 < tp < ep (ep / tp attention groups) a rank's experts see T = every group's tokens and
+// it dispatches 1/tp of its group's tokens (ExpertLoadOptions::tp).
 // Thread safety: pure functions.
 #include <functional>
 #include <memory>

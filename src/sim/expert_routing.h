@@ -31,6 +31,9 @@ struct ExpertLoadOptions {
     std::shared_ptr<const ExpertRouting> routing;  // null: records left as they are (an engine trace)
     int ep = 1;              // expert-parallel ranks (Plan::ep_ranks holds ranks 1..ep-1's plans)
     int32_t seqs_total = 1;  // sequences of one forward over the whole EP group (one micro-batch)
+    // Tensor-parallel ranks of an attention group (graph::attention_dp): with 1 < tp < ep each
+    // rank dispatches 1/tp of its group's tokens to the experts.
+    int tp = 1;
 };
 
 // Zipf routing of exponent s over n_expert experts, every one of n_layer layers alike. Throws

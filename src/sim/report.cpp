@@ -28,10 +28,10 @@ RunReport simulate_run(const ModelShape& shape, const Plan& plan, int64_t contex
     r.weight_base_shared = opts.weight_base_shared;
     r.weight_dtype = shape.weight_dtype;
     Placer placer(opts.placement, hw);
-    // expert parallelism with data-parallel attention: a device holds its share of the batch's
-    // sequences (their KV, activations); with tensor-parallel attention every device all of them
-    const int ep = opts.experts.ep;
-    const int32_t device_batch = graph::ep_data_parallel(opts.parallel.tp, ep) ? (batch + ep - 1) / ep : batch;
+    // expert parallelism with data-parallel attention: a device holds its group's share of the
+    // batch's sequences (their KV, activations); with tensor-parallel attention alone all of them
+    const int groups = graph::attention_dp(opts.parallel.tp, opts.experts.ep);
+    const int32_t device_batch = (batch + groups - 1) / groups;
     r.memory = account_memory(shape, plan, context, device_batch, placer, opts, hw);
     Plan loaded;  // MoE: the expert records re-priced from the routing (sim/expert_load.h)
     const bool experts = opts.experts.routing && shape.is_moe();

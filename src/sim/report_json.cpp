@@ -150,9 +150,12 @@ double decode_energy_per_token_pj(const RunReport& r, DeviceKind kind) {
 }
 
 // The ranks' axes of the "parallel:" line: tp x pp, with x ep for expert parallelism over
-// data-parallel attention, or tp (= ep) when the experts sit on the tensor-parallel ranks.
+// data-parallel attention, tp (= ep) when the experts sit on the tensor-parallel ranks, or the
+// tensor-parallel groups inside data-parallel attention (tp dividing ep).
 std::string parallel_axes(const nlohmann::json& p) {
     const int tp = p.value("tp", 1), pp = p.value("pp", 1), ep = p.value("ep", 1);
+    if (tp > 1 && ep > tp)
+        return fmt::format("{} attention groups of tp {} = ep {} x pp {}", ep / tp, tp, ep, pp);
     if (tp > 1 && ep > 1) return fmt::format("tp {} = ep {} (the same ranks) x pp {}", tp, ep, pp);
     return fmt::format("tp {} x pp {}{}", tp, pp, ep > 1 ? fmt::format(" x ep {}", ep) : "");
 }

@@ -13,7 +13,8 @@ namespace duet::sim {
 
 // Tensor and pipeline parallelism of a run (sim/scale_out.h, docs/scale-out.md); expert parallelism
 // is RunOptions::experts.ep (its ranks are a stage's ranks as tensor-parallel ones are: tp or ep
-// is 1, or tp == ep on the same ranks; graph::stage_ranks).
+// is 1, or tp divides ep, tensor-parallel groups tiling the expert-parallel ranks;
+// graph::stage_ranks).
 struct ParallelOptions {
     int tp = 1;             // ranks sharing every layer (the plan holds rank 0's shard)
     int pp = 1;             // pipeline stages (Plan::next_stages)

@@ -94,9 +94,9 @@ Plan plan_parallel_generation(const ModelShape& shape, int64_t seq_len, int64_t 
     if (micro_batches < 1 || batch % micro_batches != 0)
         fail("{} micro-batches do not divide the batch of {} sequences (allowed: a divisor of {})", micro_batches,
              batch, batch);
-    // expert parallel with data-parallel attention: each rank serves its share of a micro-batch's
-    // sequences (the largest share); with tensor-parallel attention (tp == ep) every rank all of them
-    const int dp = graph::ep_data_parallel(go.tp, go.ep) ? go.ep : 1;
+    // expert parallel with data-parallel attention: each attention group (ep / tp ranks) serves its
+    // share of a micro-batch's sequences (the largest share); with tp == ep every rank all of them
+    const int dp = graph::attention_dp(go.tp, go.ep);
     const int32_t n_seq = (batch / micro_batches + dp - 1) / dp;
     auto stage_plan = [&](int stage) {
         graph::GraphOptions o = go;

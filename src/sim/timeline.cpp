@@ -116,7 +116,7 @@ public:
     }
 
 private:
-    // the ranks of one stage: tensor-parallel, expert-parallel, or both on the same ranks
+    // the ranks of one stage: tensor-parallel, expert-parallel, or tensor-parallel groups tiling them
     int tp() const { return graph::stage_ranks(opts_.parallel.tp, opts_.experts.ep); }
     int pp() const { return opts_.parallel.pp; }
     int micro() const { return opts_.parallel.micro_batches; }
@@ -299,20 +299,28 @@ private:
         }
     }
 
-    // A collective of the tensor-parallel group of stage s, micro-batch j: it starts when
-    // every rank has its input and the links are free; every rank continues when it ends.
+    // A collective of stage s, micro-batch j: an all-to-all among all the stage's ranks, any other
+    // among each tensor-parallel group of r.k consecutive ranks (all of them unless tensor
+    // parallelism runs inside data-parallel attention groups, graph/parallel.h). A group's
+    // collective starts when each of its ranks has its input and the links are free; its ranks
+    // continue when it ends.
     void run_collective(const OpRecord& r, int s, int j, PhaseStats& ps) {
+        const int group = r.kind == OpKind::ALL_TO_ALL || r.k < 1 || tp() % int(r.k) != 0 ? tp() : int(r.k);
+        for (int first = 0; first < tp(); first += group) run_group_collective(r, s, j, first, group, ps);
+    }
+
+    void run_group_collective(const OpRecord& r, int s, int j, int first, int group, PhaseStats& ps) {
         std::vector<int> devs;
         double start = 0;
-        for (int rank = 0; rank < tp(); ++rank) {
+        for (int rank = first; rank < first + group; ++rank) {
             const Lane& l = lane(s, rank, j);
             devs.push_back(comm_device(hw_, *l.machine, last_device(s, rank, j)));
             start = std::max(start, l.t);
         }
         const PricedCollective& pc = priced(collective_of(r.kind), devs, to_op_shape(r).in_bytes);
-        const auto label = [&] { return fmt::format("{} ({}, {} ranks)", op_label(r), collective_algo_name(pc.time.algo), tp()); };
+        const auto label = [&] { return fmt::format("{} ({}, {} ranks)", op_label(r), collective_algo_name(pc.time.algo), group); };
         const double end = occupy(pc, start, r.phase, label, devs, ps);
-        for (int rank = 0; rank < tp(); ++rank) lane(s, rank, j).t = end;
+        for (int rank = first; rank < first + group; ++rank) lane(s, rank, j).t = end;
     }
 
     // Stage s's boundary activations to stage s+1 (same rank and micro-batch); the sender goes on.

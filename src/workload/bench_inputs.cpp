@@ -16,6 +16,7 @@ namespace {
 
 // The flags whose product is the rank count, as the errors name them.
 std::string rank_flags(int ep, int tp, int pp) {
+    if (tp > 1 && ep > tp) return fmt::format("--ep {} (--tp {} groups) x --pp {}", ep, tp, pp);
     if (tp > 1 && ep > 1) return fmt::format("--tp {} with --ep {} (the same ranks) x --pp {}", tp, ep, pp);
     return fmt::format("--ep {} x --tp {} x --pp {}", ep, tp, pp);
 }

@@ -45,8 +45,8 @@ void check_expert_parallel_ranks(int ep, int tp, int pp, int64_t npus);
 // --ep / --expert-skew / --routing-stats of a trace-only model (in.model a preset, config.json or
 // GGUF hparams; in.tp set): in.ep = ep and in.routing (uniform for a MoE model when neither skew
 // >= 0 nor routing_stats is given). Throws duet::Error, exit 2 before any work: --tp and --ep both
-// above 1 and unequal (graph::check_tp_with_ep; tp == ep puts the experts on the tensor-parallel
-// ranks), a dense model, an ep that does not divide the experts, bad routing.
+// above 1 with tp not dividing ep (graph::check_tp_with_ep), a dense model, an ep that does not
+// divide the experts, bad routing.
 void set_expert_inputs(TraceBenchInputs& in, int ep, double skew, const std::string& routing_stats,
                        const std::string& dtype);
 

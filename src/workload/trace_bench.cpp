@@ -111,6 +111,9 @@ namespace {
 
 // How a stage's ranks split attention (the report's parallel.attention).
 const char* attention_split(int tp, int ep) {
+    if (tp > 1 && ep > tp)
+        return "tensor parallel within data-parallel groups (ep / tp groups, each its share of the sequences; "
+               "experts: E/ep whole experts per rank)";
     if (tp > 1) return ep > 1 ? "tensor parallel (experts: E/ep whole experts per rank)" : "tensor parallel";
     return ep > 1 ? "data parallel (each expert-parallel rank its share of the sequences)" : "whole";
 }
@@ -148,7 +151,9 @@ sim::BenchReport finish_bench(const config::Settings& st, const config::CoopConf
         const int64_t ranks = int64_t(graph::stage_ranks(in.tp, in.ep)) * in.pp,
                       npus = int64_t(rig.hw.devices_of(sim::DeviceKind::NPU).size()),
                       pims = int64_t(rig.hw.devices_of(sim::DeviceKind::PIM).size());
-        const char* axes = in.tp > 1 && in.ep > 1 ? "tp (= ep) x pp" : in.ep > 1 ? "ep x pp" : "tp x pp";
+        const char* axes = in.tp > 1 && in.ep > 1 ? (in.ep > in.tp ? "ep (tp groups) x pp" : "tp (= ep) x pp")
+                           : in.ep > 1               ? "ep x pp"
+                                                     : "tp x pp";
         const bool npus_used = s.pb != sim::Policy::PIM_ONLY || s.pt != sim::Policy::PIM_ONLY;
         if (ranks > npus && npus_used)  // the same machine in both runs: said once
             r.target.warnings.push_back(fmt::format("{} = {} ranks share {} NPU(s): ranks on one device run one "

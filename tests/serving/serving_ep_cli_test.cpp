@@ -148,6 +148,26 @@ TEST(ServingEpCli, ReplicasAreExpertParallelGroups) {
     }
 }
 
+// --tp 2 --ep 4: attention groups of two tensor-parallel ranks, experts over all four. One request
+// alone is `duet bench --tp 2 --ep 4`'s forward (its group's attention, every rank's experts fed
+// the request's tokens).
+TEST(ServingEpCli, TensorParallelGroupsInsideDataParallelAttention) {
+    const std::string shape = "--model qwen3-30b-a3b --npus 4 --pims 4 --tp 2 --ep 4 --seq-len 64 --gen-len 8 ";
+    const Result s = run(shape + "--requests 1 --rate inf --kv-blocks 1000");
+    const Result b = run(shape, "");
+    ASSERT_EQ(s.code, 0) << s.out;
+    ASSERT_EQ(b.code, 0) << b.out;
+    for (const char* side : {"baseline", "target"}) {
+        const nlohmann::json& sv = s.report["serving"][side];
+        const double ttft_ms = b.report[side]["timeline"]["ttft_ns"].get<double>() / 1e6;
+        const double tbt_ms = b.report[side]["tbt_mean_ns"].get<double>() / 1e6;
+        EXPECT_NEAR(sv["ttft_ms"]["p50"].get<double>(), ttft_ms, ttft_ms * 1e-6) << side;
+        EXPECT_NEAR(sv["tpot_ms"]["mean"].get<double>(), tbt_ms, tbt_ms * 1e-4) << side;
+    }
+    EXPECT_EQ(s.report["workload"]["tp"], 2);
+    EXPECT_EQ(s.report["workload"]["ep"], 4);
+}
+
 TEST(ServingEpCli, BadExpertParallelFlagsExitTwo) {
     const std::pair<std::string, std::string> cases[] = {
         {"--workload serving --model llama2-7b --ep 2 --npus 2",
@@ -164,14 +184,14 @@ TEST(ServingEpCli, BadExpertParallelFlagsExitTwo) {
         {"--workload serving --model mixtral-8x7b --ep 4 --npus 8",
          "--ep 4 with --workload serving on 8 NPUs: the serving instance is the expert-parallel group, one rank per "
          "NPU (allowed: --npus 4, or --dp N with --npus N x 4)"},
-        {"--model deepseek-v3 --tp 2 --ep 8 --npus 16",
-         "--tp 2 with --ep 8: expert parallelism with tensor parallelism places the experts on the tensor-parallel "
-         "ranks themselves (allowed: --ep 1, or --ep 2 equal to --tp; or --tp 1 with --ep N for data-parallel "
-         "attention)"},
-        {"--workload serving --model mixtral-8x7b --tp 2 --ep 4 --npus 4",
-         "--tp 2 with --ep 4: expert parallelism with tensor parallelism places the experts on the tensor-parallel "
-         "ranks themselves (allowed: --ep 1, or --ep 2 equal to --tp; or --tp 1 with --ep N for data-parallel "
-         "attention)"},
+        {"--model deepseek-v3 --tp 8 --ep 2 --npus 16",
+         "--tp 8 with --ep 2: the tensor-parallel groups must tile the expert-parallel ranks (allowed: --ep 1, or "
+         "--ep a multiple of 8: --ep / --tp groups of 8 ranks, each running its sequences' attention split over its "
+         "ranks; or --tp 1 with --ep N)"},
+        {"--workload serving --model mixtral-8x7b --tp 4 --ep 2 --npus 4",
+         "--tp 4 with --ep 2: the tensor-parallel groups must tile the expert-parallel ranks (allowed: --ep 1, or "
+         "--ep a multiple of 4: --ep / --tp groups of 4 ranks, each running its sequences' attention split over its "
+         "ranks; or --tp 1 with --ep N)"},
         {"--model mixtral-8x7b --tp 2 --ep 2 --npus 3",
          "--tp 2 with --ep 2 (the same ranks) x --pp 1 = 2 ranks do not divide the 3 NPUs of the topology: each rank "
          "is an NPU (allowed: --npus a multiple of 2, or ranks that divide 3)"},

@@ -30,25 +30,8 @@ ModelShape moe_shape() {
     return s;
 }
 
-SimLink test_link() {
-    SimLink l;
-    l.bandwidth_gbps = 50;
-    l.latency_ns = 1000;
-    l.per_transfer_ns = 500;
-    return l;
-}
-
-struct Cluster {
-    fake::Npu npu;
-    fake::Layout layout;
-    SimHardware hw;
-    explicit Cluster(int npus) {
-        hw = npu_pim_hardware(&npu, nullptr, &layout);
-        hw.mem_bw_gbps = npu.bytes_per_ns * npus;
-        for (int i = 1; i < npus; ++i) hw.add_device(DeviceKind::NPU, &npu, test_link());
-        hw.add_mesh(DeviceKind::NPU, test_link());
-    }
-};
+using fake::Cluster;
+using fake::test_link;
 
 RunOptions ep_options(int ep, int32_t batch, std::shared_ptr<const ExpertRouting> routing) {
     RunOptions o;

@@ -111,4 +111,26 @@ inline graph::ModelShape small_shape() {
     return s;
 }
 
+// A link of 50 GB/s, 1 us latency and 0.5 us per transfer, for the scale-out tests.
+inline sim::SimLink test_link() {
+    sim::SimLink l;
+    l.bandwidth_gbps = 50;
+    l.latency_ns = 1000;
+    l.per_transfer_ns = 500;
+    return l;
+}
+
+// `npus` fake NPUs joined by test_link (a star to npu0 plus the mesh between the others).
+struct Cluster {
+    Npu npu;
+    Layout layout;
+    sim::SimHardware hw;
+    explicit Cluster(int npus) {
+        hw = sim::npu_pim_hardware(&npu, nullptr, &layout);
+        hw.mem_bw_gbps = npu.bytes_per_ns * npus;
+        for (int i = 1; i < npus; ++i) hw.add_device(sim::DeviceKind::NPU, &npu, test_link());
+        hw.add_mesh(sim::DeviceKind::NPU, test_link());
+    }
+};
+
 }  // namespace fake

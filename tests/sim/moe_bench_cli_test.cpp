@@ -142,18 +142,47 @@ TEST(MoeBenchCli, FusionRunsOnMoePresets) {
     }
 }
 
-TEST(MoeBenchCli, UnequalTensorAndExpertParallelismAreRefused) {
+TEST(MoeBenchCli, TensorRanksThatDoNotDivideTheExpertRanksAreRefused) {
     const std::pair<std::string, std::string> cases[] = {
-        {"--model qwen3-30b-a3b --tp 2 --ep 4 --npus 8",
-         "duet: error: --tp 2 with --ep 4: expert parallelism with tensor parallelism places the experts on the "
-         "tensor-parallel ranks themselves (allowed: --ep 1, or --ep 2 equal to --tp; or --tp 1 with --ep N for "
-         "data-parallel attention)"},
+        {"--model qwen3-30b-a3b --tp 4 --ep 2 --npus 4",
+         "duet: error: --tp 4 with --ep 2: the tensor-parallel groups must tile the expert-parallel ranks (allowed: "
+         "--ep 1, or --ep a multiple of 4: --ep / --tp groups of 4 ranks, each running its sequences' attention "
+         "split over its ranks; or --tp 1 with --ep N)"},
+        {"--model qwen3-30b-a3b --tp 2 --ep 4 --npus 2",
+         "duet: error: --ep 4 (--tp 2 groups) x --pp 1 = 4 ranks but the topology has 2 NPU(s): each "
+         "expert-parallel rank holds its own experts (allowed: --npus 4, or [topology] npus = 4; or fewer ranks)"},
     };
     for (const auto& [args, message] : cases) {
         const Result r = bench(args + " --seq-len 32 --gen-len 2");
         EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
         EXPECT_EQ(r.out, message + "\n") << args;
     }
+}
+
+// --tp 2 --ep 4 on four NPUs: two attention groups of two tensor-parallel ranks, experts over all
+// four. A rank holds E/4 whole experts (as under --ep 4), the attention and other shared weights
+// split in two (as under --tp 2 --ep 2), and the KV of its group's half of the batch over half the
+// KV heads (the KV of --ep 4, a quarter of the sequences over every head, at batch 4).
+TEST(MoeBenchCli, TensorParallelGroupsInsideDataParallelAttention) {
+    const std::string args = "--model qwen3-30b-a3b --seq-len 64 --gen-len 4 --batch 4 ";
+    const Result mixed = bench(args + "--npus 4 --pims 4 --tp 2 --ep 4"), ep = bench(args + "--npus 4 --pims 4 --ep 4"),
+                 both = bench(args + "--npus 2 --pims 2 --tp 2 --ep 2");
+    ASSERT_EQ(mixed.code, 0) << mixed.out;
+    ASSERT_EQ(ep.code, 0) << ep.out;
+    ASSERT_EQ(both.code, 0) << both.out;
+    EXPECT_NE(mixed.out.find("parallel: 2 attention groups of tp 2 = ep 4 x pp 1"), std::string::npos) << mixed.out;
+    EXPECT_EQ(mixed.report["parallel"]["attention"],
+              "tensor parallel within data-parallel groups (ep / tp groups, each its share of the sequences; experts: "
+              "E/ep whole experts per rank)");
+    const nlohmann::json &m = mixed.report["baseline"]["memory"], &e = ep.report["baseline"]["memory"],
+                         &b = both.report["baseline"]["memory"];
+    EXPECT_EQ(m["weights_experts_bytes"], e["weights_experts_bytes"]);
+    EXPECT_EQ(m["weights_shared_bytes"], b["weights_shared_bytes"]);
+    EXPECT_LT(m["weights_shared_bytes"].get<double>(), e["weights_shared_bytes"].get<double>());
+    EXPECT_EQ(m["kv_cache_bytes"], e["kv_cache_bytes"]);
+    EXPECT_EQ(mixed.report["baseline"]["experts"]["placement"],
+              "whole experts: device e holds experts [e*E/ep, (e+1)*E/ep), attention in 2 data-parallel groups of 2 "
+              "tensor-parallel devices");
 }
 
 TEST(MoeBenchCli, TensorParallelAttentionWithExpertParallelExperts) {

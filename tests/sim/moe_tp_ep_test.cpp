@@ -2,7 +2,8 @@
 // plan runs the attention, dense layers and shared experts exactly as under --tp N, over every
 // sequence of the batch; its routed experts are E/N whole ones; no all-to-all, one all-reduce
 // after each MoE layer's combine; each rank's experts get T·k/N rows under uniform routing; the
-// memory holds E/N whole experts; tp != ep is refused by its message.
+// memory holds E/N whole experts. --tp 2 --ep 4 runs tensor-parallel attention groups inside
+// data-parallel attention; a tp that does not divide ep is refused by its message.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -120,22 +121,94 @@ TEST(MoeTpEp, MemoryHoldsItsWholeExpertsAndTheTensorParallelKvOfEverySequence) {
     EXPECT_EQ(both.weights_bytes - both.weights_experts_bytes, tp.weights_bytes - tp.weights_experts_bytes);
 }
 
-TEST(MoeTpEp, UnequalTensorAndExpertRanksAreRefused) {
-    EXPECT_EQ(graph::stage_ranks(kN, kN), kN);
-    EXPECT_EQ(graph::stage_ranks(1, 4), 4);
-    EXPECT_EQ(graph::stage_ranks(4, 1), 4);
-    EXPECT_FALSE(graph::ep_data_parallel(kN, kN));
-    EXPECT_TRUE(graph::ep_data_parallel(1, kN));
+// --tp 2 --ep 4: two data-parallel attention groups of two tensor-parallel ranks. Rank 0's plan is
+// --tp 2's plan of its group's half of the batch with the dispatch and combine all-to-alls of
+// expert parallelism inserted around each MoE layer's routed experts (whole, E/4 per rank); under
+// uniform routing each rank's experts get T·k/4 rows and each rank sends as much as under --ep 4
+// alone (it dispatches 1/2 of its group's tokens). In the timeline each all-reduce runs within a
+// group of two ranks, each all-to-all among all four.
+TEST(MoeTpEp, TensorParallelGroupsInsideDataParallelAttention) {
+    EXPECT_EQ(graph::stage_ranks(2, 4), 4);
+    EXPECT_EQ(graph::attention_dp(2, 4), 2);
+    EXPECT_EQ(graph::attention_dp(kN, kN), 1);
+    EXPECT_EQ(graph::attention_dp(1, 4), 4);
+    EXPECT_EQ(graph::attention_dp(4, 1), 1);
+    const ModelShape s = gqa_moe_shape();
+    const auto plan = [&](int tp, int ep, int32_t batch) {
+        graph::GraphOptions go;
+        go.tp = tp;
+        go.ep = ep;
+        return plan_parallel_generation(s, 16, 3, batch, go, 1);
+    };
+    const Plan mixed = plan(2, 4, kBatch), group = plan(2, 1, kBatch / 2);
+    std::vector<OpRecord> kept;
+    int64_t all_to_all = 0;
+    for (const OpRecord& r : mixed.ops)
+        if (r.kind == OpKind::ALL_TO_ALL) {
+            ++all_to_all;
+            EXPECT_EQ(r.k, 4);
+        } else {
+            kept.push_back(r);
+        }
+    const int64_t moe_layers = s.n_layer - s.n_layer_dense_lead, forwards = int64_t(mixed.forwards.size());
+    EXPECT_EQ(all_to_all, 2 * moe_layers * forwards);  // dispatch and combine
+    ASSERT_EQ(kept.size(), group.ops.size());
+    for (size_t i = 0; i < kept.size(); ++i) {
+        const OpRecord &a = kept[i], &g = group.ops[i];
+        ASSERT_EQ(a.kind, g.kind) << "record " << i;
+        if (a.kind == OpKind::MOE_MATMUL || a.kind == OpKind::SWIGLU) continue;  // whole experts, routed rows
+        EXPECT_EQ(a.m, g.m) << graph::op_kind_name(a.kind) << " record " << i;
+        EXPECT_EQ(a.n, g.n) << graph::op_kind_name(a.kind) << " record " << i;
+        EXPECT_EQ(a.k, g.k) << graph::op_kind_name(a.kind) << " record " << i;
+    }
+    EXPECT_EQ(find(mixed, Phase::DECODE, 1, OpKind::MOE_MATMUL, WeightRole::FFN_GATE_EXPS).n, s.n_ff_exp);
+    EXPECT_EQ(mixed.graph->ep.experts, (graph::Range{0, s.n_expert / 4}));
+
+    const fake::Cluster c(4);
+    nlohmann::json report, report_ep;
+    RunOptions o = npu_only(2, 4), o_ep = npu_only(1, 4);
+    const Plan loaded = plan_with_expert_loads(mixed, s, o, c.hw, report);
+    const Plan loaded_ep = plan_with_expert_loads(plan(1, 4, kBatch), s, o_ep, c.hw, report_ep);
+    EXPECT_EQ(report["placement"], "whole experts: device e holds experts [e*E/ep, (e+1)*E/ep), attention in 2 "
+                                   "data-parallel groups of 2 tensor-parallel devices");
+    for (const auto& rows : report["decode_rows_per_layer"])
+        EXPECT_NEAR(rows.get<double>(), double(kBatch) * 2 / 4, 1e-9);  // T = 4 tokens x k 2 / 4 ranks
+    const auto messages = [](const Plan& p) {
+        std::vector<int64_t> m;
+        for (const OpRecord& r : p.ops)
+            if (r.kind == OpKind::ALL_TO_ALL) m.push_back(r.m);
+        return m;
+    };
+    EXPECT_EQ(messages(loaded), messages(loaded_ep));
+
+    o.record_events = true;
+    const Timeline tl = simulate_timeline(s, loaded, Placer(o.placement, c.hw), o, c.hw);
+    int64_t reduces = 0, exchanges = 0;
+    for (const TimelineEvent& e : tl.events) {
+        if (e.name.find("all_reduce") != std::string::npos && e.name.find("ranks)") != std::string::npos) {
+            EXPECT_NE(e.name.find(", 2 ranks)"), std::string::npos) << e.name;
+            ++reduces;
+        }
+        if (e.name.find("all_to_all") != std::string::npos && e.name.find("ranks)") != std::string::npos) {
+            EXPECT_NE(e.name.find(", 4 ranks)"), std::string::npos) << e.name;
+            ++exchanges;
+        }
+    }
+    EXPECT_GT(reduces, 0);
+    EXPECT_GT(exchanges, 0);
+}
+
+TEST(MoeTpEp, TensorRanksThatDoNotDivideTheExpertRanksAreRefused) {
     graph::GraphOptions go;
-    go.tp = 2;
-    go.ep = 4;
+    go.tp = 4;
+    go.ep = 2;
     try {
         graph::build_graph(gqa_moe_shape(), go);
-        FAIL() << "--tp 2 with --ep 4 was accepted";
+        FAIL() << "--tp 4 with --ep 2 was accepted";
     } catch (const Error& e) {
         EXPECT_STREQ(e.what(),
-                     "--tp 2 with --ep 4: expert parallelism with tensor parallelism places the experts on the "
-                     "tensor-parallel ranks themselves (allowed: --ep 1, or --ep 2 equal to --tp; or --tp 1 with "
-                     "--ep N for data-parallel attention)");
+                     "--tp 4 with --ep 2: the tensor-parallel groups must tile the expert-parallel ranks (allowed: "
+                     "--ep 1, or --ep a multiple of 4: --ep / --tp groups of 4 ranks, each running its sequences' "
+                     "attention split over its ranks; or --tp 1 with --ep N)");
     }
 }

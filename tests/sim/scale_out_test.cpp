@@ -16,26 +16,8 @@ using namespace duet::sim;
 
 namespace {
 
-SimLink test_link() {
-    SimLink l;
-    l.bandwidth_gbps = 50;
-    l.latency_ns = 1000;
-    l.per_transfer_ns = 500;
-    return l;
-}
-
-// `npus` fake NPUs joined by test_link (a star to npu0 plus the mesh between the others).
-struct Cluster {
-    fake::Npu npu;
-    fake::Layout layout;
-    SimHardware hw;
-    explicit Cluster(int npus) {
-        hw = npu_pim_hardware(&npu, nullptr, &layout);
-        hw.mem_bw_gbps = npu.bytes_per_ns * npus;
-        for (int i = 1; i < npus; ++i) hw.add_device(DeviceKind::NPU, &npu, test_link());
-        hw.add_mesh(DeviceKind::NPU, test_link());
-    }
-};
+using fake::Cluster;
+using fake::test_link;
 
 RunOptions parallel(int tp, int pp, int micro = 1) {
     RunOptions o;
