@@ -85,6 +85,16 @@ TEST(DramPresets, UnknownKeyAndInconsistentBurstAreErrors) {
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("timing.nBL = 4 does not match"), std::string::npos) << e.what();
     }
+    bad = text;  // a two-part activation needs its ACT-1 to ACT-2 limit
+    bad.replace(bad.find("nAAD = 8"), 8, "nAAD = 0");
+    try {
+        load_dram_spec_file(write(bad), "x");
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("timing.act_commands = 2 (two-part activation) needs timing.nAAD >= 1"),
+                  std::string::npos)
+            << e.what();
+    }
     std::filesystem::remove_all(dir);
 }
 
