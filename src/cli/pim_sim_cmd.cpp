@@ -114,9 +114,9 @@ void run_mem(const MemArgs& a) {
     std::printf("latency       average %.1f ns (loaded, queue %d), unloaded %.1f ns\n", r.avg_latency_ns,
                 w.queue_depth, r.unloaded_latency_ns);
     std::printf("row hit rate  %.3f\n", r.row_hit_rate);
-    std::printf("commands      ACT %llu  PRE %llu  RD %llu  WR %llu  REF %llu\n", (unsigned long long)r.n_act,
-                (unsigned long long)r.n_pre, (unsigned long long)r.n_rd, (unsigned long long)r.n_wr,
-                (unsigned long long)r.n_ref);
+    std::printf("commands      ACT %llu%s  PRE %llu  RD %llu  WR %llu  REF %llu\n", (unsigned long long)r.n_act,
+                r.n_act2 ? fmt::format(" (+ ACT-2 {})", r.n_act2).c_str() : "", (unsigned long long)r.n_pre,
+                (unsigned long long)r.n_rd, (unsigned long long)r.n_wr, (unsigned long long)r.n_ref);
     if (spec.energy.published)
         std::printf("energy        %.1f nJ\n", r.energy_pj * 1e-3);
     else

@@ -85,6 +85,16 @@ TEST(DramPresets, UnknownKeyAndInconsistentBurstAreErrors) {
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("timing.nBL = 4 does not match"), std::string::npos) << e.what();
     }
+    bad = text;  // a two-part activation needs its ACT-1 to ACT-2 limit
+    bad.replace(bad.find("nAAD = 8"), 8, "nAAD = 0");
+    try {
+        load_dram_spec_file(write(bad), "x");
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("timing.act_commands = 2 (two-part activation) needs timing.nAAD >= 1"),
+                  std::string::npos)
+            << e.what();
+    }
     std::filesystem::remove_all(dir);
 }
 
@@ -117,17 +127,21 @@ TEST(DramModel, StreamHitsRowsRandomMissesThem) {
 // The analytical model within 5 % of the command-level one, reads and read/write mixes (write
 // drain turnarounds). Sizes are many tREFI long so both
 // see the same refresh share; random traffic is activation-rate bound (tFAW / tRRD) on these
-// presets, which is what the closed form states.
+// presets, which is what the closed form states. On lpddr5 the command bus ties with the
+// activation rate for one-burst random requests (RD + ACT-1 + ACT-2 + PRE = 4 slots per
+// max(nRRD_S, nFAW/4) = 4 tCK), and the command-level run loses about 6 % to collisions of the
+// two that the closed form leaves out: that case is held to 7 %.
 TEST(DramModel, AnalyticalAgreesWithCommandLevel) {
     struct Case {
         const char* mem;
         Pattern p;
         uint64_t bytes, stride;
         double writes = 0;
+        double tolerance = 0.05;
     };
     const Case cases[] = {
         {"lpddr5", Pattern::STREAM, 4 << 20, 0},  {"hbm3", Pattern::STREAM, 8 << 20, 0},
-        {"gddr6", Pattern::STREAM, 4 << 20, 0},   {"lpddr5", Pattern::RANDOM, 2 << 20, 0},
+        {"gddr6", Pattern::STREAM, 4 << 20, 0},   {"lpddr5", Pattern::RANDOM, 2 << 20, 0, 0, 0.07},
         {"hbm3", Pattern::RANDOM, 2 << 20, 0},    {"hbm2", Pattern::RANDOM, 2 << 20, 0},
         {"lpddr5", Pattern::STRIDED, 1 << 20, 4096}, {"hbm3", Pattern::STRIDED, 1 << 20, 8192},
         {"lpddr4x", Pattern::STRIDED, 1 << 20, 2048},
@@ -140,7 +154,7 @@ TEST(DramModel, AnalyticalAgreesWithCommandLevel) {
         w.write_fraction = c.writes;
         const MemResult cmd = simulate_memory(s, w);
         const MemResult ana = estimate_memory(s, w);
-        EXPECT_LT(rel(ana.bw_gbps, cmd.bw_gbps), 0.05) << ana.bw_gbps << " vs " << cmd.bw_gbps;
+        EXPECT_LT(rel(ana.bw_gbps, cmd.bw_gbps), c.tolerance) << ana.bw_gbps << " vs " << cmd.bw_gbps;
         EXPECT_NEAR(ana.row_hit_rate, cmd.row_hit_rate, 0.02);
     }
 }
@@ -155,15 +169,16 @@ TEST(DramModel, CacheLineRequestsShareTheirActivation) {
     EXPECT_LT(double(line.n_act), 0.52 * double(line.n_rd + line.n_wr));  // refresh re-opens a few
     EXPECT_GT(line.row_hit_rate, 0.4);
     EXPECT_GT(line.bw_gbps, 1.6 * one.bw_gbps);
-    // The closed form takes the largest of its bounds. With 64 B requests on LPDDR5 the data
-    // bus, the command bus and tFAW all allow one burst per 2 tCK, and the command-level run
-    // loses more to their interplay than the largest bound says (docs: known limits).
+    // The closed form takes the largest of its bounds. With 64 B requests on LPDDR5 the command
+    // bus binds (RD, RD, ACT-1, ACT-2, PRE: 5 tCK per line) with the data bus, the column pace
+    // and tFAW just below it (4 tCK per line), and the command-level run loses more to their
+    // interplay than the largest bound says (docs: known limits).
     for (const char* mem : {"hbm3", "lpddr5", "hbm2"}) {
         SCOPED_TRACE(mem);
         const DramSpec m = load_memory_preset(mem);
         const MemResult cmd = simulate_memory(m, wl(Pattern::RANDOM, 1 << 20, 0, 64));
         const MemResult ana = estimate_memory(m, wl(Pattern::RANDOM, 1 << 20, 0, 64));
-        EXPECT_LT(rel(ana.bw_gbps, cmd.bw_gbps), 0.35) << ana.bw_gbps << " vs " << cmd.bw_gbps;  // lpddr5: +31 %
+        EXPECT_LT(rel(ana.bw_gbps, cmd.bw_gbps), 0.35) << ana.bw_gbps << " vs " << cmd.bw_gbps;  // lpddr5: +10 %
         EXPECT_GE(ana.bw_gbps, cmd.bw_gbps * 0.99);  // optimistic, never pessimistic
     }
 }
@@ -237,4 +252,39 @@ TEST(DramModel, EnergyFollowsCommandCountsWherePublished) {
                           33.0 * r.t_ns * r.channels;
     EXPECT_NEAR(r.energy_pj, expect, 1e-9 * expect);
     EXPECT_EQ(simulate_memory(load_memory_preset("lpddr5"), wl(Pattern::STREAM, 4096)).energy_pj, 0.0);
+}
+
+// LPDDR5's two-part activation (JESD209-5; Ramulator 2.1 @c5b1c3a lpddr5.py ACT1/ACT2): the
+// command-level controller issues ACT-2 after every ACT-1 (the channel refuses a column command
+// to a bank between the two), and the extra command-bus slot costs bandwidth on random lines.
+TEST(DramModel, Lpddr5ControllerIssuesAct2AfterEveryAct) {
+    DramSpec s = load_memory_preset("lpddr5");
+    const MemResult two = simulate_memory(s, wl(Pattern::RANDOM, 1 << 20, 0, 64));
+    EXPECT_GT(two.n_act, 0u);
+    EXPECT_EQ(two.n_act2, two.n_act);
+    EXPECT_EQ(estimate_memory(s, wl(Pattern::RANDOM, 1 << 20, 0, 64)).n_act2,
+              estimate_memory(s, wl(Pattern::RANDOM, 1 << 20, 0, 64)).n_act);
+    s.timing.act_commands = 1;  // the same device with a one-command ACTIVATE
+    const MemResult one = simulate_memory(s, wl(Pattern::RANDOM, 1 << 20, 0, 64));
+    EXPECT_EQ(one.n_act2, 0u);
+    EXPECT_LT(two.bw_gbps, 0.95 * one.bw_gbps) << two.bw_gbps << " vs " << one.bw_gbps;
+    EXPECT_EQ(simulate_memory(load_memory_preset("hbm2"), wl(Pattern::RANDOM, 1 << 20, 0, 64)).n_act2, 0u);
+}
+
+// The closed form's command-bus bound with two-part activation, by hand from the lpddr5 preset
+// (Ramulator 2.1's LPDDR5_6400 values): one channel, refresh off, 1 MiB of uniform 64 B reads =
+// n = 32768 bursts of 32 B and a = 16384 activations. Bounds: data n*nBL = 65536, column pace
+// n*nCCD_S = 65536, activation a*max(nRRD_S 4, nFAW 16/4) = 65536, bank cycle a*nRC/16 = 50176,
+// command bus n + 3a = 81920 (RD, RD, ACT-1, ACT-2, PRE per line). T = 81920 + nRCD 15 + nCL 20
+// + nBL 2 = 81957 tCK x 1.25 ns: 5 command slots per 4 tCK of data, 80 % of peak before refresh.
+TEST(DramModel, TwoPartActivationBoundsRandomLinesAtFourFifths) {
+    DramSpec s = load_memory_preset("lpddr5");
+    s.timing.nREFI = 0;
+    MemWorkload w = wl(Pattern::RANDOM, 1 << 20, 0, 64);
+    w.channels = 1;
+    const MemResult r = estimate_memory(s, w);
+    EXPECT_DOUBLE_EQ(r.t_ns, (32768 + 3 * 16384 + 15 + 20 + 2) * 1.25);
+    EXPECT_NEAR(r.bw_gbps / r.peak_gbps, 4.0 / 5.0, 0.001);
+    s.timing.act_commands = 1;  // one ACT command: the four bounds tie at 65536
+    EXPECT_DOUBLE_EQ(estimate_memory(s, w).t_ns, (65536 + 15 + 20 + 2) * 1.25);
 }

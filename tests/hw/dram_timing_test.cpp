@@ -21,6 +21,11 @@ protected:
     DramSpec spec;
     std::unique_ptr<DramChannel> ch;
     const DramTiming& t() const { return spec.timing; }
+    // ACT, and on a two-part standard (lpddr5) ACT-2 in the next cycle; rows are usable after it.
+    void activate(const BankAddr& a, int64_t clk) {
+        ch->issue(DramCmd::ACT, a, clk);
+        if (t().act_commands == 2) ch->issue(DramCmd::ACT2, a, clk + 1);
+    }
 };
 
 const BankAddr kB0{0, 0, 0, 7};       // bank group 0, bank 0, row 7
@@ -31,7 +36,7 @@ const BankAddr kG1{0, 1, 0, 5};       // bank group 1
 }  // namespace
 
 TEST_F(DramCmdTiming, ReadWaitsRcdAfterActivate) {
-    ch->issue(DramCmd::ACT, kB0, 100);
+    activate(kB0, 100);
     EXPECT_EQ(ch->earliest(DramCmd::RD, kB0), 100 + t().nRCD);
     EXPECT_EQ(ch->earliest(DramCmd::WR, kB0), 100 + t().nRCDWR);
     EXPECT_THROW(ch->issue(DramCmd::RD, kB0, 100 + t().nRCD - 1), Error);
@@ -39,7 +44,7 @@ TEST_F(DramCmdTiming, ReadWaitsRcdAfterActivate) {
 }
 
 TEST_F(DramCmdTiming, SameBankActivatesAreNrcApartAndPrechargeWaitsNras) {
-    ch->issue(DramCmd::ACT, kB0, 0);
+    activate(kB0, 0);
     EXPECT_EQ(ch->earliest(DramCmd::PRE, kB0), t().nRAS);
     ch->issue(DramCmd::PRE, kB0, t().nRAS);
     // ACT -> ACT same bank is nRC, which here is nRAS + nRP: both rules agree.
@@ -57,9 +62,9 @@ TEST_F(DramCmdTiming, ActivatesToOtherBanksFollowRrdAndFaw) {
             EXPECT_GE(e, at.back() + t().nRRD_S);
         }
         clk = std::max(clk, e);
-        ch->issue(DramCmd::ACT, banks[i], clk);
+        activate(banks[i], clk);
         at.push_back(clk);
-        ++clk;
+        clk += t().act_commands;
     }
     // The 5th activation waits for the window opened by the 1st.
     EXPECT_EQ(at[4], std::max<int64_t>(at[0] + t().nFAW, at[3] + t().nRRD_S));
@@ -78,9 +83,9 @@ TEST_F(DramCmdTiming, FifthActivateInsideFawIsDelayed) {
 }
 
 TEST_F(DramCmdTiming, ColumnSpacingDependsOnBankGroup) {
-    ch->issue(DramCmd::ACT, kB0, 0);
-    ch->issue(DramCmd::ACT, kB1, t().nRRD_L);
-    ch->issue(DramCmd::ACT, kG1, t().nRRD_L + t().nRRD_S);
+    activate(kB0, 0);
+    activate(kB1, t().nRRD_L);
+    activate(kG1, t().nRRD_L + t().nRRD_S);
     const int64_t rd = 100;
     ch->issue(DramCmd::RD, kB0, rd);
     EXPECT_EQ(ch->earliest(DramCmd::RD, kB1), rd + t().nCCD_L);  // same bank group
@@ -88,8 +93,8 @@ TEST_F(DramCmdTiming, ColumnSpacingDependsOnBankGroup) {
 }
 
 TEST_F(DramCmdTiming, ReadWriteTurnarounds) {
-    ch->issue(DramCmd::ACT, kB0, 0);
-    ch->issue(DramCmd::ACT, kG1, t().nRRD_S);
+    activate(kB0, 0);
+    activate(kG1, t().nRRD_S);
     const int64_t rd = 50;
     ch->issue(DramCmd::RD, kB0, rd);
     EXPECT_EQ(ch->earliest(DramCmd::WR, kG1), rd + t().nCL + t().nBL + 2 - t().nCWL + t().nRTW);
@@ -101,7 +106,7 @@ TEST_F(DramCmdTiming, ReadWriteTurnarounds) {
 }
 
 TEST_F(DramCmdTiming, RefreshNeedsClosedBanksAndBlocksForNrfc) {
-    ch->issue(DramCmd::ACT, kB0, 0);
+    activate(kB0, 0);
     EXPECT_FALSE(ch->legal(DramCmd::REFab, kB0));
     EXPECT_THROW(ch->issue(DramCmd::REFab, kB0, 500), Error);
     ch->issue(DramCmd::PREA, kB0, t().nRAS);
@@ -113,7 +118,7 @@ TEST_F(DramCmdTiming, RefreshNeedsClosedBanksAndBlocksForNrfc) {
 
 TEST_F(DramCmdTiming, BankStateIsChecked) {
     EXPECT_THROW(ch->issue(DramCmd::RD, kB0, 0), Error);  // closed bank
-    ch->issue(DramCmd::ACT, kB0, 0);
+    activate(kB0, 0);
     EXPECT_THROW(ch->issue(DramCmd::ACT, kB0other, 200), Error);  // already open
     try {
         ch->issue(DramCmd::RD, kB0other, 200);
@@ -165,4 +170,41 @@ TEST_F(DramCmdTiming, AllBankMacWaitsItsOwnActToMacDelay) {
     DramChannel d(spec.org, pim_rules(t(), p));
     d.issue(DramCmd::ACT_AB, {0, 0, 0, 4}, 0);
     EXPECT_EQ(d.earliest(DramCmd::MAC_AB, {0, 0, 0, 4}), t().nRCD);
+}
+
+// LPDDR5 activates in two parts (JESD209-5; Ramulator 2.1 @c5b1c3a lpddr5.py ACT1/ACT2): the
+// bank holds its row between ACT-1 and ACT-2 but serves no column command, precharge or refresh
+// until ACT-2; the row timings still count from ACT-1, so ACT-2 costs a command slot only.
+TEST_F(DramCmdTiming, TwoPartActivationOpensTheRowAtAct2) {
+    ASSERT_EQ(t().act_commands, 2);
+    ch->issue(DramCmd::ACT, kB0, 100);
+    EXPECT_TRUE(ch->activating(kB0));
+    EXPECT_FALSE(ch->legal(DramCmd::RD, kB0));
+    EXPECT_FALSE(ch->legal(DramCmd::PRE, kB0));
+    EXPECT_FALSE(ch->legal(DramCmd::PREA, kB0));
+    EXPECT_FALSE(ch->legal(DramCmd::ACT2, kB0other));  // ACT-2 names ACT-1's row
+    EXPECT_FALSE(ch->legal(DramCmd::ACT2, kG1));       // and ACT-1's bank
+    EXPECT_EQ(ch->earliest(DramCmd::ACT2, kB0), 101);
+    EXPECT_THROW(ch->issue(DramCmd::ACT2, kB0, 100), Error);  // one command per cycle
+    ch->issue(DramCmd::ACT2, kB0, 101);
+    EXPECT_FALSE(ch->activating(kB0));
+    EXPECT_FALSE(ch->legal(DramCmd::ACT2, kB0));
+    EXPECT_EQ(ch->earliest(DramCmd::RD, kB0), 100 + t().nRCD);  // from ACT-1
+    EXPECT_EQ(ch->earliest(DramCmd::PRE, kB0), 100 + t().nRAS);
+    EXPECT_EQ(ch->earliest(DramCmd::ACT, kG1), 100 + t().nRRD_S);
+    ch->issue(DramCmd::RD, kB0, 100 + t().nRCD);
+    EXPECT_EQ(ch->count(DramCmd::ACT), 1u);
+    EXPECT_EQ(ch->count(DramCmd::ACT2), 1u);
+}
+
+// A standard with one ACT command (HBM2) has no ACT2 row: the row is usable after ACT alone.
+TEST(DramCmdTimingOnePart, SingleCommandActivationHasNoAct2) {
+    const DramSpec s = hw::load_memory_preset("hbm2");
+    ASSERT_EQ(s.timing.act_commands, 1);
+    DramChannel c(s.org, dram_rules(s.timing));
+    c.issue(DramCmd::ACT, kB0, 0);
+    EXPECT_FALSE(c.activating(kB0));
+    EXPECT_FALSE(c.legal(DramCmd::ACT2, kB0));
+    c.issue(DramCmd::RD, kB0, s.timing.nRCD);
+    for (const TimingRule& r : dram_rules(s.timing)) EXPECT_NE(r.next, DramCmd::ACT2);
 }

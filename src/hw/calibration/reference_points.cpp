@@ -391,9 +391,13 @@ Point derived_latency_point(const char* name, const RamulatorPreset& r, double d
 
 struct DramRuns {
     double stream_pct = 0, random_pct = 0, unloaded_ns = 0;
+    double random_split_pct = 0;  // the same random bytes with one activation per 32 B burst
 };
 
-// 64 MiB sequential and 4 MiB of uniform random 64 B reads on the preset's default device.
+// 64 MiB sequential and 4 MiB of uniform random 64 B reads on the preset's default device. A
+// 64 B request is two bursts in one row of one bank (one activation); random_split_pct serves
+// the same bytes as one-burst requests, one activation each, which is what Ramulator's MOP4CLXOR
+// mapper makes of a 64 B read (ramulator_share below).
 DramRuns dram_runs(const char* name) {
     const dram::DramSpec spec = load_memory_preset(name);
     dram::MemWorkload w;
@@ -403,13 +407,18 @@ DramRuns dram_runs(const char* name) {
     w.pattern = dram::Pattern::RANDOM;
     w.bytes = uint64_t(4) << 20;
     const dram::MemResult rnd = dram::estimate_memory(spec, w);
-    return {100 * st.bw_gbps / st.peak_gbps, 100 * rnd.bw_gbps / rnd.peak_gbps, st.unloaded_latency_ns};
+    w.request_bytes = uint64_t(spec.org.burst_bytes());
+    const dram::MemResult split = dram::estimate_memory(spec, w);
+    return {100 * st.bw_gbps / st.peak_gbps, 100 * rnd.bw_gbps / rnd.peak_gbps, st.unloaded_latency_ns,
+            100 * split.bw_gbps / split.peak_gbps};
 }
 
 // A share of peak from duet's Ramulator 2.1 run (tools/references/ramulator2.sh ->
-// configs/hw/references/ramulator2.toml, table <preset>_<pattern>), percentage points, ±5.
+// configs/hw/references/ramulator2.toml, table <preset>_<pattern>), percentage points, ±5. For
+// random reads `duet` is the run with one activation per 32 B burst, the activations Ramulator's
+// mapper gives a 64 B read; `duet_one_act_pct` (one activation per 64 B) goes in the note.
 Point ramulator_share(const std::optional<ReferenceFile>& ref, const std::string& preset, const std::string& pattern,
-                      double duet) {
+                      double duet, double duet_one_act_pct = 0) {
     const std::string name = fmt::format("{} {} share of peak (64 B requests, Ramulator 2.1 run)", preset, pattern);
     const ReferenceRun* r = ref ? ref->find(preset + "_" + pattern) : nullptr;
     if (!r)
@@ -428,9 +437,17 @@ Point ramulator_share(const std::optional<ReferenceFile>& ref, const std::string
             duet,
             5,
             "%",
-            fmt::format("Ramulator: {} (its own latency-throughput testcase's controller); duet: analytical model on "
-                        "the {} preset (its own timings, refresh included), 64 MiB stream / 4 MiB uniform random",
-                        str("controller"), preset),
+            pattern == "random"
+                ? fmt::format("Ramulator: {}; its MOP4CLXOR mapper (@c5b1c3a src/ramulator/controller/addr_mapper/"
+                              "impl/mop4clxor.cpp) XORs the first bank-address field with the low column bits, so the two "
+                              "32 B transactions of a 64 B read go to two bank groups (LPDDR5) or pseudo channels "
+                              "(HBM2, HBM3): two activations per 64 B. duet: analytical model on the {} preset (its "
+                              "own timings, refresh included), 4 MiB uniform random as 32 B requests, one activation "
+                              "each; with one activation per 64 B duet gives {:.1f} %",
+                              str("controller"), preset, duet_one_act_pct)
+                : fmt::format("Ramulator: {} (its own latency-throughput testcase's controller); duet: analytical "
+                              "model on the {} preset (its own timings, refresh included), 64 MiB stream",
+                              str("controller"), preset),
             ""};
 }
 
@@ -455,7 +472,7 @@ void dram_points(std::vector<Point>& out) {
             "measured through the FPGA's AXI ports and HBM controller at 1.8 Gb/s (900 MHz), 2 stacks x 16 "
             "pseudo channels; duet: HBM2-2000 preset, one stack, 64 MiB sequential read, analytical model"));
         out.push_back(ramulator_share(ram, "hbm2", "stream", d.stream_pct));
-        out.push_back(ramulator_share(ram, "hbm2", "random", d.random_pct));
+        out.push_back(ramulator_share(ram, "hbm2", "random", d.random_split_pct, d.random_pct));
         out.push_back(derived_latency_point(
             "hbm2", {"hbm2.py", "41af822", "HBM2_2000Mbps", 14, 14, 2, 1.0}, d.unloaded_ns,
             "duet's hbm2 preset has the same nRCD, nCL and nBL (PIMSimulator / DRAMsim3), so the point checks the "
@@ -464,7 +481,7 @@ void dram_points(std::vector<Point>& out) {
     {  // hbm3 (HBM3-6400 with AttAcc's Ramulator 2 timings)
         const DramRuns d = dram_runs("hbm3");
         out.push_back(ramulator_share(ram, "hbm3", "stream", d.stream_pct));
-        out.push_back(ramulator_share(ram, "hbm3", "random", d.random_pct));
+        out.push_back(ramulator_share(ram, "hbm3", "random", d.random_split_pct, d.random_pct));
         out.push_back(derived_latency_point(
             "hbm3", {"hbm3.py", "300e25f", "HBM3_6400Mbps", 31, 20, 2, 0.625}, d.unloaded_ns,
             "duet's hbm3 preset is AttAcc's Ramulator 2 HBM3_6.4Gbps (nRCDRD 23 + nCL 23 + nBL 2 = 48 tCK) where "
@@ -473,7 +490,7 @@ void dram_points(std::vector<Point>& out) {
     {  // lpddr5 (LPDDR5-6400 x16, BG mode)
         const DramRuns d = dram_runs("lpddr5");
         out.push_back(ramulator_share(ram, "lpddr5", "stream", d.stream_pct));
-        out.push_back(ramulator_share(ram, "lpddr5", "random", d.random_pct));
+        out.push_back(ramulator_share(ram, "lpddr5", "random", d.random_split_pct, d.random_pct));
         // AMD WP570: 64-byte aligned random reads on an LPDDR5-6400 x16 interface through the
         // Versal hard memory controller.
         out.push_back(measured_share(

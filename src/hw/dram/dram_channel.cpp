@@ -10,6 +10,7 @@ namespace {
 Level scope_of(DramCmd c) {
     switch (c) {
         case DramCmd::ACT:
+        case DramCmd::ACT2:
         case DramCmd::PRE:
         case DramCmd::RD:
         case DramCmd::WR: return Level::BANK;
@@ -26,8 +27,10 @@ DramChannel::DramChannel(const DramOrg& org, std::vector<TimingRule> rules) : or
     for (size_t i = 0; i < rules_.size(); ++i) {
         rules_by_prev_[int(rules_[i].prev)].push_back(int(i));
         if (rules_[i].window > 1) history_[i].resize(size_t(nodes_at(rules_[i].level)));
+        if (rules_[i].prev == DramCmd::ACT && rules_[i].next == DramCmd::ACT2) two_part_act_ = true;
     }
     open_row_.assign(size_t(org_.banks()), -1);
+    activating_.assign(size_t(org_.banks()), 0);
 }
 
 int DramChannel::nodes_at(Level l) const {
@@ -87,11 +90,19 @@ bool DramChannel::any_open(int rank) const {
 
 bool DramChannel::legal(DramCmd cmd, const BankAddr& a) const {
     const int64_t row = open_row_[bank_index(a)];
+    const bool act2_due = activating_[bank_index(a)] != 0;
     switch (cmd) {
         case DramCmd::ACT: return row < 0;
-        case DramCmd::PRE: return row >= 0;
+        case DramCmd::ACT2: return act2_due && row == a.row;
+        case DramCmd::PRE: return row >= 0 && !act2_due;
         case DramCmd::RD:
-        case DramCmd::WR: return row == a.row;
+        case DramCmd::WR: return row == a.row && !act2_due;
+        case DramCmd::PREA: {
+            const int per_rank = org_.bank_groups * org_.banks_per_group;
+            for (int i = a.rank * per_rank; i < (a.rank + 1) * per_rank; ++i)
+                if (activating_[size_t(i)]) return false;
+            return true;
+        }
         case DramCmd::REFab: return !any_open(a.rank);
         case DramCmd::ACT_AB:
         case DramCmd::MODE:
@@ -102,7 +113,7 @@ bool DramChannel::legal(DramCmd cmd, const BankAddr& a) const {
             for (int64_t x : open_row_)
                 if (x != a.row) return false;
             return true;
-        default: return true;  // PREA, WR_GB, RD_OUT
+        default: return true;  // WR_GB, RD_OUT
     }
 }
 
@@ -144,7 +155,11 @@ void DramChannel::issue(DramCmd cmd, const BankAddr& a, int64_t clk) {
     }
 
     switch (cmd) {
-        case DramCmd::ACT: open_row_[bank_index(a)] = a.row; break;
+        case DramCmd::ACT:
+            open_row_[bank_index(a)] = a.row;
+            activating_[bank_index(a)] = two_part_act_;
+            break;
+        case DramCmd::ACT2: activating_[bank_index(a)] = 0; break;
         case DramCmd::PRE: open_row_[bank_index(a)] = -1; break;
         case DramCmd::PREA: {
             const int per_rank = org_.bank_groups * org_.banks_per_group;

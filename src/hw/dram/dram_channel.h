@@ -33,6 +33,8 @@ public:
     void issue(DramCmd cmd, const BankAddr& a, int64_t clk);
 
     int64_t open_row(const BankAddr& a) const { return open_row_[bank_index(a)]; }
+    // Between ACT and ACT2 of a two-part activation: the row is chosen but not yet usable.
+    bool activating(const BankAddr& a) const { return activating_[bank_index(a)] != 0; }
     bool any_open(int rank) const;
     uint64_t count(DramCmd c) const { return counts_[int(c)]; }
     int64_t last_issue_cycle() const { return last_clk_; }
@@ -54,6 +56,8 @@ private:
     // For window rules: history_[rule][node] = issue cycles of `prev`, most recent last.
     std::vector<std::vector<std::deque<int64_t>>> history_;
     std::vector<int64_t> open_row_;  // -1 = closed
+    std::vector<char> activating_;   // ACT issued, ACT2 not yet (two-part tables only)
+    bool two_part_act_ = false;      // the table has an ACT -> ACT2 rule
     std::array<uint64_t, kNumCmds> counts_{};
     int64_t last_clk_ = -1;
 };

@@ -65,7 +65,12 @@ DramSpec load_dram_spec_file(const std::string& path, const std::string& name) {
     T.nRTW = cyc(t, "nRTW", 0);
     T.nREFI = cyc(t, "nREFI", 0);
     T.nRFC = cyc(t, "nRFC", 0);
+    T.act_commands = int(t.get_int_or("act_commands", 1, 1, 2));
+    T.nAAD = int(t.get_int_or("nAAD", 0, 0, 64));
     t.finish();
+    if (T.act_commands == 2 && T.nAAD < 1)
+        fail("{}: timing.act_commands = 2 (two-part activation) needs timing.nAAD >= 1, the ACT-1 to ACT-2 limit",
+             path);
 
     // Physical consistency: a burst of BL beats at data_rate MT/s lasts BL / (rate * tCK) cycles.
     const double beats_per_tck = s.org.data_rate_mtps * 1e-3 * T.tCK_ns;

@@ -39,6 +39,11 @@ struct DramTiming {
     int nWR = 0, nWTR_S = 0, nWTR_L = 0, nRTP = 0;
     int nRTW = 0;  // extra read-to-write bus turnaround beyond nCL + nBL - nCWL
     int nREFI = 0, nRFC = 0;
+    // Command-bus commands per row activation: 1, or 2 where the standard splits ACTIVATE into
+    // ACT-1 and ACT-2, each one CA-bus cycle (LPDDR5/5X, JESD209-5; Ramulator 2.1 @c5b1c3a
+    // python/ramulator/dram/lpddr5.py commands ACT1/ACT2). Row timings count from ACT-1.
+    int act_commands = 1;
+    int nAAD = 0;  // two-part activation: ACT-1 to ACT-2 at most this many cycles (JESD209-5 tAAD)
 };
 
 // Energy per command and background power. `published` is false when the preset gives no

@@ -4,7 +4,8 @@
 //   column pace  n * nCCD                (nCCD_S, or nCCD_L for same-bank-group runs)
 //   activation   a * max(nRRD_S, nFAW/4) / ranks
 //   bank cycle   a * nRC / banks_touched
-//   command bus  n + 2a                  (RD/WR, and ACT + PRE per row miss)
+//   command bus  n + (p + 1) a           (RD/WR, and p ACT commands + PRE per row miss; p = 2 where
+//                                         the standard activates in two parts, ACT-1 + ACT-2)
 // plus the refreshes that fall due, k = floor((T_busy + k t_lost) / tREFI) each costing t_lost, and
 // fill of the first access. n = requests of the busiest channel, a = its row activations.
 #include <algorithm>
@@ -124,7 +125,7 @@ MemResult estimate_memory(const DramSpec& spec, const MemWorkload& w) {
     const double t_col = L.n * ccd;
     const double t_act = L.acts * std::max(double(t.nRRD_S), t.nFAW / 4.0) / o.ranks;
     const double t_bank = L.acts * t.nRC / std::max(1.0, L.banks);
-    const double t_cmd = L.n + 2 * L.acts;
+    const double t_cmd = L.n + (t.act_commands + 1) * L.acts;
     // Read/write turnarounds: the write queue drains between its watermarks (3/4 and 1/4 of
     // the depth), so one RD->WR->RD round trip per depth/2 writes.
     const double turn = (t.nCL + t.nBL + 2 - t.nCWL + t.nRTW) + (t.nCWL + t.nBL + t.nWTR_S);
@@ -163,6 +164,7 @@ MemResult estimate_memory(const DramSpec& spec, const MemWorkload& w) {
     r.row_hit_rate = hit;
     const double scale = double(n_total) / std::max(1.0, L.n);  // all channels
     r.n_act = uint64_t(std::llround(L.acts * scale));
+    r.n_act2 = t.act_commands == 2 ? r.n_act : 0;
     r.n_pre = r.n_act;
     r.n_wr = uint64_t(std::llround(L.writes * scale));
     r.n_rd = n_total - r.n_wr;

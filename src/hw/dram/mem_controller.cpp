@@ -1,6 +1,8 @@
 // Command-level memory run: per channel, read and write queues filled in program order by a
 // saturating front-end, an FR-FCFS scheduler (ready row hits first, then the oldest ready
 // command), write drain between watermarks, open-row policy and all-bank refresh every tREFI.
+// Where the standard activates in two parts (LPDDR5), ACT-2 takes the first command slot after
+// ACT-1: tAAD is a maximum, and the slot is what it costs either way.
 #include <algorithm>
 #include <limits>
 #include <vector>
@@ -62,6 +64,9 @@ ChannelStats run_channel(DramChannel& ch, const DramTiming& t, const std::vector
     bool draining = false;
     int refresh_left = 0;
     const int ranks = ch.org().ranks;
+    bool act2_due = false;  // an ACT-1 was issued at act1_clk to act2_bank
+    BankAddr act2_bank;
+    int64_t act1_clk = 0;
     while (next < reqs.size() || !rq.empty() || !wq.empty()) {
         while (next < reqs.size()) {
             auto& q = reqs[next].write ? wq : rq;
@@ -69,6 +74,14 @@ ChannelStats run_channel(DramChannel& ch, const DramTiming& t, const std::vector
             q.push_back(reqs[next]);
             q.back().arrival = now;
             ++next;
+        }
+        if (act2_due) {  // before refresh: a bank between ACT-1 and ACT-2 cannot be precharged
+            const int64_t e = std::max(now, ch.earliest(DramCmd::ACT2, act2_bank));
+            DUET_CHECK(e <= act1_clk + t.nAAD, "ACT-2 at cycle {} misses tAAD after ACT-1 at {}", e, act1_clk);
+            ch.issue(DramCmd::ACT2, act2_bank, e);
+            act2_due = false;
+            now = e + 1;
+            continue;
         }
         if (refresh_left == 0 && now >= next_ref) {  // a refresh round comes due
             refresh_left = ranks;
@@ -115,6 +128,11 @@ ChannelStats run_channel(DramChannel& ch, const DramTiming& t, const std::vector
         }
         Req r = q[size_t(pick)];
         ch.issue(pick_cmd, r.a, now);
+        if (pick_cmd == DramCmd::ACT && t.act_commands == 2) {
+            act2_due = true;
+            act2_bank = r.a;
+            act1_clk = now;
+        }
         if (is_column(pick_cmd)) {
             const int64_t done = now + (r.write ? t.nCWL : t.nCL) + t.nBL;
             st.latency_sum_cycles += double(done - r.arrival);
@@ -220,7 +238,8 @@ MemResult simulate_memory(const DramSpec& spec, const MemWorkload& w) {
         end = std::max(end, st.end_cycle);
         lat += st.latency_sum_cycles;
         r.bytes_served += st.served * uint64_t(spec.org.burst_bytes());
-        r.n_act += ch.count(DramCmd::ACT);
+        r.n_act += ch.count(DramCmd::ACT);  // activations (ACT-1 where there are two parts)
+        r.n_act2 += ch.count(DramCmd::ACT2);
         r.n_pre += ch.count(DramCmd::PRE) + ch.count(DramCmd::PREA);
         r.n_rd += ch.count(DramCmd::RD);
         r.n_wr += ch.count(DramCmd::WR);

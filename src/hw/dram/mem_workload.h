@@ -40,6 +40,7 @@ struct MemResult {
     double unloaded_latency_ns = 0;   // closed bank: nRCD + nCL + nBL
     double row_hit_rate = 0;          // 1 - ACT / (RD + WR)
     uint64_t n_act = 0, n_pre = 0, n_rd = 0, n_wr = 0, n_ref = 0;
+    uint64_t n_act2 = 0;              // second activation commands (ACT-2) where the standard has two
     double energy_pj = 0;             // 0 when the preset publishes no energies
 };
 

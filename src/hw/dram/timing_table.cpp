@@ -5,8 +5,8 @@
 namespace duet::hw::dram {
 
 const char* cmd_name(DramCmd c) {
-    static const char* names[] = {"ACT", "PRE", "PREA", "RD", "WR", "REFab", "ACT_AB", "MAC_AB", "WR_GB", "RD_OUT",
-                                  "MODE"};
+    static const char* names[] = {"ACT",   "ACT2",   "PRE",    "PREA",  "RD",     "WR",
+                                  "REFab", "ACT_AB", "MAC_AB", "WR_GB", "RD_OUT", "MODE"};
     return names[int(c)];
 }
 
@@ -54,6 +54,11 @@ std::vector<TimingRule> dram_rules(const DramTiming& t) {
     add(r, L::BANK, {C::PRE}, {C::ACT}, t.nRP);
     add(r, L::BANK, {C::RD}, {C::PRE}, t.nRTP);
     add(r, L::BANK, {C::WR}, {C::PRE}, wr_to_pre);
+    // Two-part activation (LPDDR5): ACT-2 follows ACT-1 in a later command-bus cycle, at most nAAD
+    // later (a deadline, kept by the controller). Every row timing above counts from ACT-1, as in
+    // Ramulator 2.1 @c5b1c3a python/ramulator/dram/lpddr5.py ("measured from ACT-1"), so ACT-2's
+    // cost is its command-bus slot.
+    if (t.act_commands == 2) add(r, L::BANK, {C::ACT}, {C::ACT2}, 1);
     return r;
 }
 

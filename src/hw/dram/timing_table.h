@@ -12,7 +12,8 @@
 namespace duet::hw::dram {
 
 enum class DramCmd : int {
-    ACT,     // open a row in one bank
+    ACT,     // open a row in one bank (ACT-1 where the standard activates in two parts)
+    ACT2,    // second part of a two-part activation (LPDDR5 ACT-2): the row is usable after it
     PRE,     // close one bank
     PREA,    // close every bank of the rank (also closes all-bank PIM rows)
     RD,      // one burst read from the open row
@@ -40,7 +41,9 @@ struct TimingRule {
 };
 
 // The rules of a plain DRAM standard, built from a spec's timing values. One table serves every
-// preset: the standards duet models differ only in their numbers at this level of detail.
+// preset: the standards duet models differ in their numbers and in whether an activation is one
+// command or two (t.act_commands == 2 adds the ACT -> ACT2 row; DramChannel then keeps the bank
+// "activating" until ACT2).
 std::vector<TimingRule> dram_rules(const DramTiming& t);
 
 // PIM timing parameters that extend a standard's table.

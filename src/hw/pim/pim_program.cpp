@@ -68,6 +68,7 @@ public:
                 opened.end())
                 continue;
             issue(DramCmd::ACT, a);
+            if (t_.act_commands == 2) issue(DramCmd::ACT2, a);  // LPDDR5: one command slot, no row timing
             opened.push_back(a);
         }
         for (const BankAddr& a : cols) issue(write ? DramCmd::WR : DramCmd::RD, a);

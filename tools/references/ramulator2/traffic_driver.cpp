@@ -2,9 +2,11 @@
 // (README section 7). Built against the reference checkout by tools/references/ramulator2.sh;
 // not part of duet's build.
 //   traffic_driver <config.yaml> <stream|random> <requests> <request_bytes> <range_bytes>
-// A request of request_bytes is sent as request_bytes / tx_bytes consecutive transactions (one
-// row of one bank, as a cache-line fill of a wider line). The frontend injects as fast as the
-// controller accepts, in program order. Prints: ticks transactions bytes avg_latency_ticks
+// A request of request_bytes is sent as request_bytes / tx_bytes consecutive transactions. Where
+// they land is the mapper's choice: MOP4CLXOR XORs the first bank-address field (bank group on
+// LPDDR5, pseudo channel on HBM2/HBM3) with the low column bits, so the two 32 B halves of a 64 B
+// request open two banks. The frontend injects as fast as the controller accepts, in program
+// order. Prints: ticks transactions bytes avg_latency_ticks
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
