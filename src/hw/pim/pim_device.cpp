@@ -52,6 +52,7 @@ bool PimDevice::runs_elementwise(const OpShape& op) const {
         case ElemOp::ROPE:
         case ElemOp::ROPE_KV_WRITE:
             return op.k >= 1 && op.n_head >= 1 && op.n_head_kv >= 1 && op.n_head % op.n_head_kv == 0;
+        case ElemOp::SAMPLE:
         case ElemOp::NONE: return false;
     }
     return false;
