@@ -22,8 +22,9 @@ enum class OpClass {
 // others (a PIM preset with CENT's mapping, hw/pim/pim_cent_mapping.h); other devices price the
 // class from bytes and FLOPs and ignore it. Shapes: RMSNORM m rows of n; ROPE q and k of m rows,
 // n = (n_head + n_head_kv) * k; ROPE_KV_WRITE the same, the rotated k and v stored; KV_WRITE m
-// rows of n = 2 * n_head_kv * head_dim; SWIGLU m rows of n; ADD m rows of n.
-enum class ElemOp { NONE, RMSNORM, ROPE, ROPE_KV_WRITE, KV_WRITE, SWIGLU, ADD };
+// rows of n = 2 * n_head_kv * head_dim; SWIGLU m rows of n; ADD m rows of n; SAMPLE the choice of
+// one token for each of m sequences from logits of n (a host CPU preset's sampling_ns each).
+enum class ElemOp { NONE, RMSNORM, ROPE, ROPE_KV_WRITE, KV_WRITE, SWIGLU, ADD, SAMPLE };
 
 struct OpShape {
     OpClass cls = OpClass::ELEMENTWISE;

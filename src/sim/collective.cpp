@@ -20,6 +20,7 @@ const char* collective_algo_name(CollectiveAlgo a) {
         case CollectiveAlgo::RING: return "ring";
         case CollectiveAlgo::MESH: return "mesh";
         case CollectiveAlgo::PAIRWISE: return "pairwise";
+        case CollectiveAlgo::MULTICAST: return "multicast";
     }
     return "?";
 }
@@ -59,7 +60,22 @@ void steps_of(CollectiveKind kind, CollectiveAlgo algo, int p, double n, int& st
     bytes = share;
 }
 
+// Multicast: the shares gathered into one rank's port, then the whole vector multicast from it.
+void multicast_time(int p, double n, const SimLink& link, CollectiveTime& t) {
+    const double share = n / double(p);
+    t.steps = 2;
+    t.step_bytes = ((p - 1) * share + n) / 2;
+    if (link.shared_memory) return;
+    const double wire = (p - 1) * link.wire_bytes(share) + link.wire_bytes(n);
+    t.link_ns = 2 * (link.latency_ns + link.per_transfer_ns) + wire / link.bandwidth_gbps;
+}
+
 }  // namespace
+
+bool collective_algo_applies(CollectiveKind kind, CollectiveAlgo algo, const SimLink& link) {
+    if (algo != CollectiveAlgo::MULTICAST) return true;
+    return link.multicast && (kind == CollectiveKind::ALL_REDUCE || kind == CollectiveKind::ALL_GATHER);
+}
 
 CollectiveTime collective_time(CollectiveKind kind, CollectiveAlgo algo, int p, double n_bytes, const SimLink& link,
                                const ExpansionCost& launch) {
@@ -67,9 +83,18 @@ CollectiveTime collective_time(CollectiveKind kind, CollectiveAlgo algo, int p, 
     CollectiveTime t;
     t.algo = algo;
     if (p == 1) return t;
-    steps_of(kind, algo, p, n_bytes, t.steps, t.step_bytes);
-    if (!link.shared_memory)
-        t.link_ns = t.steps * (link.latency_ns + link.per_transfer_ns + t.step_bytes / link.bandwidth_gbps);
+    DUET_CHECK(link.shared_memory || collective_algo_applies(kind, algo, link), "collective: {} {} over link {}", collective_kind_name(kind),
+               collective_algo_name(algo), link.preset);
+    if (algo == CollectiveAlgo::MULTICAST) {
+        multicast_time(p, n_bytes, link, t);
+    } else {
+        steps_of(kind, algo, p, n_bytes, t.steps, t.step_bytes);
+        // a mesh step over a switch port: the p-1 peers' messages one after another
+        const int messages = link.switched && algo == CollectiveAlgo::MESH && kind != CollectiveKind::POINT_TO_POINT ? p - 1 : 1;
+        if (!link.shared_memory)
+            t.link_ns = t.steps * (link.latency_ns + link.per_transfer_ns +
+                                   messages * link.wire_bytes(t.step_bytes) / link.bandwidth_gbps);
+    }
     t.launch_ns = launch.launch_ns + t.steps * launch.per_step_ns;
     return t;
 }
@@ -77,10 +102,16 @@ CollectiveTime collective_time(CollectiveKind kind, CollectiveAlgo algo, int p, 
 CollectiveTime best_collective(CollectiveKind kind, int p, double n_bytes, const SimLink& link, bool full_mesh,
                                const ExpansionCost& launch) {
     const CollectiveAlgo stepwise = kind == CollectiveKind::ALL_TO_ALL ? CollectiveAlgo::PAIRWISE : CollectiveAlgo::RING;
-    const CollectiveTime ring = collective_time(kind, stepwise, p, n_bytes, link, launch);
-    if (!full_mesh) return ring;
-    const CollectiveTime mesh = collective_time(kind, CollectiveAlgo::MESH, p, n_bytes, link, launch);
-    return mesh.total_ns() <= ring.total_ns() ? mesh : ring;
+    CollectiveTime best = collective_time(kind, stepwise, p, n_bytes, link, launch);
+    if (full_mesh) {
+        const CollectiveTime mesh = collective_time(kind, CollectiveAlgo::MESH, p, n_bytes, link, launch);
+        if (mesh.total_ns() <= best.total_ns()) best = mesh;
+    }
+    if (p > 1 && collective_algo_applies(kind, CollectiveAlgo::MULTICAST, link)) {
+        const CollectiveTime mc = collective_time(kind, CollectiveAlgo::MULTICAST, p, n_bytes, link, launch);
+        if (mc.total_ns() < best.total_ns()) best = mc;
+    }
+    return best;
 }
 
 }  // namespace duet::sim

@@ -20,6 +20,15 @@
 //         all-gather       1 step of n/p
 //         all-to-all       1 step of n/p
 //   point-to-point        1 step of n (p = 2)
+//   multicast all-reduce  2 steps: the p-1 other ranks' shares of n/p gathered into one rank (its
+//         all-gather       port carries p-1 messages), then one multicast of the whole n (the switch
+//                          copies it to every port). A link whose fabric multicasts only (CENT's
+//                          CXL switch: cent_simulation/cxl_latency.py, an "embedding gather" and an
+//                          "embedding broadcast" per reduction).
+// Over a switched link (SimLink::switched: the link is a device's one port to a switch) a mesh
+// step carries the p-1 messages a rank receives from its peers one after another on that port;
+// a ring or pairwise step one message. Every message is framed into flits when the link says so
+// (SimLink::wire_bytes), and every step pays the link's latency once.
 // Mesh needs a direct link between every pair (a full mesh: the Atlas 800T A2's 8 HCCS-joined
 // 910B); ring only neighbour links; pairwise any path between every pair (a pair without a
 // direct link goes through npu0), each step as slow as the slowest pair. All-to-all takes
@@ -37,11 +46,12 @@
 namespace duet::sim {
 
 enum class CollectiveKind { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, ALL_TO_ALL, POINT_TO_POINT };
-enum class CollectiveAlgo { RING, MESH, PAIRWISE };  // PAIRWISE: all-to-all only
+enum class CollectiveAlgo { RING, MESH, PAIRWISE, MULTICAST };  // PAIRWISE: all-to-all only; MULTICAST:
+                                                                 // all-reduce and all-gather on a multicast link
 enum class ExpansionMode { AI_CPU, AIV, HOST, HOST_TS };
 
 const char* collective_kind_name(CollectiveKind k);  // "all_reduce", ...
-const char* collective_algo_name(CollectiveAlgo a);  // "ring", "mesh"
+const char* collective_algo_name(CollectiveAlgo a);  // "ring", "mesh", "pairwise", "multicast"
 const char* expansion_mode_name(ExpansionMode m);    // "AI_CPU", "AIV", "HOST", "HOST_TS"
 // Throws duet::Error "<where> = \"x\" is not an HCCL expansion mode (allowed: AI_CPU, AIV, HOST, HOST_TS)".
 ExpansionMode expansion_mode_from_name(const std::string& name, const std::string& where);
@@ -56,8 +66,8 @@ struct ExpansionCost {
 struct CollectiveTime {
     CollectiveAlgo algo = CollectiveAlgo::RING;
     int steps = 0;
-    double step_bytes = 0;  // bytes one link carries in one step (per direction)
-    double link_ns = 0;     // steps * (alpha + step_bytes / beta); 0 over shared memory
+    double step_bytes = 0;  // payload one link carries in one step (per direction; multicast: the mean of its two)
+    double link_ns = 0;     // the steps' alpha + wire bytes / beta, summed; 0 over shared memory
     double launch_ns = 0;   // ExpansionCost launch_ns + steps * per_step_ns
     double total_ns() const { return link_ns + launch_ns; }
 };
@@ -67,8 +77,11 @@ struct CollectiveTime {
 CollectiveTime collective_time(CollectiveKind kind, CollectiveAlgo algo, int p, double n_bytes, const SimLink& link,
                                const ExpansionCost& launch);
 
+// Whether `algo` applies to `kind` over `link` (MULTICAST: all-reduce or all-gather on a multicast link).
+bool collective_algo_applies(CollectiveKind kind, CollectiveAlgo algo, const SimLink& link);
+
 // HCCL-style choice: mesh when every pair of ranks is linked (`full_mesh`) and mesh is not
-// slower than ring; ring otherwise.
+// slower than ring; ring otherwise; on a multicast link the multicast algorithm when it is faster.
 CollectiveTime best_collective(CollectiveKind kind, int p, double n_bytes, const SimLink& link, bool full_mesh,
                                const ExpansionCost& launch);
 

@@ -10,6 +10,7 @@
 //    block index for co-inference) and what converting it costs on the NPU;
 //  - a few scalars for verdicts and warnings (peak bandwidths, capacity).
 // Units are in the names. Pointers are not owned and must outlive the simulation.
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,10 +36,20 @@ struct SimLink {
     double bandwidth_gbps = 0;     // GB/s = bytes per ns
     double latency_ns = 0;
     double per_transfer_ns = 0;    // fixed cost of starting one transfer (DMA setup, doorbell)
+    // Flit framing (0: none): a message of b bytes goes as ceil(b / flit_payload_bytes) flits of
+    // flit_bytes each, at bandwidth_gbps (CENT's CXL: 3 x 64 B messages in a 256 B flit).
+    double flit_bytes = 0, flit_payload_bytes = 0;
+    // The link is a device's port to a switch (links.toml fabric = "switch", "switch_multicast"):
+    // what the device sends to or receives from all its peers in one step shares this one link;
+    // with multicast the switch copies one message to every port (sim/collective.h).
+    bool switched = false, multicast = false;
+    double wire_bytes(double payload) const {
+        return flit_payload_bytes > 0 ? std::ceil(payload / flit_payload_bytes) * flit_bytes : payload;
+    }
     // Time one transfer of `bytes` occupies the link (0 for shared memory).
     double transfer_ns(uint64_t bytes) const {
         if (shared_memory || bytes == 0) return 0;
-        return per_transfer_ns + latency_ns + double(bytes) / bandwidth_gbps;
+        return per_transfer_ns + latency_ns + wire_bytes(double(bytes)) / bandwidth_gbps;
     }
 };
 

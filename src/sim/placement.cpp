@@ -158,6 +158,7 @@ hw::OpShape to_op_shape(const OpRecord& r, DType act_dtype) {
         case OpKind::KV_WRITE: s.elem = hw::ElemOp::KV_WRITE; break;
         case OpKind::SWIGLU: s.elem = hw::ElemOp::SWIGLU; break;
         case OpKind::ADD: s.elem = hw::ElemOp::ADD; break;
+        case OpKind::OUTPUT: s.elem = hw::ElemOp::SAMPLE; break;
         default: break;
     }
     return s;

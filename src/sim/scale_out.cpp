@@ -139,13 +139,24 @@ CollectiveTime slowest(const SimHardware& hw, CollectiveKind kind, CollectiveAlg
         links_between(hw, devs[size_t(a)], devs[size_t(b)], used);
     };
     for (int a = 0; a < p; ++a) {
-        if (algo == CollectiveAlgo::RING) pair(a, (a + 1) % p);  // pairwise and mesh: every pair
+        if (algo == CollectiveAlgo::RING) pair(a, (a + 1) % p);  // pairwise, mesh, multicast: every pair
         else
             for (int b = a + 1; b < p; ++b) pair(a, b);
     }
     std::sort(used.begin(), used.end());
     used.erase(std::unique(used.begin(), used.end()), used.end());
     return worst;
+}
+
+// Every pair of `devices` is joined through a multicasting switch (and `kind` can use it).
+bool multicast_fabric(const SimHardware& hw, CollectiveKind kind, const std::vector<int>& devices) {
+    if (devices.size() < 2) return false;
+    for (size_t a = 0; a < devices.size(); ++a)
+        for (size_t b = a + 1; b < devices.size(); ++b)
+            if (devices[a] == devices[b] ||
+                !collective_algo_applies(kind, CollectiveAlgo::MULTICAST, hw.path(devices[a], devices[b])))
+                return false;
+    return true;
 }
 
 }  // namespace
@@ -158,12 +169,15 @@ PricedCollective price_collective(const SimHardware& hw, CollectiveKind kind, co
             const int x = devices[a], y = devices[b];
             full_mesh = full_mesh && (x == y || hw.link_between(x, y) >= 0 || hw.path(x, y).shared_memory);
         }
-    PricedCollective ring, mesh;
+    PricedCollective ring, mesh, multicast;
     const CollectiveAlgo stepwise = kind == CollectiveKind::ALL_TO_ALL ? CollectiveAlgo::PAIRWISE : CollectiveAlgo::RING;
     ring.time = slowest(hw, kind, stepwise, devices, n_bytes, launch, ring.links);
     if (!full_mesh || kind == CollectiveKind::POINT_TO_POINT) return ring;
     mesh.time = slowest(hw, kind, CollectiveAlgo::MESH, devices, n_bytes, launch, mesh.links);
-    return mesh.time.total_ns() <= ring.time.total_ns() ? mesh : ring;
+    PricedCollective& best = mesh.time.total_ns() <= ring.time.total_ns() ? mesh : ring;
+    if (!multicast_fabric(hw, kind, devices)) return best;
+    multicast.time = slowest(hw, kind, CollectiveAlgo::MULTICAST, devices, n_bytes, launch, multicast.links);
+    return multicast.time.total_ns() < best.time.total_ns() ? multicast : best;
 }
 
 double Intervals::uncovered_by(Intervals cover) const {

@@ -59,7 +59,8 @@ Plan plan_parallel_generation(const ModelShape& shape, int64_t seq_len, int64_t 
 // One collective among `devices` (one per rank, in rank order; repeats allowed: ranks sharing
 // a device exchange through its memory) over the links between them (SimHardware::path): the
 // ring around the ranks in order (all-to-all: the pairwise exchange over every pair), or the one-shot mesh when every pair is joined directly or
-// shares memory, whichever is faster (best_collective). A step lasts as long as the slowest
+// shares memory, or the multicast algorithm when every pair is joined through a multicasting
+// switch, whichever is fastest (best_collective). A step lasts as long as the slowest
 // link it uses. `links`: the machine's links the chosen algorithm occupies.
 struct PricedCollective {
     CollectiveTime time;

@@ -54,6 +54,7 @@ struct Lane {
     double t = 0;                         // completion of its chain so far
     double group_ready = 0;               // inputs of its current sibling group (Q/K/V, gate/up) ready
     int last_device = 0;                  // whole-machine device of its latest operator part
+    int rank = 0;                         // its tensor-parallel rank
     std::vector<PreparedOp> prepared;     // by op index within a forward
 };
 
@@ -146,6 +147,7 @@ private:
                     l.machine = &machines_[size_t(s * tp() + r)];
                     if (parallel_) l.placer = std::make_unique<Placer>(placer_.options(), l.machine->hw);
                     l.last_device = l.machine->npu;
+                    l.rank = r;
                     lanes_.push_back(std::move(l));
                 }
         arrival_.assign(lanes_.size(), 0.0);
@@ -390,6 +392,7 @@ private:
     double run_op(const OpRecord& r, size_t j, PhaseStats& ps) {
         const PreparedOp& op = prepare(r, j);
         const int parts = int(op.parts.size());
+        if (sampled_by_rank0(r, op)) return cur_->t;
         double end = 0;
         for (int p = 0; p < parts; ++p) {
             auto label = [&]() { return parts > 1 ? fmt::format("{} [{}/{}]", op_label(r), p + 1, parts) : op_label(r); };
@@ -398,6 +401,13 @@ private:
             cur_->last_device = part.device;
         }
         return end;
+    }
+
+    // The ranks of a stage that share the host CPU (pim_only) hold the same gathered logits: the
+    // host samples the token once, on rank 0's turn.
+    bool sampled_by_rank0(const OpRecord& r, const PreparedOp& op) const {
+        return r.kind == OpKind::OUTPUT && cur_->rank > 0 && op.parts.size() == 1 &&
+               hw_.devices[size_t(op.parts[0].device)].kind == DeviceKind::CPU;
     }
 
     // Shape, placement and device costs of op j, recomputed only when its record differs from

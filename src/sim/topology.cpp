@@ -26,7 +26,16 @@ SimLink load_link_preset(const std::string& name, const std::string& dir) {
     l.bandwidth_gbps = s.get_double("bandwidth_gbps", 0, 1e6);
     l.latency_ns = s.get_double("latency_ns", 0, 1e9);
     l.per_transfer_ns = s.get_double("per_transfer_ns", 0, 1e9);
+    const std::string fabric = s.get_enum_or("fabric", "direct", {"direct", "switch", "switch_multicast"});
+    l.switched = fabric != "direct";
+    l.multicast = fabric == "switch_multicast";
+    l.flit_bytes = s.get_double_or("flit_bytes", 0, 0, 1e6);
+    l.flit_payload_bytes = s.get_double_or("flit_payload_bytes", 0, 0, 1e6);
     s.finish();
+    if ((l.flit_bytes > 0) != (l.flit_payload_bytes > 0) || l.flit_payload_bytes > l.flit_bytes)
+        fail("{}: keys '{}' = {} and '{}' = {} are not allowed (allowed: both 0, or 0 < flit_payload_bytes <= "
+             "flit_bytes)",
+             path, s.dotted("flit_bytes"), l.flit_bytes, s.dotted("flit_payload_bytes"), l.flit_payload_bytes);
     if (!l.shared_memory && l.bandwidth_gbps <= 0)
         fail("{}: key '{}' = {} is not allowed (allowed: more than 0 for kind = \"link\")", path,
              s.dotted("bandwidth_gbps"), l.bandwidth_gbps);

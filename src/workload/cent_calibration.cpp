@@ -101,12 +101,12 @@ std::vector<Point> cent_system_points() {
         p.note = "finding: duet bench pim_only, --pims/--tp = devices, pim_cxl_aim over the CXL link preset; with "
                  "CENT's mapping each rank's RMSNorms, rotary and SiLU gate run on its own device (CENT's AiM "
                  "commands), its KV stores in the attention and its residual adds as CENT's EWADD (no DRAM "
-                 "command); the host CPU keeps embedding and sampling. duet sits below CENT: it does not model "
-                 "CENT's CXL-controller Acc latency (0.32 / 0.50 / 1.50 ms per 7B / 13B / 70B token) nor its "
-                 "0.15 ms of host top-k sampling (utils.py InOut_latency), prices the all-reduces below CENT's "
-                 "CXL latency (0.14 / 0.38 / 1.97 ms), and gives each rank its 1/tp of the heads and FFN width "
-                 "where CENT's trace runs every head and the whole FFN width on each device "
-                 "(docs/hardware-model.md 6)";
+                 "command); the CXL controller's RMSNorm, rotary and softmax cycles ([controller]), host "
+                 "sampling once per token (sampling_ns, utils.py InOut_latency) and the all-reduces as CENT's "
+                 "gather + multicast broadcast in flits (cxl_latency.py) are modelled. duet sits below CENT: "
+                 "CENT's trace replicates every head's attention, softmax and rotary and the whole FFN-width "
+                 "gate product on each device and gathers every matrix's output (12 transfers per block), "
+                 "where duet gives each rank its 1/tp of the heads and FFN width (docs/hardware-model.md 6)";
         p.device = "CENT-class system (pim_cxl_aim x devices, whole model, duet bench)";
         out.push_back(p);
     }

@@ -2,6 +2,8 @@
 // Gropp 2005, written out here independently: T = steps * (alpha + bytes / beta) + launch.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "sim/collective.h"
 #include "sim/topology.h"
 #include "../error_message.h"
@@ -113,6 +115,46 @@ TEST(Collective, ExpansionModesComeFromThePresetFileAndBadNamesAreRefused) {
     EXPECT_LT(load_expansion_cost(ExpansionMode::AIV).launch_ns, load_expansion_cost(ExpansionMode::AI_CPU).launch_ns);
     EXPECT_EQ(test::error_of([] { expansion_mode_from_name("aiv", "--hccl-expansion"); }),
               "--hccl-expansion = \"aiv\" is not an HCCL expansion mode (allowed: AI_CPU, AIV, HOST, HOST_TS)");
+}
+
+// CENT's CXL fabric (configs/hw/links.toml cxl_cent_*): an all-reduce is CENT's "embedding
+// gather" plus "embedding broadcast" (Morteza1814/CENT @a5d6e53 cent_simulation/cxl_latency.py
+// llama_latency). The reference figures are that code's own, run with python3 for bf16 vectors of
+// the model width: gather = 180 + ceil(2 d / p / 192) (p - 1) 256 B / (lanes 4 GiB/s), broadcast =
+// 180 + ceil(2 d / 192) 256 B / (lanes 4 GiB/s), in ns.
+TEST(Collective, CentFabricAllReduceIsCentsGatherPlusBroadcast) {
+    const ExpansionCost none{ExpansionMode::HOST, 0, 0};
+    struct Case { const char* link; int p; double width, gather_ns, broadcast_ns; };
+    for (const Case c : {Case{"cxl_cent_x18", 8, 4096, 319.0775044759115, 322.38887363009985},
+                         Case{"cxl_cent_x7", 20, 5120, 665.3521074567523, 639.8072596958705},
+                         Case{"cxl_cent_x4", 32, 8192, 1565.807991027832, 1461.4998626708984}}) {
+        const SimLink l = load_link_preset(c.link);
+        const CollectiveTime t =
+            collective_time(CollectiveKind::ALL_REDUCE, CollectiveAlgo::MULTICAST, c.p, 2 * c.width, l, none);
+        EXPECT_EQ(t.steps, 2) << c.link;
+        EXPECT_NEAR(t.link_ns, c.gather_ns + c.broadcast_ns, 0.01) << c.link;
+        // the fabric's own choice: a one-shot mesh would bring p - 1 vectors through each port
+        const CollectiveTime best = best_collective(CollectiveKind::ALL_REDUCE, c.p, 2 * c.width, l, true, none);
+        EXPECT_EQ(best.algo, CollectiveAlgo::MULTICAST) << c.link;
+        const CollectiveTime mesh =
+            collective_time(CollectiveKind::ALL_REDUCE, CollectiveAlgo::MESH, c.p, 2 * c.width, l, none);
+        EXPECT_NEAR(mesh.link_ns, 180 + (c.p - 1) * std::ceil(2 * c.width / 192) * 256 / l.bandwidth_gbps, 1e-6);
+    }
+}
+
+// Without a multicasting switch the algorithm does not apply, and a direct link's mesh carries one
+// message per step.
+TEST(Collective, MulticastNeedsAMulticastFabric) {
+    const SimLink direct = link();
+    EXPECT_FALSE(collective_algo_applies(CollectiveKind::ALL_REDUCE, CollectiveAlgo::MULTICAST, direct));
+    SimLink sw = direct;
+    sw.switched = sw.multicast = true;
+    EXPECT_TRUE(collective_algo_applies(CollectiveKind::ALL_GATHER, CollectiveAlgo::MULTICAST, sw));
+    EXPECT_FALSE(collective_algo_applies(CollectiveKind::ALL_TO_ALL, CollectiveAlgo::MULTICAST, sw));
+    EXPECT_NE(best_collective(CollectiveKind::ALL_REDUCE, 8, 8192, direct, true, launch()).algo, CollectiveAlgo::MULTICAST);
+    const double n = 8192;
+    EXPECT_DOUBLE_EQ(collective_time(CollectiveKind::ALL_REDUCE, CollectiveAlgo::MESH, 8, n, sw, launch()).link_ns,
+                     1500 + 7 * n / 50);
 }
 
 TEST(Collective, RoceLinkPresetsCarryTheirLineRate) {

@@ -2,11 +2,15 @@
 // per-device stats and the link presets' numbers; closed forms on the fake devices.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
+
 #include "core/error.h"
 #include "fake_hw.h"
 #include "sim/op_shape.h"
 #include "sim/report.h"
 #include "sim/topology.h"
+#include "../error_message.h"
 
 using namespace duet;
 using namespace duet::sim;
@@ -153,20 +157,52 @@ TEST(Topology, LinkPresetsReadTheirCitedNumbers) {
     EXPECT_TRUE(load_link_preset("shared_hbm").shared_memory);
     EXPECT_DOUBLE_EQ(load_link_preset("cxl2_x16").latency_ns, 250);
     EXPECT_DOUBLE_EQ(load_link_preset("hccs_910b").bandwidth_gbps, 56);
-    // CENT's fabric (cxl_latency.py): 144 // devices lanes x 4 GiB/s (multicast) x 192/256 flit payload;
-    // round trip 4 x 25 + 2 x 2 x (5 + 20 + 5) + 20 ns
-    const double lane_gbps = 4.0 * 1024 * 1024 * 1024 / 1e9 * 192 / 256;
+    // CENT's fabric (cxl_latency.py): 144 // devices lanes x 4 GiB/s (multicast) of 256 B flits
+    // carrying 192 B; round trip 4 x 25 + 2 x (5 + 20 + 5) + 20 ns (the module evaluates it before
+    // doubling the PCIe term for multicast)
+    const double lane_gbps = 4.0 * 1024 * 1024 * 1024 / 1e9;
     for (auto [name, devices] : {std::pair{"cxl_cent_x18", 8}, {"cxl_cent_x7", 20}, {"cxl_cent_x4", 32}}) {
         const SimLink l = load_link_preset(name);
-        EXPECT_NEAR(l.bandwidth_gbps, (144 / devices) * lane_gbps, 0.01) << name;
-        EXPECT_DOUBLE_EQ(l.latency_ns, 4 * 25 + 2 * 2 * (5 + 20 + 5) + 20) << name;
+        EXPECT_NEAR(l.bandwidth_gbps, (144 / devices) * lane_gbps, 0.001) << name;
+        EXPECT_DOUBLE_EQ(l.latency_ns, 4 * 25 + 2 * (5 + 20 + 5) + 20) << name;
+        EXPECT_TRUE(l.switched && l.multicast) << name;
+        EXPECT_DOUBLE_EQ(l.flit_bytes, 256);
+        EXPECT_DOUBLE_EQ(l.flit_payload_bytes, 192);
+        EXPECT_DOUBLE_EQ(l.wire_bytes(193), 512);  // two flits
     }
+    EXPECT_FALSE(load_link_preset("cxl2_x16").switched);
+    EXPECT_DOUBLE_EQ(load_link_preset("cxl2_x16").wire_bytes(193), 193);
     try {
         load_link_preset("nvlink");
         FAIL();
     } catch (const Error& e) {
         EXPECT_STREQ(e.what(), "unknown link preset 'nvlink' (known: shared_hbm, hccs_910b, pcie4_x16, pcie5_x16, cxl2_x16, roce_200g, roce_400g, cxl_cent_x18, cxl_cent_x7, cxl_cent_x4)");
     }
+}
+
+// A link preset's fabric and flit keys are checked like every other key.
+TEST(Topology, BadFabricAndFlitKeysNameFileKeyAndAllowed) {
+    const std::string dir = std::string(DUET_BINARY_DIR) + "/links_cfg";
+    std::system(("mkdir -p " + dir + "/hw").c_str());
+    const std::string path = dir + "/hw/links.toml";
+    const auto write = [&](const std::string& extra) {
+        std::ofstream(path) << "[cxl_cent_x18]\nkind = \"link\"\nbandwidth_gbps = 10\nlatency_ns = 180\n"
+                               "per_transfer_ns = 0\n"
+                            << extra;
+    };
+    write("fabric = \"crossbar\"\n");
+    EXPECT_EQ(test::error_of([&] { load_link_preset("cxl_cent_x18", dir); }),
+              path + ": key 'cxl_cent_x18.fabric' = \"crossbar\" is not allowed (allowed: direct, switch, switch_multicast)");
+    write("flit_bytes = 256\n");
+    EXPECT_EQ(test::error_of([&] { load_link_preset("cxl_cent_x18", dir); }),
+              path + ": keys 'cxl_cent_x18.flit_bytes' = 256 and 'cxl_cent_x18.flit_payload_bytes' = 0 are not allowed "
+                     "(allowed: both 0, or 0 < flit_payload_bytes <= flit_bytes)");
+    write("flit_bytes = 64\nflit_payload_bytes = 192\n");
+    EXPECT_NE(test::error_of([&] { load_link_preset("cxl_cent_x18", dir); }).find("are not allowed"), std::string::npos);
+    write("fabric = \"switch\"\n");
+    const SimLink l = load_link_preset("cxl_cent_x18", dir);
+    EXPECT_TRUE(l.switched);
+    EXPECT_FALSE(l.multicast);
 }
 
 TEST(Topology, NpuOnlyLayersMatmulsSplitAcrossNpus) {

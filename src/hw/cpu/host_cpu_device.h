@@ -3,8 +3,10 @@
 // every operator the PIM devices do not (norms, RoPE, softmax, KV writes, prefill GEMMs), as
 // CENT's host does (docs/hardware-model.md "Host CPU"). A roofline: an operator takes
 //     op_overhead_ns + max(bytes / memory_bandwidth_gbps, flops / peak_gflops)
-// with bytes = weight + input + output bytes. No cache reuse or vector-width effects are
-// modelled (stated in the preset). Thread safety: immutable after construction.
+// with bytes = weight + input + output bytes, plus sampling_ns for each token a SAMPLE operator
+// (OpShape::elem) chooses: the top-k selection and sampling the roofline does not see. No cache
+// reuse or vector-width effects are modelled (stated in the preset). Thread safety: immutable
+// after construction.
 #include <string>
 
 #include "hw/device.h"
@@ -16,6 +18,7 @@ struct HostCpuSpec {
     double memory_bandwidth_gbps = 0;  // peak DRAM bandwidth, GB/s = bytes per ns
     double peak_gflops = 0;         // peak arithmetic rate, 1e9 flop/s
     double op_overhead_ns = 0;      // fixed cost of starting one operator (threads woken, joined)
+    double sampling_ns = 0;         // choosing one token from its logits (top-k and sampling), per token
     double pj_per_byte = 0;         // DRAM access energy per byte moved
 };
 

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "hw/pim/pim_cent_mapping.h"
+#include "hw/pim/pim_controller.h"
 
 namespace duet::hw::pim {
 
@@ -52,6 +53,7 @@ bool PimDevice::runs_elementwise(const OpShape& op) const {
         case ElemOp::ROPE:
         case ElemOp::ROPE_KV_WRITE:
             return op.k >= 1 && op.n_head >= 1 && op.n_head_kv >= 1 && op.n_head % op.n_head_kv == 0;
+        case ElemOp::SAMPLE:
         case ElemOp::NONE: return false;
     }
     return false;
@@ -61,10 +63,17 @@ Cost PimDevice::estimate_elementwise(const OpShape& op) const {
     Cost c;
     c.bound = "memory";
     CentCost a;
+    double controller_ns = 0;  // the CXL controller's share ([controller], pim_controller.h)
     switch (op.elem) {
-        case ElemOp::RMSNORM: a = cent_rmsnorm(spec_, op.n, channels_); break;
+        case ElemOp::RMSNORM:
+            a = cent_rmsnorm(spec_, op.n, channels_);
+            controller_ns = controller_rmsnorm_ns(spec_.controller, op.n);
+            break;
         case ElemOp::ROPE:
-        case ElemOp::ROPE_KV_WRITE: a = cent_rotary(spec_, op.n_head * op.k, op.n_head / op.n_head_kv, channels_); break;
+        case ElemOp::ROPE_KV_WRITE:
+            a = cent_rotary(spec_, op.n_head * op.k, op.n_head / op.n_head_kv, channels_);
+            controller_ns = controller_rotary_ns(spec_.controller, op.n_head * op.k, op.n_head_kv * op.k);
+            break;
         case ElemOp::SWIGLU: a = cent_silu_gate(spec_, op.n, channels_); break;
         // KV_WRITE: CENT's cache stores ("Store xk", "Store xv") are part of the attention's
         // program (cent_attention), priced there. ADD: the residual add is an EWADD on the CXL
@@ -72,7 +81,7 @@ Cost PimDevice::estimate_elementwise(const OpShape& op) const {
         // aim_DRAM_system.cpp: ISR_EWADD does nothing), so CENT's PIM time holds none of it.
         default: c.bound = "none"; return c;
     }
-    c.t_ns = a.t_ns;
+    c.t_ns = a.t_ns + controller_ns;
     c.bytes_moved = double(a.host_wr + a.host_rd + a.wr_gb) * spec_.mem.org.burst_bytes();
     return c;
 }
@@ -111,7 +120,8 @@ Cost PimDevice::estimate(const OpShape& op) const {
         b.context = op.n;
         b.channels = channels_;
         const CentCost a = cent_attention(spec_, b);
-        c.t_ns = a.t_ns;
+        // the softmax's exponentials, sums and scaling factors on the CXL controller
+        c.t_ns = a.t_ns + controller_softmax_ns(spec_.controller, b.heads, b.context);
         c.bytes_moved = double(a.host_wr + a.host_rd + a.wr_gb) * spec_.mem.org.burst_bytes();
         c.bound = "memory";
         return c;

@@ -6,8 +6,10 @@
 // "cent_head_per_bank") it also answers the decode block's element-wise operators CENT runs on
 // the device (OpShape::elem, m == 1): RMSNorm, rotary and the SiLU gate product priced with
 // pim_cent_mapping's commands, the KV write (its stores are in the attention's program) and the
-// residual add (an EWADD on the controller's registers, no DRAM command) at no extra time. Other
-// presets answer no element-wise operator. Immutable after construction; thread safe.
+// residual add (an EWADD on the controller's registers, no DRAM command) at no extra time. A
+// preset's [controller] (CENT's CXL controller, pim_controller.h) adds its share to the RMSNorm,
+// the rotary and, inside the attention, the softmax. Other presets answer no element-wise
+// operator. Immutable after construction; thread safe.
 #include <string>
 
 #include "hw/device.h"

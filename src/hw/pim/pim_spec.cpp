@@ -27,6 +27,26 @@ std::string PimSpec::dtype_list() const {
     return s;
 }
 
+namespace {
+
+PimController load_controller(TomlSection& t) {
+    PimController c;
+    c.clock_mhz = t.get_double("clock_mhz", 1, 1e5);
+    c.vector_units = int(t.get_int("vector_units", 1, 4096));
+    c.vector_lanes = int(t.get_int("vector_lanes", 1, 1024));
+    c.sb_read_cycles = t.get_double("sb_read_cycles", 0, 1e6);
+    c.sb_write_cycles = t.get_double("sb_write_cycles", 0, 1e6);
+    c.exp_lane_cycles = t.get_double("exp_lane_cycles", 0, 1e6);
+    c.riscv_cores = int(t.get_int("riscv_cores", 1, 4096));
+    c.rv_rmsnorm_cycles = t.get_double("rv_rmsnorm_cycles", 0, 1e6);
+    c.rv_rotary_cycles = t.get_double("rv_rotary_cycles", 0, 1e6);
+    c.rv_softmax_cycles = t.get_double("rv_softmax_cycles", 0, 1e6);
+    t.finish();
+    return c;
+}
+
+}  // namespace
+
 PimSpec load_pim_spec_file(const std::string& path, const std::string& name, const std::string& config_dir) {
     auto doc = TomlDoc::parse_file(path);
     auto& root = doc.root();
@@ -96,6 +116,13 @@ PimSpec load_pim_spec_file(const std::string& path, const std::string& name, con
                                   : AttentionMapping::CENT_HEAD_PER_BANK;
         s.host_request_cycles = int(m->get_int_or("host_request_cycles", 1, 1, 1 << 16));
         m->finish();
+    }
+
+    if (auto c = doc.find_section("controller")) {
+        if (s.attention_mapping != AttentionMapping::CENT_HEAD_PER_BANK)
+            fail("{}: section [controller] is not allowed here (allowed: with [mapping] attention = "
+                 "\"cent_head_per_bank\", whose operators it serves)", path);
+        s.controller = load_controller(*c);
     }
 
     s.pim_normal_overlap = root.get_bool("pim_normal_overlap");

@@ -57,6 +57,21 @@ struct PimTiming {
 // CENT_HEAD_PER_BANK is CENT's mapping (pim_cent_mapping.h).
 enum class AttentionMapping { GEMV, CENT_HEAD_PER_BANK };
 
+// A CXL device's controller beside the channels ([controller]; pim_controller.h prices its work).
+// Cycles are the controller's, at clock_mhz; clock_mhz 0: no controller (every cost 0).
+struct PimController {
+    double clock_mhz = 0;
+    int vector_units = 0;          // 16-lane vector units (one per channel in CENT)
+    int vector_lanes = 16;
+    double sb_read_cycles = 0, sb_write_cycles = 0;  // one shared-buffer access
+    double exp_lane_cycles = 0;    // one exponential in a lane
+    int riscv_cores = 1;
+    double rv_rmsnorm_cycles = 0;  // the reciprocal root of one RMSNorm, on one core
+    double rv_rotary_cycles = 0;   // one rotated element, on one core
+    double rv_softmax_cycles = 0;  // one head's scalar softmax step, on one core
+    bool present() const { return clock_mhz > 0; }
+};
+
 struct PimSpec {
     std::string name, file, device;
     dram::DramSpec mem;          // base memory (organisation and timings)
@@ -67,6 +82,7 @@ struct PimSpec {
     int default_alignment_bits = 128; // layout granule assumed when none is given
     AttentionMapping attention_mapping = AttentionMapping::GEMV;
     int host_request_cycles = 1;      // cycles between single-bank requests of the device's one DMA (CENT mapping)
+    PimController controller;         // absent: none
 
     int units_per_channel() const { return mem.org.banks() / unit.banks_per_unit; }
     bool supports(DType t) const;
