@@ -30,6 +30,18 @@ Result run(const std::string& args, const std::string& workload = "--workload se
 const std::string kMachine = "--model deepseek-v3 --npus 8 --pims 8 --ep 8 ";
 constexpr double kMoeLayers = 58, kTopK = 8;  // deepseek-v3: layers 3..60 route 8 of 256 experts
 
+// A serving run of one request alone against `duet bench` of the same shape: the same TTFT and TBT
+// on both sides.
+void expect_one_request_is_the_bench(const Result& s, const Result& b) {
+    for (const char* side : {"baseline", "target"}) {
+        const nlohmann::json& sv = s.report["serving"][side];
+        const double ttft_ms = b.report[side]["timeline"]["ttft_ns"].get<double>() / 1e6;
+        const double tbt_ms = b.report[side]["tbt_mean_ns"].get<double>() / 1e6;
+        EXPECT_NEAR(sv["ttft_ms"]["p50"].get<double>(), ttft_ms, ttft_ms * 1e-6) << side;
+        EXPECT_NEAR(sv["tpot_ms"]["mean"].get<double>(), tbt_ms, tbt_ms * 1e-4) << side;
+    }
+}
+
 // Every step is EP rank 0's share of the sequences with its experts fed the whole step's tokens,
 // so one request alone is `duet bench --ep 8`'s forward: the same TTFT and TBT, and the expert
 // rows of a 128-token prompt and 15 one-token steps (each token routed to 8 experts per layer),
@@ -44,14 +56,10 @@ TEST(ServingEpCli, OneRequestIsTheBenchsExpertParallelForward) {
         ASSERT_EQ(s.code, 0) << s.out;
         const Result b = run(shape, "");
         ASSERT_EQ(b.code, 0) << b.out;
+        expect_one_request_is_the_bench(s, b);
         for (const char* side : {"baseline", "target"}) {
-            const nlohmann::json& sv = s.report["serving"][side];
-            const double ttft_ms = b.report[side]["timeline"]["ttft_ns"].get<double>() / 1e6;
-            const double tbt_ms = b.report[side]["tbt_mean_ns"].get<double>() / 1e6;
-            EXPECT_NEAR(sv["ttft_ms"]["p50"].get<double>(), ttft_ms, ttft_ms * 1e-6) << side;
-            EXPECT_NEAR(sv["tpot_ms"]["mean"].get<double>(), tbt_ms, tbt_ms * 1e-4) << side;
-            EXPECT_EQ(sv["experts"]["ep"], 8) << side;
-            EXPECT_EQ(sv["experts"]["routing"], b.report[side]["experts"]["routing"]) << side;
+            EXPECT_EQ(s.report["serving"][side]["experts"]["ep"], 8) << side;
+            EXPECT_EQ(s.report["serving"][side]["experts"]["routing"], b.report[side]["experts"]["routing"]) << side;
         }
         EXPECT_EQ(s.report["serving"]["baseline"]["experts"]["expert_rows_on_pim"].get<double>(), 0.0);
         const nlohmann::json& e = s.report["serving"]["target"]["experts"];
@@ -157,13 +165,7 @@ TEST(ServingEpCli, TensorParallelGroupsInsideDataParallelAttention) {
     const Result b = run(shape, "");
     ASSERT_EQ(s.code, 0) << s.out;
     ASSERT_EQ(b.code, 0) << b.out;
-    for (const char* side : {"baseline", "target"}) {
-        const nlohmann::json& sv = s.report["serving"][side];
-        const double ttft_ms = b.report[side]["timeline"]["ttft_ns"].get<double>() / 1e6;
-        const double tbt_ms = b.report[side]["tbt_mean_ns"].get<double>() / 1e6;
-        EXPECT_NEAR(sv["ttft_ms"]["p50"].get<double>(), ttft_ms, ttft_ms * 1e-6) << side;
-        EXPECT_NEAR(sv["tpot_ms"]["mean"].get<double>(), tbt_ms, tbt_ms * 1e-4) << side;
-    }
+    expect_one_request_is_the_bench(s, b);
     EXPECT_EQ(s.report["workload"]["tp"], 2);
     EXPECT_EQ(s.report["workload"]["ep"], 4);
 }
