@@ -12,10 +12,10 @@
 //    tensor-parallel rank q of a group computes on the group's q-th PIM device as in
 //    sim/scale_out.h; a PIM device hangs off its group's first NPU (serving/instance_hw.h).
 //    The NPUs must number dp x tp (x 2 disaggregated) and the PIM devices a multiple of dp.
-//  - ep > 1 (expert parallelism): an instance is an expert-parallel group of graph::stage_ranks(tp,
-//    ep) NPUs (ep, or tp = ep with the experts on the tensor-parallel ranks), cut as the
-//    tensor-parallel groups above: replica r is NPUs [r g, (r+1) g) with its share of the PIM
-//    devices, EP rank q on the group's q-th NPU and PIM device. Not disaggregated.
+//  - ep > 1 (expert parallelism): an instance is an expert-parallel group of g =
+//    graph::stage_ranks(tp, ep) = ep NPUs (tp dividing ep), cut as the tensor-parallel groups
+//    above: replica r is NPUs [r g, (r+1) g) with its share of the PIM devices, EP rank q on the
+//    group's q-th NPU and PIM device. Not disaggregated.
 //  - pp > 1 (pipeline stages): one colocated replica on the whole topology, its pp virtual
 //    engines (serving/serving_cluster.h); not with dp > 1 or disaggregated.
 //  Every replica's groups are wired alike (the NPU mesh is one preset, the PIM links another),
