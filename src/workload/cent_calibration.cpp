@@ -61,6 +61,7 @@ double cent_system_token_ms(const std::string& model, int devices, const std::st
     config::CoopConfig cfg;
     cfg.topology.pims = devices;
     cfg.topology.pim_link = link;
+    cfg.topology.tp_split = config::TpSplitMode::CENT;  // CENT's model-parallel partition (docs/scale-out.md)
     TraceBenchInputs in;
     in.model = model;
     in.pim = "pim_cxl_aim";
