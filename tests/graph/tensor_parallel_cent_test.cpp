@@ -75,8 +75,11 @@ TEST(CentPartition, AttentionRotaryGateAndNormsKeepTheWholeWidth) {
     EXPECT_EQ(n[OpKind::SWIGLU], 11008);
     EXPECT_EQ(n[OpKind::RMSNORM], 4096);
     // the lm-head is replicated, not gathered
-    for (const Node& nd : g.nodes)
-        if (nd.role == WeightRole::LM_HEAD) EXPECT_EQ(nd.n, 32000);
+    for (const Node& nd : g.nodes) {
+        if (nd.role == WeightRole::LM_HEAD) {
+            EXPECT_EQ(nd.n, 32000);
+        }
+    }
 }
 
 // CENT's llama_latency (cxl_latency.py) moves per block 5 gathers and 5 broadcasts of the
@@ -98,13 +101,15 @@ TEST(CentPartition, GathersPerBlockAgainstCentsTwelveTransfers) {
         if (nd.kind == OpKind::ALL_GATHER && nd.layer == 0) bytes += lower(g, nd, b).out_bytes, ++records;
     EXPECT_EQ(records, 7);
     EXPECT_EQ(bytes, 4u * (5 * 4096 + 2 * 11008));  // f32 on the host; the link prices the PIM's bf16
-    for (const Node& nd : g.nodes)
-        if (nd.kind == OpKind::ATTENTION) {
+    for (const Node& nd : g.nodes) {
+        if (nd.kind != OpKind::ATTENTION) continue;
+        {
             const OpRecord r = lower(g, nd, b);
             EXPECT_EQ(r.context_ranks, 8);
             EXPECT_EQ(r.n_head, 32);
             EXPECT_EQ(r.n, 640);
         }
+    }
 }
 
 TEST(CentPartition, MegatronIsTheDefaultAndLeavesContextOnEachRank) {
