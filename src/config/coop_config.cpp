@@ -98,6 +98,8 @@ std::vector<F> build() {
     };
     v.push_back(presets);
     v.push_back(ranged(make("topology", "ep", K::INT, &C::topology, &TopologySection::ep), 1, 1024));
+    v.push_back(enum_field("topology", "tp_split", &C::topology, &TopologySection::tp_split,
+                           {{"megatron", TpSplitMode::MEGATRON}, {"cent", TpSplitMode::CENT}}));
     return v;
 }
 

@@ -6,7 +6,7 @@
 //   [scheduling] prefill_engine, decode_engine, zero_copy_switch, preconvert_first_token,
 //                npu_only_layers (per-layer override, e.g. "0-1,31"; empty = none)
 //   [memory]     weight_base_shared, index_granularity, cache_limit_mb
-//   [topology]   npus, pims, npu_link, pim_link, pim_presets, ep (docs/topology.md; also read from
+//   [topology]   npus, pims, npu_link, pim_link, pim_presets, ep, tp_split (docs/topology.md; also read from
 //                a file named by `duet bench --topology`, see load_topology_file)
 // Enumerated knobs are validated once, at load, into the typed enums below; nothing
 // downstream compares their spelling again.
@@ -64,6 +64,12 @@ struct MemorySection {
     int64_t cache_limit_mb = 512;    // conversion cache: prefetch buffers + preconverted tiles
 };
 
+// How tensor-parallel ranks divide a layer (graph::TpPartition, docs/scale-out.md):
+// "megatron" (heads and FFN features per rank, all-reduced partial sums) or "cent" (CENT's
+// model-parallel trace: every matrix split by output rows and gathered, attention and the
+// element-wise work whole on every rank).
+enum class TpSplitMode { MEGATRON, CENT };
+
 // The simulated machine (docs/topology.md): npu0 is the host; every other device has one
 // link to it, of the named preset in configs/hw/links.toml.
 struct TopologySection {
@@ -73,6 +79,7 @@ struct TopologySection {
     std::string pim_link = "shared_hbm";   // link preset joining each PIM device to npu0
     std::string pim_presets;               // "" (all the default preset) or one name per PIM device, comma-separated
     int64_t ep = 1;                        // expert-parallel ranks of a MoE model (duet bench --ep; docs/scale-out.md)
+    TpSplitMode tp_split = TpSplitMode::MEGATRON;  // "megatron" | "cent": the tensor-parallel partition
 };
 
 struct CoopConfig {

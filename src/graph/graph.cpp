@@ -9,6 +9,7 @@
 #include "graph/shard_expert_parallel.h"
 #include "graph/shard_pipeline_parallel.h"
 #include "graph/shard_tensor_parallel.h"
+#include "graph/shard_tensor_parallel_cent.h"
 #include "graph/llama_builder.h"
 
 namespace duet::graph {
@@ -106,7 +107,10 @@ Graph build_graph(const ModelShape& s, const GraphOptions& opts) {
     // and latent attention's projections as they are, as the engine's --fuse does.
     check_tp_with_ep(opts.tp, opts.ep);
     Graph g = build_graph(s);
-    if (opts.tp != 1) g = ShardTensorParallel(opts.tp, opts.tp_rank, opts.flashcomm, opts.ff_align, opts.ep > 1).run(g);
+    if (opts.tp != 1)
+        g = opts.tp_partition == TpPartition::CENT
+                ? ShardTensorParallelCent(opts.tp, opts.tp_rank).run(g)
+                : ShardTensorParallel(opts.tp, opts.tp_rank, opts.flashcomm, opts.ff_align, opts.ep > 1).run(g);
     if (opts.ep != 1) g = ShardExpertParallel(opts.ep, opts.ep_rank).run(g);
     if (opts.pp != 1) g = ShardPipelineParallel(opts.pp, opts.pp_stage).run(g);
     if (opts.fuse) g = fuse_all(g, opts.int8_acts);

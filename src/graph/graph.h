@@ -127,6 +127,7 @@ struct GraphOptions {
     int tp = 1;              // graph/shard_tensor_parallel.h: ranks sharing each layer
     int tp_rank = 0;         // which of them this graph is for
     bool flashcomm = false;  // reduce-scatter + all-gather in place of all-reduce
+    TpPartition tp_partition = TpPartition::MEGATRON;  // graph/parallel.h: how the tp ranks divide a layer
     int64_t ff_align = 1;    // FFN split granule (the down projection's quant block)
     int ep = 1;              // graph/shard_expert_parallel.h: ranks sharing the routed experts
     int ep_rank = 0;         // which of them this graph is for (tp_rank == ep_rank mod tp when both > 1)

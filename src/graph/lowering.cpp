@@ -91,6 +91,7 @@ OpRecord lower(const Graph& g, const Node& nd, const Batch& b) {
             r.k = nd.k;
             r.n_head = s.n_head;
             r.n_head_kv = s.n_head_kv;
+            r.context_ranks = g.tp.context_ranks;
             r.weight_dtype = nd.dtype;
             r.in_bytes = r.out_bytes = 4 * mn;
             r.flops = 4.0 * double(s.n_head) * double(nd.k) * pairs;

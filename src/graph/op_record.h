@@ -84,6 +84,10 @@ struct OpRecord {
     Phase phase = Phase::PREFILL;
     int32_t layer = -1;     // -1 for ops outside the transformer blocks
     int32_t n_seq = 1;      // sequences in the batch this op serves
+    // ATTENTION: devices whose memories share each sequence's context positions (graph/parallel.h
+    // TpShard::context_ranks; 1 but under TpPartition::CENT), q.K^T running over one of them.
+    // Beside n_seq, where the record has room, so a record stays 120 bytes.
+    int32_t context_ranks = 1;
     int64_t m = 0;          // tokens (rows of activations)
     int64_t n = 0;          // output features (MATMUL) / context tokens (ATTENTION)
     int64_t k = 0;          // input features (MATMUL) / head_dim (ATTENTION)

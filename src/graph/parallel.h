@@ -50,6 +50,15 @@ struct Range {
     bool operator==(const Range&) const = default;
 };
 
+// How a tensor-parallel group divides a layer (GraphOptions::tp_partition, [topology] tp_split):
+//   MEGATRON  the split above: heads and FFN features per rank, partial sums all-reduced;
+//   CENT      CENT's model-parallel trace (docs/scale-out.md, "CENT's partition"): every weight
+//             matrix split by output rows over the ranks, each output all-gathered; every rank
+//             runs all heads' attention (q.K^T over the context positions its memory holds, one
+//             tp-th of them; softmax and p.V over all positions), rotary, norms and the SiLU gate
+//             product over the whole width.
+enum class TpPartition { MEGATRON, CENT };
+
 struct TpShard {
     int tp = 1;     // ranks sharing every layer
     int rank = 0;   // this rank, 0 <= rank < tp
@@ -58,6 +67,7 @@ struct TpShard {
     Range ff;       // FFN intermediate features (rows of gate/up, columns of down)
     Range ff_exp;   // each routed expert's intermediate features (empty for a dense model)
     Range ff_shexp; // the shared experts' intermediate features (empty without them)
+    int context_ranks = 1;  // ranks whose memories share each sequence's context positions (CENT: tp)
     bool operator==(const TpShard&) const = default;
 };
 

@@ -31,6 +31,7 @@ struct OpShape {
     ElemOp elem = ElemOp::NONE;
     int64_t m = 0, n = 0, k = 0;
     int64_t n_head = 0, n_head_kv = 0;
+    int context_ranks = 1;            // ATTENTION: devices sharing the context positions (q.K^T over 1 of them)
     DType weight_dtype = DType::F16;  // matrix operand (weights or KV cache)
     DType act_dtype = DType::F16;     // activations as the device holds them
     uint64_t weight_bytes = 0;        // bytes of the weight / KV operand read

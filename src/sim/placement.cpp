@@ -124,6 +124,7 @@ hw::OpShape to_op_shape(const OpRecord& r, DType act_dtype) {
     s.k = r.k;
     s.n_head = r.n_head;
     s.n_head_kv = r.n_head_kv;
+    s.context_ranks = r.context_ranks;
     s.weight_dtype = r.weight_dtype;
     s.act_dtype = act_dtype;
     s.weight_bytes = r.weight_bytes;

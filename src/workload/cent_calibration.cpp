@@ -61,6 +61,7 @@ double cent_system_token_ms(const std::string& model, int devices, const std::st
     config::CoopConfig cfg;
     cfg.topology.pims = devices;
     cfg.topology.pim_link = link;
+    cfg.topology.tp_split = config::TpSplitMode::CENT;  // CENT's model-parallel partition (docs/scale-out.md)
     TraceBenchInputs in;
     in.model = model;
     in.pim = "pim_cxl_aim";
@@ -98,15 +99,14 @@ std::vector<Point> cent_system_points() {
         p.duet = cent_system_token_ms(s.preset, s.devices, s.link, decode_positions());
         p.tolerance = 0.25;
         p.unit = std::string("ms");
-        p.note = "finding: duet bench pim_only, --pims/--tp = devices, pim_cxl_aim over the CXL link preset; with "
-                 "CENT's mapping each rank's RMSNorms, rotary and SiLU gate run on its own device (CENT's AiM "
-                 "commands), its KV stores in the attention and its residual adds as CENT's EWADD (no DRAM "
-                 "command); the CXL controller's RMSNorm, rotary and softmax cycles ([controller]), host "
-                 "sampling once per token (sampling_ns, utils.py InOut_latency) and the all-reduces as CENT's "
-                 "gather + multicast broadcast in flits (cxl_latency.py) are modelled. duet sits below CENT: "
-                 "CENT's trace replicates every head's attention, softmax and rotary and the whole FFN-width "
-                 "gate product on each device and gathers every matrix's output (12 transfers per block), "
-                 "where duet gives each rank its 1/tp of the heads and FFN width (docs/hardware-model.md 6)";
+        p.note = "finding: duet bench pim_only, --pims/--tp = devices, [topology] tp_split = \"cent\" (CENT's "
+                 "model-parallel partition: every block matrix split by output rows and all-gathered, every head's "
+                 "attention with q.K^T positions over the devices, rotary, norms and the SiLU gate over the whole width "
+                 "on each device), pim_cxl_aim over the CXL link preset; the CXL controller's RMSNorm, rotary and "
+                 "softmax cycles ([controller]), host sampling once per token (sampling_ns, utils.py InOut_latency) "
+                 "and the all-gathers as CENT's gather + multicast broadcast in flits (cxl_latency.py) are modelled. "
+                 "duet sits above CENT by the per-operator input and output transfers between each device and the "
+                 "host over its CXL link, which CENT's block does not make (docs/hardware-model.md 6)";
         p.device = "CENT-class system (pim_cxl_aim x devices, whole model, duet bench)";
         out.push_back(p);
     }

@@ -124,6 +124,9 @@ void check_one_expert_group(const TraceBenchInputs& in, int64_t dp, const sim::S
 void check_machine_options(const ServingBenchOptions& o, const config::CoopConfig& cfg) {
     const ServingLoad& a = o.load;
     const int64_t ep = o.bench.ep != -1 ? o.bench.ep : cfg.topology.ep;
+    if (cfg.topology.tp_split != config::TpSplitMode::MEGATRON)
+        fail("[topology] tp_split = \"cent\" with --workload serving: the serving model runs Megatron's split "
+             "(allowed: tp_split = \"megatron\", or a generation workload)");
     if (o.bench.pp > 1 && ep > 1)
         fail("--pp {} with --ep {}: the serving model runs pipeline stages or expert parallelism, not both (allowed: "
              "--pp 1 or --ep 1)", o.bench.pp, ep);

@@ -24,6 +24,7 @@ BenchSetup prepare_bench(const config::Settings& st, const config::CoopConfig& c
         config::check_device_id(st, modelled_npu_count(cfg), config::process_env(), diag);
     }
     BenchSetup s;
+    if (cfg.topology.tp_split == config::TpSplitMode::CENT) s.tp_partition = graph::TpPartition::CENT;
     s.pb = sim::policy_from_name(in.baseline, "--baseline");
     s.pt = sim::policy_from_name(in.target, "--target");
     if (!st.ascend.enable_pim_coop && s.pt != sim::Policy::NPU_ONLY)
@@ -78,6 +79,7 @@ void plan_generations(const BenchSetup& s, const TraceBenchInputs& in, sim::Plan
     go.fuse = in.fuse;
     go.tp = in.tp;
     go.flashcomm = in.flashcomm;
+    go.tp_partition = s.tp_partition;
     go.pp = in.pp;
     go.ep = in.ep;
     const auto plan = [&](const graph::ModelShape& shape) {
@@ -148,6 +150,7 @@ sim::BenchReport finish_bench(const config::Settings& st, const config::CoopConf
         r.parallel = {{"tp", in.tp}, {"pp", in.pp}, {"ep", in.ep}, {"micro_batches", ob.parallel.micro_batches},
                       {"flashcomm", in.flashcomm}, {"hccl_expansion", in.hccl_expansion},
                       {"attention", attention_split(in.tp, in.ep)}};
+        if (s.tp_partition == graph::TpPartition::CENT) r.parallel["tp_split"] = "cent";
         const int64_t ranks = int64_t(graph::stage_ranks(in.tp, in.ep)) * in.pp,
                       npus = int64_t(rig.hw.devices_of(sim::DeviceKind::NPU).size()),
                       pims = int64_t(rig.hw.devices_of(sim::DeviceKind::PIM).size());

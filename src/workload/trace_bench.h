@@ -11,6 +11,7 @@
 #include "config/coop_config.h"
 #include "config/settings.h"
 #include "graph/model_shape.h"
+#include "graph/parallel.h"
 #include "sim/hw_rig.h"
 #include "sim/planner.h"
 #include "sim/report.h"
@@ -30,6 +31,8 @@ struct BenchSetup {
     // Set when the chosen operand type is one pim0 has no MACs for: the PIM runs no operator.
     // Names the knob (config.toml [pim] precision); added to the target run's warnings.
     std::string pim_idle_warning;
+    // config.toml / --topology [topology] tp_split: how the tensor-parallel ranks divide a layer
+    graph::TpPartition tp_partition = graph::TpPartition::MEGATRON;
 };
 // Validates the policies against the settings and the available devices and builds the rig.
 BenchSetup prepare_bench(const config::Settings& st, const config::CoopConfig& cfg, const TraceBenchInputs& in,

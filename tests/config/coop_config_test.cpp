@@ -144,3 +144,16 @@ TEST(CoopConfig, TopologyFileOnlyTakesTopologyKeys) {
     EXPECT_EQ(t.npus, 4);
     EXPECT_EQ(t.pims, 1);
 }
+
+TEST(CoopConfig, TpSplitTakesMegatronOrCent) {
+    EXPECT_EQ(TopologySection{}.tp_split, TpSplitMode::MEGATRON);
+    const std::string ok = write_test_file("config_test_tp_split.toml", "[topology]\ntp_split = \"cent\"\n");
+    EXPECT_EQ(load_topology_file(ok, TopologySection{}).tp_split, TpSplitMode::CENT);
+    const std::string bad = write_test_file("config_test_tp_split_bad.toml", "[topology]\ntp_split = \"ring\"\n");
+    try {
+        load_topology_file(bad, TopologySection{});
+        FAIL();
+    } catch (const duet::Error& e) {
+        EXPECT_EQ(std::string(e.what()), bad + ": key 'topology.tp_split' = \"ring\" is not allowed (allowed: megatron, cent)");
+    }
+}

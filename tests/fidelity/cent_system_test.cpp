@@ -37,12 +37,12 @@ TEST(CentSystem, PublishedTokenLatenciesAreTheMeanOfTheRerunsDecodeRows) {
         EXPECT_EQ(p.check, Check::RELATIVE);
         EXPECT_DOUBLE_EQ(p.tolerance, 0.25);
         EXPECT_NE(p.source.find("; re-run Morteza1814/CENT @a5d6e53"), std::string::npos);
-        // a finding: with the element-wise work on each rank's device, the controller, the host
-        // sampling and CENT's fabric modelled, duet stays below CENT by CENT's partition (every
-        // head on every device, 12 transfers per block; docs/hardware-model.md 6)
-        EXPECT_FALSE(p.passed());
-        EXPECT_LT(p.duet, p.reference);
-        EXPECT_GT(p.duet, 0.5 * p.reference);
+        // a finding: under CENT's partition (tp_split = "cent": every head on every device, every
+        // matrix's output gathered), with the controller, the host sampling and CENT's fabric
+        // modelled, duet sits above CENT by the per-operator transfers between each device and the
+        // host, which CENT's block does not make (docs/hardware-model.md 6)
+        EXPECT_GT(p.duet, p.reference);
+        EXPECT_LT(p.duet, 1.5 * p.reference);
     }
 }
 
@@ -81,4 +81,28 @@ TEST(CentSystem, HostSamplesEachTokenOnce) {
     EXPECT_GT(cpu.busy_ns / steps, 150e3);
     EXPECT_LT(cpu.busy_ns / steps, 2 * 150e3);
     EXPECT_GT(r.target.tbt_mean_ns, 150e3);
+}
+
+// The CENT rows run CENT's partition: the gathers of every block matrix's output, not Megatron's
+// all-reduces, and attention over all heads on each rank.
+TEST(CentSystem, RowsUseCentsPartition) {
+    config::Settings st;
+    st.runtime.dtype = "bf16";
+    config::CoopConfig cfg;
+    cfg.topology.pims = 8;
+    cfg.topology.pim_link = "cxl_cent_x18";
+    workload::TraceBenchInputs in;
+    in.model = "llama2-7b";
+    in.pim = "pim_cxl_aim";
+    in.tp = 8;
+    in.baseline = in.target = "pim_only";
+    in.seq_len = 639;
+    in.gen_len = 2;
+    const double megatron = workload::run_trace_bench(st, cfg, in).target.tbt_mean_ns;
+    cfg.topology.tp_split = config::TpSplitMode::CENT;
+    const sim::BenchReport r = workload::run_trace_bench(st, cfg, in);
+    EXPECT_EQ(r.parallel.value("tp_split", ""), "cent");
+    EXPECT_GT(r.target.tbt_mean_ns, megatron);  // every head and the whole gate width on each device
+    EXPECT_NEAR(workload::cent_system_token_ms("llama2-7b", 8, "cxl_cent_x18", {640}) * 1e6, r.target.tbt_mean_ns,
+                1e-3);
 }

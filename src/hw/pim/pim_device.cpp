@@ -1,5 +1,7 @@
 #include "hw/pim/pim_device.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "hw/pim/pim_cent_mapping.h"
 #include "hw/pim/pim_controller.h"
@@ -112,12 +114,14 @@ Cost PimDevice::estimate(const OpShape& op) const {
     }
     if (spec_.attention_mapping == AttentionMapping::CENT_HEAD_PER_BANK) {
         // CENT's head-per-bank mapping of this device's heads (pim_cent_mapping.h); the
-        // positions of q.K^T over this device's banks alone.
+        // positions of q.K^T over the banks of op.context_ranks devices (this one alone but
+        // under the CENT partition, graph/parallel.h).
         CentBlockShape b;
         b.heads = op.n_head;
         b.kv_heads = op.n_head_kv > 0 ? op.n_head_kv : op.n_head;
         b.head_dim = op.k;
         b.context = op.n;
+        b.devices = op.context_ranks;  // CENT's FC_devices: q.K^T positions over every device's banks
         b.channels = channels_;
         const CentCost a = cent_attention(spec_, b);
         // the softmax's exponentials, sums and scaling factors on the CXL controller
@@ -129,7 +133,9 @@ Cost PimDevice::estimate(const OpShape& op) const {
     // Each query head's score GEMV runs over its KV head's K rows: n_head GEMVs of n x k, then
     // n_head GEMVs over V^T (k rows of n). Modelled as two GEMVs of n_head * n and n_head * k rows,
     // which keeps every unit busy across heads (the heads' rows are spread like matrix rows).
-    const GemvResult s = estimate_gemv(op.n_head * op.n, op.k, op.weight_dtype);
+    // Context positions spread over op.context_ranks devices: the scores of this one's share.
+    const int64_t positions = (op.n + op.context_ranks - 1) / std::max(op.context_ranks, 1);
+    const GemvResult s = estimate_gemv(op.n_head * positions, op.k, op.weight_dtype);
     const GemvResult v = estimate_gemv(op.n_head * op.k, op.n, op.weight_dtype);
     c.t_ns = s.t_ns + v.t_ns;
     c.bytes_moved = s.external_bytes + v.external_bytes;
