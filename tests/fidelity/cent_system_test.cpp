@@ -57,19 +57,34 @@ TEST(CentSystem, TokenLatencyGrowsWithContextAndModel) {
                 1e-9);
 }
 
-// The CENT machine's host samples each token once (configs/hw/host_cpu.toml sampling_ns, CENT's
-// utils.py InOut_latency 0.15 ms): the eight ranks share cpu0, and only rank 0's turn samples.
-TEST(CentSystem, HostSamplesEachTokenOnce) {
-    config::Settings st;
-    st.runtime.dtype = "bf16";
+namespace {
+
+// CENT's Llama2-7B machine: 8 CXL AiM devices on cxl_cent_x18, TP 8, pim_only, bf16 settings.
+config::CoopConfig cent_machine() {
     config::CoopConfig cfg;
     cfg.topology.pims = 8;
     cfg.topology.pim_link = "cxl_cent_x18";
+    return cfg;
+}
+
+workload::TraceBenchInputs cent_llama2_7b() {
     workload::TraceBenchInputs in;
     in.model = "llama2-7b";
     in.pim = "pim_cxl_aim";
     in.tp = 8;
     in.baseline = in.target = "pim_only";
+    return in;
+}
+
+}  // namespace
+
+// The CENT machine's host samples each token once (configs/hw/host_cpu.toml sampling_ns, CENT's
+// utils.py InOut_latency 0.15 ms): the eight ranks share cpu0, and only rank 0's turn samples.
+TEST(CentSystem, HostSamplesEachTokenOnce) {
+    config::Settings st;
+    st.runtime.dtype = "bf16";
+    config::CoopConfig cfg = cent_machine();
+    workload::TraceBenchInputs in = cent_llama2_7b();
     in.seq_len = 127;
     in.gen_len = 3;  // two decode steps
     const sim::BenchReport r = workload::run_trace_bench(st, cfg, in);
@@ -88,14 +103,8 @@ TEST(CentSystem, HostSamplesEachTokenOnce) {
 TEST(CentSystem, RowsUseCentsPartition) {
     config::Settings st;
     st.runtime.dtype = "bf16";
-    config::CoopConfig cfg;
-    cfg.topology.pims = 8;
-    cfg.topology.pim_link = "cxl_cent_x18";
-    workload::TraceBenchInputs in;
-    in.model = "llama2-7b";
-    in.pim = "pim_cxl_aim";
-    in.tp = 8;
-    in.baseline = in.target = "pim_only";
+    config::CoopConfig cfg = cent_machine();
+    workload::TraceBenchInputs in = cent_llama2_7b();
     in.seq_len = 639;
     in.gen_len = 2;
     const double megatron = workload::run_trace_bench(st, cfg, in).target.tbt_mean_ns;
